@@ -1,0 +1,61 @@
+"""Status types the program writes (seed 001, status contract).
+
+Status carries no value that moves on its own: timestamps change only on a transition, so a
+converged run writes nothing.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field
+
+from api.meta import ApiModel, Condition
+
+ModulePhase = Literal[
+    "Ready",
+    "Reconciling",
+    "Suspended",
+    "WaitingForModules",
+    "WaitingForCRD",
+    "Degraded",
+    "Disabled",
+    "Failed",
+]
+AppliancePhase = Literal["Ready", "Reconciling", "Degraded"]
+
+
+class ModuleStatus(ApiModel):
+    """One entry of Appliance.status.modules, keyed by canonical module name."""
+
+    phase: ModulePhase
+    kustomization: str | None = None
+    auto_enabled: bool | None = None
+    requested_by: list[str] | None = None
+    message: str | None = None
+
+
+class ActivationStatus(ApiModel):
+    """Status of one runtime CR (ModuleActivation, ModelActivation, AppInstance).
+
+    Later issues extend this with kind-specific fields; the common part is always present.
+    """
+
+    model_config = ApiModel.model_config | {"extra": "allow"}
+
+    phase: str
+    reason: str | None = None
+    message: str | None = None
+    observed_generation: int | None = None
+    conditions: list[Condition] = Field(default_factory=list)
+
+
+class ApplianceStatus(ApiModel):
+    """Appliance/local.status: the aggregate read model of the installation."""
+
+    model_config = ApiModel.model_config | {"extra": "allow"}
+
+    phase: AppliancePhase
+    observed_generation: int | None = None
+    modules: dict[str, ModuleStatus] = Field(default_factory=dict)
+    conditions: list[Condition] = Field(default_factory=list)
