@@ -1,0 +1,60 @@
+"""The shipped catalogs and their typed loaders.
+
+``load_catalogs()`` reads the YAML files shipped beside this module (or a user's
+replacements), validates each entry and checks the catalogs against each other. Pure: it
+reads files and nothing else.
+"""
+
+from catalogs.checks import CatalogFiles, check_catalogs
+from catalogs.errors import CatalogError
+from catalogs.keys import normalise_key
+from catalogs.loader import CATALOG_FILES, load_catalogs
+from catalogs.types import (
+    ApplicationCatalog,
+    ApplicationEntry,
+    ArtifactEntry,
+    Catalogs,
+    ComputeTargetCatalog,
+    ComputeTargetEntry,
+    CpuDefaults,
+    EngineCatalog,
+    EngineEntry,
+    GpuCompatibilityCatalog,
+    GpuCompatibilityProfile,
+    ModuleCatalog,
+    ModuleEntry,
+    PciDevice,
+    PresetCatalog,
+    PresetEntry,
+    PresetVariant,
+    ProfileEngine,
+    VisionAttentionMapping,
+)
+
+__all__ = [
+    "CATALOG_FILES",
+    "ApplicationCatalog",
+    "ApplicationEntry",
+    "ArtifactEntry",
+    "CatalogError",
+    "CatalogFiles",
+    "Catalogs",
+    "ComputeTargetCatalog",
+    "ComputeTargetEntry",
+    "CpuDefaults",
+    "EngineCatalog",
+    "EngineEntry",
+    "GpuCompatibilityCatalog",
+    "GpuCompatibilityProfile",
+    "ModuleCatalog",
+    "ModuleEntry",
+    "PciDevice",
+    "PresetCatalog",
+    "PresetEntry",
+    "PresetVariant",
+    "ProfileEngine",
+    "VisionAttentionMapping",
+    "check_catalogs",
+    "load_catalogs",
+    "normalise_key",
+]

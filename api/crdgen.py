@@ -1,0 +1,309 @@
+"""CustomResourceDefinitions of appliance.magicstick.dev/v1alpha1, generated from the types.
+
+The spec schema of each kind is the pydantic JSON schema of its spec type turned into a
+Kubernetes structural schema: every node has a type (or preserves unknown fields), ``$ref`` is
+inlined, optional means "not required" instead of "nullable", free-form maps preserve unknown
+fields, and the CEL rules attached to the types become ``x-kubernetes-validations``. Object
+defaults are left to the program; scalar and list defaults are applied by the API server.
+
+Output is deterministic, so the committed files under ``api/crds/`` can be checked against the
+types: ``python -m api.crdgen --check`` fails when they differ, ``--write`` regenerates them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import BaseModel
+
+from api.meta import GROUP, VERSION
+from api.setup import ApplianceSetupStatus
+from api.validation import SPEC_TYPES
+
+CRD_DIRECTORY = Path(__file__).parent / "crds"
+HEADER = "# Generated from the api package by `python -m api.crdgen --write`. Do not edit.\n"
+CATEGORY = "magicstick"
+
+_KEPT_KEYWORDS = (
+    "description",
+    "enum",
+    "format",
+    "maxItems",
+    "maxLength",
+    "maxProperties",
+    "maximum",
+    "minItems",
+    "minLength",
+    "minProperties",
+    "minimum",
+    "pattern",
+)
+
+
+@dataclass(frozen=True)
+class PrinterColumn:
+    """One column of ``kubectl get``."""
+
+    name: str
+    json_path: str
+    type: str = "string"
+
+    def to_wire(self) -> dict[str, str]:
+        return {"name": self.name, "jsonPath": self.json_path, "type": self.type}
+
+
+@dataclass(frozen=True)
+class CrdKind:
+    """Names and presentation of one kind; its spec type comes from SPEC_TYPES."""
+
+    kind: str
+    plural: str
+    short_names: tuple[str, ...] = ()
+    columns: tuple[PrinterColumn, ...] = ()
+    status_type: type[BaseModel] | None = None
+
+    @property
+    def singular(self) -> str:
+        return self.kind.lower()
+
+    @property
+    def name(self) -> str:
+        return f"{self.plural}.{GROUP}"
+
+
+KINDS: tuple[CrdKind, ...] = (
+    CrdKind("Appliance", "appliances", ("msapp", "appliance"), (PrinterColumn("Profile", ".spec.profile"),)),
+    CrdKind(
+        "ModuleActivation",
+        "moduleactivations",
+        columns=(PrinterColumn("Module", ".spec.module"), PrinterColumn("Enabled", ".spec.enabled", "boolean")),
+    ),
+    CrdKind(
+        "ModelActivation",
+        "modelactivations",
+        columns=(PrinterColumn("Type", ".spec.type"), PrinterColumn("Enabled", ".spec.enabled", "boolean")),
+    ),
+    CrdKind(
+        "AppInstance",
+        "appinstances",
+        columns=(PrinterColumn("Application", ".spec.application"), PrinterColumn("Enabled", ".spec.enabled", "boolean")),
+    ),
+    CrdKind(
+        "HostOperation",
+        "hostoperations",
+        columns=(PrinterColumn("Action", ".spec.action"), PrinterColumn("Node", ".spec.nodeName")),
+    ),
+    CrdKind("ApplianceSetup", "appliancesetups", status_type=ApplianceSetupStatus),
+)
+"""Every kind of the API, in the order the CRDs are installed."""
+
+
+def _plain(text: str) -> str:
+    """A docstring as one line of plain text, as ``kubectl explain`` shows it best."""
+    return " ".join(text.replace("``", "").split())
+
+
+class _Converter:
+    """Turns one pydantic JSON schema into a structural schema, resolving ``$defs``."""
+
+    def __init__(self, definitions: Mapping[str, Any]) -> None:
+        self._definitions = definitions
+
+    def convert(self, node: Mapping[str, Any]) -> dict[str, Any]:
+        if "$ref" in node:
+            target = self._definitions[node["$ref"].rsplit("/", 1)[-1]]
+            return self._overlay(self.convert(target), node)
+        if "anyOf" in node:
+            arms = [arm for arm in node["anyOf"] if arm.get("type") != "null"]
+            if len(arms) == 1:
+                return self._overlay(self.convert(arms[0]), node)
+            return self._overlay({"x-kubernetes-preserve-unknown-fields": True}, node)
+        if "const" in node:
+            node = {**node, "enum": [node["const"]]}
+        converted = {key: node[key] for key in _KEPT_KEYWORDS if key in node}
+        if "description" in converted:
+            converted["description"] = _plain(converted["description"])
+        converted.update({key: value for key, value in node.items() if key.startswith("x-kubernetes-")})
+        if "exclusiveMinimum" in node:
+            converted.update(minimum=node["exclusiveMinimum"], exclusiveMinimum=True)
+        if "exclusiveMaximum" in node:
+            converted.update(maximum=node["exclusiveMaximum"], exclusiveMaximum=True)
+        if "type" not in node:
+            converted["x-kubernetes-preserve-unknown-fields"] = True
+            return converted
+        converted["type"] = node["type"]
+        if node["type"] == "object":
+            self._object(node, converted)
+        elif node["type"] == "array":
+            converted["items"] = self.convert(node.get("items", {}))
+        self._default(node, converted)
+        return converted
+
+    def _object(self, node: Mapping[str, Any], converted: dict[str, Any]) -> None:
+        if "properties" in node:
+            converted["properties"] = {name: self.convert(schema) for name, schema in node["properties"].items()}
+            if node.get("required"):
+                converted["required"] = list(node["required"])
+            return
+        values = node.get("additionalProperties", True)
+        if values is True or values == {}:
+            converted["x-kubernetes-preserve-unknown-fields"] = True
+        elif values is not False:
+            converted["additionalProperties"] = self.convert(values)
+
+    @staticmethod
+    def _default(node: Mapping[str, Any], converted: dict[str, Any]) -> None:
+        if node.get("default") is not None and converted["type"] != "object":
+            converted["default"] = node["default"]
+
+    def _overlay(self, converted: dict[str, Any], reference: Mapping[str, Any]) -> dict[str, Any]:
+        """Apply the keywords written beside a ``$ref`` or ``anyOf`` (description, default)."""
+        if "description" in reference:
+            converted["description"] = _plain(reference["description"])
+        if "type" in converted:
+            self._default(reference, converted)
+        return converted
+
+
+def structural_schema(model: type[BaseModel]) -> dict[str, Any]:
+    """The Kubernetes structural schema of a pydantic model's wire form. Pure."""
+    schema = model.model_json_schema(by_alias=True, mode="validation")
+    return _Converter(schema.get("$defs", {})).convert(schema)
+
+
+GENERIC_STATUS_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "description": "Observed state, written by the program (or, for HostOperation, by the host worker).",
+    "properties": {
+        "phase": {"type": "string"},
+        "reason": {"type": "string"},
+        "message": {"type": "string"},
+        "observedGeneration": {"type": "integer", "format": "int64"},
+    },
+    "x-kubernetes-preserve-unknown-fields": True,
+}
+
+
+def _root_schema(kind: CrdKind) -> dict[str, Any]:
+    spec = structural_schema(SPEC_TYPES[kind.kind])
+    status = structural_schema(kind.status_type) if kind.status_type else GENERIC_STATUS_SCHEMA
+    root: dict[str, Any] = {
+        "type": "object",
+        "description": f"{kind.kind} of {GROUP}/{VERSION}.",
+        "properties": {
+            "apiVersion": {"type": "string"},
+            "kind": {"type": "string"},
+            "metadata": {"type": "object"},
+            "spec": spec,
+            "status": status,
+        },
+    }
+    if spec.get("required"):
+        root["required"] = ["spec"]
+    return root
+
+
+def build_crd(kind: CrdKind) -> dict[str, Any]:
+    """The CustomResourceDefinition of one kind. Pure."""
+    columns = [*kind.columns, PrinterColumn("Phase", ".status.phase"), PrinterColumn("Age", ".metadata.creationTimestamp", "date")]
+    names: dict[str, Any] = {
+        "kind": kind.kind,
+        "listKind": f"{kind.kind}List",
+        "plural": kind.plural,
+        "singular": kind.singular,
+        "categories": [CATEGORY],
+    }
+    if kind.short_names:
+        names["shortNames"] = list(kind.short_names)
+    return {
+        "apiVersion": "apiextensions.k8s.io/v1",
+        "kind": "CustomResourceDefinition",
+        "metadata": {"name": kind.name},
+        "spec": {
+            "group": GROUP,
+            "names": names,
+            "scope": "Namespaced",
+            "versions": [
+                {
+                    "name": VERSION,
+                    "served": True,
+                    "storage": True,
+                    "subresources": {"status": {}},
+                    "additionalPrinterColumns": [column.to_wire() for column in columns],
+                    "schema": {"openAPIV3Schema": _root_schema(kind)},
+                }
+            ],
+        },
+    }
+
+
+def build_crds() -> list[dict[str, Any]]:
+    """Every CRD of the API, in KINDS order. Pure and deterministic."""
+    return [build_crd(kind) for kind in KINDS]
+
+
+def render(crd: Mapping[str, Any]) -> str:
+    """The committed YAML text of one CRD."""
+    return HEADER + yaml.safe_dump(dict(crd), sort_keys=True, default_flow_style=False, width=4096)
+
+
+def file_name(crd: Mapping[str, Any]) -> str:
+    return f"{crd['metadata']['name']}.yaml"
+
+
+def write_crds(directory: Path = CRD_DIRECTORY) -> list[Path]:
+    """Write one file per CRD into ``directory``; returns the paths written."""
+    directory.mkdir(parents=True, exist_ok=True)
+    written = []
+    for crd in build_crds():
+        path = directory / file_name(crd)
+        path.write_text(render(crd), encoding="utf-8")
+        written.append(path)
+    return written
+
+
+def stale_files(directory: Path = CRD_DIRECTORY) -> list[str]:
+    """Names of the files in ``directory`` that are missing, differ from the types, or are extra."""
+    expected = {file_name(crd): render(crd) for crd in build_crds()}
+    present = {path.name for path in directory.glob("*.yaml")} if directory.is_dir() else set()
+    stale = [
+        name
+        for name, text in expected.items()
+        if name not in present or (directory / name).read_text(encoding="utf-8") != text
+    ]
+    return sorted(stale + sorted(present - expected.keys()))
+
+
+def load_committed_crds() -> list[dict[str, Any]]:
+    """The CRDs shipped inside the package, parsed, in KINDS order (what the program installs)."""
+    package = resources.files("api").joinpath("crds")
+    return [yaml.safe_load(package.joinpath(f"{kind.name}.yaml").read_text(encoding="utf-8")) for kind in KINDS]
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """``--write`` regenerates the committed CRDs; ``--check`` exits 1 naming stale files."""
+    parser = argparse.ArgumentParser(prog="python -m api.crdgen", description=__doc__.splitlines()[0])
+    mode = parser.add_mutually_exclusive_group(required=True)
+    mode.add_argument("--write", action="store_true", help="regenerate the CRD files")
+    mode.add_argument("--check", action="store_true", help="fail when the CRD files differ from the types")
+    parser.add_argument("--directory", type=Path, default=CRD_DIRECTORY, help="where the CRD files live")
+    arguments = parser.parse_args(argv)
+    if arguments.write:
+        for path in write_crds(arguments.directory):
+            print(f"wrote {path}")
+        return 0
+    stale = stale_files(arguments.directory)
+    for name in stale:
+        print(f"{arguments.directory / name} differs from the api types; run python -m api.crdgen --write", file=sys.stderr)
+    return 1 if stale else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,541 @@
+"""Typed catalog entries and the catalogs that hold them.
+
+Every model is immutable, rejects unknown fields and reads camelCase YAML names into
+snake_case attributes. Rules that concern one entry live here; rules that compare entries
+or files live in :mod:`catalogs.checks`.
+"""
+
+from __future__ import annotations
+
+import re
+import string
+from functools import cached_property
+from typing import Annotated, Generic, Literal, TypeVar
+
+from pydantic import AfterValidator, AliasGenerator, BaseModel, ConfigDict, Field, ValidationInfo, field_validator
+from pydantic.alias_generators import to_camel
+
+from catalogs.keys import normalise_key
+
+_KEBAB = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)*$")
+_ENGINE_NAME = re.compile(r"^[A-Za-z][A-Za-z0-9]*$")
+_CRD_NAME = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)*(\.[a-z0-9]+(-[a-z0-9]+)*)+$")
+_API_VERSION = re.compile(r"^([a-z0-9]+(-[a-z0-9]+)*(\.[a-z0-9]+(-[a-z0-9]+)*)*/)?v[0-9]+((alpha|beta)[0-9]+)?$")
+_IMAGE = re.compile(
+    r"^[a-z0-9]+([._-][a-z0-9]+)*(:[0-9]+)?(/[a-z0-9]+([._-][a-z0-9]+)*)+(:[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}|@sha256:[a-f0-9]{64})$"
+)
+_PCI_ID = re.compile(r"^[0-9a-f]{4}$")
+_MODEL_URL = re.compile(r"^(hf|ollama)://\S+$")
+
+
+def _kebab(value: str) -> str:
+    if len(value) > 63 or not _KEBAB.match(value):
+        raise ValueError(f"'{value}' must be lower-case words joined by '-', at most 63 characters")
+    return value
+
+
+def _engine_name(value: str) -> str:
+    if not _ENGINE_NAME.match(value):
+        raise ValueError(f"'{value}' must be a letter followed by letters or digits")
+    return value
+
+
+def _crd_name(value: str) -> str:
+    if not _CRD_NAME.match(value):
+        raise ValueError(f"'{value}' is not a CRD name of the form <plural>.<group>")
+    return value
+
+
+def _flux_path(value: str) -> str:
+    if not value.startswith("./") or value.endswith("/") or ".." in value.split("/"):
+        raise ValueError(f"'{value}' must be a path inside the Git source, starting with './'")
+    return value
+
+
+def _image(value: str) -> str:
+    if not _IMAGE.match(value):
+        raise ValueError(f"'{value}' must be a registry/repository image with a fixed tag or digest")
+    return value
+
+
+def _unique(values: tuple[str, ...]) -> tuple[str, ...]:
+    seen: set[str] = set()
+    for value in values:
+        if value in seen:
+            raise ValueError(f"'{value}' is listed twice")
+        seen.add(value)
+    return values
+
+
+def _template(value: str, *, allowed: frozenset[str]) -> str:
+    try:
+        names = {name for _, name, _, _ in string.Formatter().parse(value) if name is not None}
+    except ValueError as error:
+        raise ValueError(f"'{value}' is not a valid template: {error}") from error
+    unknown = sorted(names - allowed)
+    if unknown:
+        raise ValueError(f"'{value}' uses unknown placeholder(s) {unknown}; allowed: {sorted(allowed)}")
+    return value
+
+
+KebabName = Annotated[str, AfterValidator(_kebab)]
+EngineName = Annotated[str, AfterValidator(_engine_name)]
+CrdName = Annotated[str, AfterValidator(_crd_name)]
+FluxPath = Annotated[str, AfterValidator(_flux_path)]
+Image = Annotated[str, AfterValidator(_image)]
+PositiveMi = Annotated[int, Field(gt=0)]
+
+
+class CatalogModel(BaseModel):
+    """Base of every catalog type: camelCase in YAML, immutable, unknown fields rejected."""
+
+    model_config = ConfigDict(
+        alias_generator=AliasGenerator(alias=to_camel),
+        populate_by_name=True,
+        frozen=True,
+        extra="forbid",
+    )
+
+
+class NamedEntry(CatalogModel):
+    """An entry found by its name."""
+
+    name: str
+
+
+EntryT = TypeVar("EntryT", bound=NamedEntry)
+
+
+class _NamedCatalog(CatalogModel, Generic[EntryT]):
+    """A catalog of entries found by their ``name``; entries are kept sorted by it."""
+
+    entries: tuple[EntryT, ...]
+
+    @field_validator("entries")
+    @classmethod
+    def _sorted(cls, entries: tuple[EntryT, ...]) -> tuple[EntryT, ...]:
+        return tuple(sorted(entries, key=lambda entry: entry.name))
+
+    @cached_property
+    def _by_name(self) -> dict[str, EntryT]:
+        return {entry.name: entry for entry in self.entries}
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        """Every entry name, sorted."""
+        return tuple(entry.name for entry in self.entries)
+
+    def get(self, name: str) -> EntryT | None:
+        """The entry called exactly ``name``, or None."""
+        return self._by_name.get(name)
+
+
+class ModuleEntry(NamedEntry):
+    """A platform module: one generated Flux Kustomization of a path in the Git source."""
+
+    name: KebabName
+    display_name: str = Field(min_length=1)
+    description: str = ""
+    keys: tuple[str, ...] = ()
+    path: FluxPath
+    kustomization: KebabName
+    depends_on: tuple[KebabName, ...] = ()
+    required_crds: tuple[CrdName, ...] = ()
+    hardware_provider: bool = False
+    target_namespace: KebabName | None = None
+
+    @field_validator("keys")
+    @classmethod
+    def _keys_normalise(cls, keys: tuple[str, ...]) -> tuple[str, ...]:
+        for key in keys:
+            if not normalise_key(key):
+                raise ValueError(f"'{key}' normalises to an empty key")
+        return keys
+
+    @field_validator("depends_on")
+    @classmethod
+    def _no_self_dependency(cls, depends_on: tuple[str, ...], info: ValidationInfo) -> tuple[str, ...]:
+        if info.data.get("name") in depends_on:
+            raise ValueError("a module cannot depend on itself")
+        return _unique(depends_on)
+
+    @field_validator("required_crds")
+    @classmethod
+    def _unique_crds(cls, required_crds: tuple[str, ...]) -> tuple[str, ...]:
+        return _unique(required_crds)
+
+
+class ModuleCatalog(_NamedCatalog[ModuleEntry]):
+    """The platform modules, and the user keys that name them."""
+
+    entries: tuple[ModuleEntry, ...] = Field(alias="modules")
+
+    @cached_property
+    def _by_key(self) -> dict[str, str]:
+        index: dict[str, str] = {}
+        for entry in self.entries:
+            for key in (*entry.keys, entry.name):
+                index[normalise_key(key)] = entry.name
+        return index
+
+    def canonical(self, key: str) -> str | None:
+        """The canonical module name a user key stands for, or None when unknown. Pure.
+
+        Case is ignored, ``_`` equals ``-`` and camelCase is split, so ``modelCatalog``,
+        ``model_catalog`` and ``Model-Catalog`` all give ``model-catalog``; catalogued extra
+        keys (``nvidia`` for ``gpu``) are resolved too.
+        """
+        return self._by_key.get(normalise_key(key))
+
+
+class ApplicationEntry(NamedEntry):
+    """An AI application: one generated HelmRelease per instance, plus its Gateway routes."""
+
+    name: KebabName
+    display_name: str = Field(min_length=1)
+    required_modules: tuple[KebabName, ...]
+    required_crds: tuple[CrdName, ...] = ()
+    chart: FluxPath
+    output_kind: str = Field(pattern=r"^[A-Z][A-Za-z0-9]*$")
+    output_api_version: str = Field(pattern=_API_VERSION.pattern)
+    backend_service: str = Field(min_length=1)
+    backend_port: int = Field(ge=1, le=65535)
+    callback_path: str
+
+    @field_validator("required_modules", "required_crds")
+    @classmethod
+    def _unique_lists(cls, values: tuple[str, ...]) -> tuple[str, ...]:
+        return _unique(values)
+
+    @field_validator("backend_service")
+    @classmethod
+    def _service_template(cls, value: str) -> str:
+        return _template(value, allowed=frozenset({"name"}))
+
+    @field_validator("callback_path")
+    @classmethod
+    def _callback_template(cls, value: str) -> str:
+        _template(value, allowed=frozenset({"instance"}))
+        if not value.startswith("/") or "{instance}" not in value:
+            raise ValueError(f"'{value}' must be an absolute path that contains '{{instance}}'")
+        return value
+
+    def backend_service_for(self, name: str) -> str:
+        """The backend Service name of the instance called ``name``. Pure."""
+        return self.backend_service.format(name=name)
+
+    def callback_path_for(self, instance: str) -> str:
+        """The exact OIDC callback path of the instance called ``instance``. Pure."""
+        return self.callback_path.format(instance=instance)
+
+
+class ApplicationCatalog(_NamedCatalog[ApplicationEntry]):
+    """The AI applications users can instantiate, and the modules every instance needs."""
+
+    entries: tuple[ApplicationEntry, ...] = Field(alias="applications")
+    common_modules: tuple[KebabName, ...] = ("litellm", "model-catalog")
+
+    @field_validator("common_modules")
+    @classmethod
+    def _unique_common(cls, values: tuple[str, ...]) -> tuple[str, ...]:
+        return _unique(values)
+
+    def modules_for(self, name: str) -> tuple[str, ...] | None:
+        """Every module an instance of application ``name`` needs, sorted; None when unknown."""
+        entry = self.get(name)
+        if entry is None:
+            return None
+        return tuple(sorted({*entry.required_modules, *self.common_modules}))
+
+
+class CpuDefaults(CatalogModel):
+    """Per-replica CPU request and limit, in millicores; a limit of 0 sets no quota."""
+
+    request_millicores: int = Field(ge=1)
+    limit_millicores: int = Field(ge=0)
+
+    @field_validator("limit_millicores")
+    @classmethod
+    def _limit_covers_request(cls, limit: int, info: ValidationInfo) -> int:
+        request = info.data.get("request_millicores")
+        if limit and request is not None and limit < request:
+            raise ValueError(f"a positive limit ({limit}) must be at least the request ({request})")
+        return limit
+
+
+class EngineEntry(NamedEntry):
+    """An inference engine, the targets it runs on and its runtime defaults."""
+
+    name: EngineName
+    display_name: str = Field(min_length=1)
+    uses_kubeai: bool
+    url_schemes: tuple[Literal["hf", "ollama"], ...] = Field(min_length=1)
+    compute_targets: tuple[KebabName, ...] = Field(min_length=1)
+    default_memory_mi: PositiveMi
+    cpu_defaults: CpuDefaults
+    kv_cache_types: dict[KebabName, tuple[str, ...]] = {}
+    default_kv_cache_type: str | None = Field(default=None, validate_default=True)
+
+    @field_validator("compute_targets", "url_schemes")
+    @classmethod
+    def _unique_lists(cls, values: tuple[str, ...]) -> tuple[str, ...]:
+        return _unique(values)
+
+    @field_validator("kv_cache_types")
+    @classmethod
+    def _kv_targets_supported(
+        cls, kv_cache_types: dict[str, tuple[str, ...]], info: ValidationInfo
+    ) -> dict[str, tuple[str, ...]]:
+        targets = info.data.get("compute_targets", ())
+        for target, types in kv_cache_types.items():
+            if target not in targets:
+                raise ValueError(f"'{target}' is not one of this engine's computeTargets {list(targets)}")
+            if not types:
+                raise ValueError(f"'{target}' lists no cache type")
+            _unique(types)
+        return kv_cache_types
+
+    @field_validator("default_kv_cache_type")
+    @classmethod
+    def _default_allowed_everywhere(cls, default: str | None, info: ValidationInfo) -> str | None:
+        kv_cache_types = info.data.get("kv_cache_types")
+        targets = info.data.get("compute_targets")
+        if kv_cache_types is None or targets is None:
+            return default
+        if default is None:
+            if kv_cache_types:
+                raise ValueError("an engine with kvCacheTypes needs a default")
+            return default
+        for target in targets:
+            if default not in kv_cache_types.get(target, ()):
+                raise ValueError(f"'{default}' is not allowed on compute target '{target}'")
+        return default
+
+    def supports(self, compute_target: str) -> bool:
+        """Whether the engine runs on ``compute_target``."""
+        return compute_target in self.compute_targets
+
+    def allowed_kv_cache_types(self, compute_target: str) -> tuple[str, ...]:
+        """The kvCacheType values accepted on ``compute_target``; empty when none apply."""
+        return self.kv_cache_types.get(compute_target, ())
+
+
+class EngineCatalog(_NamedCatalog[EngineEntry]):
+    """The inference engines."""
+
+    entries: tuple[EngineEntry, ...] = Field(alias="engines")
+
+
+class VisionAttentionMapping(CatalogModel):
+    """What one visionAttention value sets on a vLLM container: arguments and environment."""
+
+    args: tuple[str, ...] = ()
+    env: dict[str, str] = {}
+
+
+class ComputeTargetEntry(NamedEntry):
+    """Where a model runs: CPU or one GPU vendor, with its Kubernetes resources.
+
+    ``resource_profiles`` maps to a KubeAI resource profile name from one of three kinds of
+    key, the most specific winning: ``<engine>:<resource>``, ``<resource>``, ``<engine>``.
+    """
+
+    name: KebabName
+    display_name: str = Field(min_length=1)
+    module: KebabName | None = None
+    resource_names: tuple[str, ...] = ()
+    resource_profiles: dict[str, KebabName] = {}
+    vision_attention: dict[str, VisionAttentionMapping] | None = None
+    default_vision_attention: str | None = Field(default=None, validate_default=True)
+
+    @field_validator("resource_names")
+    @classmethod
+    def _resources_need_module(cls, resource_names: tuple[str, ...], info: ValidationInfo) -> tuple[str, ...]:
+        has_module = info.data.get("module") is not None
+        if has_module and not resource_names:
+            raise ValueError("a target provided by a module lists the resources it publishes")
+        if resource_names and not has_module:
+            raise ValueError("a target without a module publishes no resources")
+        return _unique(resource_names)
+
+    @field_validator("resource_profiles")
+    @classmethod
+    def _profile_resources_published(cls, profiles: dict[str, str], info: ValidationInfo) -> dict[str, str]:
+        resources = info.data.get("resource_names", ())
+        for key in profiles:
+            engine, sep, resource = key.partition(":")
+            if sep and (not _ENGINE_NAME.match(engine) or resource not in resources):
+                raise ValueError(f"'{key}' must be <engine>:<resource> with a resource of {list(resources)}")
+        return profiles
+
+    @field_validator("default_vision_attention")
+    @classmethod
+    def _default_is_catalogued(cls, default: str | None, info: ValidationInfo) -> str | None:
+        values = info.data.get("vision_attention")
+        if default is not None and default not in (values or {}):
+            raise ValueError(f"'{default}' is not one of the visionAttention values {sorted(values or {})}")
+        if default is None and values:
+            raise ValueError("a target with visionAttention values needs a default")
+        return default
+
+    @property
+    def accelerated(self) -> bool:
+        """Whether the target is a GPU provided by a hardware module."""
+        return self.module is not None
+
+    def resource_profile(self, *, engine: str, resource: str | None = None) -> str | None:
+        """The KubeAI resource profile for ``engine`` on the published ``resource``. Pure."""
+        keys = (f"{engine}:{resource}", resource, engine) if resource is not None else (engine,)
+        for key in keys:
+            if key in self.resource_profiles:
+                return self.resource_profiles[key]
+        return None
+
+
+class ComputeTargetCatalog(_NamedCatalog[ComputeTargetEntry]):
+    """The compute targets a local model can select."""
+
+    entries: tuple[ComputeTargetEntry, ...] = Field(alias="computeTargets")
+
+    def provided_by(self, module: str) -> tuple[ComputeTargetEntry, ...]:
+        """The targets whose resources the hardware module ``module`` publishes."""
+        return tuple(entry for entry in self.entries if entry.module == module)
+
+
+class ArtifactEntry(CatalogModel):
+    """One downloadable form of a model: its source URL, precision and memory defaults."""
+
+    id: KebabName
+    url: str = Field(pattern=_MODEL_URL.pattern)
+    precision: str = Field(min_length=1)
+    quantization: str | None = None
+    memory_required_mi: PositiveMi | None = None
+    vram_mi: PositiveMi | None = None
+
+    @property
+    def scheme(self) -> str:
+        """The URL scheme: ``hf`` or ``ollama``."""
+        return self.url.split("://", 1)[0]
+
+
+class PresetVariant(CatalogModel):
+    """The artifacts of a preset for one engine on one compute target."""
+
+    engine: EngineName
+    compute_target: KebabName
+    artifacts: tuple[ArtifactEntry, ...] = Field(min_length=1)
+    default_artifact: KebabName
+
+    @field_validator("artifacts")
+    @classmethod
+    def _unique_ids(cls, artifacts: tuple[ArtifactEntry, ...]) -> tuple[ArtifactEntry, ...]:
+        _unique(tuple(artifact.id for artifact in artifacts))
+        return artifacts
+
+    @field_validator("default_artifact")
+    @classmethod
+    def _default_is_listed(cls, default: str, info: ValidationInfo) -> str:
+        artifacts = info.data.get("artifacts")
+        if artifacts is not None and default not in {artifact.id for artifact in artifacts}:
+            raise ValueError(f"'{default}' is not one of the artifacts {[a.id for a in artifacts]}")
+        return default
+
+    def artifact(self, artifact_id: str | None = None) -> ArtifactEntry | None:
+        """The artifact called ``artifact_id``, the default one when None; None when unknown."""
+        wanted = self.default_artifact if artifact_id is None else artifact_id
+        return next((artifact for artifact in self.artifacts if artifact.id == wanted), None)
+
+
+class PresetEntry(NamedEntry):
+    """A portable model preset and its variants per engine and compute target."""
+
+    name: KebabName
+    display_name: str = Field(min_length=1)
+    model_type: Literal["chat", "completion", "embedding", "rerank", "transcription"]
+    variants: tuple[PresetVariant, ...] = Field(min_length=1)
+
+    @field_validator("variants")
+    @classmethod
+    def _one_variant_per_pair(cls, variants: tuple[PresetVariant, ...]) -> tuple[PresetVariant, ...]:
+        _unique(tuple(f"{variant.engine}/{variant.compute_target}" for variant in variants))
+        return variants
+
+    def variant(self, engine: str, compute_target: str) -> PresetVariant | None:
+        """The variant for ``engine`` on ``compute_target``, or None."""
+        return next(
+            (v for v in self.variants if v.engine == engine and v.compute_target == compute_target),
+            None,
+        )
+
+
+class PresetCatalog(_NamedCatalog[PresetEntry]):
+    """The model presets."""
+
+    entries: tuple[PresetEntry, ...] = Field(alias="presets")
+
+
+class PciDevice(CatalogModel):
+    """A PCI vendor and device ID, four lower-case hex digits each."""
+
+    vendor_id: str = Field(pattern=_PCI_ID.pattern)
+    device_id: str = Field(pattern=_PCI_ID.pattern)
+
+
+class ProfileEngine(CatalogModel):
+    """How one engine is validated on a compatibility profile: a fixed image in a bounded Job."""
+
+    validation_image: Image
+    timeout_seconds: int = Field(default=900, ge=60, le=3600)
+
+
+class GpuCompatibilityProfile(CatalogModel):
+    """A Magic Stick compatibility profile for GPUs beyond upstream vendor support."""
+
+    id: KebabName
+    display_name: str = Field(min_length=1)
+    profile_version: str = Field(min_length=1)
+    module: KebabName
+    experimental: bool
+    required_gpu_count: int = Field(ge=1)
+    expected_architecture: str = Field(pattern=r"^gfx[0-9a-f]+$")
+    pci_devices: tuple[PciDevice, ...] = Field(min_length=1)
+    memory_architecture: Literal["unified", "discrete"]
+    engines: dict[EngineName, ProfileEngine] = Field(min_length=1)
+
+    @property
+    def name(self) -> str:
+        """The profile ID; profiles are named by it."""
+        return self.id
+
+
+class GpuCompatibilityCatalog(CatalogModel):
+    """The versioned magicstick-gpu-compatibility-catalog."""
+
+    name: Literal["magicstick-gpu-compatibility-catalog"] = "magicstick-gpu-compatibility-catalog"
+    version: str = Field(min_length=1)
+    profiles: tuple[GpuCompatibilityProfile, ...] = ()
+
+    @field_validator("profiles")
+    @classmethod
+    def _sorted(cls, profiles: tuple[GpuCompatibilityProfile, ...]) -> tuple[GpuCompatibilityProfile, ...]:
+        return tuple(sorted(profiles, key=lambda profile: profile.id))
+
+    @property
+    def entries(self) -> tuple[GpuCompatibilityProfile, ...]:
+        """The profiles, sorted by ID."""
+        return self.profiles
+
+    def get(self, profile_id: str) -> GpuCompatibilityProfile | None:
+        """The profile with ID ``profile_id``, or None."""
+        return next((profile for profile in self.profiles if profile.id == profile_id), None)
+
+
+class Catalogs(CatalogModel):
+    """Every catalog of one load, checked against each other."""
+
+    modules: ModuleCatalog
+    applications: ApplicationCatalog
+    engines: EngineCatalog
+    compute_targets: ComputeTargetCatalog
+    presets: PresetCatalog
+    gpu_compatibility: GpuCompatibilityCatalog

@@ -1,0 +1,109 @@
+"""Run the real Pulumi program with no engine and no cluster, recording what it declares.
+
+Pulumi's mock monitor stands in for the engine. A recording monitor keeps, for every
+registration, the type, the logical name, the parent and the inputs, plus the options that
+decide a resource's lifecycle. Tests and `render` both use it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
+
+import pulumi
+from pulumi.runtime import mocks as pulumi_mocks
+from pulumi.runtime.stack import run_pulumi_func
+from pulumi.runtime.sync_await import _sync_await
+
+PROJECT = "magicstick"
+STACK = "offline"
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class Registration:
+    urn: str
+    type: str
+    name: str
+    parent: str
+    custom: bool
+    inputs: Mapping[str, Any]
+    ignore_changes: tuple[str, ...] = ()
+    retain_on_delete: bool = False
+    dependencies: tuple[str, ...] = ()
+
+    @property
+    def parent_name(self) -> str:
+        return self.parent.rsplit("::", 1)[-1] if self.parent else ""
+
+
+class _EchoMocks(pulumi.runtime.Mocks):
+    """Every resource's outputs are its inputs; no function calls are expected."""
+
+    def new_resource(self, args: pulumi.runtime.MockResourceArgs) -> tuple[str, dict]:
+        return f"{args.name}-id", dict(args.inputs)
+
+    def call(self, args: pulumi.runtime.MockCallArgs) -> tuple[dict, list | None]:
+        raise NotImplementedError(f"the program calls no Pulumi function, but called {args.token}")
+
+
+class RecordingMonitor(pulumi_mocks.MockMonitor):
+    def __init__(self) -> None:
+        super().__init__(_EchoMocks())
+        self.registrations: list[Registration] = []
+
+    def RegisterResource(self, request):  # noqa: N802 - the gRPC method name
+        response = super().RegisterResource(request)
+        if request.type != "pulumi:pulumi:Stack":
+            self.registrations.append(
+                Registration(
+                    urn=response.urn,
+                    type=request.type,
+                    name=request.name,
+                    parent=request.parent,
+                    custom=bool(request.custom),
+                    inputs=pulumi.runtime.rpc.deserialize_properties(request.object),
+                    ignore_changes=tuple(request.ignoreChanges),
+                    retain_on_delete=bool(request.retainOnDelete),
+                    dependencies=tuple(request.dependencies),
+                )
+            )
+        return response
+
+
+@dataclass
+class OfflineRun:
+    registrations: list[Registration] = field(default_factory=list)
+
+    def of_type(self, type_token: str) -> list[Registration]:
+        return [r for r in self.registrations if r.type == type_token]
+
+    def named(self, name: str) -> Registration:
+        matches = [r for r in self.registrations if r.name == name]
+        if len(matches) != 1:
+            raise KeyError(f"{len(matches)} registrations named {name}")
+        return matches[0]
+
+
+@contextmanager
+def _config(values: Mapping[str, str]) -> Iterator[None]:
+    token = pulumi.runtime.config.CONFIG.set({f"{PROJECT}:{key}": value for key, value in values.items()})
+    try:
+        yield
+    finally:
+        pulumi.runtime.config.CONFIG.reset(token)
+
+
+def run_offline(program: Callable[[], T], config: Mapping[str, str]) -> tuple[T, OfflineRun]:
+    """Run `program` under a fresh recording monitor and the given `magicstick:` config.
+
+    Returns the program's result and every registration, once all of them completed.
+    """
+    monitor = RecordingMonitor()
+    pulumi.runtime.set_mocks(_EchoMocks(), project=PROJECT, stack=STACK, preview=False, monitor=monitor)
+    result: list[T] = []
+    with _config(config):
+        _sync_await(run_pulumi_func(lambda: result.append(program())))
+    return result[0], OfflineRun(registrations=list(monitor.registrations))

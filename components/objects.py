@@ -1,0 +1,39 @@
+"""Declare one planned Kubernetes object as a pulumi-kubernetes resource."""
+
+from __future__ import annotations
+
+import pulumi
+import pulumi_kubernetes as k8s
+
+from planning.frozen import thaw
+from planning.objects import DesiredObject
+
+
+def declare(obj: DesiredObject, *, opts: pulumi.ResourceOptions) -> pulumi.CustomResource:
+    """Map `obj` to its resource; its own lifecycle flags become resource options.
+
+    CRDs use the typed CustomResourceDefinition so the provider applies its CRD handling;
+    every other kind goes through the generic CustomResource, which carries any group.
+    """
+    extra = pulumi.ResourceOptions(
+        ignore_changes=["spec"] if obj.ignore_spec_changes else None,
+        retain_on_delete=True if obj.retain_on_delete else None,
+    )
+    options = pulumi.ResourceOptions.merge(opts, extra)
+    body = thaw(obj.body)
+    if obj.kind == "CustomResourceDefinition":
+        return k8s.apiextensions.v1.CustomResourceDefinition(
+            obj.logical_name,
+            metadata=body["metadata"],
+            spec=body["spec"],
+            opts=options,
+        )
+    fields = {key: value for key, value in body.items() if key not in ("apiVersion", "kind", "metadata")}
+    return k8s.apiextensions.CustomResource(
+        obj.logical_name,
+        api_version=obj.api_version,
+        kind=obj.kind,
+        metadata=body["metadata"],
+        opts=options,
+        **fields,
+    )

@@ -1,0 +1,93 @@
+"""The Flux Kustomization generated for one enabled module (seed 000, Defaulting).
+
+Every field the controller would otherwise default is written out (force: false included) so
+the object read back from the cluster equals the object declared, and a converged run sees no
+difference.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from catalogs import ModuleEntry
+from planning.frozen import freeze
+from planning.labels import ACTIVATION, FIELD_MANAGER_ANNOTATION, MANAGED_BY, MANAGED_BY_VALUE, MODULE
+from planning.objects import DesiredObject
+from planning.settings import FLUX_NAMESPACE
+
+KUSTOMIZATION_API_VERSION = "kustomize.toolkit.fluxcd.io/v1"
+INTERVAL = "10m0s"
+SETTINGS_CONFIG_MAP = "ai-appliance-settings"
+
+
+@dataclass(frozen=True)
+class SourceRef:
+    """The Flux source every generated Kustomization reads (Appliance.spec.source)."""
+
+    kind: str = "GitRepository"
+    name: str = "flux-system"
+    namespace: str = "flux-system"
+
+
+def logical_name(kustomization_name: str) -> str:
+    return f"kustomization-{FLUX_NAMESPACE}-{kustomization_name}"
+
+
+def module_kustomization(
+    *,
+    entry: ModuleEntry,
+    dependencies: tuple[ModuleEntry, ...],
+    source: SourceRef,
+    suspend: bool,
+    activation: str | None,
+    field_manager: str,
+) -> DesiredObject:
+    """Build the Kustomization for `entry`.
+
+    Hardware providers wait for their workloads to be ready (driver and device-plugin rollout
+    count toward readiness); other modules do not wait, and instead health-check the CRDs they
+    must serve. Flux ignores healthChecks when wait is on, so only one of the two is written.
+    """
+    labels = {MANAGED_BY: MANAGED_BY_VALUE, MODULE: entry.name}
+    if activation is not None:
+        labels[ACTIVATION] = activation
+    spec: dict = {
+        "interval": INTERVAL,
+        "path": entry.path,
+        "prune": True,
+        "deletionPolicy": "Delete",
+        "wait": entry.hardware_provider,
+        "force": False,
+        "suspend": suspend,
+        "sourceRef": {"kind": source.kind, "name": source.name, "namespace": source.namespace},
+        "postBuild": {
+            "substitute": {"var_substitution_enabled": "true"},
+            "substituteFrom": [{"kind": "ConfigMap", "name": SETTINGS_CONFIG_MAP, "optional": True}],
+        },
+    }
+    if dependencies:
+        spec["dependsOn"] = [{"name": dep.kustomization} for dep in sorted(dependencies, key=lambda d: d.kustomization)]
+    if entry.required_crds and not entry.hardware_provider:
+        spec["healthChecks"] = [
+            {"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition", "name": crd}
+            for crd in sorted(entry.required_crds)
+        ]
+    body = {
+        "apiVersion": KUSTOMIZATION_API_VERSION,
+        "kind": "Kustomization",
+        "metadata": {
+            "name": entry.kustomization,
+            "namespace": FLUX_NAMESPACE,
+            "labels": labels,
+            "annotations": {FIELD_MANAGER_ANNOTATION: field_manager},
+        },
+        "spec": spec,
+    }
+    return DesiredObject(
+        logical_name=logical_name(entry.kustomization),
+        api_version=KUSTOMIZATION_API_VERSION,
+        kind="Kustomization",
+        name=entry.kustomization,
+        namespace=FLUX_NAMESPACE,
+        body=freeze(body),
+    )

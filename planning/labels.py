@@ -1,0 +1,17 @@
+"""Labels and annotations the program puts on what it generates, and how it recognises them."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+MANAGED_BY = "app.kubernetes.io/managed-by"
+MANAGED_BY_VALUE = "magicstick"
+MODULE = "appliance.magicstick.dev/module"
+ACTIVATION = "appliance.magicstick.dev/activation"
+SEEDED_FROM = "appliance.magicstick.dev/seeded-from"
+FIELD_MANAGER_ANNOTATION = "pulumi.com/patchFieldManager"
+
+
+def is_generated(labels: Mapping[str, str]) -> bool:
+    return labels.get(MANAGED_BY) == MANAGED_BY_VALUE
+SEEDED = "appliance.magicstick.dev/seeded"

@@ -1,0 +1,497 @@
+"""Which platform modules are enabled, and the Flux Kustomization of each (seed 000).
+
+One fixed order, every run:
+
+1. classify ModuleActivations: valid winners, disabled ones, and rejected ones (invalid spec,
+   unknown module, a second activation of the same module);
+2. seed a ModuleActivation for every enabled Appliance.spec.modules entry that has none;
+   existing activations, disabled ones included, always take precedence;
+3. the requested set is the enabled activations (seeded ones included), the modules enabled
+   instances and models require (reported as autoEnabled), and the dependencies of both;
+   a disabled module is never added, and a module whose activation was rejected is frozen;
+4. decide each requested module in dependency order. Readiness criteria of a dependency:
+   its Kustomization exists, its Ready condition is True, and every CRD it must serve is
+   served. A module whose dependency is disabled waits without a Kustomization (a stale one
+   is removed so Flux sees no dependsOn on a missing object); a module whose dependency is
+   requested but not Ready waits too, and its existing Kustomization is suspended, not
+   deleted, so workloads and data survive a dependency's rollout;
+5. a module neither requested nor frozen has no Kustomization: a generated one is removed.
+
+Invariant 6: the Kustomizations generated for an activation whose spec is now rejected are
+declared exactly as observed, so an invalid edit never tears down what runs.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from api.meta import API_VERSION
+from catalogs import Catalogs, ModuleEntry
+from planning.frozen import freeze, thaw
+from planning.intent import Intent, Parsed
+from planning.kustomizations import SourceRef, logical_name, module_kustomization
+from planning.labels import (
+    ACTIVATION,
+    FIELD_MANAGER_ANNOTATION,
+    MANAGED_BY,
+    MANAGED_BY_VALUE,
+    MODULE,
+    SEEDED,
+    SEEDED_FROM,
+    is_generated,
+)
+from planning.objects import DesiredObject
+from planning.reasons import Reason
+from planning.requirements import Requirement
+from planning.settings import APPLIANCE_NAME, FLUX_NAMESPACE, PlanSettings
+from planning.snapshot import FluxKustomization, Snapshot
+
+READY = "Ready"
+
+
+@dataclass(frozen=True)
+class ModuleOutcome:
+    """The decision for one module: its phase, why, and the Kustomization to declare."""
+
+    name: str
+    phase: str
+    reason: Reason
+    message: str
+    kustomization_name: str | None = None
+    kustomization: DesiredObject | None = None
+    auto_enabled: bool = False
+    requested_by: tuple[str, ...] = ()
+    activation: str | None = None
+
+
+@dataclass(frozen=True)
+class ActivationOutcome:
+    """The status-relevant decision for one ModuleActivation object."""
+
+    activation: Parsed[Any]
+    phase: str
+    reason: Reason
+    message: str
+    module: str | None = None
+    kustomization_name: str | None = None
+
+
+@dataclass(frozen=True)
+class ModulePlan:
+    modules: tuple[ModuleOutcome, ...]
+    activations: tuple[ActivationOutcome, ...]
+    seeded_activations: tuple[DesiredObject, ...]
+    kustomizations: tuple[DesiredObject, ...]
+
+    def outcome(self, name: str) -> ModuleOutcome | None:
+        return next((m for m in self.modules if m.name == name), None)
+
+
+@dataclass
+class _Classified:
+    winners: dict[str, Parsed[Any]] = field(default_factory=dict)
+    rejected: list[tuple[Parsed[Any], Reason, str, str | None]] = field(default_factory=list)
+    claimed_names: set[str] = field(default_factory=set)
+
+
+def appliance_source(intent: Intent) -> SourceRef:
+    appliance = intent.appliance
+    if appliance is None or appliance.spec is None or appliance.spec.source is None:
+        return SourceRef()
+    source = appliance.spec.source
+    return SourceRef(kind=source.kind, name=source.name, namespace=source.namespace or FLUX_NAMESPACE)
+
+
+def plan_modules(
+    *,
+    intent: Intent,
+    requirements: Iterable[Requirement],
+    snapshot: Snapshot,
+    catalogs: Catalogs,
+    settings: PlanSettings,
+) -> ModulePlan:
+    """Decide every module. Pure and deterministic."""
+    classified = _classify(intent.module_activations, catalogs)
+    seeded, seeded_modules, unknown_keys = _seed(intent, classified, snapshot, catalogs, settings)
+
+    kept, frozen = _keep_as_applied(classified, snapshot)
+    for _, reason, _, module in classified.rejected:
+        if module is not None and reason is not Reason.DUPLICATE_ACTIVATION:
+            frozen.add(module)
+    frozen -= set(classified.winners)
+
+    enabled = {m for m, a in classified.winners.items() if a.spec.enabled} | seeded_modules
+    disabled = {m for m, a in classified.winners.items() if not a.spec.enabled}
+    requested_by: dict[str, set[str]] = defaultdict(set)
+    for requirement in requirements:
+        for module in requirement.modules:
+            requested_by[module].add(requirement.requester)
+
+    wanted = _closure(enabled | (set(requested_by) - disabled - frozen), disabled | frozen, catalogs, requested_by)
+    source = appliance_source(intent)
+    outcomes: dict[str, ModuleOutcome] = {}
+    for name in _dependency_order(wanted, catalogs):
+        activation = classified.winners.get(name)
+        outcomes[name] = _decide(
+            entry=catalogs.modules.get(name),
+            catalogs=catalogs,
+            decided=outcomes,
+            blocked=disabled | frozen,
+            observed=snapshot.kustomization(FLUX_NAMESPACE, catalogs.modules.get(name).kustomization),
+            served_crds=snapshot.served_crds,
+            source=source,
+            activation=activation.name if activation else (name if name in seeded_modules else None),
+            auto_enabled=name not in enabled,
+            requested_by=tuple(sorted(requested_by.get(name, ()))),
+            settings=settings,
+        )
+    for name in sorted(disabled):
+        waiting = sorted(requested_by.get(name, ()))
+        message = f"Module {name} is disabled by ModuleActivation/{classified.winners[name].name}."
+        if waiting:
+            message += f" Waiting on it: {', '.join(waiting)}."
+        outcomes[name] = ModuleOutcome(
+            name=name,
+            phase="Disabled",
+            reason=Reason.DISABLED,
+            message=message,
+            requested_by=tuple(waiting),
+            activation=classified.winners[name].name,
+        )
+    for parsed, reason, message, module in classified.rejected:
+        if module is not None and module in frozen and module not in outcomes:
+            outcomes[module] = ModuleOutcome(
+                name=module,
+                phase="Failed",
+                reason=reason,
+                message=message,
+                kustomization_name=catalogs.modules.get(module).kustomization,
+                requested_by=tuple(sorted(requested_by.get(module, ()))),
+                activation=parsed.name,
+            )
+    for key, message in unknown_keys:
+        outcomes.setdefault(key, ModuleOutcome(name=key, phase="Failed", reason=Reason.UNKNOWN_MODULE, message=message))
+
+    declared = tuple(o.kustomization for o in outcomes.values() if o.kustomization is not None)
+    return ModulePlan(
+        modules=tuple(outcomes[name] for name in sorted(outcomes)),
+        activations=_activation_outcomes(classified, outcomes),
+        seeded_activations=seeded,
+        kustomizations=tuple(sorted(declared + kept, key=lambda d: d.logical_name)),
+    )
+
+
+def _classify(activations: Iterable[Parsed[Any]], catalogs: Catalogs) -> _Classified:
+    """Pick one valid activation per module: the one named like the module, else the first by name."""
+    result = _Classified()
+    candidates: dict[str, list[Parsed[Any]]] = defaultdict(list)
+    for activation in activations:
+        result.claimed_names.add(activation.name)
+        raw_module = activation.obj.spec.get("module")
+        module = catalogs.modules.canonical(raw_module) if isinstance(raw_module, str) else None
+        if activation.error is not None:
+            result.rejected.append((activation, Reason.INVALID_SPEC, str(activation.error), module))
+        elif module is None:
+            known = ", ".join(e.name for e in catalogs.modules.entries)
+            result.rejected.append(
+                (activation, Reason.UNKNOWN_MODULE, f"spec.module: '{raw_module}' is not a catalogued module ({known})", None)
+            )
+        else:
+            candidates[module].append(activation)
+    for module, group in sorted(candidates.items()):
+        group.sort(key=lambda a: (a.name != module, a.name))
+        result.winners[module] = group[0]
+        for loser in group[1:]:
+            result.rejected.append(
+                (
+                    loser,
+                    Reason.DUPLICATE_ACTIVATION,
+                    f"spec.module: module {module} is already activated by ModuleActivation/{group[0].name}",
+                    module,
+                )
+            )
+    return result
+
+
+def _seed(
+    intent: Intent,
+    classified: _Classified,
+    snapshot: Snapshot,
+    catalogs: Catalogs,
+    settings: PlanSettings,
+) -> tuple[tuple[DesiredObject, ...], set[str], list[tuple[str, str]]]:
+    """ModuleActivations seeded from enabled Appliance.spec.modules entries.
+
+    A seeded activation is declared while its entry stays enabled: with the default spec when
+    it is missing, and with its observed spec (changes ignored) once it exists, so edits made
+    by the dashboard win. It is retained on delete: dropping the entry never deletes it.
+    """
+    appliance = intent.appliance
+    if appliance is None or appliance.spec is None:
+        return (), set(), []
+    claimed_modules = {m for m in classified.winners} | {m for _, _, _, m in classified.rejected if m}
+    seeded: list[DesiredObject] = []
+    seeded_modules: set[str] = set()
+    unknown: list[tuple[str, str]] = []
+    enabled_modules: set[str] = set()
+    for key, default in sorted(appliance.spec.modules.items()):
+        module = catalogs.modules.canonical(key)
+        if module is None:
+            unknown.append((key, f"Appliance.spec.modules.{key}: not a catalogued module key"))
+        elif default.enabled:
+            enabled_modules.add(module)
+    for module in sorted(enabled_modules):
+        existing = snapshot.runtime_object("ModuleActivation", settings.system_namespace, module)
+        if existing is not None and existing.meta.labels.get(SEEDED) == "true":
+            seeded.append(_seeded_activation(module, thaw(existing.spec), settings))
+        elif existing is None and module not in claimed_modules:
+            seeded.append(_seeded_activation(module, {"module": module, "enabled": True}, settings))
+            seeded_modules.add(module)
+    return tuple(seeded), seeded_modules, unknown
+
+
+def _seeded_activation(module: str, spec: dict[str, Any], settings: PlanSettings) -> DesiredObject:
+    body = {
+        "apiVersion": API_VERSION,
+        "kind": "ModuleActivation",
+        "metadata": {
+            "name": module,
+            "namespace": settings.system_namespace,
+            "labels": {MANAGED_BY: MANAGED_BY_VALUE, SEEDED: "true"},
+            "annotations": {
+                SEEDED_FROM: f"Appliance/{APPLIANCE_NAME}",
+                FIELD_MANAGER_ANNOTATION: settings.field_manager,
+            },
+        },
+        "spec": spec,
+    }
+    return DesiredObject(
+        logical_name=f"moduleactivation-{settings.system_namespace}-{module}",
+        api_version=API_VERSION,
+        kind="ModuleActivation",
+        name=module,
+        namespace=settings.system_namespace,
+        body=freeze(body),
+        ignore_spec_changes=True,
+        retain_on_delete=True,
+    )
+
+
+def _keep_as_applied(classified: _Classified, snapshot: Snapshot) -> tuple[tuple[DesiredObject, ...], set[str]]:
+    """Generated Kustomizations of activations whose spec is rejected, exactly as observed."""
+    invalid = {parsed.name for parsed, reason, _, _ in classified.rejected if reason is Reason.INVALID_SPEC}
+    kept: list[DesiredObject] = []
+    modules: set[str] = set()
+    for observed in snapshot.kustomizations:
+        labels = observed.meta.labels
+        if is_generated(labels) and labels.get(ACTIVATION) in invalid and observed.meta.namespace == FLUX_NAMESPACE:
+            kept.append(_as_observed(observed))
+            if labels.get(MODULE):
+                modules.add(labels[MODULE])
+    return tuple(kept), modules
+
+
+def _as_observed(observed: FluxKustomization) -> DesiredObject:
+    metadata: dict[str, Any] = {
+        "name": observed.meta.name,
+        "namespace": observed.meta.namespace,
+        "labels": thaw(observed.meta.labels),
+    }
+    if observed.meta.annotations:
+        metadata["annotations"] = thaw(observed.meta.annotations)
+    body = {
+        "apiVersion": "kustomize.toolkit.fluxcd.io/v1",
+        "kind": "Kustomization",
+        "metadata": metadata,
+        "spec": thaw(observed.spec),
+    }
+    return DesiredObject(
+        logical_name=logical_name(observed.meta.name),
+        api_version="kustomize.toolkit.fluxcd.io/v1",
+        kind="Kustomization",
+        name=observed.meta.name,
+        namespace=observed.meta.namespace,
+        body=freeze(body),
+    )
+
+
+def _closure(
+    seeds: set[str],
+    blocked: set[str],
+    catalogs: Catalogs,
+    requested_by: dict[str, set[str]],
+) -> set[str]:
+    """`seeds` plus every dependency they pull in, except blocked (disabled or frozen) modules."""
+    wanted: set[str] = set()
+    pending = sorted(seeds)
+    while pending:
+        name = pending.pop()
+        if name in wanted:
+            continue
+        wanted.add(name)
+        for dependency in catalogs.modules.get(name).depends_on:
+            if dependency in blocked:
+                continue
+            requested_by[dependency].add(f"Module/{name}")
+            pending.append(dependency)
+    return wanted
+
+
+def _dependency_order(modules: set[str], catalogs: Catalogs) -> list[str]:
+    """Dependencies first, ties by name. The catalog loader guarantees there is no cycle."""
+    ordered: list[str] = []
+    visiting: set[str] = set()
+
+    def visit(name: str) -> None:
+        if name in ordered or name in visiting:
+            return
+        visiting.add(name)
+        for dependency in sorted(catalogs.modules.get(name).depends_on):
+            if dependency in modules:
+                visit(dependency)
+        ordered.append(name)
+
+    for name in sorted(modules):
+        visit(name)
+    return ordered
+
+
+def _ready_condition(observed: FluxKustomization | None) -> tuple[str, str, str]:
+    if observed is None:
+        return "Missing", "", ""
+    ready = observed.condition("Ready")
+    if ready is None:
+        return "Unknown", "", ""
+    return ready.status, ready.reason, ready.message
+
+
+def _decide(
+    *,
+    entry: ModuleEntry,
+    catalogs: Catalogs,
+    decided: dict[str, ModuleOutcome],
+    blocked: set[str],
+    observed: FluxKustomization | None,
+    served_crds: frozenset[str],
+    source: SourceRef,
+    activation: str | None,
+    auto_enabled: bool,
+    requested_by: tuple[str, ...],
+    settings: PlanSettings,
+) -> ModuleOutcome:
+    common = {
+        "name": entry.name,
+        "kustomization_name": entry.kustomization,
+        "auto_enabled": auto_enabled,
+        "requested_by": requested_by,
+        "activation": activation,
+    }
+    dependencies = tuple(catalogs.modules.get(d) for d in entry.depends_on)
+    disabled_dependencies = sorted(d for d in entry.depends_on if d in blocked)
+    if disabled_dependencies:
+        return ModuleOutcome(
+            phase="WaitingForModules",
+            reason=Reason.MODULE_DISABLED,
+            message=f"Requires {', '.join(disabled_dependencies)}, which is disabled or rejected; no Kustomization until it is enabled.",
+            **common,
+        )
+
+    unready = sorted(d for d in entry.depends_on if decided[d].phase != READY)
+
+    def kustomization(suspend: bool) -> DesiredObject:
+        return module_kustomization(
+            entry=entry,
+            dependencies=dependencies,
+            source=source,
+            suspend=suspend,
+            activation=activation,
+            field_manager=settings.field_manager,
+        )
+
+    if unready:
+        waiting = f"Waiting for {', '.join(unready)} to become ready"
+        if observed is None:
+            return ModuleOutcome(phase="WaitingForModules", reason=Reason.WAITING_FOR_MODULES, message=f"{waiting}.", **common)
+        return ModuleOutcome(
+            phase="WaitingForModules",
+            reason=Reason.DEPENDENCY_NOT_READY,
+            message=f"{waiting}; Kustomization {entry.kustomization} is suspended meanwhile.",
+            kustomization=kustomization(suspend=True),
+            **common,
+        )
+
+    desired = kustomization(suspend=False)
+    status, flux_reason, flux_message = _ready_condition(observed)
+    if observed is None:
+        return ModuleOutcome(
+            phase="Reconciling",
+            reason=Reason.RECONCILING,
+            message=f"Kustomization {entry.kustomization} is being created.",
+            kustomization=desired,
+            **common,
+        )
+    if observed.spec.get("suspend") is True:
+        return ModuleOutcome(
+            phase="Reconciling",
+            reason=Reason.RECONCILING,
+            message=f"Kustomization {entry.kustomization} is being resumed.",
+            kustomization=desired,
+            **common,
+        )
+    if status == "True":
+        missing = sorted(set(entry.required_crds) - served_crds)
+        if missing:
+            return ModuleOutcome(
+                phase="WaitingForCRD",
+                reason=Reason.WAITING_FOR_CRD,
+                message=f"Waiting for CRD {', '.join(missing)} to be served.",
+                kustomization=desired,
+                **common,
+            )
+        return ModuleOutcome(
+            phase=READY,
+            reason=Reason.READY,
+            message=f"Kustomization {entry.kustomization} is ready.",
+            kustomization=desired,
+            **common,
+        )
+    if status == "False" and flux_reason not in _IN_PROGRESS_REASONS:
+        return ModuleOutcome(
+            phase="Degraded",
+            reason=Reason.KUSTOMIZATION_FAILED,
+            message=f"Kustomization {entry.kustomization} is not ready ({flux_reason}): {flux_message}".rstrip(": "),
+            kustomization=desired,
+            **common,
+        )
+    return ModuleOutcome(
+        phase="Reconciling",
+        reason=Reason.RECONCILING,
+        message=f"Flux is reconciling Kustomization {entry.kustomization}.",
+        kustomization=desired,
+        **common,
+    )
+
+
+_IN_PROGRESS_REASONS = frozenset({"Progressing", "DependencyNotReady", "ProgressingWithRetry", ""})
+
+
+def _activation_outcomes(classified: _Classified, outcomes: dict[str, ModuleOutcome]) -> tuple[ActivationOutcome, ...]:
+    results: list[ActivationOutcome] = []
+    for module, parsed in classified.winners.items():
+        outcome = outcomes[module]
+        results.append(
+            ActivationOutcome(
+                activation=parsed,
+                phase=outcome.phase,
+                reason=outcome.reason,
+                message=outcome.message,
+                module=module,
+                kustomization_name=outcome.kustomization_name if outcome.kustomization or outcome.phase == READY else None,
+            )
+        )
+    for parsed, reason, message, module in classified.rejected:
+        results.append(ActivationOutcome(activation=parsed, phase="Failed", reason=reason, message=message, module=module))
+    return tuple(sorted(results, key=lambda r: r.activation.name))

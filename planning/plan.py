@@ -1,0 +1,81 @@
+"""plan(snapshot, catalogs, now) -> Plan: everything that should exist, and every status.
+
+PURE: no I/O, no clock, no randomness. The same inputs give the same plan, byte for byte.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from catalogs import Catalogs
+from planning.frozen import freeze
+from planning.intent import read_intent
+from planning.labels import FIELD_MANAGER_ANNOTATION
+from planning.modules import ModulePlan, plan_modules
+from planning.objects import DesiredObject, StatusUpdate
+from planning.requirements import requirements
+from planning.settings import PlanSettings
+from planning.snapshot import Snapshot
+from planning.status import appliance_status, module_activation_statuses, workload_statuses
+
+
+@dataclass(frozen=True)
+class Plan:
+    """The desired state of one run."""
+
+    crds: tuple[DesiredObject, ...]
+    modules: ModulePlan
+    statuses: tuple[StatusUpdate, ...]
+
+    @property
+    def objects(self) -> tuple[DesiredObject, ...]:
+        """Every Kubernetes object the plan declares, CRDs first."""
+        return self.crds + self.modules.seeded_activations + self.modules.kustomizations
+
+
+def crd_objects(crds: Iterable[Mapping[str, Any]], field_manager: str) -> tuple[DesiredObject, ...]:
+    """The program's own CRDs as declared objects, sorted by name."""
+    objects = []
+    for crd in crds:
+        body = dict(crd)
+        metadata = dict(body.get("metadata", {}))
+        metadata["annotations"] = {**metadata.get("annotations", {}), FIELD_MANAGER_ANNOTATION: field_manager}
+        body["metadata"] = metadata
+        name = metadata["name"]
+        objects.append(
+            DesiredObject(
+                logical_name=f"crd-{name}",
+                api_version=body["apiVersion"],
+                kind="CustomResourceDefinition",
+                name=name,
+                namespace=None,
+                body=freeze(body),
+            )
+        )
+    return tuple(sorted(objects, key=lambda o: o.name))
+
+
+def plan(
+    *,
+    snapshot: Snapshot,
+    catalogs: Catalogs,
+    now: datetime,
+    settings: PlanSettings = PlanSettings(),
+    own_crds: Iterable[Mapping[str, Any]] = (),
+) -> Plan:
+    intent = read_intent(snapshot, settings.system_namespace)
+    needs = requirements(intent, catalogs)
+    modules = plan_modules(intent=intent, requirements=needs, snapshot=snapshot, catalogs=catalogs, settings=settings)
+    statuses = list(module_activation_statuses(modules, now))
+    statuses += workload_statuses(intent, needs, modules, now)
+    appliance = appliance_status(intent, modules, now)
+    if appliance is not None:
+        statuses.append(appliance)
+    return Plan(
+        crds=crd_objects(own_crds, settings.field_manager),
+        modules=modules,
+        statuses=tuple(sorted(statuses, key=lambda s: (s.kind, s.namespace, s.name))),
+    )

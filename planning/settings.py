@@ -1,0 +1,18 @@
+"""Run settings the plan depends on (a pure value; the program reads them from Pulumi config)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+DEFAULT_SYSTEM_NAMESPACE = "ai-system"
+FLUX_NAMESPACE = "flux-system"
+FIELD_MANAGER = "magicstick"
+APPLIANCE_NAME = "local"
+
+
+@dataclass(frozen=True)
+class PlanSettings:
+    system_namespace: str = DEFAULT_SYSTEM_NAMESPACE
+    domain: str = "magicstick.example.com"
+    local_domain: str = "magicstick.local"
+    field_manager: str = FIELD_MANAGER

@@ -1,0 +1,190 @@
+"""The status of every runtime custom resource and of Appliance/local (seed 001 status contract).
+
+Only values that change with the world are written: timestamps move on a transition only,
+so a converged run plans the very status the cluster already holds.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from datetime import datetime
+from typing import Any
+
+from api.meta import API_VERSION
+from api.status import ActivationStatus, ApplianceStatus, ModuleStatus
+from planning.conditions import READY, condition
+from planning.frozen import freeze
+from planning.intent import Intent, Parsed
+from planning.modules import ActivationOutcome, ModuleOutcome, ModulePlan
+from planning.objects import StatusUpdate
+from planning.reasons import Reason
+from planning.requirements import Requirement
+
+_FAILED_PHASES = frozenset({"Degraded", "Failed"})
+
+
+def _update(obj: Parsed[Any], status: Mapping[str, Any]) -> StatusUpdate:
+    return StatusUpdate(
+        api_version=API_VERSION,
+        kind=obj.obj.kind,
+        namespace=obj.obj.meta.namespace or "",
+        name=obj.name,
+        status=freeze(status),
+    )
+
+
+def _activation_status(
+    parsed: Parsed[Any], *, phase: str, reason: Reason, message: str, now: datetime, **extra: Any
+) -> StatusUpdate:
+    status = ActivationStatus(
+        phase=phase,
+        reason=str(reason),
+        message=message,
+        observed_generation=parsed.obj.meta.generation,
+        conditions=[
+            condition(
+                previous_status=parsed.obj.status,
+                condition_type=READY,
+                status=phase == READY,
+                reason=str(reason),
+                message=message,
+                now=now,
+            )
+        ],
+        **extra,
+    )
+    return _update(parsed, status.to_wire())
+
+
+def module_activation_statuses(modules: ModulePlan, now: datetime) -> tuple[StatusUpdate, ...]:
+    return tuple(_module_activation_status(outcome, now) for outcome in modules.activations)
+
+
+def _module_activation_status(outcome: ActivationOutcome, now: datetime) -> StatusUpdate:
+    extra: dict[str, Any] = {}
+    if outcome.module is not None:
+        extra["module"] = outcome.module
+    if outcome.kustomization_name is not None:
+        extra["kustomization"] = outcome.kustomization_name
+    return _activation_status(
+        outcome.activation,
+        phase=outcome.phase,
+        reason=outcome.reason,
+        message=outcome.message,
+        now=now,
+        **extra,
+    )
+
+
+def _waiting_on_modules(required: Iterable[str], modules: ModulePlan) -> tuple[str, Reason, str] | None:
+    """Why a requester cannot proceed yet, or None when every required module is Ready."""
+    outcomes = {name: modules.outcome(name) for name in required}
+    blocked = sorted(name for name, o in outcomes.items() if o is not None and o.phase in ("Disabled", "Failed"))
+    if blocked:
+        return "WaitingForModules", Reason.MODULE_DISABLED, f"Requires module {', '.join(blocked)}, which is disabled or rejected."
+    unready = sorted(name for name, o in outcomes.items() if o is None or o.phase != READY)
+    if unready:
+        return "WaitingForModules", Reason.WAITING_FOR_MODULES, f"Waiting for module {', '.join(unready)} to become ready."
+    return None
+
+
+def workload_statuses(
+    intent: Intent,
+    requirements: tuple[Requirement, ...],
+    modules: ModulePlan,
+    now: datetime,
+) -> tuple[StatusUpdate, ...]:
+    """Status of AppInstances and ModelActivations as far as modules decide it.
+
+    Once every required module is Ready the object reports ModulesReady; creating its release
+    or model is the business of the instance and model planners.
+    """
+    by_requester = {r.requester: r for r in requirements}
+    updates: list[StatusUpdate] = []
+    for kind, objects in (("AppInstance", intent.app_instances), ("ModelActivation", intent.model_activations)):
+        for parsed in objects:
+            if parsed.error is not None:
+                updates.append(
+                    _activation_status(parsed, phase="Failed", reason=Reason.INVALID_SPEC, message=str(parsed.error), now=now)
+                )
+                continue
+            if not parsed.enabled:
+                updates.append(
+                    _activation_status(parsed, phase="Disabled", reason=Reason.DISABLED, message=f"{kind} is disabled.", now=now)
+                )
+                continue
+            requirement = by_requester[f"{kind}/{parsed.name}"]
+            if requirement.problem is not None:
+                updates.append(
+                    _activation_status(
+                        parsed, phase="Failed", reason=requirement.problem, message=requirement.problem_message, now=now
+                    )
+                )
+                continue
+            waiting = _waiting_on_modules(requirement.modules, modules)
+            if waiting is not None:
+                phase, reason, message = waiting
+                updates.append(
+                    _activation_status(
+                        parsed, phase=phase, reason=reason, message=message, now=now, **{"requiredModules": list(requirement.modules)}
+                    )
+                )
+            else:
+                updates.append(
+                    _activation_status(
+                        parsed,
+                        phase="Pending",
+                        reason=Reason.MODULES_READY,
+                        message="Every required module is ready.",
+                        now=now,
+                        **{"requiredModules": list(requirement.modules)},
+                    )
+                )
+    return tuple(updates)
+
+
+def _module_status(outcome: ModuleOutcome) -> ModuleStatus:
+    return ModuleStatus(
+        phase=outcome.phase,
+        kustomization=outcome.kustomization_name,
+        auto_enabled=True if outcome.auto_enabled else None,
+        requested_by=list(outcome.requested_by) or None,
+        message=outcome.message,
+    )
+
+
+def appliance_status(intent: Intent, modules: ModulePlan, now: datetime) -> StatusUpdate | None:
+    """Appliance/local.status: module map, aggregate phase and the Ready condition."""
+    appliance = intent.appliance
+    if appliance is None:
+        return None
+    active = [m for m in modules.modules if m.phase != "Disabled"]
+    failing = sorted(m.name for m in active if m.phase in _FAILED_PHASES)
+    waiting = sorted(m.name for m in active if m.phase != READY and m.phase not in _FAILED_PHASES)
+    if appliance.error is not None:
+        phase, ready, reason, message = "Degraded", False, Reason.INVALID_SPEC, str(appliance.error)
+    elif failing:
+        phase, ready, reason = "Degraded", False, Reason.MODULES_DEGRADED
+        message = f"Module {', '.join(failing)} is failing."
+    elif waiting:
+        phase, ready, reason = "Reconciling", False, Reason.WAITING_FOR_MODULES
+        message = f"Waiting for {', '.join(waiting)} to become ready."
+    else:
+        phase, ready, reason = "Ready", True, Reason.READY
+        message = f"All {len(active)} enabled modules are ready."
+    status = ApplianceStatus(
+        phase=phase,
+        observed_generation=appliance.obj.meta.generation,
+        modules={m.name: _module_status(m) for m in modules.modules},
+        conditions=[
+            condition(
+                previous_status=appliance.obj.status,
+                condition_type=READY,
+                status=ready,
+                reason=str(reason),
+                message=message,
+                now=now,
+            )
+        ],
+    )
+    return _update(appliance, status.to_wire())

@@ -1,0 +1,46 @@
+"""The Pulumi program: settings -> observe -> plan -> declare."""
+
+from __future__ import annotations
+
+import pulumi
+import pulumi_kubernetes as k8s
+
+from api.crdgen import load_committed_crds
+from catalogs import load_catalogs
+from components.appliance import Appliance, ApplianceArgs
+from planning.plan import Plan, plan
+from planning.settings import APPLIANCE_NAME
+from program.observe import observe
+from program.settings import Settings
+
+
+def kubernetes_provider(settings: Settings) -> k8s.Provider:
+    """The one provider of the run: server-side apply, adopt existing objects, mutable ConfigMaps.
+
+    Without a kubeconfig the provider falls back to the ambient one: KUBECONFIG, ~/.kube/config,
+    or the in-cluster service account when the program runs under the Pulumi Kubernetes Operator.
+    """
+    return k8s.Provider(
+        "kubernetes",
+        kubeconfig=settings.kubeconfig,
+        context=settings.context,
+        enable_server_side_apply=True,
+        upsert_existing_objects=True,
+        enable_config_map_mutable=True,
+    )
+
+
+def run() -> Plan:
+    settings = Settings.from_config()
+    snapshot = observe(settings)
+    desired = plan(
+        snapshot=snapshot,
+        catalogs=load_catalogs(settings.catalog_dir),
+        now=settings.now,
+        settings=settings.plan,
+        own_crds=load_committed_crds(),
+    )
+    provider = kubernetes_provider(settings)
+    Appliance(APPLIANCE_NAME, ApplianceArgs(plan=desired), opts=pulumi.ResourceOptions(providers=[provider]))
+    pulumi.export("phase", next((s.status["phase"] for s in desired.statuses if s.kind == "Appliance"), None))
+    return desired

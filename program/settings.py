@@ -1,0 +1,61 @@
+"""Settings of one run, read from the stack's Pulumi config (namespace `magicstick`).
+
+Every key is documented in Pulumi.yaml; this module only reads and types them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+
+import pulumi
+
+from planning.settings import DEFAULT_SYSTEM_NAMESPACE, PlanSettings
+
+CONFIG_NAMESPACE = "magicstick"
+
+
+class SettingsError(Exception):
+    """A config value is unusable; the message names the key."""
+
+
+@dataclass(frozen=True)
+class Settings:
+    plan: PlanSettings
+    kubeconfig: str | None
+    context: str | None
+    catalog_dir: Path | None
+    snapshot_file: Path | None
+    now: datetime
+
+    @classmethod
+    def from_config(cls, config: pulumi.Config | None = None) -> Settings:
+        config = config or pulumi.Config(CONFIG_NAMESPACE)
+        catalog_dir = config.get("catalogDir")
+        snapshot_file = config.get("snapshotFile")
+        return cls(
+            plan=PlanSettings(
+                system_namespace=config.get("systemNamespace") or DEFAULT_SYSTEM_NAMESPACE,
+                domain=config.get("domain") or PlanSettings.domain,
+                local_domain=config.get("localDomain") or PlanSettings.local_domain,
+            ),
+            kubeconfig=config.get("kubeconfig"),
+            context=config.get("context"),
+            catalog_dir=Path(catalog_dir) if catalog_dir else None,
+            snapshot_file=Path(snapshot_file) if snapshot_file else None,
+            now=parse_now(config.get("now")),
+        )
+
+
+def parse_now(value: str | None) -> datetime:
+    """The run's clock: the configured RFC 3339 instant (offline renders), else the wall clock."""
+    if not value:
+        return datetime.now(timezone.utc).replace(microsecond=0)
+    try:
+        moment = datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError as error:
+        raise SettingsError(f"magicstick:now: '{value}' is not an RFC 3339 time such as 2026-01-01T00:00:00Z") from error
+    if moment.tzinfo is None:
+        raise SettingsError(f"magicstick:now: '{value}' needs a time zone, for example a trailing Z")
+    return moment.astimezone(timezone.utc)

@@ -1,0 +1,84 @@
+"""The Pulumi program under Pulumi's mocks: what it registers, under which parent, with which inputs."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import yaml
+
+from cli.offline import OfflineRun, run_offline
+from program import main as program
+from tests.planning.builders import CATALOGS, activation, appliance, instance, ready_modules
+
+KUSTOMIZATION = "kubernetes:kustomize.toolkit.fluxcd.io/v1:Kustomization"
+CRD = "kubernetes:apiextensions.k8s.io/v1:CustomResourceDefinition"
+MODULE_ACTIVATION = "kubernetes:appliance.magicstick.dev/v1alpha1:ModuleActivation"
+
+
+@pytest.fixture
+def run_program(tmp_path: Path):
+    def run(*objects: dict, **config: str) -> OfflineRun:
+        snapshot = tmp_path / "snapshot.yaml"
+        snapshot.write_text(yaml.safe_dump_all(list(objects)))
+        _, recorded = run_offline(program.run, {"snapshotFile": str(snapshot), "now": "2026-01-01T00:00:00Z", **config})
+        return recorded
+
+    return run
+
+
+def test_the_appliance_component_is_the_root_and_owns_the_crds(run_program):
+    run = run_program(appliance())
+    (root,) = run.of_type("magicstick:index:Appliance")
+    assert root.name == "local"
+    assert root.parent.endswith("pulumi:pulumi:Stack::magicstick-offline") or root.parent == ""
+    crds = run.of_type(CRD)
+    assert {c.inputs["metadata"]["name"] for c in crds} >= {"appliances.appliance.magicstick.dev", "moduleactivations.appliance.magicstick.dev"}
+    assert all(c.parent == root.urn for c in crds)
+    assert all(c.name == f"crd-{c.inputs['metadata']['name']}" for c in crds)
+
+
+def test_a_module_component_owns_its_kustomization(run_program):
+    run = run_program(appliance(), activation("basis"))
+    (module,) = run.of_type("magicstick:index:Module")
+    assert module.name == "basis"
+    assert module.parent == run.of_type("magicstick:index:Appliance")[0].urn
+    (kustomization,) = run.of_type(KUSTOMIZATION)
+    assert kustomization.parent == module.urn
+    assert kustomization.name == f"kustomization-flux-system-{CATALOGS.modules.get('basis').kustomization}"
+    assert kustomization.inputs["apiVersion"] == "kustomize.toolkit.fluxcd.io/v1"
+    assert kustomization.inputs["kind"] == "Kustomization"
+    assert kustomization.inputs["spec"]["interval"] == "10m0s"
+    assert kustomization.inputs["metadata"]["annotations"]["pulumi.com/patchFieldManager"] == "magicstick"
+
+
+def test_a_seeded_activation_waits_for_the_crds_ignores_spec_edits_and_is_retained(run_program):
+    run = run_program(appliance({"litellm": True}))
+    (seeded,) = run.of_type(MODULE_ACTIVATION)
+    assert seeded.name == "moduleactivation-ai-system-litellm"
+    assert seeded.ignore_changes == ("spec",)
+    assert seeded.retain_on_delete
+    crd_urns = {c.urn for c in run.of_type(CRD)}
+    assert crd_urns and crd_urns <= set(seeded.dependencies)
+
+
+def test_every_kubernetes_resource_uses_the_one_explicit_provider(run_program):
+    run = run_program(appliance(), activation("basis"))
+    (provider,) = run.of_type("pulumi:providers:kubernetes")
+    assert provider.inputs.get("enableServerSideApply") == "true"
+    assert provider.inputs.get("upsertExistingObjects") == "true"
+    assert provider.inputs.get("enableConfigMapMutable") == "true"
+
+
+def test_auto_enabled_modules_get_their_components(run_program):
+    run = run_program(appliance(), instance("openclaw-default", "openclaw"), *ready_modules("basis"))
+    names = {m.name for m in run.of_type("magicstick:index:Module")}
+    assert "openclaw-operator" in names
+    assert "litellm" in names
+
+
+def test_logical_names_do_not_depend_on_the_order_of_the_snapshot(run_program):
+    objects = [appliance(), activation("basis"), activation("litellm"), activation("kubeai")]
+    first = sorted((r.type, r.name) for r in run_program(*objects).registrations)
+    second = sorted((r.type, r.name) for r in run_program(*reversed(objects)).registrations)
+    assert first == second
