@@ -113,7 +113,8 @@ def _step(annotation: Any, part: str | int) -> tuple[str | int, Any]:
 def _wire_loc(model: type[BaseModel], loc: Sequence[str | int]) -> list[str | int]:
     """Replace Python field names in ``loc`` by wire names, following the nested types.
 
-    pydantic reports a defaulted field by its Python name even when it has an alias.
+    pydantic reports a defaulted field by its Python name even when it has an alias; an
+    unknown key (``extra_forbidden``) is the caller's to keep verbatim.
     """
     wire: list[str | int] = []
     current: Any = model
@@ -126,7 +127,12 @@ def _wire_loc(model: type[BaseModel], loc: Sequence[str | int]) -> list[str | in
 def spec_error(error: ValidationError, spec_type: type[BaseModel], *, root: str = "spec") -> SpecError:
     """The first error of a pydantic ValidationError of ``spec_type`` as a SpecError below ``root``."""
     first = error.errors(include_url=False)[0]
-    return SpecError(wire_path(_wire_loc(spec_type, first["loc"]), root=root), _rule(first))
+    loc = first["loc"]
+    if first["type"] == "extra_forbidden":
+        wire = [*_wire_loc(spec_type, loc[:-1]), loc[-1]]
+    else:
+        wire = _wire_loc(spec_type, loc)
+    return SpecError(wire_path(wire, root=root), _rule(first))
 
 
 def parse_spec(kind: str, spec: Mapping[str, Any] | None) -> BaseModel:
