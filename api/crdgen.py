@@ -93,7 +93,10 @@ KINDS: tuple[CrdKind, ...] = (
     CrdKind(
         "AppInstance",
         "appinstances",
-        columns=(PrinterColumn("Application", ".spec.application"), PrinterColumn("Enabled", ".spec.enabled", "boolean")),
+        columns=(
+            PrinterColumn("Application", ".spec.application"),
+            PrinterColumn("Enabled", ".spec.enabled", "boolean"),
+        ),
     ),
     CrdKind(
         "HostOperation",
@@ -178,22 +181,24 @@ def structural_schema(model: type[BaseModel]) -> dict[str, Any]:
     return _Converter(schema.get("$defs", {})).convert(schema)
 
 
-GENERIC_STATUS_SCHEMA: dict[str, Any] = {
-    "type": "object",
-    "description": "Observed state, written by the program (or, for HostOperation, by the host worker).",
-    "properties": {
-        "phase": {"type": "string"},
-        "reason": {"type": "string"},
-        "message": {"type": "string"},
-        "observedGeneration": {"type": "integer", "format": "int64"},
-    },
-    "x-kubernetes-preserve-unknown-fields": True,
-}
+def generic_status_schema() -> dict[str, Any]:
+    """The open status schema of every kind whose status has no closed type."""
+    return {
+        "type": "object",
+        "description": "Observed state, written by the program (or, for HostOperation, by the host worker).",
+        "properties": {
+            "phase": {"type": "string"},
+            "reason": {"type": "string"},
+            "message": {"type": "string"},
+            "observedGeneration": {"type": "integer", "format": "int64"},
+        },
+        "x-kubernetes-preserve-unknown-fields": True,
+    }
 
 
 def _root_schema(kind: CrdKind) -> dict[str, Any]:
     spec = structural_schema(SPEC_TYPES[kind.kind])
-    status = structural_schema(kind.status_type) if kind.status_type else GENERIC_STATUS_SCHEMA
+    status = structural_schema(kind.status_type) if kind.status_type else generic_status_schema()
     root: dict[str, Any] = {
         "type": "object",
         "description": f"{kind.kind} of {GROUP}/{VERSION}.",
@@ -212,7 +217,11 @@ def _root_schema(kind: CrdKind) -> dict[str, Any]:
 
 def build_crd(kind: CrdKind) -> dict[str, Any]:
     """The CustomResourceDefinition of one kind. Pure."""
-    columns = [*kind.columns, PrinterColumn("Phase", ".status.phase"), PrinterColumn("Age", ".metadata.creationTimestamp", "date")]
+    columns = [
+        *kind.columns,
+        PrinterColumn("Phase", ".status.phase"),
+        PrinterColumn("Age", ".metadata.creationTimestamp", "date"),
+    ]
     names: dict[str, Any] = {
         "kind": kind.kind,
         "listKind": f"{kind.kind}List",
@@ -301,7 +310,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     stale = stale_files(arguments.directory)
     for name in stale:
-        print(f"{arguments.directory / name} differs from the api types; run python -m api.crdgen --write", file=sys.stderr)
+        print(
+            f"{arguments.directory / name} differs from the api types; run python -m api.crdgen --write",
+            file=sys.stderr,
+        )
     return 1 if stale else 0
 
 

@@ -91,6 +91,15 @@ class HostOperationSpec(ApiModel):
                     "message": "configure-gpu-memory requires experimentConsent true",
                 },
                 {
+                    "rule": "self.action != 'configure-gpu-memory' || !has(self.experimentMode) || "
+                    f"self.experimentMode != '{MIXED_SYSTEM_EXPERIMENT}'",
+                    "message": "configure-gpu-memory cannot use the mixed-system experimentMode",
+                },
+                {
+                    "rule": "self.action != 'prepare-gpu' || has(self.experimentConsent)",
+                    "message": "prepare-gpu requires an explicit experimentConsent",
+                },
+                {
                     "rule": "!has(self.networkRef) || self.action == 'configure-network'",
                     "message": "networkRef is only accepted for configure-network",
                 },

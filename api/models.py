@@ -155,9 +155,7 @@ class FreeTokenSettings(ApiModel):
         default="auto", pattern=DNS_LABEL_PATTERN, max_length=63, description="Catalog memory strategy."
     )
     advanced: dict[str, Any] = Field(default_factory=dict, description="Advanced runtime values.")
-    restart_nonce: str | None = Field(
-        default=None, max_length=128, description="Changing it restarts the runtime."
-    )
+    restart_nonce: str | None = Field(default=None, max_length=128, description="Changing it restarts the runtime.")
 
 
 class RealtimeSettings(ApiModel):
@@ -391,4 +389,3 @@ class ModelActivationSpec(ApiModel):
         if kind != name and section is not None:
             raise ValueError(f"{name} must be omitted when type is {kind}")
         return section
-

@@ -28,6 +28,9 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from pydantic import ValidationError
+
+from api.appliance import SourceRef as ApiSourceRef
 from api.meta import API_VERSION
 from catalogs import Catalogs, ModuleEntry
 from planning.frozen import freeze, thaw
@@ -98,10 +101,23 @@ class _Classified:
 
 
 def appliance_source(intent: Intent) -> SourceRef:
+    """Appliance.spec.source, or the flux-system GitRepository when none is set.
+
+    When the Appliance spec is rejected for another field, its source is still honoured if the
+    source alone is valid, so an unrelated typo does not repoint every Kustomization.
+    """
     appliance = intent.appliance
-    if appliance is None or appliance.spec is None or appliance.spec.source is None:
+    if appliance is None:
         return SourceRef()
-    source = appliance.spec.source
+    if appliance.spec is not None:
+        source = appliance.spec.source
+    else:
+        try:
+            source = ApiSourceRef.model_validate(thaw(appliance.obj.spec.get("source") or {}))
+        except ValidationError:
+            return SourceRef()
+    if source is None:
+        return SourceRef()
     return SourceRef(kind=source.kind, name=source.name, namespace=source.namespace or FLUX_NAMESPACE)
 
 

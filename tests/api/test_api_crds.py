@@ -81,7 +81,14 @@ def test_check_fails_for_a_missing_file(tmp_path: Path, capsys: pytest.CaptureFi
 
 def test_write_creates_one_file_per_crd_named_plural_dot_group(tmp_path: Path) -> None:
     written = write_crds(tmp_path)
-    plurals = ["appliances", "moduleactivations", "modelactivations", "appinstances", "hostoperations", "appliancesetups"]
+    plurals = [
+        "appliances",
+        "moduleactivations",
+        "modelactivations",
+        "appinstances",
+        "hostoperations",
+        "appliancesetups",
+    ]
     assert [path.name for path in written] == [f"{plural}.{GROUP}.yaml" for plural in plurals]
 
 
@@ -105,14 +112,20 @@ def test_every_crd_is_namespaced_served_stored_and_has_a_status_subresource(kind
 
 @pytest.mark.parametrize("kind", KINDS)
 def test_every_crd_prints_phase_and_age(kind: str) -> None:
-    columns = {column["name"]: column["jsonPath"] for column in crd_of(kind)["spec"]["versions"][0]["additionalPrinterColumns"]}
+    columns = {
+        column["name"]: column["jsonPath"] for column in crd_of(kind)["spec"]["versions"][0]["additionalPrinterColumns"]
+    }
     assert columns["Phase"] == ".status.phase"
     assert columns["Age"] == ".metadata.creationTimestamp"
 
 
 def test_appliance_names_are_appliances_with_short_names_msapp_and_appliance() -> None:
     names = crd_of("Appliance")["spec"]["names"]
-    assert (names["plural"], names["singular"], names["shortNames"]) == ("appliances", "appliance", ["msapp", "appliance"])
+    assert (names["plural"], names["singular"], names["shortNames"]) == (
+        "appliances",
+        "appliance",
+        ["msapp", "appliance"],
+    )
 
 
 @pytest.mark.parametrize("kind", KINDS)
@@ -150,7 +163,14 @@ def test_appliance_setup_status_is_closed_so_secret_fields_are_pruned() -> None:
     status = node_at("ApplianceSetup", "status")
     assert "x-kubernetes-preserve-unknown-fields" not in status
     assert set(status["properties"]) == {"phase", "claimedAt", "completedAt", "lastErrorCode", "observedGeneration"}
-    assert status["properties"]["phase"]["enum"] == ["Pending", "Claimed", "Applying", "Completed", "Failed", "CompletedLegacy"]
+    assert status["properties"]["phase"]["enum"] == [
+        "Pending",
+        "Claimed",
+        "Applying",
+        "Completed",
+        "Failed",
+        "CompletedLegacy",
+    ]
 
 
 def test_host_operation_spec_is_immutable() -> None:
@@ -168,7 +188,11 @@ def test_host_operation_spec_is_immutable() -> None:
         ("ModelActivation", "spec.local", "engine FreeToken takes no vLLM/Ollama offloading or KV-cache fields"),
         ("ModelActivation", "spec.local", "vllm settings require engine VLLM"),
         ("ModelActivation", "spec.local", "freetoken settings require engine FreeToken"),
-        ("ModelActivation", "spec", "exactly the section matching type is required: local for local, external for external"),
+        (
+            "ModelActivation",
+            "spec",
+            "exactly the section matching type is required: local for local, external for external",
+        ),
         ("AppInstance", "spec.access.sharing", "sharing mode all requires empty users and groups"),
         ("AppInstance", "spec.access", "sharing mode selected requires authentication sso"),
         ("HostOperation", "spec", "acknowledgeDisruption must be true"),
@@ -208,8 +232,17 @@ def test_sharing_lists_are_sets_of_at_most_one_hundred_ids() -> None:
         ("ModelActivation", {"type": "local", "local": {"memoryRequiredMi": 8}}),
         ("ModelActivation", {"type": "local", "local": {"cpuResources": {"requestMillicores": 0}}}),
         ("ModelActivation", {"type": "local", "local": {"engine": "Ollama"}}),
-        ("ModelActivation", {"type": "local", "local": {"realtime": {"profile": "p", "gpuNode": "n", "gpuMemoryFraction": 0}}}),
-        ("AppInstance", {"application": "openclaw", "access": {"sharing": {"mode": "selected", "users": [str(i) for i in range(101)]}}}),
+        (
+            "ModelActivation",
+            {"type": "local", "local": {"realtime": {"profile": "p", "gpuNode": "n", "gpuMemoryFraction": 0}}},
+        ),
+        (
+            "AppInstance",
+            {
+                "application": "openclaw",
+                "access": {"sharing": {"mode": "selected", "users": [str(i) for i in range(101)]}},
+            },
+        ),
         ("HostOperation", {"action": "reboot"}),
         ("ApplianceSetup", {"setupVersion": "v1", "installationId": "not-a-uuid"}),
     ],

@@ -33,7 +33,10 @@ def test_documented_example_validates_against_its_crd_schema(obj: dict) -> None:
 def test_the_cpu_example_reserves_its_ram_and_kv_cache() -> None:
     local = parse_spec("ModelActivation", example("ModelActivation", "qwen2505bcpu")["spec"]).local
     assert (local.compute_target, local.engine, local.memory_required_mi, local.kv_cache_memory_bytes) == (
-        "cpu", "VLLM", 4096, 536870912
+        "cpu",
+        "VLLM",
+        4096,
+        536870912,
     )
 
 
@@ -45,7 +48,10 @@ def test_the_ollama_example_uses_the_exact_engine_spelling_and_q8_0_cache() -> N
 def test_the_external_example_references_its_key_in_a_secret() -> None:
     external = parse_spec("ModelActivation", example("ModelActivation", "example-gpt-4o-mini")["spec"]).external
     assert external.api_key_secret_ref is not None
-    assert (external.api_key_secret_ref.name, external.api_key_secret_ref.key) == ("external-example-api-key", "api-key")
+    assert (external.api_key_secret_ref.name, external.api_key_secret_ref.key) == (
+        "external-example-api-key",
+        "api-key",
+    )
 
 
 def test_the_appliance_example_seeds_four_module_defaults_from_flux_system() -> None:

@@ -40,7 +40,10 @@ def test_wire_names_keep_their_uppercase_ids() -> None:
 def test_a_request_is_bound_to_node_boot_request_and_acknowledgement(missing: str) -> None:
     spec = host_operation("reboot")
     del spec[missing]
-    assert (rejection("HostOperation", spec).field, rejection("HostOperation", spec).rule) == (f"spec.{missing}", "is required")
+    assert (rejection("HostOperation", spec).field, rejection("HostOperation", spec).rule) == (
+        f"spec.{missing}",
+        "is required",
+    )
 
 
 def test_disruption_must_be_acknowledged_explicitly() -> None:
@@ -94,7 +97,9 @@ def test_configure_gpu_memory_rejects_the_mixed_system_experiment_mode() -> None
     assert "mixed-system" in error.rule
 
 
-@pytest.mark.parametrize("action", ["prepare-gpu", "configure-network", "scan-wifi", "reboot", "poweroff", "clear-model-cache"])
+@pytest.mark.parametrize(
+    "action", ["prepare-gpu", "configure-network", "scan-wifi", "reboot", "poweroff", "clear-model-cache"]
+)
 def test_gpu_memory_is_rejected_for_every_other_action(action: str) -> None:
     spec = {**VALID_REQUESTS[action], "gpuMemory": GPU_MEMORY}
     error = rejection("HostOperation", spec)
@@ -145,7 +150,17 @@ def test_no_filesystem_path_or_executable_field_is_accepted(field: str) -> None:
 
 @pytest.mark.parametrize(
     "phase",
-    ["Pending", "Running", "Registering", "Validating", "Applying", "AwaitingConfirmation", "Succeeded", "Failed", "RolledBack"],
+    [
+        "Pending",
+        "Running",
+        "Registering",
+        "Validating",
+        "Applying",
+        "AwaitingConfirmation",
+        "Succeeded",
+        "Failed",
+        "RolledBack",
+    ],
 )
 def test_status_reads_every_worker_phase(phase: str) -> None:
     assert HostOperationStatus.model_validate({"phase": phase}).phase == phase
@@ -153,14 +168,23 @@ def test_status_reads_every_worker_phase(phase: str) -> None:
 
 @pytest.mark.parametrize(
     ("phase", "active"),
-    [(None, True), ("Pending", True), ("Registering", True), ("AwaitingConfirmation", True),
-     ("Succeeded", False), ("Failed", False), ("RolledBack", False)],
+    [
+        (None, True),
+        ("Pending", True),
+        ("Registering", True),
+        ("AwaitingConfirmation", True),
+        ("Succeeded", False),
+        ("Failed", False),
+        ("RolledBack", False),
+    ],
 )
 def test_an_operation_is_active_until_a_terminal_phase(phase: str | None, active: bool) -> None:
     assert HostOperationStatus(phase=phase).is_active() is active
 
 
 def test_status_keeps_fields_the_worker_adds() -> None:
-    status = HostOperationStatus.model_validate({"phase": "AwaitingConfirmation", "confirmationDeadline": "2026-01-01T00:00:00Z", "step": 3})
+    status = HostOperationStatus.model_validate(
+        {"phase": "AwaitingConfirmation", "confirmationDeadline": "2026-01-01T00:00:00Z", "step": 3}
+    )
     assert status.confirmation_deadline == "2026-01-01T00:00:00Z"
     assert status.model_extra == {"step": 3}

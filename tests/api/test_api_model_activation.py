@@ -204,8 +204,13 @@ def test_cpu_offloading_true_requires_nvidia_gpu(target: str) -> None:
 @pytest.mark.parametrize(("engine", "offload"), [("VLLM", 20480), ("OLlama", 0)])
 def test_cpu_offloading_true_accepts_one_nvidia_vllm_or_ollama_replica(engine: str, offload: int) -> None:
     spec = parse_local(
-        engine=engine, computeTarget="nvidia-gpu", cpuOffloading=True, memoryRequiredMi=65536,
-        cpuOffloadMi=offload, replicas=1, vram="24Gi",
+        engine=engine,
+        computeTarget="nvidia-gpu",
+        cpuOffloading=True,
+        memoryRequiredMi=65536,
+        cpuOffloadMi=offload,
+        replicas=1,
+        vram="24Gi",
     )
     assert spec.local.cpu_offloading is True
 
@@ -226,7 +231,9 @@ def test_cpu_offloading_true_requires_a_host_ram_budget() -> None:
 
 
 def test_cpu_offloading_true_with_vllm_requires_the_weight_offload_budget() -> None:
-    error = rejection("ModelActivation", local_model(computeTarget="nvidia-gpu", cpuOffloading=True, memoryRequiredMi=65536))
+    error = rejection(
+        "ModelActivation", local_model(computeTarget="nvidia-gpu", cpuOffloading=True, memoryRequiredMi=65536)
+    )
     assert error.field == "spec.local.cpuOffloading"
     assert "cpuOffloadMi" in error.rule
 
@@ -234,7 +241,9 @@ def test_cpu_offloading_true_with_vllm_requires_the_weight_offload_budget() -> N
 def test_cpu_offloading_true_with_ollama_rejects_a_positive_weight_offload_budget() -> None:
     error = rejection(
         "ModelActivation",
-        local_model(engine="OLlama", computeTarget="nvidia-gpu", cpuOffloading=True, memoryRequiredMi=65536, cpuOffloadMi=512),
+        local_model(
+            engine="OLlama", computeTarget="nvidia-gpu", cpuOffloading=True, memoryRequiredMi=65536, cpuOffloadMi=512
+        ),
     )
     assert error.field == "spec.local.cpuOffloading"
     assert "cpuOffloadMi 0" in error.rule
@@ -351,7 +360,9 @@ def test_vram_rejects_other_text(vram: str) -> None:
     assert rejection("ModelActivation", local_model(vram=vram)).field == "spec.local.vram"
 
 
-@pytest.mark.parametrize("api_base", ["http://api.example.com/v1", "ftp://api.example.com", "api.example.com/v1", "https://"])
+@pytest.mark.parametrize(
+    "api_base", ["http://api.example.com/v1", "ftp://api.example.com", "api.example.com/v1", "https://"]
+)
 def test_external_api_base_must_be_an_https_url(api_base: str) -> None:
     spec = {"type": "external", "external": {"model": "openai/example", "apiBase": api_base}}
     assert rejection("ModelActivation", spec).field == "spec.external.apiBase"
@@ -375,7 +386,9 @@ def test_external_api_key_secret_ref_names_a_secret_and_a_key(missing: str) -> N
 
 @pytest.mark.parametrize("model_type", ["chat", "embedding", "rerank"])
 def test_external_model_type_accepts_litellm_modes(model_type: str) -> None:
-    spec = parse_spec("ModelActivation", {"type": "external", "external": {"model": "openai/example", "modelType": model_type}})
+    spec = parse_spec(
+        "ModelActivation", {"type": "external", "external": {"model": "openai/example", "modelType": model_type}}
+    )
     assert spec.external.model_type == model_type
 
 

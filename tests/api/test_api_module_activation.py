@@ -95,7 +95,9 @@ def test_gpu_sharing_json_text_is_bounded() -> None:
 
 @pytest.mark.parametrize(("module", "foreign_mode"), [("amd-gpu", "time-slicing"), ("gpu", "dra-shared")])
 def test_gpu_sharing_modes_are_vendor_specific(module: str, foreign_mode: str) -> None:
-    error = rejection("ModuleActivation", {"module": module, "parameters": {"gpuSharing": gpu_sharing(foreign_mode, slots=2)}})
+    error = rejection(
+        "ModuleActivation", {"module": module, "parameters": {"gpuSharing": gpu_sharing(foreign_mode, slots=2)}}
+    )
     assert error.field == "spec.parameters.gpuSharing.mode"
 
 

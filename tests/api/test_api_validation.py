@@ -10,7 +10,11 @@ from api.validation import SPEC_TYPES, SpecError, parse_spec, wire_path
 
 def test_spec_error_reads_as_field_then_rule() -> None:
     error = SpecError("spec.local.kvCacheType", "must be auto")
-    assert (str(error), error.field, error.rule) == ("spec.local.kvCacheType: must be auto", "spec.local.kvCacheType", "must be auto")
+    assert (str(error), error.field, error.rule) == (
+        "spec.local.kvCacheType: must be auto",
+        "spec.local.kvCacheType",
+        "must be auto",
+    )
 
 
 def test_spec_error_is_a_value_error() -> None:
@@ -25,7 +29,11 @@ def test_spec_types_cover_the_six_kinds() -> None:
 
 @pytest.mark.parametrize(
     ("loc", "path"),
-    [((), "spec"), (("local", "kvCacheType"), "spec.local.kvCacheType"), (("access", "sharing", "users", 3), "spec.access.sharing.users[3]")],
+    [
+        ((), "spec"),
+        (("local", "kvCacheType"), "spec.local.kvCacheType"),
+        (("access", "sharing", "users", 3), "spec.access.sharing.users[3]"),
+    ],
 )
 def test_wire_path_joins_fields_with_dots_and_positions_with_brackets(loc: tuple, path: str) -> None:
     assert wire_path(loc) == path
@@ -52,8 +60,12 @@ def test_wire_values_are_not_coerced(spec: dict, field: str, rule: str) -> None:
 
 def test_a_defaulted_field_is_reported_by_its_wire_name() -> None:
     spec = {
-        "action": "clear-model-cache", "nodeName": "worker-1", "nodeUID": "u", "bootID": "b",
-        "requestID": "r", "acknowledgeDisruption": True,
+        "action": "clear-model-cache",
+        "nodeName": "worker-1",
+        "nodeUID": "u",
+        "bootID": "b",
+        "requestID": "r",
+        "acknowledgeDisruption": True,
     }
     assert rejection("HostOperation", spec).field == "spec.planId"
 
@@ -86,5 +98,7 @@ def test_an_unknown_kind_is_a_programming_error() -> None:
 
 
 def test_parsed_specs_round_trip_through_their_wire_form() -> None:
-    spec = parse_spec("ModelActivation", local_model(engine="OLlama", kvCacheType="q4_0", cpuResources={"limitMillicores": 0}))
+    spec = parse_spec(
+        "ModelActivation", local_model(engine="OLlama", kvCacheType="q4_0", cpuResources={"limitMillicores": 0})
+    )
     assert parse_spec("ModelActivation", spec.to_wire()) == spec

@@ -317,3 +317,14 @@ def test_required_crds_are_read_from_the_snapshot():
     deps = CATALOGS.modules.get("kubeai").depends_on
     with_crd = plan_of(appliance(), activation("kubeai"), *ready_modules(*deps), kustomization_for("kubeai"), crd("models.kubeai.org"))
     assert module(with_crd, "kubeai").phase == "Ready"
+
+
+def test_an_invalid_appliance_spec_keeps_its_valid_source_for_every_kustomization():
+    source = {"kind": "GitRepository", "name": "magicstick-public", "namespace": "flux-system"}
+    broken = appliance(source=source)
+    broken["spec"]["profile"] = "everything"
+    result = plan_of(broken, activation("basis"))
+    assert dict(kustomization_of(result, "basis").body["spec"]["sourceRef"]) == source
+    status = status_of(result, "Appliance", "local")
+    assert status["phase"] == "Degraded"
+    assert "spec.profile" in status["conditions"][0]["message"]
