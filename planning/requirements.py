@@ -12,7 +12,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from catalogs import Catalogs
+from api.models import CpuResources
+from api.validation import SpecError, validate_cpu_resources
+from catalogs import Catalogs, EngineEntry
 from planning.intent import Intent, Parsed
 from planning.reasons import Reason
 
@@ -65,11 +67,29 @@ def model_requirement(model: Parsed[Any], catalogs: Catalogs) -> Requirement:
                 problem=Reason.INVALID_SPEC,
                 problem_message=f"spec.local.computeTarget: '{local.compute_target}' is not in the compute-target catalog",
             )
-        if engine.uses_kubeai and getattr(local, "realtime", None) is None:
+        try:
+            check_cpu_resources(local.cpu_resources, engine)
+        except SpecError as error:
+            return Requirement(requester=requester, modules=(), problem=Reason.INVALID_SPEC, problem_message=str(error))
+        if engine.uses_kubeai and local.realtime is None:
             modules.add("kubeai")
         if target.module:
             modules.add(target.module)
     return Requirement(requester=requester, modules=tuple(sorted(modules)))
+
+
+def check_cpu_resources(cpu: CpuResources | None, engine: EngineEntry) -> None:
+    """A positive effective limit must cover the effective request, inherited values included."""
+    validate_cpu_resources(cpu, engine.cpu_defaults.request_millicores)
+    if cpu is None or cpu.request_millicores is None or cpu.limit_millicores is not None:
+        return
+    inherited_limit = engine.cpu_defaults.limit_millicores
+    if 0 < inherited_limit < cpu.request_millicores:
+        raise SpecError(
+            "spec.local.cpuResources.requestMillicores",
+            f"requestMillicores {cpu.request_millicores} exceeds the inherited {engine.name} limit of "
+            f"{inherited_limit} millicores; set limitMillicores too (0 means no quota)",
+        )
 
 
 def requirements(intent: Intent, catalogs: Catalogs) -> tuple[Requirement, ...]:

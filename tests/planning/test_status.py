@@ -106,3 +106,35 @@ def test_a_model_waits_for_its_modules_then_reports_them_ready():
 def test_no_status_is_planned_for_an_appliance_that_does_not_exist():
     result = plan_of(activation("basis"))
     assert all(s.kind != "Appliance" for s in result.statuses)
+
+
+def _cpu_model_with(cpu_resources: dict) -> dict:
+    obj = runtime("ModelActivation", "m", {"type": "local", "local": {"preset": "qwen2505bcpu", "engine": "VLLM", "cpuResources": cpu_resources}})
+    return obj
+
+
+def test_a_cpu_limit_below_the_inherited_engine_request_is_rejected_with_the_field_named():
+    status = status_of(plan_of(appliance(), _cpu_model_with({"limitMillicores": 1500})), "ModelActivation", "m")
+    assert status["phase"] == "Failed"
+    assert status["message"].startswith("spec.local.cpuResources.limitMillicores")
+    assert "inherited" in status["message"]
+
+
+def test_a_cpu_limit_of_zero_means_no_quota_and_is_accepted():
+    status = status_of(plan_of(appliance(), _cpu_model_with({"requestMillicores": 4000, "limitMillicores": 0})), "ModelActivation", "m")
+    assert status["phase"] == "WaitingForModules"
+
+
+def test_an_explicit_request_above_an_inherited_positive_limit_is_rejected():
+    import pytest
+
+    from api.models import CpuResources
+    from api.validation import SpecError
+    from planning.requirements import check_cpu_resources
+    from tests.planning.builders import CATALOGS
+
+    vllm = CATALOGS.engines.get("VLLM")
+    capped = vllm.model_copy(update={"cpu_defaults": vllm.cpu_defaults.model_copy(update={"limit_millicores": 3000})})
+    with pytest.raises(SpecError, match="requestMillicores 4000 exceeds the inherited VLLM limit of 3000"):
+        check_cpu_resources(CpuResources(request_millicores=4000), capped)
+    check_cpu_resources(CpuResources(request_millicores=2500), capped)
