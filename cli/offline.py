@@ -1,8 +1,9 @@
 """Run the real Pulumi program with no engine and no cluster, recording what it declares.
 
 Pulumi's mock monitor stands in for the engine. A recording monitor keeps, for every
-registration, the type, the logical name, the parent and the inputs, plus the options that
-decide a resource's lifecycle. Tests and `render` both use it.
+registration, the type, the logical name, the parent and the inputs (integers restored, as
+the providers restore them), plus the options that decide a resource's lifecycle. Tests and
+`render` both use it.
 """
 
 from __future__ import annotations
@@ -16,6 +17,8 @@ import pulumi
 from pulumi.runtime import mocks as pulumi_mocks
 from pulumi.runtime.stack import run_pulumi_func
 from pulumi.runtime.sync_await import _sync_await
+
+from providers.pulumi_values import restore_integers
 
 PROJECT = "magicstick"
 STACK = "offline"
@@ -64,7 +67,7 @@ class RecordingMonitor(pulumi_mocks.MockMonitor):
                     name=request.name,
                     parent=request.parent,
                     custom=bool(request.custom),
-                    inputs=pulumi.runtime.rpc.deserialize_properties(request.object),
+                    inputs=restore_integers(pulumi.runtime.rpc.deserialize_properties(request.object)),
                     ignore_changes=tuple(request.ignoreChanges),
                     retain_on_delete=bool(request.retainOnDelete),
                     dependencies=tuple(request.dependencies),

@@ -2,8 +2,8 @@
 
 Layout of DIR (file names are deterministic; the three folders are replaced on each run):
 - resources/<kind>.<namespace>.<name>.yaml  every Kubernetes object, as declared;
-- status/<kind>.<namespace>.<name>.yaml     the status written to each runtime object;
-- dynamic/<type>.<name>.yaml                every other declared resource: type and inputs.
+- status/<kind>.<namespace>.<name>.yaml     the status each status write declares;
+- dynamic/<type>.<name>.yaml                every other dynamic resource: type and inputs.
 Secret values never reach a file: Secret data and Pulumi secrets are masked.
 """
 
@@ -19,14 +19,14 @@ import yaml
 
 from catalogs import CatalogError, load_catalogs
 from cli.offline import OfflineRun, Registration, run_offline
+from components.status import StatusWrite
 from planning.frozen import thaw
-from planning.objects import StatusUpdate
 from program import main as program
 from program.settings import SettingsError, parse_now
 from providers.snapshot_file import SnapshotFileError, read_snapshot_file
 
 MASK = "[secret]"
-STATUS_KINDS = ("Appliance", "ModuleActivation", "ModelActivation", "AppInstance")
+STATUS_TYPE = f"pulumi-python:{StatusWrite._resource_type_name}"
 _KUBERNETES_PREFIX = "kubernetes:"
 _SECRET_SIG = "4dabf18193072939515e22adb298388d"
 
@@ -49,17 +49,17 @@ def render(*, snapshot: Path, out: Path, catalog_dir: Path | None = None, now: s
         config["catalogDir"] = str(catalog_dir)
     if now is not None:
         config["now"] = now
-    plan, run = run_offline(program.run, config)
+    _, run = run_offline(program.run, config)
     resources = _kubernetes_objects(run)
-    statuses = [s for s in plan.statuses if s.kind in STATUS_KINDS]
-    dynamic = _dynamic_resources(run)
+    statuses = [_status_document(r) for r in run.of_type(STATUS_TYPE)]
+    dynamic = [r for r in _dynamic_resources(run) if r.type != STATUS_TYPE]
     for folder in ("resources", "status", "dynamic"):
         shutil.rmtree(out / folder, ignore_errors=True)
         (out / folder).mkdir(parents=True)
     for obj in resources:
         _write(out / "resources" / _object_file_name(obj), obj)
     for status in statuses:
-        _write(out / "status" / _status_file_name(status), _status_document(status))
+        _write(out / "status" / _object_file_name(status), status)
     for registration in dynamic:
         _write(
             out / "dynamic" / f"{_safe(registration.type)}.{_safe(registration.name)}.yaml",
@@ -119,12 +119,14 @@ def _mask(value: Any) -> Any:
     return value
 
 
-def _status_document(status: StatusUpdate) -> dict[str, Any]:
+def _status_document(registration: Registration) -> dict[str, Any]:
+    """The object as its status write would leave it: identity and status, nothing else."""
+    inputs = thaw(registration.inputs)
     return {
-        "apiVersion": status.api_version,
-        "kind": status.kind,
-        "metadata": {"name": status.name, "namespace": status.namespace},
-        "status": thaw(status.status),
+        "apiVersion": inputs["apiVersion"],
+        "kind": inputs["kind"],
+        "metadata": {"name": inputs["name"], "namespace": inputs["namespace"]},
+        "status": _mask(inputs["status"]),
     }
 
 
@@ -132,10 +134,6 @@ def _object_file_name(obj: Mapping[str, Any]) -> str:
     metadata = obj.get("metadata", {})
     parts = [obj.get("kind", "object").lower(), metadata.get("namespace"), metadata.get("name", "unnamed")]
     return ".".join(_safe(p) for p in parts if p) + ".yaml"
-
-
-def _status_file_name(status: StatusUpdate) -> str:
-    return ".".join(_safe(p) for p in (status.kind.lower(), status.namespace, status.name)) + ".yaml"
 
 
 def _safe(part: str) -> str:

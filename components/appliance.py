@@ -6,9 +6,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import pulumi
+from pulumi.dynamic import ResourceProvider
 
 from components.module import Module, ModuleArgs
 from components.objects import declare
+from components.status import ClusterAccessInputs, StatusWrite
 from planning.labels import MODULE
 from planning.plan import Plan
 
@@ -17,6 +19,14 @@ from planning.plan import Plan
 class ApplianceArgs:
     plan: Plan
     """The plan to declare; the component adds nothing to it."""
+    status_provider: ResourceProvider
+    """The dynamic provider that writes statuses (injected: components perform no I/O)."""
+    access: ClusterAccessInputs = ClusterAccessInputs()
+    """How that provider reaches the cluster."""
+
+
+WRITTEN_STATUS_KINDS = frozenset({"Appliance", "ModuleActivation", "ModelActivation", "AppInstance"})
+"""HostOperation and ApplianceSetup status belong to the host worker and host automation."""
 
 
 class Appliance(pulumi.ComponentResource):
@@ -33,6 +43,9 @@ class Appliance(pulumi.ComponentResource):
         for kustomization in plan.modules.kustomizations:
             module = kustomization.body["metadata"]["labels"].get(MODULE, kustomization.name)
             Module(module, ModuleArgs(kustomization=kustomization), opts=child)
+        for update in plan.statuses:
+            if update.kind in WRITTEN_STATUS_KINDS:
+                StatusWrite(update, provider=args.status_provider, access=args.access, opts=child)
         self.register_outputs(
             {
                 "modules": sorted(m.name for m in plan.modules.modules if m.phase != "Disabled"),

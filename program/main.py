@@ -8,10 +8,12 @@ import pulumi_kubernetes as k8s
 from api.crdgen import load_committed_crds
 from catalogs import load_catalogs
 from components.appliance import Appliance, ApplianceArgs
+from components.status import ClusterAccessInputs
 from planning.plan import Plan, plan
 from planning.settings import APPLIANCE_NAME
 from program.observe import observe
 from program.settings import Settings
+from providers.status_writer import StatusProvider
 
 
 def kubernetes_provider(settings: Settings) -> k8s.Provider:
@@ -41,6 +43,14 @@ def run() -> Plan:
         own_crds=load_committed_crds(),
     )
     provider = kubernetes_provider(settings)
-    Appliance(APPLIANCE_NAME, ApplianceArgs(plan=desired), opts=pulumi.ResourceOptions(providers=[provider]))
+    Appliance(
+        APPLIANCE_NAME,
+        ApplianceArgs(
+            plan=desired,
+            status_provider=StatusProvider(),
+            access=ClusterAccessInputs(kubeconfig=settings.kubeconfig, context=settings.context),
+        ),
+        opts=pulumi.ResourceOptions(providers=[provider]),
+    )
     pulumi.export("phase", next((s.status["phase"] for s in desired.statuses if s.kind == "Appliance"), None))
     return desired

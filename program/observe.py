@@ -7,17 +7,17 @@ from __future__ import annotations
 
 from planning.snapshot import Snapshot
 from program.settings import Settings
+from providers.kube import KubeAccess
+from providers.live_reader import read_snapshot
 from providers.snapshot_file import read_snapshot_file
 
 
-class ObserveError(Exception):
-    """The world could not be read completely; nothing may be declared."""
+def kube_access(settings: Settings) -> KubeAccess:
+    return KubeAccess(kubeconfig=settings.kubeconfig, context=settings.context)
 
 
 def observe(settings: Settings) -> Snapshot:
+    """The snapshot file when one is configured, else one read of the live cluster."""
     if settings.snapshot_file is not None:
         return read_snapshot_file(settings.snapshot_file)
-    raise ObserveError(
-        "magicstick:snapshotFile is not set and this version reads no live cluster; "
-        "capture a snapshot with `kubectl get ... -o yaml` and set magicstick:snapshotFile"
-    )
+    return read_snapshot(kube_access(settings), system_namespace=settings.plan.system_namespace)

@@ -1,0 +1,29 @@
+"""The kinds the program reads and writes, as the API serves them."""
+
+from __future__ import annotations
+
+from api.meta import GROUP, VERSION
+from providers.kube.client import ResourceKind
+
+
+def _appliance_kind(kind: str, plural: str) -> ResourceKind:
+    return ResourceKind(group=GROUP, version=VERSION, kind=kind, plural=plural, namespaced=True)
+
+
+APPLIANCE = _appliance_kind("Appliance", "appliances")
+MODULE_ACTIVATION = _appliance_kind("ModuleActivation", "moduleactivations")
+MODEL_ACTIVATION = _appliance_kind("ModelActivation", "modelactivations")
+APP_INSTANCE = _appliance_kind("AppInstance", "appinstances")
+HOST_OPERATION = _appliance_kind("HostOperation", "hostoperations")
+APPLIANCE_SETUP = _appliance_kind("ApplianceSetup", "appliancesetups")
+
+NODE = ResourceKind(group="", version="v1", kind="Node", plural="nodes", namespaced=False)
+CONFIG_MAP = ResourceKind(group="", version="v1", kind="ConfigMap", plural="configmaps", namespaced=True)
+CRD = ResourceKind(
+    group="apiextensions.k8s.io", version="v1", kind="CustomResourceDefinition", plural="customresourcedefinitions", namespaced=False
+)
+KUSTOMIZATION = ResourceKind(
+    group="kustomize.toolkit.fluxcd.io", version="v1", kind="Kustomization", plural="kustomizations", namespaced=True
+)
+
+APPLIANCE_KINDS = {k.kind: k for k in (APPLIANCE, MODULE_ACTIVATION, MODEL_ACTIVATION, APP_INSTANCE, HOST_OPERATION, APPLIANCE_SETUP)}
