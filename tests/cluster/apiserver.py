@@ -1,0 +1,774 @@
+"""A real Kubernetes API server for the tests: etcd plus kube-apiserver v1.20.2, one per session.
+
+Public face:
+
+- `running_cluster(identities=...)` starts etcd on a free loopback port with a temporary
+  data directory, then kube-apiserver over HTTPS on 127.0.0.1 with token authentication and
+  RBAC, waits until it is ready and yields a `ClusterInfo` (url, ca_file, admin_token,
+  identities, `client(identity)`, `kubeconfig_path(identity)`); on exit it stops the API
+  server first, then etcd (SIGTERM, then SIGKILL after a bound).
+- `TestIdentity` is one bearer token the server accepts; `token_auth_file` is the pure
+  mapping from identities to the server's token file. By default there are two: the admin
+  (group system:masters) and `magicstick-reader` (no groups: no rights until a test binds some).
+- `install_crds`, `upstream_crd_paths`, `create_namespace` and `wait_until_allowed` prepare the
+  cluster for a test over the same HTTPS the program uses.
+
+Rules:
+
+- Binaries are found, never built here: `$MAGICSTICK_KUBE_APISERVER`, else the cache that
+  `scripts/kube-apiserver/build.sh` fills; `$MAGICSTICK_ETCD`, else `etcd` on PATH. A missing
+  binary is an error that says how to build it, never a skip.
+- Every wait is bounded by a deadline and polls with a short pause. Waits exist only for
+  what the server does asynchronously (startup, CRD establishment and discovery, the RBAC
+  authorizer's cache); tests themselves never sleep.
+- There is no kube-controller-manager and no kubelet: nothing garbage-collects, namespaces
+  never finish terminating, no Pod runs. Tests play the controllers by writing status.
+- It is 1.20: no CEL (`x-kubernetes-validations` is dropped), no `fieldValidation=Strict`,
+  and empty-string schema defaults are refused (see `install_crds`).
+
+> **Why** — a fake API server agrees with whatever the test author believes; this one
+> enforces resourceVersions, schemas, pruning, defaults, field managers and RBAC for real.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import copy
+import ctypes
+import dataclasses
+import functools
+import os
+import re
+import secrets
+import shutil
+import signal
+import socket
+import ssl
+import subprocess
+import tempfile
+import time
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Final, TypeVar
+
+import httpx
+import yaml
+
+KUBE_VERSION: Final = "v1.20.2"
+"""The kube-apiserver version the build script produces and the tests run against."""
+
+KUBE_APISERVER_ENV: Final = "MAGICSTICK_KUBE_APISERVER"
+"""Explicit path of the kube-apiserver binary."""
+KUBE_CACHE_ENV: Final = "MAGICSTICK_KUBE_CACHE"
+"""The build cache directory (the build script honours the same variable)."""
+ETCD_ENV: Final = "MAGICSTICK_ETCD"
+"""Explicit path of the etcd binary."""
+SHARED_CRDS_ENV: Final = "MAGICSTICK_SHARED_CRDS"
+"""Directory of the upstream CRDs, read in place."""
+
+REPO_ROOT: Final = Path(__file__).resolve().parents[2]
+BUILD_SCRIPT: Final = REPO_ROOT / "scripts" / "kube-apiserver" / "build.sh"
+
+ADMIN_USER: Final = "magicstick-test-admin"
+READER_USER: Final = "magicstick-reader"
+SERVICE_CLUSTER_IP_RANGE: Final = "10.96.0.0/24"
+
+STARTUP_TIMEOUT: Final = 60.0
+STOP_TIMEOUT: Final = 10.0
+API_TIMEOUT: Final = 30.0
+POLL_INTERVAL: Final = 0.05
+
+UPSTREAM_CRD_FILES: Final = (
+    "flux-kustomize-controller/kustomize.toolkit.fluxcd.io_kustomizations.yaml",
+    "flux-helm-controller/helm.toolkit.fluxcd.io_helmreleases.yaml",
+    "flux-source-controller/source.toolkit.fluxcd.io_gitrepositories.yaml",
+    "flux-source-controller/source.toolkit.fluxcd.io_helmrepositories.yaml",
+    "flux-source-controller/source.toolkit.fluxcd.io_ocirepositories.yaml",
+    "kubeai/kubeai.org_models.yaml",
+    "gateway-api/gateway.networking.k8s.io_httproutes.yaml",
+    "gateway-api/gateway.networking.k8s.io_referencegrants.yaml",
+    "envoy-gateway/gateway.envoyproxy.io_securitypolicies.yaml",
+    "node-feature-discovery/nfd-api-crds.yaml",
+    "nvidia-gpu-operator/nvidia.com_clusterpolicies.yaml",
+    "rocm-gpu-operator/amd.com_deviceconfigs.yaml",
+    "intel-device-plugins-for-kubernetes/deviceplugin.intel.com_gpudeviceplugins.yaml",
+)
+"""Upstream CRDs of the kinds the program declares or observes, relative to the shared directory."""
+
+_CRD_API: Final = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
+_YAML_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+JsonObject = dict[str, Any]
+_T = TypeVar("_T")
+
+
+class ClusterError(Exception):
+    """Base of every failure of the test cluster library."""
+
+
+class BinaryNotFound(ClusterError):
+    """A binary the cluster needs is not installed."""
+
+
+class StartupFailed(ClusterError):
+    """etcd or kube-apiserver did not become ready; carries the tail of its log."""
+
+
+class ApiError(ClusterError):
+    """The API server answered a helper's request with an error Status."""
+
+    def __init__(self, *, method: str, path: str, status_code: int, reason: str, message: str) -> None:
+        super().__init__(f"{method} {path}: {status_code} {reason}: {message}")
+        self.status_code = status_code
+        self.reason = reason
+        self.message = message
+
+    @classmethod
+    def from_response(cls, response: httpx.Response) -> ApiError:
+        try:
+            body = response.json()
+        except ValueError:
+            body = {}
+        return cls(
+            method=response.request.method,
+            path=response.request.url.raw_path.decode(),
+            status_code=response.status_code,
+            reason=str(body.get("reason", response.reason_phrase)),
+            message=str(body.get("message", response.text[:500])),
+        )
+
+
+class Timeout(ClusterError):
+    """A bounded wait ran out."""
+
+
+@dataclass(frozen=True)
+class TestIdentity:
+    """A user the API server authenticates by bearer token (static token file)."""
+
+    __test__ = False  # not a pytest test class
+
+    name: str
+    token: str
+    groups: tuple[str, ...] = ()
+
+
+def new_identity(name: str, *groups: str) -> TestIdentity:
+    """An identity with a fresh random token."""
+    return TestIdentity(name=name, token=secrets.token_urlsafe(24), groups=tuple(groups))
+
+
+def default_identities() -> tuple[TestIdentity, ...]:
+    """The admin (group system:masters, bypasses RBAC) and `magicstick-reader` (no groups, no rights)."""
+    return (new_identity(ADMIN_USER, "system:masters"), new_identity(READER_USER))
+
+
+def token_auth_file(identities: Sequence[TestIdentity]) -> str:
+    """The content of kube-apiserver's --token-auth-file: `token,user,uid,"group1,group2"` per line.
+
+    Pure. Names and tokens must be unique; a comma or quote would break the CSV.
+    """
+    names = [identity.name for identity in identities]
+    tokens = [identity.token for identity in identities]
+    if len(set(names)) != len(names) or len(set(tokens)) != len(tokens):
+        raise ValueError("identity names and tokens must be unique")
+    lines = []
+    for identity in identities:
+        fields = (identity.token, identity.name, *identity.groups)
+        if any("," in value or '"' in value or "\n" in value for value in fields):
+            raise ValueError(f"identity {identity.name!r} has a comma, quote or newline")
+        line = f"{identity.token},{identity.name},{identity.name}"
+        lines.append(f'{line},"{",".join(identity.groups)}"' if identity.groups else line)
+    return "\n".join(lines) + "\n"
+
+
+@dataclass(frozen=True)
+class ClusterInfo:
+    """Where a running test cluster answers and who may talk to it."""
+
+    url: str
+    """https://127.0.0.1:PORT"""
+    ca_file: Path
+    """The API server's self-signed serving certificate (with its CA), to verify TLS."""
+    admin_token: str
+    identities: Mapping[str, TestIdentity]
+    """Every identity the server accepts, by user name (the admin included)."""
+    workdir: Path
+    startup_seconds: float
+    """Wall time from launching etcd to the API server answering /readyz."""
+    pids: Mapping[str, int] = field(default_factory=dict)
+    """Process ids by component (`etcd`, `kube-apiserver`)."""
+
+    def identity(self, name: str) -> TestIdentity:
+        try:
+            return self.identities[name]
+        except KeyError:
+            raise KeyError(f"no test identity {name!r}; known: {sorted(self.identities)}") from None
+
+    def client(self, identity: TestIdentity | str | None = None, **options: Any) -> httpx.Client:
+        """An httpx client for the API server as `identity` (default: the admin); close it after use."""
+        token = self.admin_token if identity is None else self.resolve(identity).token
+        options.setdefault("timeout", API_TIMEOUT)
+        return httpx.Client(
+            base_url=self.url,
+            verify=self.ssl_context(),
+            headers={"Authorization": f"Bearer {token}"},
+            **options,
+        )
+
+    def ssl_context(self) -> ssl.SSLContext:
+        """A TLS context that trusts this cluster's certificate and nothing else."""
+        return ssl.create_default_context(cafile=str(self.ca_file))
+
+    def kubeconfig_path(self, identity: TestIdentity | str) -> Path:
+        """A kubeconfig file that talks to this cluster as `identity` (written on each call)."""
+        resolved = self.resolve(identity)
+        path = self.workdir / "kubeconfigs" / f"{resolved.name}.yaml"
+        path.parent.mkdir(exist_ok=True)
+        path.write_text(yaml.safe_dump(_kubeconfig(self.url, self.ca_file, resolved), sort_keys=False))
+        path.chmod(0o600)
+        return path
+
+    def resolve(self, identity: TestIdentity | str) -> TestIdentity:
+        return self.identity(identity) if isinstance(identity, str) else identity
+
+
+def _kubeconfig(url: str, ca_file: Path, identity: TestIdentity) -> JsonObject:
+    return {
+        "apiVersion": "v1",
+        "kind": "Config",
+        "clusters": [{"name": "magicstick-test", "cluster": {"server": url, "certificate-authority": str(ca_file)}}],
+        "users": [{"name": identity.name, "user": {"token": identity.token}}],
+        "contexts": [{"name": identity.name, "context": {"cluster": "magicstick-test", "user": identity.name}}],
+        "current-context": identity.name,
+        "preferences": {},
+    }
+
+
+# --- binaries -------------------------------------------------------------------------------
+
+
+def kube_cache_dir() -> Path:
+    override = os.environ.get(KUBE_CACHE_ENV)
+    if override:
+        return Path(override)
+    return Path.home() / ".cache" / "magicstick" / f"kube-apiserver-{KUBE_VERSION}"
+
+
+def kube_apiserver_binary() -> Path:
+    """The kube-apiserver to run; raises `BinaryNotFound` with the command that builds it."""
+    explicit = os.environ.get(KUBE_APISERVER_ENV)
+    path = Path(explicit) if explicit else kube_cache_dir() / "kube-apiserver"
+    if not (path.is_file() and os.access(path, os.X_OK)):
+        origin = f"${KUBE_APISERVER_ENV}" if explicit else "the build cache"
+        raise BinaryNotFound(
+            f"kube-apiserver {KUBE_VERSION} not found at {path} ({origin}). "
+            f"Build it once with: {BUILD_SCRIPT.relative_to(REPO_ROOT)} (about 5 minutes; "
+            f"it installs into ${KUBE_CACHE_ENV} or ~/.cache/magicstick/), "
+            f"or point ${KUBE_APISERVER_ENV} at a kube-apiserver {KUBE_VERSION} binary."
+        )
+    return path
+
+
+def etcd_binary() -> Path:
+    """$MAGICSTICK_ETCD, else `etcd` on PATH, else Debian's /usr/bin/etcd."""
+    explicit = os.environ.get(ETCD_ENV)
+    found = explicit or shutil.which("etcd") or "/usr/bin/etcd"
+    path = Path(found)
+    if not (path.is_file() and os.access(path, os.X_OK)):
+        raise BinaryNotFound(
+            f"etcd not found at {path}. Install Debian's etcd-server "
+            f"(scripts/kube-apiserver/build.sh does) or set ${ETCD_ENV}."
+        )
+    return path
+
+
+# --- processes ------------------------------------------------------------------------------
+
+
+def _free_ports(count: int) -> list[int]:
+    """Distinct loopback ports free at this moment (held together while chosen)."""
+    with contextlib.ExitStack() as held:
+        probes = [held.enter_context(socket.socket(socket.AF_INET, socket.SOCK_STREAM)) for _ in range(count)]
+        for probe in probes:
+            probe.bind(("127.0.0.1", 0))
+        return [int(probe.getsockname()[1]) for probe in probes]
+
+
+def _die_with_parent() -> None:
+    """Runs in the child before exec: the kernel kills it if the test process dies first."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    pr_set_pdeathsig = 1
+    libc.prctl(pr_set_pdeathsig, signal.SIGKILL)
+
+
+@dataclass
+class _Process:
+    name: str
+    popen: subprocess.Popen[bytes]
+    log: Path
+
+    def log_tail(self, lines: int = 40) -> str:
+        try:
+            return "\n".join(self.log.read_text(errors="replace").splitlines()[-lines:])
+        except OSError:
+            return ""
+
+    def stop(self) -> None:
+        """SIGTERM, then SIGKILL after `STOP_TIMEOUT` seconds."""
+        if self.popen.poll() is not None:
+            return
+        self.popen.send_signal(signal.SIGTERM)
+        try:
+            self.popen.wait(timeout=STOP_TIMEOUT)
+        except subprocess.TimeoutExpired:
+            self.popen.kill()
+            self.popen.wait(timeout=STOP_TIMEOUT)
+
+
+def _launch(name: str, argv: Sequence[str], workdir: Path) -> _Process:
+    log = workdir / f"{name}.log"
+    with log.open("wb") as sink:
+        popen = subprocess.Popen(
+            list(argv),
+            stdin=subprocess.DEVNULL,
+            stdout=sink,
+            stderr=subprocess.STDOUT,
+            cwd=workdir,
+            preexec_fn=_die_with_parent,
+        )
+    return _Process(name=name, popen=popen, log=log)
+
+
+def _wait_ready(process: _Process, probe: httpx.Client, path: str, deadline: float) -> None:
+    last = "no answer yet"
+    while time.monotonic() < deadline:
+        if process.popen.poll() is not None:
+            raise StartupFailed(f"{process.name} exited with {process.popen.returncode}:\n{process.log_tail()}")
+        try:
+            response = probe.get(path)
+        except httpx.TransportError as error:
+            last = f"{type(error).__name__}: {error}"
+        else:
+            if response.status_code == 200:
+                return
+            last = f"{response.status_code}: {response.text[:300]}"
+        time.sleep(POLL_INTERVAL)
+    raise StartupFailed(f"{process.name} not ready within the deadline ({last}):\n{process.log_tail()}")
+
+
+def _service_account_key(workdir: Path) -> Path:
+    key = workdir / "service-account.key"
+    subprocess.run(
+        ["openssl", "genrsa", "-out", str(key), "2048"],
+        check=True,
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+    )
+    return key
+
+
+def _etcd_argv(binary: Path, data_dir: Path, client_port: int, peer_port: int) -> list[str]:
+    client = f"http://127.0.0.1:{client_port}"
+    peer = f"http://127.0.0.1:{peer_port}"
+    return [
+        str(binary),
+        "--name=magicstick-test",
+        f"--data-dir={data_dir}",
+        f"--listen-client-urls={client}",
+        f"--advertise-client-urls={client}",
+        f"--listen-peer-urls={peer}",
+        f"--initial-advertise-peer-urls={peer}",
+        f"--initial-cluster=magicstick-test={peer}",
+        "--initial-cluster-state=new",
+        "--unsafe-no-fsync",
+        "--log-level=warn",
+    ]
+
+
+def _apiserver_argv(
+    binary: Path, *, workdir: Path, etcd_url: str, port: int, token_file: Path, service_account_key: Path
+) -> list[str]:
+    return [
+        str(binary),
+        f"--etcd-servers={etcd_url}",
+        "--bind-address=127.0.0.1",
+        "--advertise-address=127.0.0.1",
+        f"--secure-port={port}",
+        "--insecure-port=0",
+        f"--cert-dir={workdir / 'certs'}",
+        f"--token-auth-file={token_file}",
+        "--anonymous-auth=false",
+        "--authorization-mode=RBAC",
+        "--service-account-issuer=https://kubernetes.default.svc.cluster.local",
+        f"--service-account-key-file={service_account_key}",
+        f"--service-account-signing-key-file={service_account_key}",
+        f"--service-cluster-ip-range={SERVICE_CLUSTER_IP_RANGE}",
+        "--profiling=false",
+        "--logtostderr=true",
+        "--v=0",
+    ]
+
+
+@contextlib.contextmanager
+def running_cluster(
+    *, identities: Sequence[TestIdentity] | None = None, startup_timeout: float = STARTUP_TIMEOUT
+) -> Iterator[ClusterInfo]:
+    """Start etcd and kube-apiserver, yield where they answer, stop the API server then etcd.
+
+    `identities` default to `default_identities()`; exactly one of them must be in the group
+    system:masters: it is the admin. Everything lives in a temporary directory removed on exit.
+    """
+    chosen = tuple(identities) if identities is not None else default_identities()
+    admins = [identity for identity in chosen if "system:masters" in identity.groups]
+    if len(admins) != 1:
+        raise ValueError("exactly one identity must be in the group system:masters")
+    apiserver_binary, etcd = kube_apiserver_binary(), etcd_binary()
+
+    with contextlib.ExitStack() as stack:
+        workdir = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="magicstick-cluster-")))
+        started = time.monotonic()
+        deadline = started + startup_timeout
+
+        etcd_port, peer_port, port = _free_ports(3)
+        etcd_process = _launch("etcd", _etcd_argv(etcd, workdir / "etcd", etcd_port, peer_port), workdir)
+        stack.callback(etcd_process.stop)
+        etcd_url = f"http://127.0.0.1:{etcd_port}"
+        with httpx.Client(base_url=etcd_url, timeout=2.0) as probe:
+            _wait_ready(etcd_process, probe, "/health", deadline)
+
+        token_file = workdir / "tokens.csv"
+        token_file.write_text(token_auth_file(chosen))
+        token_file.chmod(0o600)
+        apiserver = _launch(
+            "kube-apiserver",
+            _apiserver_argv(
+                apiserver_binary,
+                workdir=workdir,
+                etcd_url=etcd_url,
+                port=port,
+                token_file=token_file,
+                service_account_key=_service_account_key(workdir),
+            ),
+            workdir,
+        )
+        stack.callback(apiserver.stop)  # callbacks run last-in first-out: the API server stops first
+
+        # The serving certificate is complete once the port listens: read it only then.
+        _wait_listening(apiserver, port, deadline)
+        info = ClusterInfo(
+            url=f"https://127.0.0.1:{port}",
+            ca_file=workdir / "certs" / "apiserver.crt",
+            admin_token=admins[0].token,
+            identities={identity.name: identity for identity in chosen},
+            workdir=workdir,
+            startup_seconds=0.0,
+            pids={"etcd": etcd_process.popen.pid, "kube-apiserver": apiserver.popen.pid},
+        )
+        with info.client(timeout=2.0) as probe:
+            _wait_ready(apiserver, probe, "/readyz", deadline)
+        yield dataclasses.replace(info, startup_seconds=time.monotonic() - started)
+
+
+def _wait_listening(process: _Process, port: int, deadline: float) -> None:
+    while True:
+        if process.popen.poll() is not None:
+            raise StartupFailed(f"{process.name} exited with {process.popen.returncode}:\n{process.log_tail()}")
+        with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port), timeout=1.0):
+            return
+        if time.monotonic() >= deadline:
+            raise StartupFailed(f"{process.name} did not listen on {port} within the deadline:\n{process.log_tail()}")
+        time.sleep(POLL_INTERVAL)
+
+
+# --- API helpers ----------------------------------------------------------------------------
+
+
+def _checked(response: httpx.Response) -> JsonObject:
+    if response.is_error:
+        raise ApiError.from_response(response)
+    return dict(response.json())
+
+
+def _poll(what: str, check: Callable[[], _T], timeout: float) -> _T:
+    """Call `check()` until it returns a truthy value; `Timeout` after `timeout` seconds."""
+    deadline = time.monotonic() + timeout
+    while True:
+        result = check()
+        if result:
+            return result
+        if time.monotonic() >= deadline:
+            raise Timeout(f"{what}: not reached within {timeout:g} s")
+        time.sleep(POLL_INTERVAL)
+
+
+def create_namespace(cluster: ClusterInfo, name: str) -> str:
+    """Create namespace `name` as the admin; returns the name."""
+    namespace = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}}
+    with cluster.client() as client:
+        _checked(client.post("/api/v1/namespaces", json=namespace))
+    return name
+
+
+def upstream_crd_paths() -> tuple[Path, ...]:
+    """The upstream CRD files of the kinds the program uses, read in place from the shared directory.
+
+    The directory is $MAGICSTICK_SHARED_CRDS when set, else `shared/crds` beside the repository.
+    """
+    override = os.environ.get(SHARED_CRDS_ENV)
+    root = Path(override) if override else REPO_ROOT.parent / "shared" / "crds"
+    paths = tuple(root / relative for relative in UPSTREAM_CRD_FILES)
+    missing = [str(path) for path in paths if not path.is_file()]
+    if missing:
+        raise FileNotFoundError(f"upstream CRDs missing (set ${SHARED_CRDS_ENV}?): {', '.join(missing)}")
+    return paths
+
+
+@dataclass(frozen=True)
+class InstalledCrd:
+    """A CRD as the server accepted it, with what a 1.20 server does not enforce."""
+
+    name: str
+    source: Path
+    group: str
+    plural: str
+    served_versions: tuple[str, ...]
+    unenforced_cel_rules: int
+    """x-kubernetes-validations rules in the upstream schema: 1.20 drops them unread (CEL came in 1.25)."""
+    stripped_empty_defaults: tuple[str, ...] = ()
+    """Schema paths (sorted) whose `default: ""` the 1.20 server refused; installed without it."""
+
+
+def _crd_documents(paths: Iterable[Path]) -> Iterator[tuple[Path, JsonObject]]:
+    for path in paths:
+        files = sorted(p for p in path.rglob("*") if p.suffix in {".yaml", ".yml"}) if path.is_dir() else [path]
+        for file in files:
+            with file.open() as stream:
+                for document in yaml.load_all(stream, Loader=_YAML_LOADER):
+                    if (
+                        isinstance(document, dict)
+                        and document.get("apiVersion") == "apiextensions.k8s.io/v1"
+                        and document.get("kind") == "CustomResourceDefinition"
+                    ):
+                        yield file, document
+
+
+def _count_cel_rules(node: Any) -> int:
+    if isinstance(node, dict):
+        rules = node.get("x-kubernetes-validations")
+        return (len(rules) if isinstance(rules, list) else 0) + sum(_count_cel_rules(value) for value in node.values())
+    if isinstance(node, list):
+        return sum(_count_cel_rules(item) for item in node)
+    return 0
+
+
+def install_crds(cluster: ClusterInfo, paths: Iterable[Path], *, timeout: float = API_TIMEOUT) -> list[InstalledCrd]:
+    """Create (or replace) every apiextensions.k8s.io/v1 CRD found in `paths`, then wait until served.
+
+    `paths` are YAML files (multi-document allowed) or directories of them; documents that are
+    not CRDs are ignored. A CRD is done when it is Established and discovery of each served
+    version lists its plural.
+
+    What kube-apiserver 1.20 does with newer schemas, and what this function does about it:
+
+    - `x-kubernetes-validations` (CEL, 1.25+): the server drops the field unread. Nothing to
+      do; `InstalledCrd.unenforced_cel_rules` counts the rules that will not be enforced.
+    - `default: ""` on a string (emitted for fields of Kubernetes 1.30+ Go types): 1.20
+      refuses the CRD, judging the empty default as null (`Invalid value: "null": in body
+      must be of type string`). When, and only
+      when, the server refuses a CRD with such causes, each `default` the server names (and
+      that is `""` in the source) is removed and the CRD is sent again; the paths are kept in
+      `InstalledCrd.stripped_empty_defaults`. An omitted field then stays absent instead of
+      becoming "", which both servers accept.
+    - Any other refusal raises `ApiError`: no CRD is ever skipped.
+    """
+    installed = []
+    with cluster.client() as client:
+        for source, document in _crd_documents(paths):
+            stripped = _install_one(client, document)
+            spec = document["spec"]
+            installed.append(
+                InstalledCrd(
+                    name=document["metadata"]["name"],
+                    source=source,
+                    group=spec["group"],
+                    plural=spec["names"]["plural"],
+                    served_versions=tuple(v["name"] for v in spec["versions"] if v.get("served", True)),
+                    unenforced_cel_rules=_count_cel_rules(spec),
+                    stripped_empty_defaults=stripped,
+                )
+            )
+        for crd in installed:
+            _poll(f"CRD {crd.name} Established", functools.partial(_established, client, crd.name), timeout)
+            for version in crd.served_versions:
+                _poll(
+                    f"discovery of {crd.group}/{version} lists {crd.plural}",
+                    functools.partial(_discovered, client, crd.group, version, crd.plural),
+                    timeout,
+                )
+    return installed
+
+
+def _install_one(client: httpx.Client, crd: JsonObject) -> tuple[str, ...]:
+    response = _create_or_replace(client, crd)
+    if response.status_code != 422:
+        _checked(response)
+        return ()
+    adapted = _without_refused_empty_defaults(crd, response.json().get("details", {}).get("causes", []))
+    if adapted is None:
+        raise ApiError.from_response(response)
+    compatible, stripped = adapted
+    _checked(_create_or_replace(client, compatible))
+    return stripped
+
+
+def _create_or_replace(client: httpx.Client, crd: JsonObject) -> httpx.Response:
+    response = client.post(_CRD_API, json=crd)
+    if response.status_code != 409:
+        return response
+    name = crd["metadata"]["name"]
+    current = _checked(client.get(f"{_CRD_API}/{name}"))
+    replacement = {**crd, "metadata": {**crd["metadata"], "resourceVersion": current["metadata"]["resourceVersion"]}}
+    return client.put(f"{_CRD_API}/{name}", json=replacement)
+
+
+_SCHEMA_ROOT = re.compile(r"^spec\.(?:validation|versions\[(\d+)\]\.schema)\.openAPIV3Schema")
+_SCHEMA_STEP = re.compile(r"\.(properties|additionalProperties|items|allOf|anyOf|oneOf|not)(?:\[([^\]]+)\])?")
+_NULL_DEFAULT = 'Invalid value: "null"'
+
+
+def _without_refused_empty_defaults(
+    crd: JsonObject, causes: Sequence[JsonObject]
+) -> tuple[JsonObject, tuple[str, ...]] | None:
+    """`crd` without the `default: ""` entries the causes name; None when any cause is something else. Pure."""
+    if not causes:
+        return None
+    compatible = copy.deepcopy(crd)
+    stripped = []
+    for cause in causes:
+        field_path = str(cause.get("field", ""))
+        refused_default = (
+            cause.get("reason") == "FieldValueInvalid"
+            and str(cause.get("message", "")).startswith(_NULL_DEFAULT)
+            and field_path.endswith(".default")
+        )
+        nodes = _schema_nodes(compatible, field_path.removesuffix(".default")) if refused_default else []
+        if not nodes or any(node.get("default") != "" for node in nodes):
+            return None
+        for node in nodes:
+            del node["default"]
+        stripped.append(field_path)
+    return compatible, tuple(sorted(stripped))
+
+
+def _schema_nodes(crd: JsonObject, field_path: str) -> list[JsonObject]:
+    """The schema nodes a server field path addresses; a shared `spec.validation` path addresses every version."""
+    root = _SCHEMA_ROOT.match(field_path)
+    if root is None:
+        return []
+    versions = crd["spec"]["versions"]
+    chosen = versions if root.group(1) is None else [versions[int(root.group(1))]]
+    rest = field_path[root.end() :]
+    steps = list(_SCHEMA_STEP.finditer(rest))
+    if "".join(step.group(0) for step in steps) != rest:
+        return []
+    nodes = []
+    for version in chosen:
+        node: Any = version.get("schema", {}).get("openAPIV3Schema")
+        for step in steps:
+            node = _child(node, step.group(1))
+            if step.group(2) is not None:
+                node = _child(node, step.group(2))
+        if not isinstance(node, dict):
+            return []
+        nodes.append(node)
+    return nodes
+
+
+def _child(node: Any, key: str) -> Any:
+    if isinstance(node, dict):
+        return node.get(key)
+    if isinstance(node, list) and key.isdigit() and int(key) < len(node):
+        return node[int(key)]
+    return None
+
+
+def _established(client: httpx.Client, name: str) -> bool:
+    crd = _checked(client.get(f"{_CRD_API}/{name}"))
+    conditions = crd.get("status", {}).get("conditions", [])
+    return any(c.get("type") == "Established" and c.get("status") == "True" for c in conditions)
+
+
+def _discovered(client: httpx.Client, group: str, version: str, plural: str) -> bool:
+    response = client.get(f"/apis/{group}/{version}")
+    if response.status_code == 404:
+        return False
+    return any(resource.get("name") == plural for resource in _checked(response).get("resources", []))
+
+
+def wait_until_allowed(
+    cluster: ClusterInfo,
+    identity: TestIdentity | str,
+    *,
+    verb: str,
+    resource: str,
+    namespace: str | None = None,
+    group: str = "",
+    timeout: float = API_TIMEOUT,
+) -> None:
+    """Wait until the RBAC authorizer allows `identity` to `verb` `resource` (a SubjectAccessReview).
+
+    The authorizer reads Roles and bindings from an informer cache, so a grant takes effect a
+    moment after it is written; this is that moment, bounded.
+    """
+    user = cluster.resolve(identity)
+    attributes: JsonObject = {"verb": verb, "resource": resource, "group": group}
+    if namespace is not None:
+        attributes["namespace"] = namespace
+    review = {
+        "apiVersion": "authorization.k8s.io/v1",
+        "kind": "SubjectAccessReview",
+        "spec": {"user": user.name, "groups": list(user.groups), "resourceAttributes": attributes},
+    }
+    with cluster.client() as client:
+
+        def allowed() -> bool:
+            answer = _checked(client.post("/apis/authorization.k8s.io/v1/subjectaccessreviews", json=review))
+            return bool(answer.get("status", {}).get("allowed"))
+
+        _poll(f"{user.name} may {verb} {resource} in {namespace or 'the cluster'}", allowed, timeout)
+
+
+def resident_memory_bytes(cluster: ClusterInfo) -> dict[str, int]:
+    """Resident set size of each cluster process, from /proc (Linux)."""
+    sizes = {}
+    for name, pid in cluster.pids.items():
+        status = Path(f"/proc/{pid}/status").read_text()
+        kib = next(int(line.split()[1]) for line in status.splitlines() if line.startswith("VmRSS:"))
+        sizes[name] = kib * 1024
+    return sizes
+
+
+__all__ = [
+    "ADMIN_USER",
+    "KUBE_VERSION",
+    "READER_USER",
+    "ApiError",
+    "BinaryNotFound",
+    "ClusterError",
+    "ClusterInfo",
+    "InstalledCrd",
+    "StartupFailed",
+    "TestIdentity",
+    "Timeout",
+    "create_namespace",
+    "default_identities",
+    "install_crds",
+    "new_identity",
+    "resident_memory_bytes",
+    "running_cluster",
+    "token_auth_file",
+    "upstream_crd_paths",
+    "wait_until_allowed",
+]

@@ -1,0 +1,3 @@
+"""Shared pytest configuration: the real kube-apiserver fixtures."""
+
+pytest_plugins = ["tests.cluster.conftest_plugin"]
