@@ -1,0 +1,48 @@
+"""Fixtures for tests of the program against the real apiserver."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import yaml
+
+from api.crdgen import load_committed_crds
+from providers.kinds import APPLIANCE_KINDS, CONFIG_MAP, KUSTOMIZATION
+from providers.kube import KubeAccess, KubeClient, open_client
+from tests.cluster.apiserver import ADMIN_USER, ClusterInfo, install_crds
+from tests.live.world import LOADER, NAMESPACE, delete_all
+
+SHARED_NAMESPACES = ("ai-system", "flux-system", "identity-system")
+
+
+@pytest.fixture(scope="session")
+def own_crds(cluster: ClusterInfo, tmp_path_factory: pytest.TempPathFactory) -> ClusterInfo:
+    """The program's own CRDs, installed once (as the program itself would on its first run)."""
+    directory: Path = tmp_path_factory.mktemp("own-crds")
+    for crd in load_committed_crds():
+        (directory / f"{crd['metadata']['name']}.yaml").write_text(yaml.safe_dump(crd))
+    install_crds(cluster, [directory])
+    with open_client(KubeAccess(kubeconfig=str(cluster.kubeconfig_path(ADMIN_USER)))) as client:
+        for name in SHARED_NAMESPACES:
+            client.apply(NAMESPACE, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}}, field_manager=LOADER)
+    return cluster
+
+
+@pytest.fixture
+def admin_access(cluster: ClusterInfo) -> KubeAccess:
+    return KubeAccess(kubeconfig=str(cluster.kubeconfig_path(ADMIN_USER)))
+
+
+@pytest.fixture
+def admin(admin_access: KubeAccess) -> Iterator[KubeClient]:
+    with open_client(admin_access) as client:
+        yield client
+
+
+@pytest.fixture
+def clean_shared_namespaces(own_crds: ClusterInfo, admin: KubeClient) -> None:
+    """ai-system, flux-system and identity-system hold none of the kinds the program reads."""
+    for namespace in SHARED_NAMESPACES:
+        delete_all(admin, [*APPLIANCE_KINDS.values(), KUSTOMIZATION, CONFIG_MAP], namespace)
