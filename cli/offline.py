@@ -99,12 +99,18 @@ def _config(values: Mapping[str, str]) -> Iterator[None]:
         pulumi.runtime.config.CONFIG.reset(token)
 
 
-def run_offline(program: Callable[[], T], config: Mapping[str, str]) -> tuple[T, OfflineRun]:
-    """Run `program` under a fresh recording monitor and the given `magicstick:` config.
+def run_offline(
+    program: Callable[[], T],
+    config: Mapping[str, str],
+    *,
+    monitor: RecordingMonitor | None = None,
+) -> tuple[T, OfflineRun]:
+    """Run `program` under a recording monitor (a fresh one unless given) and `magicstick:` config.
 
-    Returns the program's result and every registration, once all of them completed.
+    Returns the program's result and every registration, once all of them completed. When the
+    program raises, the exception propagates; a monitor passed in still shows what was registered.
     """
-    monitor = RecordingMonitor()
+    monitor = monitor or RecordingMonitor()
     pulumi.runtime.set_mocks(_EchoMocks(), project=PROJECT, stack=STACK, preview=False, monitor=monitor)
     result: list[T] = []
     with _config(config):
