@@ -97,3 +97,27 @@ def without_cel_rules(value: Any) -> Any:
     if isinstance(value, list):
         return [without_cel_rules(v) for v in value]
     return value
+
+
+CLUSTER_ROLE = ResourceKind(group="rbac.authorization.k8s.io", version="v1", kind="ClusterRole", plural="clusterroles", namespaced=False)
+CLUSTER_ROLE_BINDING = ResourceKind(
+    group="rbac.authorization.k8s.io", version="v1", kind="ClusterRoleBinding", plural="clusterrolebindings", namespaced=False
+)
+_ACCESS_REVIEW = "/apis/authorization.k8s.io/v1/subjectaccessreviews"
+_REVIEW_ATTEMPTS = 2000
+
+
+def wait_until_rbac_says(client: KubeClient, *, user: str, verb: str, group: str, resource: str, namespace: str | None, allowed: bool) -> None:
+    """Ask SubjectAccessReviews until the authorizer's cache gives `allowed`; bounded in attempts.
+
+    RBAC changes reach the authorizer through an informer a moment after they are written.
+    """
+    attributes = {"verb": verb, "group": group, "resource": resource}
+    if namespace:
+        attributes["namespace"] = namespace
+    review = {"apiVersion": "authorization.k8s.io/v1", "kind": "SubjectAccessReview", "spec": {"user": user, "resourceAttributes": attributes}}
+    for _ in range(_REVIEW_ATTEMPTS):
+        answer = client.request("POST", _ACCESS_REVIEW, body=review, content_type="application/json")
+        if bool(answer.get("status", {}).get("allowed")) is allowed:
+            return
+    raise AssertionError(f"RBAC never said allowed={allowed} for {user} {verb} {group}/{resource}")
