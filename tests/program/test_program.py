@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from pulumi.runtime import rpc
 
 from cli.offline import OfflineRun, run_offline
 from program import main as program
@@ -82,3 +83,47 @@ def test_logical_names_do_not_depend_on_the_order_of_the_snapshot(run_program):
     first = sorted((r.type, r.name) for r in run_program(*objects).registrations)
     second = sorted((r.type, r.name) for r in run_program(*reversed(objects)).registrations)
     assert first == second
+
+
+STATUS = "pulumi-python:dynamic/magicstick:Status"
+
+
+def test_every_runtime_object_gets_a_status_write_owned_by_the_appliance(run_program):
+    run = run_program(appliance(generation=5), activation("basis", generation=2), instance("openclaw-default", "openclaw"))
+    writes = {r.name: r for r in run.of_type(STATUS)}
+    assert set(writes) == {
+        "status-appliance-ai-system-local",
+        "status-moduleactivation-ai-system-basis",
+        "status-appinstance-ai-system-openclaw-default",
+    }
+    root = run.of_type("magicstick:index:Appliance")[0]
+    assert all(w.parent == root.urn for w in writes.values())
+    basis = writes["status-moduleactivation-ai-system-basis"].inputs
+    assert (basis["apiVersion"], basis["kind"], basis["namespace"], basis["name"]) == (
+        "appliance.magicstick.dev/v1alpha1",
+        "ModuleActivation",
+        "ai-system",
+        "basis",
+    )
+    assert basis["status"]["observedGeneration"] == 2
+    assert writes["status-appliance-ai-system-local"].inputs["status"]["observedGeneration"] == 5
+
+
+def test_host_operation_status_is_never_written(run_program):
+    host_operation = {
+        "apiVersion": "appliance.magicstick.dev/v1alpha1",
+        "kind": "HostOperation",
+        "metadata": {"name": "reboot-1", "namespace": "ai-system"},
+        "spec": {},
+    }
+    run = run_program(appliance(), host_operation)
+    assert not [r for r in run.of_type(STATUS) if "hostoperation" in r.name]
+
+
+def test_kubeconfig_contents_reach_the_status_provider_only_as_a_secret(run_program):
+    contents = "apiVersion: v1\nkind: Config\nclusters: []\nusers: []\ncontexts: []\n# CHANGEME\n"
+    run = run_program(appliance(), kubeconfig=contents)
+    (write,) = run.of_type(STATUS)
+    secret = write.inputs["kubeconfig"]
+    assert secret[rpc._special_sig_key] == rpc._special_secret_sig
+    assert secret["value"] == contents
