@@ -23,6 +23,38 @@ ModulePhase = Literal[
     "Failed",
 ]
 AppliancePhase = Literal["Ready", "Reconciling", "Degraded"]
+HardwarePhase = Literal[
+    "NotRequired", "Detected", "Installing", "Ready", "Unknown", "Disabled", "Unsupported", "Conflict", "Degraded"
+]
+
+
+class PciDeviceStatus(ApiModel):
+    """One physical GPU as Node Feature Discovery lists it; never a sharing slot."""
+
+    node: str
+    node_uid: str | None = Field(default=None, alias="nodeUID")
+    vendor: str
+    device: str
+    pci_class: str = Field(alias="class")
+    subsystem_vendor: str | None = None
+    subsystem_device: str | None = None
+
+
+class HardwareOperatorStatus(ApiModel):
+    """One entry of Appliance.status.hardwareOperators (gpu, amd-gpu, intel-gpu: always all three)."""
+
+    display_name: str
+    phase: HardwarePhase
+    needed: bool
+    operator_active: bool
+    managed_by: Literal["magicstick", "external", "none"]
+    operator_version: str | None = None
+    detected_nodes: list[str] = Field(default_factory=list)
+    compatible_nodes: list[str] = Field(default_factory=list)
+    allocatable_resources: int = 0
+    resource_names: list[str] = Field(default_factory=list)
+    devices: list[PciDeviceStatus] = Field(default_factory=list)
+    message: str = ""
 
 
 class ModuleStatus(ApiModel):
@@ -58,4 +90,5 @@ class ApplianceStatus(ApiModel):
     phase: AppliancePhase
     observed_generation: int | None = None
     modules: dict[str, ModuleStatus] = Field(default_factory=dict)
+    hardware_operators: dict[str, HardwareOperatorStatus] = Field(default_factory=dict)
     conditions: list[Condition] = Field(default_factory=list)

@@ -12,7 +12,7 @@ import string
 from functools import cached_property
 from typing import Annotated, Generic, Literal, TypeVar
 
-from pydantic import AfterValidator, AliasGenerator, BaseModel, ConfigDict, Field, ValidationInfo, field_validator
+from pydantic import AfterValidator, AliasGenerator, BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
 from pydantic.alias_generators import to_camel
 
 from catalogs.keys import normalise_key
@@ -143,6 +143,18 @@ class ModuleEntry(NamedEntry):
     required_crds: tuple[CrdName, ...] = ()
     hardware_provider: bool = False
     target_namespace: KebabName | None = None
+    pci_vendor: str | None = Field(default=None, pattern=r"^[0-9a-f]{4}$")
+    """PCI vendor ID (lower-case hex) whose display or 3D controllers this hardware provider serves."""
+    operator_version: str | None = None
+    """Version of the vendor operator the module's Flux path installs, reported in status."""
+
+    @model_validator(mode="after")
+    def _hardware_providers_name_their_vendor(self) -> ModuleEntry:
+        if self.hardware_provider and self.pci_vendor is None:
+            raise ValueError("pciVendor is required for a hardwareProvider module")
+        if self.pci_vendor is not None and not self.hardware_provider:
+            raise ValueError("pciVendor is only for hardwareProvider modules")
+        return self
 
     @field_validator("keys")
     @classmethod

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 import pulumi
 from pulumi.dynamic import ResourceProvider
 
+from components.hardware import HardwareProvider, HardwareProviderArgs
 from components.module import Module, ModuleArgs
 from components.objects import declare
 from components.status import ClusterAccessInputs, StatusWrite
@@ -43,6 +44,8 @@ class Appliance(pulumi.ComponentResource):
         for kustomization in plan.modules.kustomizations:
             module = kustomization.body["metadata"]["labels"].get(MODULE, kustomization.name)
             Module(module, ModuleArgs(kustomization=kustomization), opts=child)
+        for provider in plan.hardware_providers:
+            HardwareProvider(provider.module, HardwareProviderArgs(objects=provider.objects), opts=child)
         for update in plan.statuses:
             if update.kind in WRITTEN_STATUS_KINDS:
                 StatusWrite(update, provider=args.status_provider, access=args.access, opts=child)

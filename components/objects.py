@@ -12,8 +12,9 @@ from planning.objects import DesiredObject
 def declare(obj: DesiredObject, *, opts: pulumi.ResourceOptions) -> pulumi.CustomResource:
     """Map `obj` to its resource; its own lifecycle flags become resource options.
 
-    CRDs use the typed CustomResourceDefinition so the provider applies its CRD handling;
-    every other kind goes through the generic CustomResource, which carries any group.
+    CRDs use the typed CustomResourceDefinition so the provider applies its CRD handling; a
+    patch of a Node (labels on an object the kubelet owns) is a NodePatch, whose deletion gives
+    the fields back; every other kind goes through the generic CustomResource.
     """
     extra = pulumi.ResourceOptions(
         ignore_changes=["spec"] if obj.ignore_spec_changes else None,
@@ -21,6 +22,10 @@ def declare(obj: DesiredObject, *, opts: pulumi.ResourceOptions) -> pulumi.Custo
     )
     options = pulumi.ResourceOptions.merge(opts, extra)
     body = thaw(obj.body)
+    if obj.patch:
+        if obj.kind != "Node":
+            raise ValueError(f"{obj.identity}: only Node patches are declared")
+        return k8s.core.v1.NodePatch(obj.logical_name, metadata=body["metadata"], opts=options)
     if obj.kind == "CustomResourceDefinition":
         return k8s.apiextensions.v1.CustomResourceDefinition(
             obj.logical_name,

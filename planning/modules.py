@@ -4,8 +4,9 @@ One fixed order, every run:
 
 1. classify ModuleActivations: valid winners, disabled ones, and rejected ones (invalid spec,
    unknown module, a second activation of the same module);
-2. seed a ModuleActivation for every enabled Appliance.spec.modules entry that has none;
-   existing activations, disabled ones included, always take precedence;
+2. seed a ModuleActivation for every enabled Appliance.spec.modules entry and every GPU
+   vendor operator that hardware detection requests, when none exists; existing
+   activations, disabled ones included, always take precedence;
 3. the requested set is the enabled activations (seeded ones included), the modules enabled
    instances and models require (reported as autoEnabled), and the dependencies of both;
    a disabled module is never added, and a module whose activation was rejected is frozen;
@@ -53,6 +54,7 @@ from planning.settings import APPLIANCE_NAME, FLUX_NAMESPACE, PlanSettings
 from planning.snapshot import FluxKustomization, Snapshot
 
 READY = "Ready"
+HARDWARE_SOURCE = "hardware-detection"
 
 
 @dataclass(frozen=True)
@@ -128,10 +130,11 @@ def plan_modules(
     snapshot: Snapshot,
     catalogs: Catalogs,
     settings: PlanSettings,
+    hardware_requests: frozenset[str] = frozenset(),
 ) -> ModulePlan:
     """Decide every module. Pure and deterministic."""
     classified = _classify(intent.module_activations, catalogs)
-    seeded, seeded_modules, unknown_keys = _seed(intent, classified, snapshot, catalogs, settings)
+    seeded, seeded_modules, unknown_keys = _seed(intent, classified, snapshot, catalogs, settings, hardware_requests)
 
     kept, frozen = _keep_as_applied(classified, snapshot)
     for _, reason, _, module in classified.rejected:
@@ -238,38 +241,43 @@ def _seed(
     snapshot: Snapshot,
     catalogs: Catalogs,
     settings: PlanSettings,
+    hardware_requests: frozenset[str],
 ) -> tuple[tuple[DesiredObject, ...], set[str], list[tuple[str, str]]]:
-    """ModuleActivations seeded from enabled Appliance.spec.modules entries.
+    """ModuleActivations seeded for enabled Appliance.spec.modules entries and detected GPUs.
 
-    A seeded activation is declared while its entry stays enabled: with the default spec when
-    it is missing, and with its observed spec (changes ignored) once it exists, so edits made
-    by the dashboard win. It is retained on delete: dropping the entry never deletes it.
+    A missing activation is declared with the default spec. Every seeded activation that
+    exists is declared again with its observed spec (changes ignored), so dashboard edits win
+    and a converged run changes nothing; it is retained on delete, so no source going away
+    (an entry removed, a GPU's labels vanishing for a run) ever deletes it.
     """
-    appliance = intent.appliance
-    if appliance is None or appliance.spec is None:
-        return (), set(), []
-    claimed_modules = {m for m in classified.winners} | {m for _, _, _, m in classified.rejected if m}
-    seeded: list[DesiredObject] = []
-    seeded_modules: set[str] = set()
+    wanted: dict[str, str] = {}
     unknown: list[tuple[str, str]] = []
-    enabled_modules: set[str] = set()
-    for key, default in sorted(appliance.spec.modules.items()):
-        module = catalogs.modules.canonical(key)
-        if module is None:
-            unknown.append((key, f"Appliance.spec.modules.{key}: not a catalogued module key"))
-        elif default.enabled:
-            enabled_modules.add(module)
-    for module in sorted(enabled_modules):
-        existing = snapshot.runtime_object("ModuleActivation", settings.system_namespace, module)
-        if existing is not None and existing.meta.labels.get(SEEDED) == "true":
-            seeded.append(_seeded_activation(module, thaw(existing.spec), settings))
-        elif existing is None and module not in claimed_modules:
-            seeded.append(_seeded_activation(module, {"module": module, "enabled": True}, settings))
-            seeded_modules.add(module)
-    return tuple(seeded), seeded_modules, unknown
+    appliance = intent.appliance
+    if appliance is not None and appliance.spec is not None:
+        for key, default in sorted(appliance.spec.modules.items()):
+            module = catalogs.modules.canonical(key)
+            if module is None:
+                unknown.append((key, f"Appliance.spec.modules.{key}: not a catalogued module key"))
+            elif default.enabled:
+                wanted.setdefault(module, f"Appliance/{APPLIANCE_NAME}")
+    for module in sorted(hardware_requests):
+        wanted.setdefault(module, HARDWARE_SOURCE)
+    claimed_modules = set(classified.winners) | {m for _, _, _, m in classified.rejected if m}
+    seeded: list[DesiredObject] = []
+    for existing in snapshot.of_kind("ModuleActivation", settings.system_namespace):
+        if existing.meta.labels.get(SEEDED) == "true":
+            source = existing.meta.annotations.get(SEEDED_FROM, f"Appliance/{APPLIANCE_NAME}")
+            seeded.append(_seeded_activation(existing.meta.name, thaw(existing.spec), source, settings))
+    seeded_modules: set[str] = set()
+    for module, source in sorted(wanted.items()):
+        if module in claimed_modules or module in classified.claimed_names:
+            continue
+        seeded.append(_seeded_activation(module, {"module": module, "enabled": True}, source, settings))
+        seeded_modules.add(module)
+    return tuple(sorted(seeded, key=lambda d: d.name)), seeded_modules, unknown
 
 
-def _seeded_activation(module: str, spec: dict[str, Any], settings: PlanSettings) -> DesiredObject:
+def _seeded_activation(module: str, spec: dict[str, Any], source: str, settings: PlanSettings) -> DesiredObject:
     body = {
         "apiVersion": API_VERSION,
         "kind": "ModuleActivation",
@@ -278,7 +286,7 @@ def _seeded_activation(module: str, spec: dict[str, Any], settings: PlanSettings
             "namespace": settings.system_namespace,
             "labels": {MANAGED_BY: MANAGED_BY_VALUE, SEEDED: "true"},
             "annotations": {
-                SEEDED_FROM: f"Appliance/{APPLIANCE_NAME}",
+                SEEDED_FROM: source,
                 FIELD_MANAGER_ANNOTATION: settings.field_manager,
             },
         },

@@ -23,6 +23,8 @@ class DesiredObject:
     body: FrozenMap
     ignore_spec_changes: bool = False
     retain_on_delete: bool = False
+    patch: bool = False
+    """Declare only the fields in `body` on an object others own (server-side apply patch)."""
 
     @property
     def identity(self) -> str:

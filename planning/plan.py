@@ -12,6 +12,15 @@ from typing import Any
 
 from catalogs import Catalogs
 from planning.frozen import freeze
+from planning.hardware.amd import MODULE as AMD_MODULE
+from planning.hardware.amd import amd_objects
+from planning.hardware.operators import (
+    Hardware,
+    VendorDecision,
+    decide_vendors,
+    hardware_operator_statuses,
+    observe_hardware,
+)
 from planning.intent import read_intent
 from planning.labels import FIELD_MANAGER_ANNOTATION
 from planning.modules import ModulePlan, plan_modules
@@ -23,17 +32,28 @@ from planning.status import appliance_status, module_activation_statuses, worklo
 
 
 @dataclass(frozen=True)
+class HardwareProviderPlan:
+    """Objects a GPU vendor's provider needs besides its module's Kustomization."""
+
+    module: str
+    objects: tuple[DesiredObject, ...]
+
+
+@dataclass(frozen=True)
 class Plan:
     """The desired state of one run."""
 
     crds: tuple[DesiredObject, ...]
     modules: ModulePlan
+    hardware_providers: tuple[HardwareProviderPlan, ...]
     statuses: tuple[StatusUpdate, ...]
+    hardware: Hardware
 
     @property
     def objects(self) -> tuple[DesiredObject, ...]:
         """Every Kubernetes object the plan declares, CRDs first."""
-        return self.crds + self.modules.seeded_activations + self.modules.kustomizations
+        provider_objects = tuple(o for p in self.hardware_providers for o in p.objects)
+        return self.crds + self.modules.seeded_activations + self.modules.kustomizations + provider_objects
 
 
 def crd_objects(crds: Iterable[Mapping[str, Any]], field_manager: str) -> tuple[DesiredObject, ...]:
@@ -68,14 +88,53 @@ def plan(
 ) -> Plan:
     intent = read_intent(snapshot, settings.system_namespace)
     needs = requirements(intent, catalogs)
-    modules = plan_modules(intent=intent, requirements=needs, snapshot=snapshot, catalogs=catalogs, settings=settings)
+    hardware = observe_hardware(snapshot, catalogs)
+    vendors = decide_vendors(hardware, snapshot, intent, catalogs)
+    modules = plan_modules(
+        intent=intent,
+        requirements=needs,
+        snapshot=snapshot,
+        catalogs=catalogs,
+        settings=settings,
+        hardware_requests=frozenset(v.module for v in vendors if v.request),
+    )
     statuses = list(module_activation_statuses(modules, now))
     statuses += workload_statuses(intent, needs, modules, now)
-    appliance = appliance_status(intent, modules, now)
+    operators = hardware_operator_statuses(hardware=hardware, decisions=vendors, modules=modules, catalogs=catalogs)
+    providers = _hardware_providers(hardware, vendors, modules, snapshot, catalogs, settings)
+    appliance = appliance_status(intent, modules, now, hardware_operators=operators)
     if appliance is not None:
         statuses.append(appliance)
     return Plan(
         crds=crd_objects(own_crds, settings.field_manager),
         modules=modules,
+        hardware_providers=providers,
         statuses=tuple(sorted(statuses, key=lambda s: (s.kind, s.namespace, s.name))),
+        hardware=hardware,
     )
+
+
+def _hardware_providers(
+    hardware: Hardware,
+    vendors: tuple[VendorDecision, ...],
+    modules: ModulePlan,
+    snapshot: Snapshot,
+    catalogs: Catalogs,
+    settings: PlanSettings,
+) -> tuple[HardwareProviderPlan, ...]:
+    providers = []
+    for decision in vendors:
+        if decision.module != AMD_MODULE:
+            continue
+        outcome = modules.outcome(decision.module)
+        objects = amd_objects(
+            decision=decision,
+            nodes=hardware.nodes,
+            module_requested=outcome is not None and outcome.phase != "Disabled",
+            snapshot=snapshot,
+            catalogs=catalogs,
+            field_manager=settings.field_manager,
+        )
+        if objects:
+            providers.append(HardwareProviderPlan(module=decision.module, objects=objects))
+    return tuple(providers)

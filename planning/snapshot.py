@@ -18,6 +18,8 @@ from api.meta import API_VERSION as APPLIANCE_API_VERSION
 from planning.frozen import EMPTY, FrozenMap, freeze
 
 FLUX_KUSTOMIZE_API_VERSION = "kustomize.toolkit.fluxcd.io/v1"
+NFD_API_VERSION = "nfd.k8s-sigs.io/v1alpha1"
+NFD_NODE_NAME_LABEL = "nfd.node.kubernetes.io/node-name"
 
 RUNTIME_KINDS = (
     "Appliance",
@@ -92,6 +94,19 @@ class Node:
     meta: ObjectMeta
     allocatable: FrozenMap = field(default_factory=lambda: EMPTY)
     capacity: FrozenMap = field(default_factory=lambda: EMPTY)
+    node_info: FrozenMap = field(default_factory=lambda: EMPTY)
+
+
+@dataclass(frozen=True)
+class NodeFeature:
+    """Node Feature Discovery's raw features of one node (nfd.k8s-sigs.io/v1alpha1)."""
+
+    meta: ObjectMeta
+    spec: FrozenMap = field(default_factory=lambda: EMPTY)
+
+    @property
+    def node_name(self) -> str:
+        return self.meta.labels.get(NFD_NODE_NAME_LABEL, self.meta.name)
 
 
 @dataclass(frozen=True)
@@ -107,6 +122,7 @@ class Snapshot:
     runtime_objects: tuple[RuntimeObject, ...] = ()
     kustomizations: tuple[FluxKustomization, ...] = ()
     nodes: tuple[Node, ...] = ()
+    node_features: tuple[NodeFeature, ...] = ()
     config_maps: tuple[ConfigMap, ...] = ()
     served_crds: frozenset[str] = field(default_factory=frozenset)
 
@@ -137,6 +153,7 @@ class Snapshot:
         runtime: list[RuntimeObject] = []
         kustomizations: list[FluxKustomization] = []
         nodes: list[Node] = []
+        node_features: list[NodeFeature] = []
         config_maps: list[ConfigMap] = []
         crds: set[str] = set()
         for index, raw in enumerate(_flatten(objects)):
@@ -161,8 +178,11 @@ class Snapshot:
                         meta=meta,
                         allocatable=status.get("allocatable", EMPTY),
                         capacity=status.get("capacity", EMPTY),
+                        node_info=status.get("nodeInfo", EMPTY),
                     )
                 )
+            elif api_version == NFD_API_VERSION and kind == "NodeFeature":
+                node_features.append(NodeFeature(meta=meta, spec=_mapping(raw, "spec", identity)))
             elif api_version == "v1" and kind == "ConfigMap":
                 config_maps.append(ConfigMap(meta=meta, data=_mapping(raw, "data", identity)))
             elif kind == "CustomResourceDefinition" and api_version.startswith("apiextensions.k8s.io/"):
@@ -172,6 +192,7 @@ class Snapshot:
             runtime_objects=tuple(sorted(runtime, key=_sort_key)),
             kustomizations=tuple(sorted(kustomizations, key=_sort_key)),
             nodes=tuple(sorted(nodes, key=_sort_key)),
+            node_features=tuple(sorted(node_features, key=_sort_key)),
             config_maps=tuple(sorted(config_maps, key=_sort_key)),
             served_crds=frozenset(crds),
         )

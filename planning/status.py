@@ -11,7 +11,7 @@ from datetime import datetime
 from typing import Any
 
 from api.meta import API_VERSION
-from api.status import ActivationStatus, ApplianceStatus, ModuleStatus
+from api.status import ActivationStatus, ApplianceStatus, HardwareOperatorStatus, ModuleStatus
 from planning.conditions import READY, condition
 from planning.frozen import freeze
 from planning.intent import Intent, Parsed
@@ -153,7 +153,13 @@ def _module_status(outcome: ModuleOutcome) -> ModuleStatus:
     )
 
 
-def appliance_status(intent: Intent, modules: ModulePlan, now: datetime) -> StatusUpdate | None:
+def appliance_status(
+    intent: Intent,
+    modules: ModulePlan,
+    now: datetime,
+    *,
+    hardware_operators: Mapping[str, HardwareOperatorStatus],
+) -> StatusUpdate | None:
     """Appliance/local.status: module map, aggregate phase and the Ready condition."""
     appliance = intent.appliance
     if appliance is None:
@@ -176,6 +182,7 @@ def appliance_status(intent: Intent, modules: ModulePlan, now: datetime) -> Stat
         phase=phase,
         observed_generation=appliance.obj.meta.generation,
         modules={m.name: _module_status(m) for m in modules.modules},
+        hardware_operators=dict(hardware_operators),
         conditions=[
             condition(
                 previous_status=appliance.obj.status,

@@ -26,4 +26,6 @@ KUSTOMIZATION = ResourceKind(
     group="kustomize.toolkit.fluxcd.io", version="v1", kind="Kustomization", plural="kustomizations", namespaced=True
 )
 
+NODE_FEATURE = ResourceKind(group="nfd.k8s-sigs.io", version="v1alpha1", kind="NodeFeature", plural="nodefeatures", namespaced=True)
+
 APPLIANCE_KINDS = {k.kind: k for k in (APPLIANCE, MODULE_ACTIVATION, MODEL_ACTIVATION, APP_INSTANCE, HOST_OPERATION, APPLIANCE_SETUP)}

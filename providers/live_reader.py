@@ -5,7 +5,8 @@ server's answer, and the run stops before a single resource is declared. A kind 
 not served yet (a first install before the CRDs exist, or before Flux installed KubeAI) is
 not a failure: discovery says so, and the kind reads as empty.
 
-Secrets are never read.
+Secrets are never read. NodeFeatures are read across namespaces: Node Feature Discovery keeps
+them in its own namespace, which the installation chooses.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from providers.kinds import (
     MODEL_ACTIVATION,
     MODULE_ACTIVATION,
     NODE,
+    NODE_FEATURE,
 )
 from providers.kube import KubeAccess, KubeClient, KubeError, ResourceKind, open_client
 
@@ -50,6 +52,7 @@ def reads(system_namespace: str) -> tuple[Read, ...]:
     return (
         Read(CRD),
         Read(NODE),
+        Read(NODE_FEATURE),
         Read(APPLIANCE, system_namespace),
         Read(MODULE_ACTIVATION, system_namespace),
         Read(MODEL_ACTIVATION, system_namespace),

@@ -258,3 +258,17 @@ def test_a_pci_id_is_four_lower_case_hex_digits(override, load_error):
         )
     )
     assert (error.entry, error.field) == ("strix-halo", "pciDevices[0].deviceId")
+
+
+def test_a_hardware_provider_must_name_its_pci_vendor(override, load_error):
+    directory = override("modules.yaml", lambda d: entry_named(d, "modules", "gpu").pop("pciVendor"))
+    error = load_error(directory)
+    assert error.entry == "gpu"
+    assert "pciVendor is required for a hardwareProvider module" in error.message
+
+
+def test_only_a_hardware_provider_may_name_a_pci_vendor(override, load_error):
+    directory = override("modules.yaml", lambda d: entry_named(d, "modules", "litellm").update(pciVendor="10de"))
+    error = load_error(directory)
+    assert error.entry == "litellm"
+    assert "pciVendor is only for hardwareProvider modules" in error.message

@@ -14,7 +14,7 @@ from providers.kube import KubeAccess, KubeClient, open_client
 from tests.cluster.apiserver import ADMIN_USER, ClusterInfo, install_crds
 from tests.live.world import LOADER, NAMESPACE, delete_all
 
-SHARED_NAMESPACES = ("ai-system", "flux-system", "identity-system")
+SHARED_NAMESPACES = ("ai-system", "flux-system", "identity-system", "node-feature-discovery", "kube-amd-gpu")
 
 
 @pytest.fixture(scope="session")

@@ -20,6 +20,7 @@ def _role(*, with_kustomizations: bool) -> dict:
         {"apiGroups": ["apiextensions.k8s.io"], "resources": ["customresourcedefinitions"], "verbs": _READ},
         {"apiGroups": [""], "resources": ["nodes", "configmaps"], "verbs": _READ},
         {"apiGroups": ["appliance.magicstick.dev"], "resources": ["*"], "verbs": _READ},
+        {"apiGroups": ["nfd.k8s-sigs.io"], "resources": ["nodefeatures"], "verbs": _READ},
     ]
     if with_kustomizations:
         rules.append({"apiGroups": ["kustomize.toolkit.fluxcd.io"], "resources": ["kustomizations"], "verbs": _READ})
@@ -36,13 +37,21 @@ def _binding() -> dict:
     }
 
 
+@pytest.fixture
+def reader_role(admin):
+    """The reader's grants exist for this test only."""
+    yield
+    admin.delete(CLUSTER_ROLE_BINDING, ROLE)
+    admin.delete(CLUSTER_ROLE, ROLE)
+
+
 def _run_program(cluster: ClusterInfo, namespace: str, monitor: RecordingMonitor):
     config = {"kubeconfig": str(cluster.kubeconfig_path(READER_USER)), "systemNamespace": namespace, "now": "2026-01-01T00:00:00Z"}
     return run_offline(program.run, config, monitor=monitor)
 
 
 def test_a_permission_revoked_between_runs_stops_the_next_run_before_any_resource_is_declared(
-    clean_shared_namespaces, cluster: ClusterInfo, namespace, admin
+    clean_shared_namespaces, cluster: ClusterInfo, namespace, admin, reader_role
 ):
     load(admin, [dict(o, metadata={**o["metadata"], "namespace": namespace}) for o in (appliance({"basis": True}), activation("kubeai"))])
     admin.apply(CLUSTER_ROLE, _role(with_kustomizations=True), field_manager="test-rbac")

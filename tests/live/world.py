@@ -5,15 +5,17 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from providers.kinds import APPLIANCE_KINDS, CONFIG_MAP, CRD, KUSTOMIZATION, NODE
+from providers.kinds import APPLIANCE_KINDS, CONFIG_MAP, CRD, KUSTOMIZATION, NODE, NODE_FEATURE
 from providers.kube import KubeClient, ResourceKind
 
 LOADER = "test-loader"
 NAMESPACE = ResourceKind(group="", version="v1", kind="Namespace", plural="namespaces", namespaced=False)
 FLUX = "kustomize-controller"
 _SERVER_METADATA = ("uid", "resourceVersion", "generation", "creationTimestamp", "managedFields", "selfLink")
+DEVICE_CONFIG = ResourceKind(group="amd.com", version="v1alpha1", kind="DeviceConfig", plural="deviceconfigs", namespaced=True)
 _KINDS: dict[tuple[str, str], ResourceKind] = {
-    (k.api_version, k.kind): k for k in (*APPLIANCE_KINDS.values(), CONFIG_MAP, CRD, KUSTOMIZATION, NODE)
+    (k.api_version, k.kind): k
+    for k in (*APPLIANCE_KINDS.values(), CONFIG_MAP, CRD, KUSTOMIZATION, NODE, NODE_FEATURE, DEVICE_CONFIG)
 }
 
 
@@ -35,7 +37,7 @@ def load(client: KubeClient, objects: Iterable[Mapping[str, Any]], *, field_mana
     for obj in objects:
         kind = kind_of(obj)
         client.apply(kind, without_server_fields(obj), field_manager=field_manager)
-        if obj.get("status") and kind is not CONFIG_MAP:
+        if obj.get("status") and kind not in (CONFIG_MAP, NODE_FEATURE):
             write_status_as(client, obj, obj["status"], field_manager=f"{field_manager}-status")
 
 

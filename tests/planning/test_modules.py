@@ -76,10 +76,12 @@ def test_a_seeded_activation_is_declared_again_with_its_observed_spec():
     assert module(result, "litellm").phase == "Disabled"
 
 
-def test_a_seeded_activation_is_no_longer_declared_once_its_appliance_entry_is_gone():
+def test_a_seeded_activation_outlives_its_appliance_entry_unchanged():
     seeded = activation("litellm", labels={SEEDED: "true"})
     result = plan_of(appliance({}), seeded)
-    assert result.modules.seeded_activations == ()
+    (kept,) = result.modules.seeded_activations
+    assert kept.body["spec"] == {"module": "litellm", "enabled": True}
+    assert kept.retain_on_delete and kept.ignore_spec_changes
     assert module(result, "litellm").phase != "Disabled"
 
 

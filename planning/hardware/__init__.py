@@ -1,0 +1,1 @@
+"""GPU hardware: detection from Node Feature Discovery, vendor operators, capacity. PURE."""
