@@ -49,6 +49,7 @@ class VendorDecision:
     conflict_crd: str | None
     has_activation: bool
     generated: bool
+    incompatibilities: tuple[str, ...] = ()
 
 
 def observe_hardware(snapshot: Snapshot, catalogs: Catalogs) -> Hardware:
@@ -97,6 +98,9 @@ def decide_vendors(hardware: Hardware, snapshot: Snapshot, intent: Intent, catal
                 conflict_crd=conflict,
                 has_activation=has_activation,
                 generated=ours,
+                incompatibilities=tuple(
+                    n.incompatibility for n in hardware.nodes if entry.pci_vendor in n.vendors and not n.compatible
+                ),
             )
         )
     return tuple(decisions)
@@ -177,7 +181,8 @@ def _phase(
         return "NotRequired", f"No {entry.display_name} hardware detected; CRD {decision.conflict_crd} is managed outside Magic Stick."
     if module_phase is None:
         if decision.detected_nodes and not decision.compatible_nodes:
-            return "Unsupported", f"GPU detected on {', '.join(decision.detected_nodes)}, but no node passes the platform preflight."
+            reasons = "; ".join(decision.incompatibilities)
+            return "Unsupported", f"GPU detected on {', '.join(decision.detected_nodes)}, but no node passes the platform preflight: {reasons}."
         if decision.compatible_nodes:
             return "Detected", f"GPU detected on {', '.join(decision.compatible_nodes)}; requesting the {entry.display_name}."
         return "NotRequired", f"No node reports a GPU of PCI vendor {entry.pci_vendor}."

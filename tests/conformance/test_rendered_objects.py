@@ -57,6 +57,12 @@ def test_every_rendered_kustomization_validates_against_the_upstream_flux_schema
         assert registry.errors(obj) == [], obj["metadata"]["name"]
 
 
+def test_the_rendered_amd_device_config_validates_against_the_upstream_rocm_schema(tmp_path):
+    out = _render(tmp_path, None)
+    (device_config,) = [yaml.safe_load(p.read_text()) for p in (out / "resources").glob("deviceconfig.*.yaml")]
+    assert upstream_registry().errors(device_config) == []
+
+
 def test_the_every_module_scenario_renders_a_suspended_kustomization(tmp_path):
     out = _render(tmp_path, _every_module_scenario())
     model_catalog = CATALOGS.modules.get("model-catalog").kustomization

@@ -127,3 +127,26 @@ def test_kubeconfig_contents_reach_the_status_provider_only_as_a_secret(run_prog
     secret = write.inputs["kubeconfig"]
     assert secret[rpc._special_sig_key] == rpc._special_secret_sig
     assert secret["value"] == contents
+
+
+def test_the_amd_hardware_provider_component_owns_the_device_config_and_the_eligibility_label(run_program):
+    from tests.planning.builders import crd, kustomization_for
+    from tests.planning.hardware.nodes import node
+
+    run = run_program(
+        appliance(),
+        node("halo", "amd", allocatable={"amd.com/gpu": "1"}),
+        activation("amd-gpu"),
+        kustomization_for("amd-gpu"),
+        crd("deviceconfigs.amd.com"),
+    )
+    (provider,) = run.of_type("magicstick:index:HardwareProvider")
+    assert provider.name == "amd-gpu"
+    assert provider.parent == run.of_type("magicstick:index:Appliance")[0].urn
+    (device_config,) = run.of_type("kubernetes:amd.com/v1alpha1:DeviceConfig")
+    assert device_config.parent == provider.urn
+    assert device_config.inputs["spec"]["selector"] == {"appliance.magicstick.dev/amd-gpu-eligible": "true"}
+    (patch,) = run.of_type("kubernetes:core/v1:NodePatch")
+    assert patch.parent == provider.urn
+    assert patch.name == "node-halo-amd-gpu-eligible"
+    assert patch.inputs["metadata"]["labels"] == {"appliance.magicstick.dev/amd-gpu-eligible": "true"}
