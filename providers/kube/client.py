@@ -2,11 +2,13 @@
 
 Bodies stay raw JSON. Every request is retried under the RetryPolicy on 429, 5xx and
 connection errors; every failure raises a typed KubeError that keeps the server's Status.
+A server whose certificate fails TLS verification is not retried: no wait makes it trusted.
 """
 
 from __future__ import annotations
 
 import json
+import ssl
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -83,7 +85,7 @@ class KubeClient:
                     content=None if body is None else _encode(body),
                 )
             except httpx.TransportError as error:
-                if last:
+                if last or _certificate_rejected(error):
                     raise KubeConnectionError(
                         method=method, path=path, code=0, reason=type(error).__name__, message=str(error) or "connection failed"
                     ) from error
@@ -180,6 +182,15 @@ class KubeClient:
 
 def _encode(value: Any) -> bytes:
     return json.dumps(value, separators=(",", ":"), sort_keys=True).encode()
+
+
+def _certificate_rejected(error: BaseException) -> bool:
+    cause: BaseException | None = error
+    while cause is not None:
+        if isinstance(cause, ssl.SSLCertVerificationError):
+            return True
+        cause = cause.__cause__ or cause.__context__
+    return False
 
 
 def _retry_after(response: httpx.Response) -> float | None:

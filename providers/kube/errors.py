@@ -17,7 +17,7 @@ class KubeError(Exception):
     code: int = 0
 
     def __init__(self, *, method: str, path: str, code: int, reason: str, message: str) -> None:
-        super().__init__(f"{method} {path}: {code} {reason}: {message}".rstrip(": "))
+        super().__init__(f"{method} {path}: {code} {reason}: {message}" if message else f"{method} {path}: {code} {reason}")
         self.method = method
         self.path = path
         self.code = code

@@ -13,6 +13,10 @@ class RetryPolicy:
     first_delay_seconds: float = 0.2
     max_delay_seconds: float = 5.0
 
+    def __post_init__(self) -> None:
+        if self.attempts < 1:
+            raise ValueError(f"RetryPolicy.attempts must be at least 1, not {self.attempts}")
+
     def delay(self, attempt: int, retry_after: float | None = None) -> float:
         backoff = min(self.max_delay_seconds, self.first_delay_seconds * (2**attempt))
         if retry_after is not None:

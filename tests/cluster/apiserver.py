@@ -3,13 +3,16 @@
 Public face:
 
 - `running_cluster(identities=...)` starts etcd on a free loopback port with a temporary
-  data directory, then kube-apiserver over HTTPS on 127.0.0.1 with token authentication and
-  RBAC, waits until it is ready and yields a `ClusterInfo` (url, ca_file, admin_token,
-  identities, `client(identity)`, `kubeconfig_path(identity)`); on exit it stops the API
-  server first, then etcd (SIGTERM, then SIGKILL after a bound).
+  data directory, then kube-apiserver over HTTPS on 127.0.0.1 with token and client
+  certificate authentication and RBAC, waits until it is ready and yields a `ClusterInfo`
+  (url, ca_file, admin_token, identities, `client(identity)`, `kubeconfig_path(identity)`,
+  `client_certificate(user, *groups)`, `certificate_kubeconfig_path(user, *groups)`); on exit
+  it stops the API server first, then etcd (SIGTERM, then SIGKILL after a bound).
 - `TestIdentity` is one bearer token the server accepts; `token_auth_file` is the pure
   mapping from identities to the server's token file. By default there are two: the admin
   (group system:masters) and `magicstick-reader` (no groups: no rights until a test binds some).
+- Client certificates: the server trusts a client CA made for the session; a certificate it
+  issues authenticates as its common name, with one group per organisation (`ClientCertificate`).
 - `install_crds`, `upstream_crd_paths`, `create_namespace` and `wait_until_allowed` prepare the
   cluster for a test over the same HTTPS the program uses.
 
@@ -144,6 +147,16 @@ class Timeout(ClusterError):
 
 
 @dataclass(frozen=True)
+class ClientCertificate:
+    """A client certificate and its key, PEM files signed by the cluster's client CA."""
+
+    user: str
+    groups: tuple[str, ...]
+    cert_file: Path
+    key_file: Path
+
+
+@dataclass(frozen=True)
 class TestIdentity:
     """A user the API server authenticates by bearer token (static token file)."""
 
@@ -199,6 +212,10 @@ class ClusterInfo:
     """Wall time from launching etcd to the API server answering /readyz."""
     pids: Mapping[str, int] = field(default_factory=dict)
     """Process ids by component (`etcd`, `kube-apiserver`)."""
+    client_ca_file: Path | None = None
+    """The CA the server trusts for client certificates (--client-ca-file)."""
+    client_ca_key: Path | None = None
+    """Its private key, to issue client certificates."""
 
     def identity(self, name: str) -> TestIdentity:
         try:
@@ -226,24 +243,92 @@ class ClusterInfo:
         resolved = self.resolve(identity)
         path = self.workdir / "kubeconfigs" / f"{resolved.name}.yaml"
         path.parent.mkdir(exist_ok=True)
-        path.write_text(yaml.safe_dump(_kubeconfig(self.url, self.ca_file, resolved), sort_keys=False))
+        path.write_text(
+            yaml.safe_dump(_kubeconfig(self.url, self.ca_file, resolved.name, {"token": resolved.token}), sort_keys=False)
+        )
         path.chmod(0o600)
         return path
 
     def resolve(self, identity: TestIdentity | str) -> TestIdentity:
         return self.identity(identity) if isinstance(identity, str) else identity
 
+    def client_certificate(self, user: str, *groups: str) -> ClientCertificate:
+        """A new client certificate (CN=`user`, O=each group) the server accepts; valid for a day."""
+        if self.client_ca_file is None or self.client_ca_key is None:
+            raise ClusterError("this cluster was started without a client CA")
+        return _issue_client_certificate(
+            self.client_ca_file, self.client_ca_key, self.workdir / "client-certs", user, tuple(groups)
+        )
 
-def _kubeconfig(url: str, ca_file: Path, identity: TestIdentity) -> JsonObject:
+    def certificate_kubeconfig_path(self, user: str, *groups: str) -> Path:
+        """A kubeconfig file that talks to this cluster with a new client certificate for `user` and `groups`."""
+        certificate = self.client_certificate(user, *groups)
+        path = self.workdir / "kubeconfigs" / f"{_file_stem(user, groups)}.cert.yaml"
+        path.parent.mkdir(exist_ok=True)
+        credentials = {"client-certificate": str(certificate.cert_file), "client-key": str(certificate.key_file)}
+        path.write_text(yaml.safe_dump(_kubeconfig(self.url, self.ca_file, user, credentials), sort_keys=False))
+        path.chmod(0o600)
+        return path
+
+
+def _kubeconfig(url: str, ca_file: Path, user: str, credentials: JsonObject) -> JsonObject:
     return {
         "apiVersion": "v1",
         "kind": "Config",
         "clusters": [{"name": "magicstick-test", "cluster": {"server": url, "certificate-authority": str(ca_file)}}],
-        "users": [{"name": identity.name, "user": {"token": identity.token}}],
-        "contexts": [{"name": identity.name, "context": {"cluster": "magicstick-test", "user": identity.name}}],
-        "current-context": identity.name,
+        "users": [{"name": user, "user": credentials}],
+        "contexts": [{"name": user, "context": {"cluster": "magicstick-test", "user": user}}],
+        "current-context": user,
         "preferences": {},
     }
+
+
+# --- client certificates --------------------------------------------------------------------
+
+_SUBJECT_VALUE = re.compile(r"^[A-Za-z0-9:._@-]+$")
+_CLIENT_EXTENSIONS: Final = "basicConstraints=CA:FALSE\nkeyUsage=critical,digitalSignature,keyEncipherment\nextendedKeyUsage=clientAuth\n"
+
+
+def _openssl(*arguments: str) -> None:
+    subprocess.run(["openssl", *arguments], check=True, stdin=subprocess.DEVNULL, capture_output=True)
+
+
+def _client_ca(workdir: Path) -> tuple[Path, Path]:
+    """A self-signed CA for client certificates: (certificate, key)."""
+    cert, key = workdir / "client-ca.crt", workdir / "client-ca.key"
+    _openssl(
+        "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2",
+        "-subj", "/CN=magicstick-test-client-ca",
+        "-addext", "basicConstraints=critical,CA:TRUE",
+        "-addext", "keyUsage=critical,keyCertSign,cRLSign",
+        "-keyout", str(key), "-out", str(cert),
+    )  # fmt: skip
+    return cert, key
+
+
+def _file_stem(user: str, groups: Sequence[str]) -> str:
+    return re.sub(r"[^A-Za-z0-9._-]+", "_", "-".join((user, *groups)))
+
+
+def _issue_client_certificate(
+    ca_cert: Path, ca_key: Path, directory: Path, user: str, groups: tuple[str, ...]
+) -> ClientCertificate:
+    for value in (user, *groups):
+        if not _SUBJECT_VALUE.match(value):
+            raise ValueError(f"{value!r} cannot be a certificate subject value (letters, digits, ':._@-' only)")
+    directory.mkdir(exist_ok=True)
+    stem = f"{_file_stem(user, groups)}-{secrets.token_hex(4)}"
+    key, request, cert = (directory / f"{stem}{suffix}" for suffix in (".key", ".csr", ".crt"))
+    extensions = directory / f"{stem}.ext"
+    extensions.write_text(_CLIENT_EXTENSIONS)
+    subject = "/CN=" + user + "".join(f"/O={group}" for group in groups)
+    _openssl("req", "-new", "-newkey", "rsa:2048", "-nodes", "-subj", subject, "-keyout", str(key), "-out", str(request))
+    _openssl(
+        "x509", "-req", "-in", str(request), "-CA", str(ca_cert), "-CAkey", str(ca_key),
+        "-set_serial", str(secrets.randbits(63)), "-days", "1", "-extfile", str(extensions), "-out", str(cert),
+    )  # fmt: skip
+    key.chmod(0o600)
+    return ClientCertificate(user=user, groups=groups, cert_file=cert, key_file=key)
 
 
 # --- binaries -------------------------------------------------------------------------------
@@ -388,8 +473,16 @@ def _etcd_argv(binary: Path, data_dir: Path, client_port: int, peer_port: int) -
 
 
 def _apiserver_argv(
-    binary: Path, *, workdir: Path, etcd_url: str, port: int, token_file: Path, service_account_key: Path
+    binary: Path,
+    *,
+    workdir: Path,
+    etcd_url: str,
+    port: int,
+    token_file: Path,
+    service_account_key: Path,
+    client_ca_file: Path | None = None,
 ) -> list[str]:
+    client_ca = [f"--client-ca-file={client_ca_file}"] if client_ca_file is not None else []
     return [
         str(binary),
         f"--etcd-servers={etcd_url}",
@@ -399,6 +492,7 @@ def _apiserver_argv(
         "--insecure-port=0",
         f"--cert-dir={workdir / 'certs'}",
         f"--token-auth-file={token_file}",
+        *client_ca,
         "--anonymous-auth=false",
         "--authorization-mode=RBAC",
         "--service-account-issuer=https://kubernetes.default.svc.cluster.local",
@@ -441,6 +535,7 @@ def running_cluster(
         token_file = workdir / "tokens.csv"
         token_file.write_text(token_auth_file(chosen))
         token_file.chmod(0o600)
+        client_ca_file, client_ca_key = _client_ca(workdir)
         apiserver = _launch(
             "kube-apiserver",
             _apiserver_argv(
@@ -450,6 +545,7 @@ def running_cluster(
                 port=port,
                 token_file=token_file,
                 service_account_key=_service_account_key(workdir),
+                client_ca_file=client_ca_file,
             ),
             workdir,
         )
@@ -465,6 +561,8 @@ def running_cluster(
             workdir=workdir,
             startup_seconds=0.0,
             pids={"etcd": etcd_process.popen.pid, "kube-apiserver": apiserver.popen.pid},
+            client_ca_file=client_ca_file,
+            client_ca_key=client_ca_key,
         )
         with info.client(timeout=2.0) as probe:
             _wait_ready(apiserver, probe, "/readyz", deadline)
@@ -756,6 +854,7 @@ __all__ = [
     "READER_USER",
     "ApiError",
     "BinaryNotFound",
+    "ClientCertificate",
     "ClusterError",
     "ClusterInfo",
     "InstalledCrd",
