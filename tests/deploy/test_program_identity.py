@@ -105,10 +105,14 @@ class TestWhatTheProgramDoesIsAllowed:
         admin.apply(NODE, {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "identity-test-node"}}, field_manager=LOADER)
         planned = thaw(node_eligibility_patch("identity-test-node", FIELD_MANAGER).body)
 
-        answered = program.apply(NODE, planned, field_manager=FIELD_MANAGER, dry_run=True)
+        try:
+            answered = program.apply(NODE, planned, field_manager=FIELD_MANAGER, dry_run=True)
+            stored = admin.get(NODE, "identity-test-node")
+        finally:
+            admin.delete(NODE, "identity-test-node")
 
         assert answered["metadata"]["labels"][ELIGIBLE_LABEL] == "true"
-        assert ELIGIBLE_LABEL not in (admin.get(NODE, "identity-test-node").get("metadata", {}).get("labels") or {})
+        assert ELIGIBLE_LABEL not in (stored["metadata"].get("labels") or {})
 
     def test_the_managed_amd_device_config_is_applied_as_a_dry_run(self, program: KubeClient, admin: KubeClient):
         admin.apply(NAMESPACE, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "kube-amd-gpu"}}, field_manager=LOADER)

@@ -9,7 +9,7 @@ import pytest
 import yaml
 
 from api.crdgen import load_committed_crds
-from providers.kinds import APPLIANCE_KINDS, CONFIG_MAP, KUSTOMIZATION
+from providers.kinds import APPLIANCE_KINDS, CONFIG_MAP, KUSTOMIZATION, NODE, NODE_FEATURE
 from providers.kube import KubeAccess, KubeClient, open_client
 from tests.cluster.apiserver import ADMIN_USER, ClusterInfo, install_crds
 from tests.live.world import LOADER, NAMESPACE, delete_all
@@ -43,6 +43,8 @@ def admin(admin_access: KubeAccess) -> Iterator[KubeClient]:
 
 @pytest.fixture
 def clean_shared_namespaces(own_crds: ClusterInfo, admin: KubeClient) -> None:
-    """ai-system, flux-system and identity-system hold none of the kinds the program reads."""
+    """The shared namespaces hold none of the kinds the program reads, and there is no Node."""
     for namespace in SHARED_NAMESPACES:
-        delete_all(admin, [*APPLIANCE_KINDS.values(), KUSTOMIZATION, CONFIG_MAP], namespace)
+        delete_all(admin, [*APPLIANCE_KINDS.values(), KUSTOMIZATION, CONFIG_MAP, NODE_FEATURE], namespace)
+    for node in admin.list(NODE):
+        admin.delete(NODE, node["metadata"]["name"])
