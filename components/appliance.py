@@ -6,9 +6,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import pulumi
-from pulumi.dynamic import ResourceProvider
 
+from components.dynamic import DynamicProviders, RuntimeProfile
 from components.hardware import HardwareProvider, HardwareProviderArgs
+from components.model import Model, ModelArgs
 from components.module import Module, ModuleArgs
 from components.objects import declare
 from components.status import ClusterAccessInputs, StatusWrite
@@ -20,8 +21,8 @@ from planning.plan import Plan
 class ApplianceArgs:
     plan: Plan
     """The plan to declare; the component adds nothing to it."""
-    status_provider: ResourceProvider
-    """The dynamic provider that writes statuses (injected: components perform no I/O)."""
+    providers: DynamicProviders
+    """The dynamic providers (injected: components perform no I/O)."""
     access: ClusterAccessInputs = ClusterAccessInputs()
     """How that provider reaches the cluster."""
 
@@ -46,9 +47,20 @@ class Appliance(pulumi.ComponentResource):
             Module(module, ModuleArgs(kustomization=kustomization), opts=child)
         for provider in plan.hardware_providers:
             HardwareProvider(provider.module, HardwareProviderArgs(objects=provider.objects), opts=child)
+        profiles = {
+            profile.name: RuntimeProfile(profile, provider=args.providers.runtime_profile, access=args.access, opts=child)
+            for profile in plan.models.cpu_profiles
+        }
+        for outcome in plan.models.outcomes:
+            if outcome.model is None and outcome.pod_deletion is None and outcome.alias is None:
+                continue
+            needs = (profiles[outcome.cpu_profile.name],) if outcome.cpu_profile is not None else ()
+            Model(outcome.activation, ModelArgs(outcome=outcome, providers=args.providers, access=args.access, depends_on=needs), opts=child)
+        if plan.models.external_models is not None:
+            declare(plan.models.external_models, opts=child)
         for update in plan.statuses:
             if update.kind in WRITTEN_STATUS_KINDS:
-                StatusWrite(update, provider=args.status_provider, access=args.access, opts=child)
+                StatusWrite(update, provider=args.providers.status, access=args.access, opts=child)
         self.register_outputs(
             {
                 "modules": sorted(m.name for m in plan.modules.modules if m.phase != "Disabled"),

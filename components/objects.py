@@ -26,6 +26,8 @@ def declare(obj: DesiredObject, *, opts: pulumi.ResourceOptions) -> pulumi.Custo
         if obj.kind != "Node":
             raise ValueError(f"{obj.identity}: only Node patches are declared")
         return k8s.core.v1.NodePatch(obj.logical_name, metadata=body["metadata"], opts=options)
+    if obj.api_version == "v1" and obj.kind == "ConfigMap":
+        return k8s.core.v1.ConfigMap(obj.logical_name, metadata=body["metadata"], data=body.get("data"), opts=options)
     if obj.kind == "CustomResourceDefinition":
         return k8s.apiextensions.v1.CustomResourceDefinition(
             obj.logical_name,

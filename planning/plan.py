@@ -23,6 +23,7 @@ from planning.hardware.operators import (
 )
 from planning.intent import read_intent
 from planning.labels import FIELD_MANAGER_ANNOTATION
+from planning.models.plan import ModelPlan, plan_models
 from planning.modules import ModulePlan, plan_modules
 from planning.objects import DesiredObject, StatusUpdate
 from planning.requirements import requirements
@@ -46,6 +47,7 @@ class Plan:
     crds: tuple[DesiredObject, ...]
     modules: ModulePlan
     hardware_providers: tuple[HardwareProviderPlan, ...]
+    models: ModelPlan
     statuses: tuple[StatusUpdate, ...]
     hardware: Hardware
 
@@ -53,7 +55,15 @@ class Plan:
     def objects(self) -> tuple[DesiredObject, ...]:
         """Every Kubernetes object the plan declares, CRDs first."""
         provider_objects = tuple(o for p in self.hardware_providers for o in p.objects)
-        return self.crds + self.modules.seeded_activations + self.modules.kustomizations + provider_objects
+        external = (self.models.external_models,) if self.models.external_models is not None else ()
+        return (
+            self.crds
+            + self.modules.seeded_activations
+            + self.modules.kustomizations
+            + provider_objects
+            + self.models.models
+            + external
+        )
 
 
 def crd_objects(crds: Iterable[Mapping[str, Any]], field_manager: str) -> tuple[DesiredObject, ...]:
@@ -98,8 +108,19 @@ def plan(
         settings=settings,
         hardware_requests=frozenset(v.module for v in vendors if v.request),
     )
+    models = plan_models(
+        intent=intent,
+        requirements=needs,
+        modules=modules,
+        snapshot=snapshot,
+        capacity=hardware.capacity,
+        catalogs=catalogs,
+        settings=settings,
+        now=now,
+    )
     statuses = list(module_activation_statuses(modules, now))
     statuses += workload_statuses(intent, needs, modules, now)
+    statuses += models.statuses
     operators = hardware_operator_statuses(hardware=hardware, decisions=vendors, modules=modules, catalogs=catalogs)
     providers = _hardware_providers(hardware, vendors, modules, snapshot, catalogs, settings)
     appliance = appliance_status(intent, modules, now, hardware_operators=operators)
@@ -109,6 +130,7 @@ def plan(
         crds=crd_objects(own_crds, settings.field_manager),
         modules=modules,
         hardware_providers=providers,
+        models=models,
         statuses=tuple(sorted(statuses, key=lambda s: (s.kind, s.namespace, s.name))),
         hardware=hardware,
     )

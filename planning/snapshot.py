@@ -19,6 +19,7 @@ from planning.frozen import EMPTY, FrozenMap, freeze
 
 FLUX_KUSTOMIZE_API_VERSION = "kustomize.toolkit.fluxcd.io/v1"
 NFD_API_VERSION = "nfd.k8s-sigs.io/v1alpha1"
+KUBEAI_API_VERSION = "kubeai.org/v1"
 NFD_NODE_NAME_LABEL = "nfd.node.kubernetes.io/node-name"
 
 RUNTIME_KINDS = (
@@ -110,6 +111,54 @@ class NodeFeature:
 
 
 @dataclass(frozen=True)
+class KubeAIModel:
+    """A KubeAI Model (kubeai.org/v1) and the replica counts its controller reports."""
+
+    meta: ObjectMeta
+    spec: FrozenMap = field(default_factory=lambda: EMPTY)
+    replicas_all: int = 0
+    replicas_ready: int = 0
+
+
+@dataclass(frozen=True)
+class OwnerReference:
+    api_version: str
+    kind: str
+    name: str
+    uid: str
+    controller: bool = False
+
+
+@dataclass(frozen=True)
+class Pod:
+    """A Pod, as far as model lifecycles read it."""
+
+    meta: ObjectMeta
+    owners: tuple[OwnerReference, ...] = ()
+    phase: str = "Pending"
+    ready: bool = False
+    terminating: bool = False
+    reason: str = ""
+    message: str = ""
+
+    def controlled_by(self, uid: str | None) -> bool:
+        return uid is not None and any(o.controller and o.uid == uid for o in self.owners)
+
+
+@dataclass(frozen=True)
+class OllamaObservation:
+    """What one Ready Ollama Pod answered through the API server's pod proxy."""
+
+    namespace: str
+    pod: str
+    tags: frozenset[str] = frozenset()
+    ram_mi: int | None = None
+    vram_mi: int | None = None
+    total_mi: int | None = None
+    error: str = ""
+
+
+@dataclass(frozen=True)
 class ConfigMap:
     meta: ObjectMeta
     data: FrozenMap = field(default_factory=lambda: EMPTY)
@@ -124,6 +173,9 @@ class Snapshot:
     nodes: tuple[Node, ...] = ()
     node_features: tuple[NodeFeature, ...] = ()
     config_maps: tuple[ConfigMap, ...] = ()
+    models: tuple[KubeAIModel, ...] = ()
+    pods: tuple[Pod, ...] = ()
+    ollama: tuple[OllamaObservation, ...] = ()
     served_crds: frozenset[str] = field(default_factory=frozenset)
 
     def of_kind(self, kind: str, namespace: str) -> tuple[RuntimeObject, ...]:
@@ -137,6 +189,18 @@ class Snapshot:
             None,
         )
 
+    def model(self, namespace: str, name: str) -> KubeAIModel | None:
+        return next((m for m in self.models if m.meta.namespace == namespace and m.meta.name == name), None)
+
+    def config_map(self, namespace: str, name: str) -> ConfigMap | None:
+        return next((c for c in self.config_maps if c.meta.namespace == namespace and c.meta.name == name), None)
+
+    def pods_of(self, model: KubeAIModel) -> tuple[Pod, ...]:
+        return tuple(p for p in self.pods if p.meta.namespace == model.meta.namespace and p.controlled_by(model.meta.uid))
+
+    def ollama_of(self, namespace: str, pod: str) -> OllamaObservation | None:
+        return next((o for o in self.ollama if o.namespace == namespace and o.pod == pod), None)
+
     def kustomization(self, namespace: str, name: str) -> FluxKustomization | None:
         return next(
             (k for k in self.kustomizations if k.meta.namespace == namespace and k.meta.name == name),
@@ -144,7 +208,7 @@ class Snapshot:
         )
 
     @classmethod
-    def from_objects(cls, objects: Iterable[Mapping[str, Any]]) -> Snapshot:
+    def from_objects(cls, objects: Iterable[Mapping[str, Any]], ollama: Iterable[OllamaObservation] = ()) -> Snapshot:
         """Build a snapshot from raw objects; kinds the program does not read are ignored.
 
         `List` objects are flattened. Raises SnapshotError naming the object when one lacks
@@ -155,6 +219,8 @@ class Snapshot:
         nodes: list[Node] = []
         node_features: list[NodeFeature] = []
         config_maps: list[ConfigMap] = []
+        models: list[KubeAIModel] = []
+        pods: list[Pod] = []
         crds: set[str] = set()
         for index, raw in enumerate(_flatten(objects)):
             identity = _identity(raw, index)
@@ -183,6 +249,10 @@ class Snapshot:
                 )
             elif api_version == NFD_API_VERSION and kind == "NodeFeature":
                 node_features.append(NodeFeature(meta=meta, spec=_mapping(raw, "spec", identity)))
+            elif api_version == KUBEAI_API_VERSION and kind == "Model":
+                models.append(_kubeai_model(raw, meta, identity))
+            elif api_version == "v1" and kind == "Pod":
+                pods.append(_pod(raw, meta, identity))
             elif api_version == "v1" and kind == "ConfigMap":
                 config_maps.append(ConfigMap(meta=meta, data=_mapping(raw, "data", identity)))
             elif kind == "CustomResourceDefinition" and api_version.startswith("apiextensions.k8s.io/"):
@@ -194,6 +264,9 @@ class Snapshot:
             nodes=tuple(sorted(nodes, key=_sort_key)),
             node_features=tuple(sorted(node_features, key=_sort_key)),
             config_maps=tuple(sorted(config_maps, key=_sort_key)),
+            models=tuple(sorted(models, key=_sort_key)),
+            pods=tuple(sorted(pods, key=_sort_key)),
+            ollama=tuple(sorted(ollama, key=lambda o: (o.namespace, o.pod))),
             served_crds=frozenset(crds),
         )
 
@@ -290,6 +363,43 @@ def _kustomization(raw: Mapping[str, Any], meta: ObjectMeta, identity: str) -> F
         conditions=_conditions(status, identity),
         observed_generation=status.get("observedGeneration"),
         last_applied_revision=status.get("lastAppliedRevision"),
+    )
+
+
+def _kubeai_model(raw: Mapping[str, Any], meta: ObjectMeta, identity: str) -> KubeAIModel:
+    replicas = _mapping(raw, "status", identity).get("replicas") or {}
+    return KubeAIModel(
+        meta=meta,
+        spec=_mapping(raw, "spec", identity),
+        replicas_all=int(replicas.get("all") or 0),
+        replicas_ready=int(replicas.get("ready") or 0),
+    )
+
+
+def _pod(raw: Mapping[str, Any], meta: ObjectMeta, identity: str) -> Pod:
+    status = _mapping(raw, "status", identity)
+    owners = []
+    for owner in raw["metadata"].get("ownerReferences") or ():
+        if not isinstance(owner, Mapping) or not {"apiVersion", "kind", "name", "uid"} <= set(owner):
+            raise SnapshotError(identity, "metadata.ownerReferences entries need apiVersion, kind, name and uid")
+        owners.append(
+            OwnerReference(
+                api_version=str(owner["apiVersion"]),
+                kind=str(owner["kind"]),
+                name=str(owner["name"]),
+                uid=str(owner["uid"]),
+                controller=bool(owner.get("controller")),
+            )
+        )
+    ready = any(c.type == "Ready" and c.status == "True" for c in _conditions(status, identity))
+    return Pod(
+        meta=meta,
+        owners=tuple(owners),
+        phase=str(status.get("phase") or "Pending"),
+        ready=ready,
+        terminating=bool(raw["metadata"].get("deletionTimestamp")),
+        reason=str(status.get("reason") or ""),
+        message=str(status.get("message") or ""),
     )
 
 

@@ -76,7 +76,7 @@ def _module_activation_status(outcome: ActivationOutcome, now: datetime) -> Stat
     )
 
 
-def _waiting_on_modules(required: Iterable[str], modules: ModulePlan) -> tuple[str, Reason, str] | None:
+def waiting_on_modules(required: Iterable[str], modules: ModulePlan) -> tuple[str, Reason, str] | None:
     """Why a requester cannot proceed yet, or None when every required module is Ready."""
     outcomes = {name: modules.outcome(name) for name in required}
     blocked = sorted(name for name, o in outcomes.items() if o is not None and o.phase in ("Disabled", "Failed"))
@@ -101,7 +101,7 @@ def workload_statuses(
     """
     by_requester = {r.requester: r for r in requirements}
     updates: list[StatusUpdate] = []
-    for kind, objects in (("AppInstance", intent.app_instances), ("ModelActivation", intent.model_activations)):
+    for kind, objects in (("AppInstance", intent.app_instances),):
         for parsed in objects:
             if parsed.error is not None:
                 updates.append(
@@ -121,7 +121,7 @@ def workload_statuses(
                     )
                 )
                 continue
-            waiting = _waiting_on_modules(requirement.modules, modules)
+            waiting = waiting_on_modules(requirement.modules, modules)
             if waiting is not None:
                 phase, reason, message = waiting
                 updates.append(

@@ -8,11 +8,15 @@ import pulumi_kubernetes as k8s
 from api.crdgen import load_committed_crds
 from catalogs import load_catalogs
 from components.appliance import Appliance, ApplianceArgs
+from components.dynamic import DynamicProviders
 from components.status import ClusterAccessInputs
 from planning.plan import Plan, plan
 from planning.settings import APPLIANCE_NAME
 from program.observe import observe
 from program.settings import Settings
+from providers.ollama import OllamaAliasProvider
+from providers.pod_recovery import PodRecoveryProvider
+from providers.profile_store import RuntimeProfileProvider
 from providers.status_writer import StatusProvider
 
 
@@ -47,7 +51,12 @@ def run() -> Plan:
         APPLIANCE_NAME,
         ApplianceArgs(
             plan=desired,
-            status_provider=StatusProvider(),
+            providers=DynamicProviders(
+                status=StatusProvider(),
+                runtime_profile=RuntimeProfileProvider(),
+                pod_recovery=PodRecoveryProvider(),
+                ollama_alias=OllamaAliasProvider(),
+            ),
             access=ClusterAccessInputs(kubeconfig=settings.kubeconfig, context=settings.context),
         ),
         opts=pulumi.ResourceOptions(providers=[provider]),

@@ -89,18 +89,18 @@ def test_an_instance_of_an_unknown_application_fails_and_requires_nothing():
     assert result.modules.modules == ()
 
 
-def test_a_model_waits_for_its_modules_then_reports_them_ready():
+def test_a_model_waits_for_its_modules_then_its_kubeai_model_is_created():
     waiting = status_of(plan_of(appliance(), cpu_model("m")), "ModelActivation", "m")
     assert waiting["phase"] == "WaitingForModules"
-    assert waiting["requiredModules"] == ["kubeai", "litellm", "model-catalog"]
+    assert "kubeai" in waiting["message"]
     from tests.planning.builders import CATALOGS
 
     everything = set()
     for name in ("kubeai", "litellm", "model-catalog"):
         everything |= {name, *CATALOGS.modules.get(name).depends_on}
     ready = status_of(plan_of(appliance(), cpu_model("m"), *ready_modules(*sorted(everything))), "ModelActivation", "m")
-    assert ready["phase"] == "Pending"
-    assert ready["reason"] == "ModulesReady"
+    assert ready["phase"] == "WaitingForPod"
+    assert ready["modelRef"] == "ai/m"
 
 
 def test_no_status_is_planned_for_an_appliance_that_does_not_exist():

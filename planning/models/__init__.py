@@ -1,0 +1,1 @@
+"""Planning for KubeAI-backed model activations."""

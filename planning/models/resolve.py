@@ -1,0 +1,181 @@
+"""Resolve a local ModelActivation against the catalogs: what exactly will run, or why not.
+
+Everything that reaches the runtime comes from the catalogs or from a validated field of the
+activation, never from arbitrary runtime flags: the preset's variant is chosen by engine and
+compute target, the artifact (defaultArtifact when omitted) gives the URL, precision,
+quantization and memory defaults; the engine gives the KV-cache types and CPU defaults; the
+compute target gives the vision-attention mapping. An unsupported combination fails here,
+before any KubeAI Model exists, naming the field and the rule.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from api.models import LocalModelSpec
+from api.validation import SpecError
+from catalogs import Catalogs, EngineEntry
+from planning.requirements import check_cpu_resources
+
+MEMORY_UNIT_MI = 16
+"""KubeAI resource-profile multiplier unit for CPU model RAM."""
+KV_CACHE_FALLBACK_BYTES = 512 * 1024 * 1024
+"""CPU vLLM KV-cache size when the activation gives none (direct and legacy resources)."""
+
+_FEATURES = {
+    "chat": "TextGeneration",
+    "completion": "TextGeneration",
+    "embedding": "TextEmbedding",
+    "rerank": "Reranking",
+    "transcription": "SpeechToText",
+}
+_URL_SCHEMES = {"VLLM": "hf", "OLlama": "ollama"}
+
+
+@dataclass(frozen=True)
+class ResolvedLocalModel:
+    preset: str | None
+    artifact: str | None
+    url: str
+    precision: str | None
+    quantization: str | None
+    feature: str
+    engine: str
+    compute_target: str
+    kv_cache_type: str
+    memory_required_mi: int | None
+    kv_cache_memory_bytes: int | None
+    cpu_request_millicores: int
+    cpu_limit_millicores: int
+    vision_attention: str | None
+    vram_mi: int | None
+    replicas: int
+    context_window: int | None
+    max_num_seqs: int | None
+
+    @property
+    def on_cpu(self) -> bool:
+        return self.compute_target == "cpu"
+
+
+def round_up_memory(memory_mi: int) -> int:
+    """RAM in MiB rounded up to whole 16 MiB resource-profile units."""
+    return -(-memory_mi // MEMORY_UNIT_MI) * MEMORY_UNIT_MI
+
+
+def resolve_local(local: LocalModelSpec, catalogs: Catalogs) -> ResolvedLocalModel:
+    """Raises SpecError naming the field and the rule when the catalogs cannot serve `local`."""
+    engine = _engine(local, catalogs)
+    url, precision, quantization, feature, artifact_memory, artifact_vram, artifact_id = _source(local, engine, catalogs)
+    kv_cache_type = local.kv_cache_type or engine.default_kv_cache_type or "auto"
+    allowed = engine.allowed_kv_cache_types(local.compute_target)
+    if kv_cache_type not in allowed:
+        raise SpecError(
+            "spec.local.kvCacheType",
+            f"'{kv_cache_type}' is not supported by {engine.name} on {local.compute_target} (supported: {', '.join(allowed) or 'none'})",
+        )
+    check_cpu_resources(local.cpu_resources, engine)
+    cpu = local.cpu_resources
+    request = cpu.request_millicores if cpu and cpu.request_millicores is not None else engine.cpu_defaults.request_millicores
+    limit = cpu.limit_millicores if cpu and cpu.limit_millicores is not None else engine.cpu_defaults.limit_millicores
+    on_cpu = local.compute_target == "cpu"
+    memory = local.memory_required_mi or artifact_memory or engine.default_memory_mi
+    return ResolvedLocalModel(
+        preset=local.preset,
+        artifact=artifact_id,
+        url=url,
+        precision=precision,
+        quantization=quantization,
+        feature=feature,
+        engine=engine.name,
+        compute_target=local.compute_target,
+        kv_cache_type=kv_cache_type,
+        memory_required_mi=round_up_memory(memory) if on_cpu else None,
+        kv_cache_memory_bytes=(local.kv_cache_memory_bytes or KV_CACHE_FALLBACK_BYTES) if on_cpu and engine.name == "VLLM" else None,
+        cpu_request_millicores=request,
+        cpu_limit_millicores=limit,
+        vision_attention=_vision_attention(local, catalogs),
+        vram_mi=None if on_cpu else (local.vram_mi or _quantity_mi(local.vram) or artifact_vram),
+        replicas=local.replicas or 1,
+        context_window=local.context_window,
+        max_num_seqs=local.max_num_seqs,
+    )
+
+
+def _engine(local: LocalModelSpec, catalogs: Catalogs) -> EngineEntry:
+    engine = catalogs.engines.get(local.engine)
+    if engine is None:
+        raise SpecError("spec.local.engine", f"'{local.engine}' is not in the engine catalog")
+    if not engine.supports(local.compute_target):
+        raise SpecError(
+            "spec.local.computeTarget",
+            f"engine {engine.name} does not run on {local.compute_target} (it runs on {', '.join(engine.compute_targets)})",
+        )
+    return engine
+
+
+def _source(
+    local: LocalModelSpec, engine: EngineEntry, catalogs: Catalogs
+) -> tuple[str, str | None, str | None, str, int | None, int | None, str | None]:
+    if local.preset is None:
+        if local.url is None:
+            raise SpecError("spec.local.preset", "a local model needs a preset or a url")
+        scheme = _URL_SCHEMES.get(engine.name)
+        if scheme and not local.url.startswith(f"{scheme}://"):
+            raise SpecError("spec.local.url", f"engine {engine.name} loads {scheme}:// references, not '{local.url}'")
+        return local.url, None, None, _FEATURES["chat"], None, None, None
+    if local.url is not None:
+        raise SpecError("spec.local.url", "set either preset or url, not both: a preset's artifact decides the url")
+    preset = catalogs.presets.get(local.preset)
+    if preset is None:
+        raise SpecError("spec.local.preset", f"'{local.preset}' is not in the preset catalog")
+    variant = preset.variant(engine.name, local.compute_target)
+    if variant is None:
+        offered = ", ".join(f"{v.engine}/{v.compute_target}" for v in preset.variants)
+        raise SpecError(
+            "spec.local.computeTarget",
+            f"preset {preset.name} has no variant for engine {engine.name} on {local.compute_target} (it has {offered})",
+        )
+    artifact = variant.artifact(local.artifact)
+    if artifact is None:
+        known = ", ".join(a.id for a in variant.artifacts)
+        raise SpecError(
+            "spec.local.artifact",
+            f"'{local.artifact}' is not an artifact of preset {preset.name} for {engine.name} on {local.compute_target} (known: {known})",
+        )
+    return (
+        artifact.url,
+        artifact.precision,
+        artifact.quantization,
+        _FEATURES[preset.model_type],
+        artifact.memory_required_mi,
+        artifact.vram_mi,
+        artifact.id,
+    )
+
+
+def _vision_attention(local: LocalModelSpec, catalogs: Catalogs) -> str | None:
+    if local.vllm is None:
+        return None
+    value = local.vllm.vision_attention
+    target = catalogs.compute_targets.get(local.compute_target)
+    choices = (target.vision_attention or {}) if target is not None else {}
+    if value not in choices:
+        where = ", ".join(sorted(choices)) or "none on this target"
+        raise SpecError(
+            "spec.local.vllm.visionAttention",
+            f"'{value}' is not available on computeTarget {local.compute_target} (choices: {where})",
+        )
+    return value
+
+
+_BINARY_UNITS = {"Ki": 1 / 1024, "Mi": 1, "Gi": 1024, "Ti": 1024 * 1024}
+
+
+def _quantity_mi(quantity: str | None) -> int | None:
+    if not quantity:
+        return None
+    for suffix, factor in _BINARY_UNITS.items():
+        if quantity.endswith(suffix):
+            return int(float(quantity[: -len(suffix)]) * factor)
+    return int(int(quantity) / (1024 * 1024))

@@ -1,0 +1,363 @@
+"""Ollama inside KubeAI model Pods: the model-name alias and the memory the models use.
+
+Every request reaches Ollama through the API server's pod proxy
+(/api/v1/namespaces/{ns}/pods/{pod}:{port}/proxy/{path}), so the program needs no network
+route to Pods: it works from a workstation exactly as it does in-cluster. Its identity needs
+`get` (GET) and `create` (POST) on `pods/proxy` in the model namespace.
+
+Rules:
+- the alias is checked on every Ready model Pod the caller names, one by one, in order;
+- a Pod that already lists the alias is left alone; a Pod that lists the source tag gets the
+  alias through /api/copy; a Pod that lists neither is still downloading and waits. Running
+  the check again changes nothing that is already right: idempotent by construction;
+- names compare as Ollama prints them: a name without a tag means `:latest`;
+- a Pod the API server no longer knows (404) is reported gone, not failed: it left between
+  observation and now;
+- a 5xx, whether the proxy could not reach the Pod or Ollama failed, raises
+  OllamaUnavailable carrying the server's text; any other failure keeps its KubeError type
+  (a Pod without a usable IP is refused with 400 "address not allowed"). The caller turns
+  them into status.
+
+No client, lock or configuration is kept on the provider: each method builds its own from
+its inputs (the provider object is pickled into the Pulumi state).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from enum import StrEnum
+from typing import Any, Final, NotRequired, TypedDict, cast
+from urllib.parse import quote
+
+from pulumi.dynamic import CheckFailure, CheckResult, CreateResult, DiffResult, ReadResult, ResourceProvider, UpdateResult
+
+from planning.conditions import rfc3339
+from providers.kube import KubeAccess, KubeClient, NotFound, ServerError, open_client
+
+OLLAMA_PORT: Final = 11434
+"""Ollama's own default port. KubeAI's Ollama Pods set OLLAMA_HOST to their declared port
+(8000 in KubeAI's engine code); pass `port=None` to use the first port the Pod declares."""
+
+DEFAULT_TAG: Final = "latest"
+MEMORY_SOURCE: Final = "ollama /api/ps"
+MIB: Final = 1024 * 1024
+
+
+class OllamaApi(StrEnum):
+    TAGS = "api/tags"
+    COPY = "api/copy"
+    PS = "api/ps"
+
+
+class AliasState(StrEnum):
+    ALIASED = "Aliased"
+    SOURCE_PRESENT = "SourcePresent"
+    WAITING_FOR_SOURCE = "WaitingForSource"
+
+
+class OllamaUnavailable(ServerError):
+    """A 5xx through the pod proxy: the API server could not reach the Pod, or Ollama failed."""
+
+
+class TagModel(TypedDict):
+    name: str
+    model: NotRequired[str]
+    size: NotRequired[int]
+    digest: NotRequired[str]
+
+
+class TagsBody(TypedDict):
+    models: list[TagModel]
+
+
+class LoadedModel(TypedDict):
+    name: str
+    size: int
+    size_vram: NotRequired[int]
+    model: NotRequired[str]
+    expires_at: NotRequired[str]
+
+
+class PsBody(TypedDict):
+    models: list[LoadedModel]
+
+
+class MemoryUsage(TypedDict):
+    """ModelActivation.status.memoryUsage."""
+
+    ramMi: int
+    vramMi: int
+    totalMi: int
+    source: str
+    sampledAt: str
+    replicas: int
+
+
+def normalise_name(name: str) -> str:
+    """`name` as Ollama prints it: a name without a tag gets `:latest`. Pure.
+
+    The tag is looked for after the last `/`, so a registry host with a port is not a tag.
+    """
+    last = name.rsplit("/", 1)[-1]
+    return name if ":" in last else f"{name}:{DEFAULT_TAG}"
+
+
+def proxy_path(namespace: str, pod: str, path: str, *, port: int | None = OLLAMA_PORT) -> str:
+    """The API server path that proxies `path` to `port` of `pod`. Pure.
+
+    `port=None` leaves the port out: the API server then dials the first container port the
+    Pod declares.
+    """
+    target = quote(pod) if port is None else f"{quote(pod)}:{port}"
+    return f"/api/v1/namespaces/{quote(namespace)}/pods/{target}/proxy/{path.lstrip('/')}"
+
+
+def _request(
+    client: KubeClient, method: str, namespace: str, pod: str, api: OllamaApi, *, port: int | None, body: Any = None
+) -> dict[str, Any]:
+    path = proxy_path(namespace, pod, api, port=port)
+    try:
+        return client.request(method, path, body=body, content_type=None if body is None else "application/json")
+    except ServerError as error:
+        raise OllamaUnavailable(
+            method=error.method, path=error.path, code=error.code, reason=error.reason, message=error.message
+        ) from error
+
+
+def list_tags(client: KubeClient, namespace: str, pod: str, *, port: int | None = OLLAMA_PORT) -> frozenset[str]:
+    """Every model name the Ollama of `pod` lists, normalised (see `normalise_name`)."""
+    body = cast(TagsBody, _request(client, "GET", namespace, pod, OllamaApi.TAGS, port=port))
+    return frozenset(normalise_name(model["name"]) for model in body.get("models") or ())
+
+
+def copy_model(
+    client: KubeClient, namespace: str, pod: str, source: str, destination: str, *, port: int | None = OLLAMA_PORT
+) -> None:
+    """Make `destination` a second name of `source` in the Ollama of `pod` (no data is copied)."""
+    _request(client, "POST", namespace, pod, OllamaApi.COPY, port=port, body={"source": source, "destination": destination})
+
+
+def alias_state(tags: frozenset[str], *, source: str, alias: str) -> AliasState:
+    """Where one Pod stands, from the tags it lists. Pure."""
+    if normalise_name(alias) in tags:
+        return AliasState.ALIASED
+    if normalise_name(source) in tags:
+        return AliasState.SOURCE_PRESENT
+    return AliasState.WAITING_FOR_SOURCE
+
+
+@dataclass(frozen=True)
+class AliasResult:
+    """The alias on each named Pod.
+
+    After `observe_alias`, a Pod that lists the source but not the alias is in none of these:
+    `ensure_alias` would copy it.
+    """
+
+    aliased: tuple[str, ...]
+    """Pods that list the alias now, including those it was just copied to."""
+    copied: tuple[str, ...]
+    """Pods where this call created the alias."""
+    waiting: tuple[str, ...]
+    """Pods that list neither the alias nor the source: the model is still downloading."""
+    gone: tuple[str, ...]
+    """Pods the API server no longer knows."""
+
+    def complete(self, pods: Iterable[str]) -> bool:
+        """True when every one of `pods` lists the alias."""
+        return set(pods) <= set(self.aliased)
+
+
+def _alias_pass(
+    client: KubeClient, namespace: str, pods: Sequence[str], source: str, alias: str, *, port: int | None, copy: bool
+) -> AliasResult:
+    aliased: list[str] = []
+    copied: list[str] = []
+    waiting: list[str] = []
+    gone: list[str] = []
+    for pod in pods:
+        try:
+            tags = list_tags(client, namespace, pod, port=port)
+        except NotFound:
+            gone.append(pod)
+            continue
+        state = alias_state(tags, source=source, alias=alias)
+        if state is AliasState.ALIASED:
+            aliased.append(pod)
+        elif state is AliasState.WAITING_FOR_SOURCE:
+            waiting.append(pod)
+        elif copy:
+            copy_model(client, namespace, pod, normalise_name(source), normalise_name(alias), port=port)
+            copied.append(pod)
+            aliased.append(pod)
+    return AliasResult(aliased=tuple(aliased), copied=tuple(copied), waiting=tuple(waiting), gone=tuple(gone))
+
+
+def ensure_alias(
+    client: KubeClient, namespace: str, pods: Sequence[str], source: str, alias: str, *, port: int | None = OLLAMA_PORT
+) -> AliasResult:
+    """Give every one of `pods` the name `alias` for the model `source`, where the source is there."""
+    return _alias_pass(client, namespace, pods, source, alias, port=port, copy=True)
+
+
+def observe_alias(
+    client: KubeClient, namespace: str, pods: Sequence[str], source: str, alias: str, *, port: int | None = OLLAMA_PORT
+) -> AliasResult:
+    """Where the alias stands on every one of `pods`, changing nothing."""
+    return _alias_pass(client, namespace, pods, source, alias, port=port, copy=False)
+
+
+@dataclass(frozen=True)
+class MemorySample:
+    """What the models loaded in one Pod's Ollama occupy, summed over those models, in bytes."""
+
+    pod: str
+    size_bytes: int
+    vram_bytes: int
+
+    @property
+    def total_mi(self) -> int:
+        return _mib(self.size_bytes)
+
+    @property
+    def vram_mi(self) -> int:
+        return _mib(self.vram_bytes)
+
+    @property
+    def ram_mi(self) -> int:
+        return self.total_mi - self.vram_mi
+
+
+def _mib(size_bytes: int) -> int:
+    """Bytes to MiB, rounded to the nearest; ramMi is totalMi - vramMi so the parts add up."""
+    return (size_bytes + MIB // 2) // MIB
+
+
+def memory_sample(client: KubeClient, namespace: str, pod: str, *, port: int | None = OLLAMA_PORT) -> MemorySample | None:
+    """The memory of the models `pod` has loaded (GET /api/ps); None when it lists none."""
+    body = cast(PsBody, _request(client, "GET", namespace, pod, OllamaApi.PS, port=port))
+    models = body.get("models") or ()
+    if not models:
+        return None
+    size = sum(int(model.get("size") or 0) for model in models)
+    vram = sum(int(model.get("size_vram") or 0) for model in models)
+    return MemorySample(pod=pod, size_bytes=size, vram_bytes=min(vram, size))
+
+
+def memory_usage(samples: Iterable[MemorySample | None], now: datetime) -> MemoryUsage | None:
+    """status.memoryUsage from the samples of the Ready Pods; None (clear it) when none sampled. Pure.
+
+    A None entry is a Pod that listed no loaded model; it does not count as a replica.
+    """
+    present = [sample for sample in samples if sample is not None]
+    if not present:
+        return None
+    total_mi = _mib(sum(sample.size_bytes for sample in present))
+    vram_mi = _mib(sum(sample.vram_bytes for sample in present))
+    return MemoryUsage(
+        ramMi=total_mi - vram_mi,
+        vramMi=vram_mi,
+        totalMi=total_mi,
+        source=MEMORY_SOURCE,
+        sampledAt=rfc3339(now),
+        replicas=len(present),
+    )
+
+
+REQUIRED_PROPERTIES: Final = ("namespace", "source", "alias")
+REPLACING_PROPERTIES: Final = ("namespace",)
+UPDATING_PROPERTIES: Final = ("pods", "source", "alias", "port", "kubeconfig", "context")
+
+
+@dataclass(frozen=True)
+class AliasTarget:
+    """The inputs of one OllamaAlias resource, as `OllamaAliasProvider.check` leaves them."""
+
+    namespace: str
+    pods: tuple[str, ...]
+    source: str
+    alias: str
+    port: int
+    access: KubeAccess
+
+    @classmethod
+    def from_inputs(cls, props: Mapping[str, Any]) -> AliasTarget:
+        return cls(
+            namespace=props["namespace"],
+            pods=tuple(props.get("pods") or ()),
+            source=props["source"],
+            alias=props["alias"],
+            port=int(props.get("port") or OLLAMA_PORT),
+            access=KubeAccess(kubeconfig=props.get("kubeconfig") or None, context=props.get("context") or None),
+        )
+
+    def outputs(self, props: Mapping[str, Any], result: AliasResult) -> dict[str, Any]:
+        return {**props, "aliased": sorted(result.aliased), "waiting": sorted(result.waiting)}
+
+
+def _check_failures(news: Mapping[str, Any]) -> list[CheckFailure]:
+    failures = [CheckFailure(p, f"{p} must be a non-empty string") for p in REQUIRED_PROPERTIES if not _text(news.get(p))]
+    pods = news.get("pods")
+    if not isinstance(pods, (list, tuple)) or not all(_text(pod) for pod in pods):
+        failures.append(CheckFailure("pods", "pods must be a list of Pod names"))
+    port = news.get("port", OLLAMA_PORT)
+    if isinstance(port, bool) or not isinstance(port, (int, float)) or port != int(port) or not 0 < port < 65536:
+        failures.append(CheckFailure("port", "port must be a whole number from 1 to 65535"))
+    return failures
+
+
+def _text(value: Any) -> bool:
+    return isinstance(value, str) and bool(value)
+
+
+class OllamaAliasProvider(ResourceProvider):
+    """Keeps the KubeAI model name as an Ollama alias of its registry source on every Ready Pod.
+
+    Outputs add `aliased` and `waiting` (sorted Pod names). While `aliased` is not every Pod,
+    `diff` reports a change, so the next run tries again; a converged run changes nothing.
+    """
+
+    def check(self, _olds: dict[str, Any], news: dict[str, Any]) -> CheckResult:
+        failures = _check_failures(news)
+        if failures:
+            return CheckResult(news, failures)
+        normalised = {
+            **news,
+            "pods": sorted(set(news["pods"])),
+            "source": normalise_name(news["source"]),
+            "alias": normalise_name(news["alias"]),
+            "port": int(news.get("port", OLLAMA_PORT)),
+        }
+        return CheckResult(normalised, [])
+
+    def diff(self, _id: str, olds: dict[str, Any], news: dict[str, Any]) -> DiffResult:
+        replaces = [p for p in REPLACING_PROPERTIES if olds.get(p) != news.get(p)]
+        changed = replaces + [p for p in UPDATING_PROPERTIES if olds.get(p) != news.get(p)]
+        if set(olds.get("aliased") or ()) != set(news.get("pods") or ()):
+            changed.append("aliased")
+        return DiffResult(changes=bool(changed), replaces=replaces, delete_before_replace=False)
+
+    def create(self, props: dict[str, Any]) -> CreateResult:
+        target = AliasTarget.from_inputs(props)
+        result = self._ensure(target)
+        return CreateResult(id_=f"{target.namespace}/{target.alias}", outs=target.outputs(props, result))
+
+    def update(self, _id: str, _olds: dict[str, Any], news: dict[str, Any]) -> UpdateResult:
+        target = AliasTarget.from_inputs(news)
+        return UpdateResult(outs=target.outputs(news, self._ensure(target)))
+
+    def read(self, id_: str, props: dict[str, Any]) -> ReadResult:
+        target = AliasTarget.from_inputs(props)
+        with open_client(target.access) as client:
+            result = observe_alias(client, target.namespace, target.pods, target.source, target.alias, port=target.port)
+        return ReadResult(id_=id_, outs=target.outputs(props, result))
+
+    def delete(self, _id: str, _props: dict[str, Any]) -> None:
+        return None
+
+    @staticmethod
+    def _ensure(target: AliasTarget) -> AliasResult:
+        with open_client(target.access) as client:
+            return ensure_alias(client, target.namespace, target.pods, target.source, target.alias, port=target.port)

@@ -1,0 +1,120 @@
+"""Deleting one terminal Pod of a KubeAI Model: one recovery attempt, as a dynamic resource.
+
+Rules:
+- the deletion carries the Pod's UID and resourceVersion as preconditions, so only the exact
+  Pod the plan saw ended is removed: a Pod recreated under the same name, or one that changed
+  since it was observed, is left alone;
+- a failed precondition (409) and an absent Pod (404) are outcomes, not errors: the next run
+  observes the world again and decides anew; every other API failure raises with the
+  server's Status;
+- one attempt is one resource: its logical name carries the attempt number, so every attempt
+  is created once and never updated. `read` returns the inputs (the deletion is an event, not
+  an object to refresh) and `delete` does nothing.
+
+No client, lock or configuration is kept on the provider: each method builds its own from
+its inputs (the provider object is pickled into the Pulumi state).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import Any, Final
+
+from pulumi.dynamic import CheckFailure, CheckResult, CreateResult, DiffResult, ReadResult, ResourceProvider, UpdateResult
+
+from planning.models.recovery import TerminalPod
+from providers.kube import Conflict, KubeAccess, KubeClient, NotFound, ResourceKind, open_client
+from providers.pulumi_values import restore_integers
+
+POD: Final = ResourceKind(group="", version="v1", kind="Pod", plural="pods", namespaced=True)
+IDENTITY_PROPERTIES: Final = ("namespace", "pod", "podUID", "resourceVersion")
+INPUT_PROPERTIES: Final = (*IDENTITY_PROPERTIES, "attempt", "kubeconfig", "context")
+
+
+class DeleteOutcome(StrEnum):
+    """What one deletion attempt found, as recorded in the resource's outputs."""
+
+    DELETED = "Deleted"
+    CONFLICT = "Conflict"
+    """The Pod is there but no longer the one observed: another UID or another resourceVersion."""
+    ALREADY_GONE = "AlreadyGone"
+
+
+def delete_terminal_pod(client: KubeClient, namespace: str, pod: TerminalPod) -> DeleteOutcome:
+    """Delete exactly `pod` (same UID, same resourceVersion) from `namespace`."""
+    return delete_exact_pod(client, namespace=namespace, name=pod.name, uid=pod.uid, resource_version=pod.resource_version)
+
+
+def delete_exact_pod(client: KubeClient, *, namespace: str, name: str, uid: str, resource_version: str) -> DeleteOutcome:
+    """Delete the Pod `namespace/name` only while it has this UID and this resourceVersion."""
+    if not (uid and resource_version):
+        raise ValueError(f"Pod {namespace}/{name}: a deletion without UID and resourceVersion preconditions is refused")
+    try:
+        client.delete(POD, name, namespace, uid=uid, resource_version=resource_version)
+    except Conflict:
+        return DeleteOutcome.CONFLICT
+    except NotFound:
+        return DeleteOutcome.ALREADY_GONE
+    return DeleteOutcome.DELETED
+
+
+@dataclass(frozen=True)
+class RecoveryAttempt:
+    """The inputs of one PodRecovery resource."""
+
+    namespace: str
+    pod: str
+    pod_uid: str
+    resource_version: str
+    attempt: int
+    access: KubeAccess
+
+    @classmethod
+    def from_inputs(cls, props: Mapping[str, Any]) -> RecoveryAttempt:
+        return cls(
+            namespace=props["namespace"],
+            pod=props["pod"],
+            pod_uid=props["podUID"],
+            resource_version=props["resourceVersion"],
+            attempt=restore_integers(props["attempt"]),
+            access=KubeAccess(kubeconfig=props.get("kubeconfig") or None, context=props.get("context") or None),
+        )
+
+    @property
+    def resource_id(self) -> str:
+        return f"{self.namespace}/{self.pod}/{self.pod_uid}/{self.attempt}"
+
+
+class PodRecoveryProvider(ResourceProvider):
+    """Makes one recovery attempt: deletes one terminal Model Pod under identity preconditions."""
+
+    def check(self, _olds: dict[str, Any], news: dict[str, Any]) -> CheckResult:
+        failures = [CheckFailure(p, f"{p} is required") for p in IDENTITY_PROPERTIES if not isinstance(news.get(p), str) or not news[p]]
+        attempt = restore_integers(news.get("attempt"))
+        if isinstance(attempt, bool) or not isinstance(attempt, int) or attempt < 1:
+            failures.append(CheckFailure("attempt", "attempt must be a whole number of at least 1"))
+        normalised = {**news, "attempt": attempt} if not failures else news
+        return CheckResult(normalised, failures)
+
+    def diff(self, _id: str, olds: dict[str, Any], news: dict[str, Any]) -> DiffResult:
+        replaces = [p for p in INPUT_PROPERTIES if olds.get(p) != news.get(p)]
+        return DiffResult(changes=bool(replaces), replaces=replaces, delete_before_replace=False)
+
+    def create(self, props: dict[str, Any]) -> CreateResult:
+        planned = RecoveryAttempt.from_inputs(props)
+        with open_client(planned.access) as client:
+            outcome = delete_exact_pod(
+                client, namespace=planned.namespace, name=planned.pod, uid=planned.pod_uid, resource_version=planned.resource_version
+            )
+        return CreateResult(id_=planned.resource_id, outs={**props, "attempt": planned.attempt, "outcome": outcome.value})
+
+    def update(self, _id: str, olds: dict[str, Any], news: dict[str, Any]) -> UpdateResult:
+        return UpdateResult(outs={**news, "outcome": olds.get("outcome")})
+
+    def read(self, id_: str, props: dict[str, Any]) -> ReadResult:
+        return ReadResult(id_=id_, outs=dict(props))
+
+    def delete(self, _id: str, _props: dict[str, Any]) -> None:
+        return None

@@ -1,0 +1,360 @@
+"""The runtime-profile store: KubeAI resource profiles that the program keeps in a shared ConfigMap.
+
+The KubeAI Helm release reads extra resource profiles from one key of one ConfigMap
+(`flux-system/magicstick-runtime-profiles`, key `values.json`), a Helm values document
+`{"resourceProfiles": {<name>: <profile>, ...}}`. Flux bootstraps it with an empty map; other
+tools may add entries of their own. This module changes single entries of that document.
+
+Rules:
+- the program owns only entries named `magicstick-...` that it created or adopted; every
+  other entry, and every other key of the document and of the ConfigMap, is left as it is;
+- every change is compare-and-swap: read the ConfigMap, compute the new document, write it
+  back carrying the resourceVersion that was read; a 409 means someone else wrote in
+  between, so read again and retry, a bounded number of times;
+- a missing ConfigMap is created holding only our entry (absence is repaired, nothing is
+  reset); a missing key or an empty document reads as no profiles;
+- a document that is not valid JSON is never overwritten: the write stops with an error
+  naming the ConfigMap and key, because rewriting it would erase what others stored there;
+- the number of owned entries is bounded; a new entry beyond the bound is refused;
+- nothing is written when the entry already holds the desired profile.
+
+> **Why** — Flux, the program and other tools share this one document. A blind write
+> (apply or update without a resourceVersion) would silently drop an entry another writer
+> added between our read and our write.
+
+No client, lock or configuration is kept on the provider: each method builds its own from
+its inputs (the provider object is pickled into the Pulumi state).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any, Final
+
+from pulumi.dynamic import CheckFailure, CheckResult, CreateResult, DiffResult, ReadResult, ResourceProvider, UpdateResult
+from pulumi.runtime.rpc import UNKNOWN
+
+from providers.kinds import CONFIG_MAP
+from providers.kube import Conflict, KubeAccess, KubeClient, NotFound, open_client
+from providers.kube.client import MERGE_PATCH
+from providers.pulumi_values import restore_integers
+
+DEFAULT_NAMESPACE: Final = "flux-system"
+DEFAULT_CONFIG_MAP: Final = "magicstick-runtime-profiles"
+DEFAULT_KEY: Final = "values.json"
+OWNED_PREFIX: Final = "magicstick-"
+PROFILES_FIELD: Final = "resourceProfiles"
+STORE_FIELD_MANAGER: Final = "magicstick-runtime-profiles"
+DEFAULT_MAX_OWNED: Final = 64
+DEFAULT_ATTEMPTS: Final = 10
+PROFILE_NAME_LIMIT: Final = 63
+
+STORE_PROPERTIES: Final = ("namespace", "configMap", "key", "profileName")
+"""Inputs that name the entry; a change to any of them is a different entry (replace)."""
+
+_DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+_DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
+_CONFIG_MAP_KEY = re.compile(r"^[-._a-zA-Z0-9]+$")
+
+
+class ProfileStoreError(Exception):
+    """The profile store cannot be read or changed as asked."""
+
+
+class MalformedProfileStore(ProfileStoreError):
+    """The stored document is not a JSON object with a `resourceProfiles` object; it is left untouched."""
+
+
+class ProfileStoreFull(ProfileStoreError):
+    """Adding the entry would exceed the bound on owned entries."""
+
+
+class ProfileStoreContended(ProfileStoreError):
+    """Every attempt lost the compare-and-swap to another writer."""
+
+
+@dataclass(frozen=True)
+class ProfileStoreRef:
+    """Where the store lives: one key of one ConfigMap."""
+
+    namespace: str = DEFAULT_NAMESPACE
+    name: str = DEFAULT_CONFIG_MAP
+    key: str = DEFAULT_KEY
+
+    def __str__(self) -> str:
+        return f"ConfigMap {self.namespace}/{self.name} key {self.key}"
+
+
+def profile_name_problem(name: Any) -> str | None:
+    """Why `name` cannot be an owned profile name, or None when it can. Pure."""
+    if not isinstance(name, str) or not name:
+        return "profileName must be a non-empty string"
+    if not name.startswith(OWNED_PREFIX):
+        return f"profile {name!r} is not owned by the program: owned profile names start with {OWNED_PREFIX!r}"
+    if len(name) > PROFILE_NAME_LIMIT:
+        return f"profile name {name!r} is {len(name)} characters long; the limit is {PROFILE_NAME_LIMIT}"
+    if not _DNS_LABEL.match(name):
+        return f"profile name {name!r} must be lowercase letters, digits and '-', starting and ending with a letter or digit"
+    return None
+
+
+def store_ref_problems(ref: ProfileStoreRef) -> dict[str, str]:
+    """Input property -> why it does not name a ConfigMap key. Pure."""
+    problems: dict[str, str] = {}
+    if len(ref.namespace) > 63 or not _DNS_LABEL.match(ref.namespace):
+        problems["namespace"] = f"namespace {ref.namespace!r} is not a DNS-1123 label"
+    if len(ref.name) > 253 or not _DNS_SUBDOMAIN.match(ref.name):
+        problems["configMap"] = f"ConfigMap name {ref.name!r} is not a DNS-1123 subdomain"
+    if len(ref.key) > 253 or not _CONFIG_MAP_KEY.match(ref.key):
+        problems["key"] = f"ConfigMap key {ref.key!r} must be letters, digits, '-', '_' or '.'"
+    return problems
+
+
+def serialise(document: Mapping[str, Any]) -> str:
+    """The stored text of `document`: sorted keys, compact separators. Pure and deterministic."""
+    return json.dumps(document, sort_keys=True, separators=(",", ":"))
+
+
+def read_document(config_map: Mapping[str, Any], *, key: str = DEFAULT_KEY) -> dict[str, Any]:
+    """The whole values document under `key`; `{}` when data or key is missing or blank. Pure.
+
+    Raises MalformedProfileStore when the text is not JSON, not an object, or its
+    `resourceProfiles` is neither absent, null nor an object.
+    """
+    text = (config_map.get("data") or {}).get(key)
+    if text is None or not text.strip():
+        return {}
+    where = _where(config_map, key)
+    try:
+        document = json.loads(text)
+    except json.JSONDecodeError as error:
+        raise MalformedProfileStore(
+            f"{where} is not valid JSON (line {error.lineno}, column {error.colno}: {error.msg}); it is left untouched"
+        ) from error
+    if not isinstance(document, dict):
+        raise MalformedProfileStore(f"{where} holds a JSON {type(document).__name__}, not an object; it is left untouched")
+    profiles = document.get(PROFILES_FIELD)
+    if profiles is not None and not isinstance(profiles, dict):
+        raise MalformedProfileStore(
+            f"{where}: {PROFILES_FIELD} is a JSON {type(profiles).__name__}, not an object; it is left untouched"
+        )
+    return document
+
+
+def read_profiles(config_map: Mapping[str, Any], *, key: str = DEFAULT_KEY) -> dict[str, Any]:
+    """The `resourceProfiles` map stored under `key`; empty when data, key or map is missing. Pure."""
+    return dict(read_document(config_map, key=key).get(PROFILES_FIELD) or {})
+
+
+def with_profile(profiles: Mapping[str, Any], name: str, body: Mapping[str, Any], *, max_owned: int) -> dict[str, Any] | None:
+    """`profiles` with entry `name` set to `body`; None when it already is (nothing to write). Pure.
+
+    Raises ProfileStoreError for a name the program does not own, and ProfileStoreFull when a
+    new entry would make more than `max_owned` owned entries. Other entries are kept as they are.
+    """
+    problem = profile_name_problem(name)
+    if problem is not None:
+        raise ProfileStoreError(problem)
+    if profiles.get(name) == body:
+        return None
+    if name not in profiles:
+        owned = sum(1 for existing in profiles if existing.startswith(OWNED_PREFIX))
+        if owned >= max_owned:
+            raise ProfileStoreFull(
+                f"cannot add resource profile {name!r}: the store already holds {owned} {OWNED_PREFIX}* profiles "
+                f"and the limit is {max_owned}"
+            )
+    return {**profiles, name: body}
+
+
+def without_profile(profiles: Mapping[str, Any], name: str) -> dict[str, Any] | None:
+    """`profiles` without entry `name`; None when it is not there (nothing to write). Pure.
+
+    Raises ProfileStoreError for a name the program does not own.
+    """
+    problem = profile_name_problem(name)
+    if problem is not None:
+        raise ProfileStoreError(problem)
+    if name not in profiles:
+        return None
+    return {existing: body for existing, body in profiles.items() if existing != name}
+
+
+def put_profile(
+    client: KubeClient,
+    ref: ProfileStoreRef,
+    name: str,
+    body: Mapping[str, Any],
+    *,
+    max_owned: int = DEFAULT_MAX_OWNED,
+    attempts: int = DEFAULT_ATTEMPTS,
+) -> bool:
+    """Make entry `name` hold `body`, by compare-and-swap. True when something was written.
+
+    A missing ConfigMap is created holding only this entry. Each lost attempt means another
+    writer's write landed in between, so `attempts` larger than the number of concurrent
+    writes always suffices.
+    """
+    return _compare_and_swap(
+        client, ref, lambda profiles: with_profile(profiles, name, body, max_owned=max_owned), attempts=attempts, create=True
+    )
+
+
+def remove_profile(client: KubeClient, ref: ProfileStoreRef, name: str, attempts: int = DEFAULT_ATTEMPTS) -> bool:
+    """Remove entry `name`, by compare-and-swap. True when something was written; absence is success."""
+    return _compare_and_swap(client, ref, lambda profiles: without_profile(profiles, name), attempts=attempts, create=False)
+
+
+def read_profile(client: KubeClient, ref: ProfileStoreRef, name: str) -> dict[str, Any] | None:
+    """The stored entry `name`, or None when it or the ConfigMap is absent."""
+    current = client.get_or_none(CONFIG_MAP, ref.name, ref.namespace)
+    if current is None:
+        return None
+    return read_profiles(current, key=ref.key).get(name)
+
+
+def _compare_and_swap(
+    client: KubeClient,
+    ref: ProfileStoreRef,
+    change: Callable[[Mapping[str, Any]], dict[str, Any] | None],
+    *,
+    attempts: int,
+    create: bool,
+) -> bool:
+    if attempts < 1:
+        raise ValueError(f"attempts must be at least 1, not {attempts}")
+    lost: Conflict | NotFound | None = None
+    for _ in range(attempts):
+        current = client.get_or_none(CONFIG_MAP, ref.name, ref.namespace)
+        document = {} if current is None else read_document(current, key=ref.key)
+        profiles = change(dict(document.get(PROFILES_FIELD) or {}))
+        if profiles is None or (current is None and not create):
+            return False
+        text = serialise({**document, PROFILES_FIELD: profiles})
+        try:
+            if current is None:
+                _create(client, ref, text)
+            else:
+                _swap(client, ref, text, current["metadata"]["resourceVersion"])
+        except Conflict as error:
+            lost = error
+            continue
+        except NotFound as error:
+            if current is None:
+                raise
+            lost = error
+            continue
+        return True
+    raise ProfileStoreContended(f"{ref}: another writer changed it before each of {attempts} attempts") from lost
+
+
+def _create(client: KubeClient, ref: ProfileStoreRef, text: str) -> None:
+    metadata = {"name": ref.name, "namespace": ref.namespace}
+    body = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": metadata, "data": {ref.key: text}}
+    client.request(
+        "POST",
+        CONFIG_MAP.collection_path(ref.namespace),
+        params={"fieldManager": STORE_FIELD_MANAGER},
+        body=body,
+        content_type="application/json",
+    )
+
+
+def _swap(client: KubeClient, ref: ProfileStoreRef, text: str, resource_version: str) -> None:
+    client.request(
+        "PATCH",
+        CONFIG_MAP.object_path(ref.name, ref.namespace),
+        params={"fieldManager": STORE_FIELD_MANAGER},
+        body={"metadata": {"resourceVersion": resource_version}, "data": {ref.key: text}},
+        content_type=MERGE_PATCH,
+    )
+
+
+def _where(config_map: Mapping[str, Any], key: str) -> str:
+    metadata = config_map.get("metadata") or {}
+    return f"ConfigMap {metadata.get('namespace', '?')}/{metadata.get('name', '?')} key {key}"
+
+
+@dataclass(frozen=True)
+class RuntimeProfileEntry:
+    """The inputs of one RuntimeProfile resource, with Pulumi's floats turned back into integers."""
+
+    ref: ProfileStoreRef
+    profile_name: str
+    profile: Mapping[str, Any]
+    access: KubeAccess
+
+    @classmethod
+    def from_inputs(cls, props: Mapping[str, Any]) -> RuntimeProfileEntry:
+        return cls(
+            ref=ProfileStoreRef(namespace=props["namespace"], name=props["configMap"], key=props["key"]),
+            profile_name=props["profileName"],
+            profile=restore_integers(props["profile"]),
+            access=KubeAccess(kubeconfig=props.get("kubeconfig") or None, context=props.get("context") or None),
+        )
+
+    @property
+    def id(self) -> str:
+        return f"{self.ref.namespace}/{self.ref.name}/{self.ref.key}/{self.profile_name}"
+
+
+def _known(value: Any) -> bool:
+    """False for the placeholder Pulumi passes for a value not yet known during preview."""
+    return not (isinstance(value, str) and value == UNKNOWN)
+
+
+class RuntimeProfileProvider(ResourceProvider):
+    """Keeps one owned KubeAI resource profile in the shared runtime-profile store."""
+
+    def check(self, _olds: dict[str, Any], news: dict[str, Any]) -> CheckResult:
+        inputs = {
+            **news,
+            "namespace": news.get("namespace") or DEFAULT_NAMESPACE,
+            "configMap": news.get("configMap") or DEFAULT_CONFIG_MAP,
+            "key": news.get("key") or DEFAULT_KEY,
+        }
+        failures: list[CheckFailure] = []
+        ref_values = (inputs["namespace"], inputs["configMap"], inputs["key"])
+        if all(isinstance(value, str) and _known(value) for value in ref_values):
+            problems = store_ref_problems(ProfileStoreRef(*ref_values))
+            failures += [CheckFailure(prop, reason) for prop, reason in problems.items()]
+        if _known(inputs.get("profileName")):
+            problem = profile_name_problem(inputs.get("profileName"))
+            if problem is not None:
+                failures.append(CheckFailure("profileName", problem))
+        if _known(inputs.get("profile")) and not isinstance(inputs.get("profile"), dict):
+            failures.append(CheckFailure("profile", "profile must be a mapping (a KubeAI resource profile)"))
+        return CheckResult(inputs, failures)
+
+    def diff(self, _id: str, olds: dict[str, Any], news: dict[str, Any]) -> DiffResult:
+        replaces = [p for p in STORE_PROPERTIES if olds.get(p) != news.get(p)]
+        changed = replaces + [p for p in ("profile", "kubeconfig", "context") if olds.get(p) != news.get(p)]
+        return DiffResult(changes=bool(changed), replaces=replaces, delete_before_replace=False)
+
+    def create(self, props: dict[str, Any]) -> CreateResult:
+        entry = RuntimeProfileEntry.from_inputs(props)
+        with open_client(entry.access) as client:
+            put_profile(client, entry.ref, entry.profile_name, entry.profile)
+        return CreateResult(id_=entry.id, outs=dict(props))
+
+    def update(self, _id: str, _olds: dict[str, Any], news: dict[str, Any]) -> UpdateResult:
+        entry = RuntimeProfileEntry.from_inputs(news)
+        with open_client(entry.access) as client:
+            put_profile(client, entry.ref, entry.profile_name, entry.profile)
+        return UpdateResult(outs=dict(news))
+
+    def read(self, id_: str, props: dict[str, Any]) -> ReadResult:
+        entry = RuntimeProfileEntry.from_inputs(props)
+        with open_client(entry.access) as client:
+            current = read_profile(client, entry.ref, entry.profile_name)
+        if current is None:
+            return ReadResult(id_="", outs={})
+        return ReadResult(id_=id_, outs={**props, "profile": current})
+
+    def delete(self, _id: str, props: dict[str, Any]) -> None:
+        entry = RuntimeProfileEntry.from_inputs(props)
+        with open_client(entry.access) as client:
+            remove_profile(client, entry.ref, entry.profile_name)

@@ -1,0 +1,115 @@
+"""A test double of the Ollama HTTP API: the three endpoints the program calls, counted.
+
+- GET /api/tags lists the tags it holds, as Ollama prints them (`name` and `model`);
+- POST /api/copy {"source", "destination"} adds the destination tag and answers 200 with an
+  empty body, as Ollama does; 404 with Ollama's {"error": ...} when the source is missing;
+- GET /api/ps lists `loaded`, which a test sets to the models it wants running.
+
+`running_ollama(host)` serves it on a random port of `host` in a thread. The socket is
+bound and listening before the context is entered, so it is ready at once.
+It is a double of Ollama, not of Kubernetes: it knows nothing of Pods or proxies.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections import Counter
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+TAGS = "/api/tags"
+COPY = "/api/copy"
+PS = "/api/ps"
+SHUTDOWN_POLL_SECONDS = 0.02
+"""How often the serving thread looks for a shutdown request; it bounds the time a stop takes."""
+
+
+def tag_of(name: str) -> str:
+    """`name` as Ollama stores it: without a tag it is `:latest`."""
+    return name if ":" in name.rsplit("/", 1)[-1] else f"{name}:latest"
+
+
+class OllamaDouble:
+    """The state behind one double: tags, loaded models, and the calls it has answered."""
+
+    def __init__(self, *, tags: Iterable[str] = (), loaded: Sequence[Mapping[str, Any]] = ()) -> None:
+        self.tags: set[str] = {tag_of(name) for name in tags}
+        self.loaded: list[dict[str, Any]] = [dict(model) for model in loaded]
+        self.calls: Counter[str] = Counter()
+        self.host = ""
+        self.port = 0
+        self._lock = threading.Lock()
+
+    @property
+    def copies(self) -> int:
+        return self.calls[f"POST {COPY}"]
+
+    def answer(self, method: str, path: str, body: bytes) -> tuple[int, bytes]:
+        with self._lock:
+            self.calls[f"{method} {path}"] += 1
+            if (method, path) == ("GET", TAGS):
+                models = [{"name": tag, "model": tag, "size": 1, "digest": "0" * 64} for tag in sorted(self.tags)]
+                return 200, json.dumps({"models": models}).encode()
+            if (method, path) == ("GET", PS):
+                return 200, json.dumps({"models": self.loaded}).encode()
+            if (method, path) == ("POST", COPY):
+                return self._copy(body)
+            return 404, b"404 page not found"
+
+    def _copy(self, body: bytes) -> tuple[int, bytes]:
+        try:
+            request = json.loads(body)
+            source, destination = tag_of(request["source"]), tag_of(request["destination"])
+        except (ValueError, KeyError, TypeError):
+            return 400, json.dumps({"error": "invalid copy request"}).encode()
+        if source not in self.tags:
+            return 404, json.dumps({"error": f"model '{request['source']}' not found"}).encode()
+        self.tags.add(destination)
+        return 200, b""
+
+
+def _handler(double: OllamaDouble) -> type[BaseHTTPRequestHandler]:
+    class Handler(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            self._reply(double.answer("GET", self.path, b""))
+
+        def do_POST(self) -> None:
+            length = int(self.headers.get("Content-Length") or 0)
+            self._reply(double.answer("POST", self.path, self.rfile.read(length)))
+
+        def _reply(self, answer: tuple[int, bytes]) -> None:
+            status, payload = answer
+            self.send_response(status)
+            if payload:
+                self.send_header("Content-Type", "application/json; charset=utf-8")
+            self.send_header("Content-Length", str(len(payload)))
+            self.end_headers()
+            self.wfile.write(payload)
+
+        def log_message(self, format: str, *args: Any) -> None:  # noqa: A002
+            return None
+
+    return Handler
+
+
+@contextmanager
+def running_ollama(
+    host: str, *, tags: Iterable[str] = (), loaded: Sequence[Mapping[str, Any]] = ()
+) -> Iterator[OllamaDouble]:
+    """An OllamaDouble listening on a random port of `host` until the block ends."""
+    double = OllamaDouble(tags=tags, loaded=loaded)
+    server = ThreadingHTTPServer((host, 0), _handler(double))
+    double.host, double.port = host, int(server.server_address[1])
+    thread = threading.Thread(
+        target=server.serve_forever, kwargs={"poll_interval": SHUTDOWN_POLL_SECONDS}, name=f"ollama-double-{double.port}", daemon=True
+    )
+    thread.start()
+    try:
+        yield double
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join()

@@ -1,0 +1,199 @@
+"""The runtime-profile store against the real apiserver: compare-and-swap under contention (invariant 7)."""
+
+from __future__ import annotations
+
+import json
+import re
+import threading
+from concurrent.futures import ThreadPoolExecutor
+
+import httpx
+import pytest
+
+from providers.kinds import CONFIG_MAP
+from providers.kube import KubeAccess, KubeClient, open_client
+from providers.profile_store import (
+    MalformedProfileStore,
+    ProfileStoreRef,
+    RuntimeProfileProvider,
+    put_profile,
+    read_profiles,
+    remove_profile,
+    serialise,
+)
+from tests.live.world import load
+
+WRITERS = 20
+FOREIGN = {"nvidia-gpu-l4": {"imageName": "nvidia-gpu", "limits": {"nvidia.com/gpu": "1"}, "requests": {"cpu": "6"}}}
+CPU_PROFILE = {"imageName": "cpu", "requests": {"cpu": "2", "memory": "16Mi"}, "limits": {"cpu": "4"}}
+CONFLICTS_METRIC = re.compile(r'^apiserver_request_total\{(?P<labels>[^}]*)\} (?P<value>\S+)$', re.MULTILINE)
+
+
+def store_in(namespace: str) -> ProfileStoreRef:
+    return ProfileStoreRef(namespace=namespace)
+
+
+def store_data(client: KubeClient, ref: ProfileStoreRef, data: dict[str, str]) -> None:
+    config_map = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": ref.name, "namespace": ref.namespace}, "data": data}
+    load(client, [config_map], field_manager="kustomize-controller")
+
+
+def flux_bootstrap(client: KubeClient, ref: ProfileStoreRef, document: dict, **extra_data: str) -> None:
+    """Create the store as Flux does, with entries and keys the program does not own."""
+    store_data(client, ref, {ref.key: json.dumps(document, indent=2), **extra_data})
+
+
+def stored(client: KubeClient, ref: ProfileStoreRef) -> dict:
+    return client.get(CONFIG_MAP, ref.name, ref.namespace)
+
+
+def configmap_conflicts(admin_client: httpx.Client) -> int:
+    """409 answers the apiserver has given to writes of ConfigMaps, from its own request counter."""
+    response = admin_client.get("/metrics")
+    response.raise_for_status()
+    total = 0
+    for match in CONFLICTS_METRIC.finditer(response.text):
+        labels = match["labels"]
+        if 'code="409"' in labels and 'resource="configmaps"' in labels:
+            total += int(float(match["value"]))
+    return total
+
+
+def test_twenty_concurrent_writers_all_land_their_profiles_and_the_foreign_entry_is_untouched(
+    namespace, admin: KubeClient, admin_access: KubeAccess, admin_client: httpx.Client
+):
+    ref = store_in(namespace)
+    flux_bootstrap(admin, ref, {"resourceProfiles": FOREIGN})
+    wanted = {f"magicstick-writer-{index}": {**CPU_PROFILE, "imageName": f"cpu-{index}"} for index in range(WRITERS)}
+    start = threading.Barrier(WRITERS)
+    conflicts_before = configmap_conflicts(admin_client)
+
+    def writer(name: str) -> bool:
+        with open_client(admin_access) as client:
+            start.wait()
+            return put_profile(client, ref, name, wanted[name], attempts=WRITERS)
+
+    with ThreadPoolExecutor(max_workers=WRITERS) as pool:
+        written = list(pool.map(writer, wanted))
+
+    assert written == [True] * WRITERS
+    assert read_profiles(stored(admin, ref)) == {**FOREIGN, **wanted}
+    assert configmap_conflicts(admin_client) - conflicts_before >= 1
+
+
+def test_writers_racing_to_create_an_absent_store_all_land_their_profiles(namespace, admin: KubeClient, admin_access: KubeAccess):
+    ref = store_in(namespace)
+    racers = 8
+    start = threading.Barrier(racers)
+
+    def writer(index: int) -> bool:
+        with open_client(admin_access) as client:
+            start.wait()
+            return put_profile(client, ref, f"magicstick-r{index}", CPU_PROFILE, attempts=racers)
+
+    with ThreadPoolExecutor(max_workers=racers) as pool:
+        assert list(pool.map(writer, range(racers))) == [True] * racers
+    assert set(read_profiles(stored(admin, ref))) == {f"magicstick-r{i}" for i in range(racers)}
+
+
+def test_an_absent_store_is_created_holding_only_our_entry(namespace, admin: KubeClient):
+    ref = store_in(namespace)
+    assert put_profile(admin, ref, "magicstick-cpu-4", CPU_PROFILE) is True
+    assert stored(admin, ref)["data"] == {"values.json": serialise({"resourceProfiles": {"magicstick-cpu-4": CPU_PROFILE}})}
+
+
+def test_putting_an_identical_profile_writes_nothing(namespace, admin: KubeClient):
+    ref = store_in(namespace)
+    put_profile(admin, ref, "magicstick-cpu-4", CPU_PROFILE)
+    version = stored(admin, ref)["metadata"]["resourceVersion"]
+    assert put_profile(admin, ref, "magicstick-cpu-4", dict(CPU_PROFILE)) is False
+    assert stored(admin, ref)["metadata"]["resourceVersion"] == version
+
+
+def test_other_keys_of_the_config_map_and_of_the_values_document_are_kept(namespace, admin: KubeClient):
+    ref = store_in(namespace)
+    flux_bootstrap(admin, ref, {"resourceProfiles": {}, "modelAutoscaling": {"interval": "10s"}}, **{"README": "owned by Flux"})
+    put_profile(admin, ref, "magicstick-cpu-4", CPU_PROFILE)
+    after = stored(admin, ref)
+    assert after["data"]["README"] == "owned by Flux"
+    assert json.loads(after["data"]["values.json"]) == {
+        "resourceProfiles": {"magicstick-cpu-4": CPU_PROFILE},
+        "modelAutoscaling": {"interval": "10s"},
+    }
+
+
+def test_removing_an_owned_profile_keeps_the_foreign_entries(namespace, admin: KubeClient):
+    ref = store_in(namespace)
+    flux_bootstrap(admin, ref, {"resourceProfiles": {**FOREIGN, "magicstick-cpu-4": CPU_PROFILE}})
+    assert remove_profile(admin, ref, "magicstick-cpu-4") is True
+    assert read_profiles(stored(admin, ref)) == FOREIGN
+
+
+def test_removing_an_absent_profile_succeeds_and_writes_nothing(namespace, admin: KubeClient):
+    ref = store_in(namespace)
+    flux_bootstrap(admin, ref, {"resourceProfiles": FOREIGN})
+    version = stored(admin, ref)["metadata"]["resourceVersion"]
+    assert remove_profile(admin, ref, "magicstick-cpu-4") is False
+    assert stored(admin, ref)["metadata"]["resourceVersion"] == version
+
+
+def test_removing_a_profile_from_an_absent_store_succeeds_and_creates_nothing(namespace, admin: KubeClient):
+    ref = store_in(namespace)
+    assert remove_profile(admin, ref, "magicstick-cpu-4") is False
+    assert admin.get_or_none(CONFIG_MAP, ref.name, ref.namespace) is None
+
+
+def test_a_malformed_store_is_refused_and_left_untouched(namespace, admin: KubeClient):
+    ref = store_in(namespace)
+    store_data(admin, ref, {"values.json": "{oops"})
+    with pytest.raises(MalformedProfileStore, match=f"ConfigMap {namespace}/magicstick-runtime-profiles key values.json"):
+        put_profile(admin, ref, "magicstick-cpu-4", CPU_PROFILE)
+    assert stored(admin, ref)["data"] == {"values.json": "{oops"}
+
+
+def provider_inputs(namespace: str, access: KubeAccess, profile: dict) -> dict:
+    inputs = {"namespace": namespace, "profileName": "magicstick-cpu-4", "profile": profile}
+    return RuntimeProfileProvider().check({}, {**inputs, "kubeconfig": access.kubeconfig, "context": None}).inputs
+
+
+def test_the_provider_creates_updates_reads_and_deletes_its_entry(namespace, admin: KubeClient, admin_access: KubeAccess):
+    ref = store_in(namespace)
+    flux_bootstrap(admin, ref, {"resourceProfiles": FOREIGN})
+    provider = RuntimeProfileProvider()
+    inputs = provider_inputs(namespace, admin_access, {**CPU_PROFILE, "priority": 3.0})
+    created = provider.create(inputs)
+    assert created.id == f"{namespace}/magicstick-runtime-profiles/values.json/magicstick-cpu-4"
+    assert '"priority":3,' in stored(admin, ref)["data"]["values.json"]
+
+    changed = provider_inputs(namespace, admin_access, {**CPU_PROFILE, "limits": {"cpu": "8"}})
+    updated = provider.update(created.id, created.outs, changed)
+    assert updated.outs == changed
+    assert read_profiles(stored(admin, ref))["magicstick-cpu-4"]["limits"] == {"cpu": "8"}
+
+    read = provider.read(created.id, updated.outs)
+    assert (read.id, read.outs["profile"]) == (created.id, changed["profile"])
+
+    provider.delete(created.id, updated.outs)
+    assert read_profiles(stored(admin, ref)) == FOREIGN
+
+
+def test_the_provider_adopts_an_identical_existing_entry_without_writing(namespace, admin: KubeClient, admin_access: KubeAccess):
+    ref = store_in(namespace)
+    flux_bootstrap(admin, ref, {"resourceProfiles": {**FOREIGN, "magicstick-cpu-4": CPU_PROFILE}})
+    version = stored(admin, ref)["metadata"]["resourceVersion"]
+    RuntimeProfileProvider().create(provider_inputs(namespace, admin_access, CPU_PROFILE))
+    assert stored(admin, ref)["metadata"]["resourceVersion"] == version
+
+
+def test_a_refresh_of_an_entry_removed_by_someone_else_reports_it_gone(namespace, admin: KubeClient, admin_access: KubeAccess):
+    ref = store_in(namespace)
+    provider = RuntimeProfileProvider()
+    created = provider.create(provider_inputs(namespace, admin_access, CPU_PROFILE))
+    remove_profile(admin, ref, "magicstick-cpu-4")
+    assert provider.read(created.id, created.outs).id == ""
+
+
+def test_the_provider_deletes_an_entry_that_is_already_gone(namespace, admin: KubeClient, admin_access: KubeAccess):
+    provider = RuntimeProfileProvider()
+    provider.delete("id", provider_inputs(namespace, admin_access, CPU_PROFILE))
+    assert admin.get_or_none(CONFIG_MAP, "magicstick-runtime-profiles", namespace) is None
