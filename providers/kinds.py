@@ -28,4 +28,7 @@ KUSTOMIZATION = ResourceKind(
 
 NODE_FEATURE = ResourceKind(group="nfd.k8s-sigs.io", version="v1alpha1", kind="NodeFeature", plural="nodefeatures", namespaced=True)
 
+KUBEAI_MODEL = ResourceKind(group="kubeai.org", version="v1", kind="Model", plural="models", namespaced=True)
+POD = ResourceKind(group="", version="v1", kind="Pod", plural="pods", namespaced=True)
+
 APPLIANCE_KINDS = {k.kind: k for k in (APPLIANCE, MODULE_ACTIVATION, MODEL_ACTIVATION, APP_INSTANCE, HOST_OPERATION, APPLIANCE_SETUP)}

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from planning.settings import FLUX_NAMESPACE
-from planning.snapshot import Snapshot, SnapshotError
+from planning.snapshot import OllamaObservation, Snapshot, SnapshotError
 from providers.kinds import (
     APPLIANCE,
     APPLIANCE_SETUP,
@@ -24,13 +24,16 @@ from providers.kinds import (
     CONFIG_MAP,
     CRD,
     HOST_OPERATION,
+    KUBEAI_MODEL,
     KUSTOMIZATION,
     MODEL_ACTIVATION,
     MODULE_ACTIVATION,
     NODE,
     NODE_FEATURE,
+    POD,
 )
 from providers.kube import KubeAccess, KubeClient, KubeError, ResourceKind, open_client
+from providers.ollama import list_tags, memory_sample
 
 SETUP_NAMESPACE = "identity-system"
 
@@ -45,10 +48,25 @@ class Read:
 
     kind: ResourceKind
     namespace: str | None = None
+    label_selector: str | None = None
 
 
-def reads(system_namespace: str) -> tuple[Read, ...]:
-    """Every LIST one observation makes, in a fixed order."""
+DEFAULT_MODEL_NAMESPACE = "ai"
+MODEL_POD_SELECTOR = "model"
+"""KubeAI labels every model Pod with `model: <Model name>`; the selector keeps other Pods out."""
+
+
+def reads(system_namespace: str, model_namespaces: Iterable[str] = (DEFAULT_MODEL_NAMESPACE,)) -> tuple[Read, ...]:
+    """Every LIST one observation makes, in a fixed order.
+
+    KubeAI Models and their Pods are read in each namespace a ModelActivation targets; their
+    number grows with namespaces, never with objects.
+    """
+    per_namespace = tuple(
+        read
+        for namespace in sorted(set(model_namespaces))
+        for read in (Read(KUBEAI_MODEL, namespace), Read(POD, namespace, MODEL_POD_SELECTOR))
+    )
     return (
         Read(CRD),
         Read(NODE),
@@ -61,7 +79,8 @@ def reads(system_namespace: str) -> tuple[Read, ...]:
         Read(APPLIANCE_SETUP, SETUP_NAMESPACE),
         Read(KUSTOMIZATION, FLUX_NAMESPACE),
         Read(CONFIG_MAP, FLUX_NAMESPACE),
-    )
+        Read(CONFIG_MAP, system_namespace),
+    ) + per_namespace
 
 
 def read_objects(client: KubeClient, plan: Iterable[Read]) -> list[dict[str, Any]]:
@@ -77,7 +96,7 @@ def read_objects(client: KubeClient, plan: Iterable[Read]) -> list[dict[str, Any
             resources = served[key]
             if resources is None or kind.plural not in resources:
                 continue
-            objects.extend(client.list(kind, namespace=read.namespace))
+            objects.extend(client.list(kind, namespace=read.namespace, label_selector=read.label_selector))
         except KubeError as error:
             where = f" in namespace {read.namespace}" if read.namespace else ""
             raise SnapshotReadError(
@@ -86,10 +105,76 @@ def read_objects(client: KubeClient, plan: Iterable[Read]) -> list[dict[str, Any
     return objects
 
 
+def model_namespaces(objects: Iterable[dict[str, Any]], system_namespace: str) -> tuple[str, ...]:
+    """The namespaces the ModelActivations of `system_namespace` target (default `ai`)."""
+    found = {DEFAULT_MODEL_NAMESPACE}
+    for obj in objects:
+        if obj.get("kind") == "ModelActivation" and obj["metadata"].get("namespace") == system_namespace:
+            target = (obj.get("spec") or {}).get("targetNamespace")
+            if isinstance(target, str) and target:
+                found.add(target)
+    return tuple(sorted(found))
+
+
+def observe_ollama(client: KubeClient, objects: Iterable[dict[str, Any]]) -> tuple[OllamaObservation, ...]:
+    """Tags and memory of every Ready Pod of an Ollama Model, through the API server's pod proxy.
+
+    A Pod that does not answer is not a failed observation of the cluster: its error is kept
+    and becomes that model's status.
+    """
+    ollama_models = {
+        (o["metadata"]["namespace"], o["metadata"].get("uid"))
+        for o in objects
+        if o.get("kind") == "Model" and (o.get("spec") or {}).get("engine") == "OLlama"
+    }
+    found = []
+    for pod in objects:
+        if pod.get("kind") != "Pod" or not _ready(pod):
+            continue
+        namespace = pod["metadata"]["namespace"]
+        owners = {(namespace, o.get("uid")) for o in pod["metadata"].get("ownerReferences") or () if o.get("controller")}
+        if not owners & ollama_models:
+            continue
+        name = pod["metadata"]["name"]
+        try:
+            tags = list_tags(client, namespace, name)
+            sample = memory_sample(client, namespace, name)
+        except KubeError as error:
+            found.append(OllamaObservation(namespace=namespace, pod=name, error=f"{error.code} {error.reason}: {error.message}"))
+            continue
+        found.append(
+            OllamaObservation(
+                namespace=namespace,
+                pod=name,
+                tags=tags,
+                ram_mi=sample.ram_mi if sample else None,
+                vram_mi=sample.vram_mi if sample else None,
+                total_mi=sample.total_mi if sample else None,
+            )
+        )
+    return tuple(found)
+
+
+def _ready(pod: dict[str, Any]) -> bool:
+    status = pod.get("status") or {}
+    return status.get("phase") == "Running" and any(
+        c.get("type") == "Ready" and c.get("status") == "True" for c in status.get("conditions") or ()
+    )
+
+
+def read_live_objects(client: KubeClient, system_namespace: str) -> list[dict[str, Any]]:
+    """Everything one observation LISTs: the fixed kinds first, then the model namespaces."""
+    fixed = reads(system_namespace, ())
+    objects = read_objects(client, [r for r in fixed if r.kind not in (KUBEAI_MODEL, POD)])
+    per_namespace = [r for r in reads(system_namespace, model_namespaces(objects, system_namespace)) if r.kind in (KUBEAI_MODEL, POD)]
+    return objects + read_objects(client, per_namespace)
+
+
 def read_snapshot(access: KubeAccess, *, system_namespace: str) -> Snapshot:
     with open_client(access) as client:
-        objects = read_objects(client, reads(system_namespace))
+        objects = read_live_objects(client, system_namespace)
+        ollama = observe_ollama(client, objects)
     try:
-        return Snapshot.from_objects(objects)
+        return Snapshot.from_objects(objects, ollama=ollama)
     except SnapshotError as error:
         raise SnapshotReadError(f"the cluster returned an unreadable object: {error}") from error

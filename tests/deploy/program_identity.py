@@ -27,7 +27,7 @@ from tests.deploy.manifests import (
 )
 
 FIELD_MANAGER: Final = "magicstick-deploy-tests"
-APPLIANCE_NAMESPACES: Final = (SYSTEM_NAMESPACE, "flux-system", "identity-system")
+APPLIANCE_NAMESPACES: Final = (SYSTEM_NAMESPACE, "flux-system", "identity-system", "ai")
 """The namespaces the public base creates and the Roles live in."""
 TOKEN_SECONDS: Final = 3600
 

@@ -11,7 +11,7 @@ import yaml
 
 from api.crdgen import load_committed_crds
 from components.appliance import WRITTEN_STATUS_KINDS
-from providers.kinds import APPLIANCE_KINDS, CRD, KUSTOMIZATION, NODE
+from providers.kinds import APPLIANCE_KINDS, CONFIG_MAP, CRD, KUBEAI_MODEL, KUSTOMIZATION, NODE
 from providers.kube import ResourceKind
 from providers.live_reader import reads
 from tests.cluster.apiserver import REPO_ROOT
@@ -35,7 +35,7 @@ from tests.deploy.manifests import (
 )
 from tests.support.crd_schema import upstream_registry
 
-APPLIANCE_NAMESPACES = {"ai-system", "flux-system", "identity-system"}
+APPLIANCE_NAMESPACES = {"ai-system", "flux-system", "identity-system", "ai"}
 PLACEHOLDER_DOMAINS = ("example.com", "example.local")
 
 INLINE_VALUE_FIELDS = frozenset({"literal", "secrets", "accessTokenSecret", "value", "stringData", "data"})
@@ -44,7 +44,8 @@ INLINE_VALUE_FIELDS = frozenset({"literal", "secrets", "accessTokenSecret", "val
 GOLDEN_RESOURCES = REPO_ROOT / "tests" / "golden" / "demo" / "resources"
 DEVICE_CONFIG = ResourceKind(group="amd.com", version="v1alpha1", kind="DeviceConfig", plural="deviceconfigs", namespaced=True)
 DECLARABLE = {
-    (kind.api_version, kind.kind): kind for kind in (CRD, KUSTOMIZATION, NODE, DEVICE_CONFIG, *APPLIANCE_KINDS.values())
+    (kind.api_version, kind.kind): kind
+    for kind in (CRD, KUSTOMIZATION, NODE, DEVICE_CONFIG, CONFIG_MAP, KUBEAI_MODEL, *APPLIANCE_KINDS.values())
 }
 UNNAMED_CLUSTER_WIDE_WRITES = {
     Permission("create", "apiextensions.k8s.io", "customresourcedefinitions"),

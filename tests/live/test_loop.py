@@ -15,16 +15,25 @@ from planning.frozen import thaw
 from planning.objects import DesiredObject
 from planning.plan import Plan, plan
 from planning.settings import PlanSettings
-from providers.kinds import CRD, KUSTOMIZATION, MODULE_ACTIVATION
+from providers.kinds import CRD, KUBEAI_MODEL, KUSTOMIZATION, MODULE_ACTIVATION, POD
 from providers.kube import KubeAccess, KubeClient, NotFound, ResourceKind
 from providers.live_reader import read_snapshot
 from providers.status_writer import StatusTarget, write_status
-from tests.live.world import load, mark_kustomizations_ready, without_cel_rules
+from providers.profile_store import ProfileStoreRef, put_profile, read_profile
+from tests.live.world import (
+    delete_all,
+    ensure_namespace,
+    kind_of,
+    load,
+    mark_kustomizations_ready,
+    play_kubeai,
+    publish_model_catalog,
+    without_cel_rules,
+)
 from tests.planning.builders import activation, appliance, cpu_model
 
 ENGINE = "magicstick"
 START = datetime(2026, 1, 1, tzinfo=timezone.utc)
-_KIND_OF = {"CustomResourceDefinition": CRD, "Kustomization": KUSTOMIZATION, "ModuleActivation": MODULE_ACTIVATION}
 
 
 def _scenario(namespace: str) -> list[dict]:
@@ -52,7 +61,7 @@ def _engine_apply(client: KubeClient, desired: Plan, applied: dict[str, DesiredO
     """What the engine would do: apply declared objects, delete those no longer declared."""
     declared = {obj.identity: obj for obj in desired.objects}
     for identity, obj in declared.items():
-        kind = _KIND_OF[obj.kind]
+        kind = kind_of(obj.body)
         if obj.ignore_spec_changes and client.get_or_none(kind, obj.name, obj.namespace) is not None:
             continue
         body = thaw(obj.body)
@@ -60,9 +69,11 @@ def _engine_apply(client: KubeClient, desired: Plan, applied: dict[str, DesiredO
     for identity, obj in applied.items():
         if identity not in declared and not obj.retain_on_delete:
             try:
-                client.delete(_KIND_OF[obj.kind], obj.name, obj.namespace)
+                client.delete(kind_of(obj.body), obj.name, obj.namespace)
             except NotFound:
                 pass
+    for profile in desired.models.cpu_profiles:
+        put_profile(client, ProfileStoreRef(), profile.name, thaw(profile.body))
     return declared
 
 
@@ -82,6 +93,8 @@ def _write_statuses(client: KubeClient, desired: Plan, access: KubeAccess) -> in
 
 
 def test_the_loop_converges_and_the_converged_run_writes_nothing(clean_shared_namespaces, namespace, admin, admin_access):
+    ensure_namespace(admin, "ai")
+    delete_all(admin, [KUBEAI_MODEL, POD], "ai")
     load(admin, _scenario(namespace))
     applied: dict[str, DesiredObject] = {}
     previous: Plan | None = None
@@ -91,7 +104,8 @@ def test_the_loop_converges_and_the_converged_run_writes_nothing(clean_shared_na
         current = _observe_and_plan(admin_access, namespace, now)
         applied = _engine_apply(admin, current, applied)
         written = _write_statuses(admin, current, admin_access)
-        marked = mark_kustomizations_ready(admin)
+        marked = mark_kustomizations_ready(admin) + play_kubeai(admin, "ai")
+        publish_model_catalog(admin, namespace, [m.name for m in current.models.models])
         unchanged = previous is not None and current.objects == previous.objects and current.statuses == previous.statuses
         if unchanged and written == 0 and marked == 0:
             break
@@ -108,7 +122,12 @@ def test_the_loop_converges_and_the_converged_run_writes_nothing(clean_shared_na
     assert appliance_status["phase"] == "Ready"
     assert appliance_status["conditions"][0]["status"] == "True"
     model = admin.get(_MODEL, "qwen2505bcpu", namespace)["status"]
-    assert model["reason"] == "ModulesReady"
+    assert model["phase"] == "Ready"
+    assert model["effectiveKvCacheType"] == "auto"
+    profile = model["resolvedResourceProfile"].removesuffix(":1")
+    assert read_profile(admin, ProfileStoreRef(), profile)["requests"]["memory"] == "4096Mi"
+    kubeai_model = admin.get(KUBEAI_MODEL, "qwen2505bcpu", "ai")
+    assert kubeai_model["spec"]["resourceProfile"] == model["resolvedResourceProfile"]
     seeded = admin.get(MODULE_ACTIVATION, "basis", namespace)
     assert seeded["metadata"]["labels"]["appliance.magicstick.dev/seeded"] == "true"
     assert admin.get_or_none(KUSTOMIZATION, "platform-gpu", "flux-system") is None

@@ -18,7 +18,8 @@ _READ = ["get", "list"]
 def _role(*, with_kustomizations: bool) -> dict:
     rules = [
         {"apiGroups": ["apiextensions.k8s.io"], "resources": ["customresourcedefinitions"], "verbs": _READ},
-        {"apiGroups": [""], "resources": ["nodes", "configmaps"], "verbs": _READ},
+        {"apiGroups": [""], "resources": ["nodes", "configmaps", "pods"], "verbs": _READ},
+        {"apiGroups": ["kubeai.org"], "resources": ["models"], "verbs": _READ},
         {"apiGroups": ["appliance.magicstick.dev"], "resources": ["*"], "verbs": _READ},
         {"apiGroups": ["nfd.k8s-sigs.io"], "resources": ["nodefeatures"], "verbs": _READ},
     ]

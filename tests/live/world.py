@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from providers.kinds import APPLIANCE_KINDS, CONFIG_MAP, CRD, KUSTOMIZATION, NODE, NODE_FEATURE
+from providers.kinds import APPLIANCE_KINDS, CONFIG_MAP, CRD, KUBEAI_MODEL, KUSTOMIZATION, NODE, NODE_FEATURE, POD
 from providers.kube import KubeClient, ResourceKind
 
 LOADER = "test-loader"
@@ -15,7 +15,7 @@ _SERVER_METADATA = ("uid", "resourceVersion", "generation", "creationTimestamp",
 DEVICE_CONFIG = ResourceKind(group="amd.com", version="v1alpha1", kind="DeviceConfig", plural="deviceconfigs", namespaced=True)
 _KINDS: dict[tuple[str, str], ResourceKind] = {
     (k.api_version, k.kind): k
-    for k in (*APPLIANCE_KINDS.values(), CONFIG_MAP, CRD, KUSTOMIZATION, NODE, NODE_FEATURE, DEVICE_CONFIG)
+    for k in (*APPLIANCE_KINDS.values(), CONFIG_MAP, CRD, KUSTOMIZATION, NODE, NODE_FEATURE, DEVICE_CONFIG, KUBEAI_MODEL, POD)
 }
 
 
@@ -123,3 +123,67 @@ def wait_until_rbac_says(client: KubeClient, *, user: str, verb: str, group: str
         if bool(answer.get("status", {}).get("allowed")) is allowed:
             return
     raise AssertionError(f"RBAC never said allowed={allowed} for {user} {verb} {group}/{resource}")
+
+
+SERVICE_ACCOUNT = ResourceKind(group="", version="v1", kind="ServiceAccount", plural="serviceaccounts", namespaced=True)
+KUBEAI = "kubeai-controller"
+
+
+def ensure_namespace(client: KubeClient, name: str) -> None:
+    """A namespace that can hold Pods: the admission plugin wants its default ServiceAccount."""
+    client.apply(NAMESPACE, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}}, field_manager=LOADER)
+    client.apply(
+        SERVICE_ACCOUNT,
+        {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "default", "namespace": name}},
+        field_manager=LOADER,
+    )
+
+
+def play_kubeai(client: KubeClient, namespace: str) -> int:
+    """Play KubeAI: each Model gets one Running, Ready Pod it controls and one ready replica."""
+    changed = 0
+    for model in client.list(KUBEAI_MODEL, namespace=namespace):
+        name = model["metadata"]["name"]
+        pod_name = f"{name}-0"
+        if client.get_or_none(POD, pod_name, namespace) is None:
+            pod = {
+                "apiVersion": "v1",
+                "kind": "Pod",
+                "metadata": {
+                    "name": pod_name,
+                    "namespace": namespace,
+                    "labels": {"model": name},
+                    "ownerReferences": [
+                        {"apiVersion": "kubeai.org/v1", "kind": "Model", "name": name, "uid": model["metadata"]["uid"], "controller": True}
+                    ],
+                },
+                "spec": {
+                    "automountServiceAccountToken": False,
+                    "containers": [{"name": "server", "image": "registry.example.com/model-server:CHANGEME"}],
+                },
+            }
+            client.apply(POD, pod, field_manager=KUBEAI)
+            running = {
+                "phase": "Running",
+                "podIP": "10.96.0.10",
+                "conditions": [{"type": "Ready", "status": "True", "lastTransitionTime": "2026-01-01T00:00:00Z"}],
+            }
+            write_status_as(client, pod, running, field_manager=f"{KUBEAI}-status")
+            changed += 1
+        if (model.get("status") or {}).get("replicas", {}).get("ready") != 1:
+            write_status_as(client, model, {"replicas": {"all": 1, "ready": 1}}, field_manager=f"{KUBEAI}-status")
+            changed += 1
+    return changed
+
+
+def publish_model_catalog(client: KubeClient, namespace: str, model_ids: list[str]) -> None:
+    """Play the model-catalog controller: publish `model_ids` in magicstick-model-catalog."""
+    import json
+
+    body = {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {"name": "magicstick-model-catalog", "namespace": namespace},
+        "data": {"models.json": json.dumps(sorted(model_ids))},
+    }
+    client.apply(CONFIG_MAP, body, field_manager="model-catalog")
