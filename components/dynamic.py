@@ -14,7 +14,7 @@ from pulumi.dynamic import Resource, ResourceProvider
 
 from components.status import ClusterAccessInputs
 from planning.frozen import thaw
-from planning.models.kubeai import CpuProfile
+from planning.models.kubeai import MODEL_SERVER_PORT, CpuProfile
 from planning.models.plan import AliasRequest, PodDeletion
 
 
@@ -75,6 +75,7 @@ class OllamaAlias(Resource, module="magicstick", name="OllamaAlias"):
             "pods": list(request.pods),
             "source": request.source,
             "alias": request.alias,
+            "port": MODEL_SERVER_PORT,
             **access_inputs(access),
         }
         super().__init__(provider, logical_name, props, opts)

@@ -15,6 +15,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from planning.models.kubeai import MODEL_SERVER_PORT
 from planning.settings import FLUX_NAMESPACE
 from planning.snapshot import OllamaObservation, Snapshot, SnapshotError
 from providers.kinds import (
@@ -137,8 +138,8 @@ def observe_ollama(client: KubeClient, objects: Iterable[dict[str, Any]]) -> tup
             continue
         name = pod["metadata"]["name"]
         try:
-            tags = list_tags(client, namespace, name)
-            sample = memory_sample(client, namespace, name)
+            tags = list_tags(client, namespace, name, port=MODEL_SERVER_PORT)
+            sample = memory_sample(client, namespace, name, port=MODEL_SERVER_PORT)
         except KubeError as error:
             found.append(OllamaObservation(namespace=namespace, pod=name, error=f"{error.code} {error.reason}: {error.message}"))
             continue

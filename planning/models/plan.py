@@ -361,7 +361,7 @@ def _local(
         alias_missing_on=missing,
         published=name in published,
     )
-    fields.update(_lifecycle_fields(lifecycle, resolved, namespace, ready_pods, snapshot, now))
+    fields.update(_lifecycle_fields(lifecycle, resolved, namespace, ready_pods, snapshot, now, parsed.obj.status))
     deletion = None
     if lifecycle.recovery.delete is not None and lifecycle.recovery.attempt is not None:
         deletion = PodDeletion(namespace=namespace, pod=lifecycle.recovery.delete, attempt=lifecycle.recovery.attempt)
@@ -386,7 +386,15 @@ def _ollama_tag(name: str) -> str:
     return name if ":" in name else f"{name}:latest"
 
 
-def _lifecycle_fields(lifecycle: Lifecycle, resolved: ResolvedLocalModel, namespace: str, ready_pods: tuple[str, ...], snapshot: Snapshot, now: datetime) -> dict[str, Any]:
+def _lifecycle_fields(
+    lifecycle: Lifecycle,
+    resolved: ResolvedLocalModel,
+    namespace: str,
+    ready_pods: tuple[str, ...],
+    snapshot: Snapshot,
+    now: datetime,
+    previous_status: Mapping[str, Any],
+) -> dict[str, Any]:
     fields: dict[str, Any] = {
         "replicas": {"ready": lifecycle.ready_replicas},
         "podCreation": lifecycle.pod_creation,
@@ -398,12 +406,15 @@ def _lifecycle_fields(lifecycle: Lifecycle, resolved: ResolvedLocalModel, namesp
         samples = [snapshot.ollama_of(namespace, pod) for pod in ready_pods]
         measured = [s for s in samples if s is not None and s.total_mi is not None]
         if measured:
-            fields["memoryUsage"] = {
+            usage = {
                 "ramMi": sum(s.ram_mi or 0 for s in measured),
                 "vramMi": sum(s.vram_mi or 0 for s in measured),
                 "totalMi": sum(s.total_mi or 0 for s in measured),
                 "source": "ollama /api/ps",
-                "sampledAt": rfc3339(now),
                 "replicas": len(measured),
             }
+            previous = previous_status.get("memoryUsage") or {}
+            unchanged = all(previous.get(key) == value for key, value in usage.items())
+            usage["sampledAt"] = str(previous["sampledAt"]) if unchanged and previous.get("sampledAt") else rfc3339(now)
+            fields["memoryUsage"] = usage
     return fields

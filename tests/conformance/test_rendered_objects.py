@@ -57,6 +57,15 @@ def test_every_rendered_kustomization_validates_against_the_upstream_flux_schema
         assert registry.errors(obj) == [], obj["metadata"]["name"]
 
 
+def test_every_rendered_kubeai_model_validates_against_the_upstream_kubeai_schema(tmp_path):
+    out = _render(tmp_path, None)
+    models = [yaml.safe_load(p.read_text()) for p in sorted((out / "resources").glob("model.*.yaml"))]
+    assert len(models) == 2
+    for model in models:
+        assert upstream_registry().errors(model) == [], model["metadata"]["name"]
+        assert len(model["metadata"]["name"]) <= 40
+
+
 def test_the_rendered_amd_device_config_validates_against_the_upstream_rocm_schema(tmp_path):
     out = _render(tmp_path, None)
     (device_config,) = [yaml.safe_load(p.read_text()) for p in (out / "resources").glob("deviceconfig.*.yaml")]

@@ -95,11 +95,12 @@ class TestWhatTheProgramDoesIsAllowed:
             field_manager=FIELD_MANAGER,
         )
         body = thaw(planned.body)
+        before = admin.get_or_none(KUSTOMIZATION, body["metadata"]["name"], FLUX_NAMESPACE)
 
         answered = program.apply(KUSTOMIZATION, body, field_manager=FIELD_MANAGER, dry_run=True)
 
         assert answered["spec"]["path"] == body["spec"]["path"]
-        assert admin.get_or_none(KUSTOMIZATION, body["metadata"]["name"], FLUX_NAMESPACE) is None
+        assert admin.get_or_none(KUSTOMIZATION, body["metadata"]["name"], FLUX_NAMESPACE) == before
 
     def test_the_amd_eligibility_label_is_applied_to_a_node_as_a_dry_run(self, program: KubeClient, admin: KubeClient):
         admin.apply(NODE, {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "identity-test-node"}}, field_manager=LOADER)

@@ -9,12 +9,12 @@ import pytest
 import yaml
 
 from api.crdgen import load_committed_crds
-from providers.kinds import APPLIANCE_KINDS, CONFIG_MAP, KUSTOMIZATION, NODE, NODE_FEATURE
+from providers.kinds import APPLIANCE_KINDS, CONFIG_MAP, KUBEAI_MODEL, KUSTOMIZATION, NODE, NODE_FEATURE, POD
 from providers.kube import KubeAccess, KubeClient, open_client
 from tests.cluster.apiserver import ADMIN_USER, ClusterInfo, install_crds
-from tests.live.world import LOADER, NAMESPACE, delete_all
+from tests.live.world import delete_all, ensure_namespace
 
-SHARED_NAMESPACES = ("ai-system", "flux-system", "identity-system", "node-feature-discovery", "kube-amd-gpu")
+SHARED_NAMESPACES = ("ai-system", "flux-system", "identity-system", "node-feature-discovery", "kube-amd-gpu", "ai")
 
 
 @pytest.fixture(scope="session")
@@ -26,7 +26,7 @@ def own_crds(cluster: ClusterInfo, tmp_path_factory: pytest.TempPathFactory) -> 
     install_crds(cluster, [directory])
     with open_client(KubeAccess(kubeconfig=str(cluster.kubeconfig_path(ADMIN_USER)))) as client:
         for name in SHARED_NAMESPACES:
-            client.apply(NAMESPACE, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}}, field_manager=LOADER)
+            ensure_namespace(client, name)
     return cluster
 
 
@@ -45,6 +45,6 @@ def admin(admin_access: KubeAccess) -> Iterator[KubeClient]:
 def clean_shared_namespaces(own_crds: ClusterInfo, admin: KubeClient) -> None:
     """The shared namespaces hold none of the kinds the program reads, and there is no Node."""
     for namespace in SHARED_NAMESPACES:
-        delete_all(admin, [*APPLIANCE_KINDS.values(), KUSTOMIZATION, CONFIG_MAP, NODE_FEATURE], namespace)
+        delete_all(admin, [*APPLIANCE_KINDS.values(), KUSTOMIZATION, CONFIG_MAP, NODE_FEATURE, KUBEAI_MODEL, POD], namespace)
     for node in admin.list(NODE):
         admin.delete(NODE, node["metadata"]["name"])

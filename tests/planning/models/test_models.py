@@ -395,3 +395,19 @@ def test_an_external_model_is_ready_once_the_catalog_publishes_it_and_ignores_ac
 def test_external_models_are_not_deferred_by_a_cache_clear():
     result = plan_of(*platform(), _external(), catalog_publishing("gpt"), host_operation("clear-1"))
     assert status(result, "gpt")["phase"] == "Ready"
+
+
+def test_an_unchanged_memory_sample_keeps_its_sampled_at_so_a_converged_run_writes_nothing():
+    from planning.snapshot import OllamaObservation, Snapshot
+    from planning.plan import plan
+
+    seen = OllamaObservation(namespace="ai", pod="m-0", tags=frozenset({"m:latest"}), ram_mi=100, vram_mi=0, total_mi=100)
+    first = status(_ollama(seen))
+    activation = local_model("m", engine="OLlama")
+    activation["status"] = first
+    objects = [*platform(), activation, observed_model("m", ready=1, all_=1, engine="OLlama"), pod("m-0", "m"), catalog_publishing("m")]
+    again = plan(snapshot=Snapshot.from_objects(objects, ollama=(seen,)), catalogs=CATALOGS, now=later(30))
+    assert status(again)["memoryUsage"]["sampledAt"] == first["memoryUsage"]["sampledAt"]
+    changed = OllamaObservation(namespace="ai", pod="m-0", tags=frozenset({"m:latest"}), ram_mi=120, vram_mi=0, total_mi=120)
+    moved = plan(snapshot=Snapshot.from_objects(objects, ollama=(changed,)), catalogs=CATALOGS, now=later(30))
+    assert status(moved)["memoryUsage"]["sampledAt"] == "2026-01-01T00:30:00Z"
