@@ -150,3 +150,39 @@ def test_the_amd_hardware_provider_component_owns_the_device_config_and_the_elig
     assert patch.parent == provider.urn
     assert patch.name == "node-halo-amd-gpu-eligible"
     assert patch.inputs["metadata"]["labels"] == {"appliance.magicstick.dev/amd-gpu-eligible": "true"}
+
+
+def test_a_model_component_owns_its_kubeai_model_which_waits_for_its_runtime_profile(run_program):
+    from tests.planning.models.world import local_model, platform
+
+    run = run_program(*platform(), local_model("qwen2505bcpu"))
+    root = run.of_type("magicstick:index:Appliance")[0]
+    (component,) = run.of_type("magicstick:index:Model")
+    assert component.name == "qwen2505bcpu"
+    assert component.parent == root.urn
+    (model,) = run.of_type("kubernetes:kubeai.org/v1:Model")
+    assert model.parent == component.urn
+    assert model.name == "model-ai-qwen2505bcpu"
+    (profile,) = run.of_type("pulumi-python:dynamic/magicstick:RuntimeProfile")
+    assert profile.parent == root.urn
+    assert profile.urn in model.dependencies
+    assert model.inputs["spec"]["resourceProfile"] == f"{profile.inputs['profileName']}:1"
+    assert profile.inputs["profile"]["requests"]["memory"] == "4096Mi"
+
+
+def test_an_ollama_model_missing_its_alias_gets_an_alias_resource_on_the_model_server_port(run_program):
+    from tests.planning.models.world import catalog_publishing, local_model, observed_model, platform, pod
+
+    run = run_program(*platform(), local_model("m", engine="OLlama"), observed_model("m", ready=1, all_=1, engine="OLlama"), pod("m-0", "m"), catalog_publishing("m"))
+    (alias,) = run.of_type("pulumi-python:dynamic/magicstick:OllamaAlias")
+    assert alias.parent == run.of_type("magicstick:index:Model")[0].urn
+    assert (alias.inputs["pods"], alias.inputs["alias"], alias.inputs["port"]) == (["m-0"], "m:latest", 8000)
+
+
+def test_a_terminal_pod_gets_one_recovery_resource_per_attempt(run_program):
+    from tests.planning.models.world import local_model, observed_model, platform, pod
+
+    run = run_program(*platform(), local_model("m"), observed_model("m"), pod("m-0", "m", phase="Failed", ready=False))
+    (recovery,) = run.of_type("pulumi-python:dynamic/magicstick:PodRecovery")
+    assert recovery.name == "pod-recovery-ai-m-0-1"
+    assert (recovery.inputs["podUID"], recovery.inputs["resourceVersion"]) == ("pod-uid-m-0", "7")
