@@ -6,7 +6,7 @@ converged run writes nothing.
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import Field
 
@@ -91,4 +91,5 @@ class ApplianceStatus(ApiModel):
     observed_generation: int | None = None
     modules: dict[str, ModuleStatus] = Field(default_factory=dict)
     hardware_operators: dict[str, HardwareOperatorStatus] = Field(default_factory=dict)
+    instances: dict[str, dict[str, dict[str, Any]]] = Field(default_factory=dict)
     conditions: list[Condition] = Field(default_factory=list)

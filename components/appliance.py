@@ -9,6 +9,7 @@ import pulumi
 
 from components.dynamic import DynamicProviders, RuntimeProfile
 from components.hardware import HardwareProvider, HardwareProviderArgs
+from components.instance import AppInstance, AppInstanceArgs
 from components.model import Model, ModelArgs
 from components.module import Module, ModuleArgs
 from components.objects import declare
@@ -56,6 +57,9 @@ class Appliance(pulumi.ComponentResource):
                 continue
             needs = (profiles[outcome.cpu_profile.name],) if outcome.cpu_profile is not None else ()
             Model(outcome.activation, ModelArgs(outcome=outcome, providers=args.providers, access=args.access, depends_on=needs), opts=child)
+        for instance in plan.instances.outcomes:
+            if instance.objects:
+                AppInstance(instance.instance, AppInstanceArgs(outcome=instance), opts=child)
         if plan.models.external_models is not None:
             declare(plan.models.external_models, opts=child)
         for update in plan.statuses:

@@ -519,3 +519,15 @@ def _activation_outcomes(classified: _Classified, outcomes: dict[str, ModuleOutc
     for parsed, reason, message, module in classified.rejected:
         results.append(ActivationOutcome(activation=parsed, phase="Failed", reason=reason, message=message, module=module))
     return tuple(sorted(results, key=lambda r: r.activation.name))
+
+
+def waiting_on_modules(required: Iterable[str], modules: ModulePlan) -> tuple[str, Reason, str] | None:
+    """Why a requester cannot proceed yet, or None when every required module is Ready."""
+    outcomes = {name: modules.outcome(name) for name in required}
+    blocked = sorted(name for name, o in outcomes.items() if o is not None and o.phase in ("Disabled", "Failed"))
+    if blocked:
+        return "WaitingForModules", Reason.MODULE_DISABLED, f"Requires module {', '.join(blocked)}, which is disabled or rejected."
+    unready = sorted(name for name, o in outcomes.items() if o is None or o.phase != READY)
+    if unready:
+        return "WaitingForModules", Reason.WAITING_FOR_MODULES, f"Waiting for module {', '.join(unready)} to become ready."
+    return None

@@ -24,12 +24,13 @@ from planning.hardware.operators import (
 from planning.intent import read_intent
 from planning.labels import FIELD_MANAGER_ANNOTATION
 from planning.models.plan import ModelPlan, plan_models
-from planning.modules import ModulePlan, plan_modules
+from planning.instances.plan import InstancePlan, plan_instances
+from planning.modules import ModulePlan, appliance_source, plan_modules
 from planning.objects import DesiredObject, StatusUpdate
 from planning.requirements import requirements
 from planning.settings import PlanSettings
 from planning.snapshot import Snapshot
-from planning.status import appliance_status, module_activation_statuses, workload_statuses
+from planning.status import appliance_status, module_activation_statuses
 
 
 @dataclass(frozen=True)
@@ -48,6 +49,7 @@ class Plan:
     modules: ModulePlan
     hardware_providers: tuple[HardwareProviderPlan, ...]
     models: ModelPlan
+    instances: InstancePlan
     statuses: tuple[StatusUpdate, ...]
     hardware: Hardware
 
@@ -63,6 +65,7 @@ class Plan:
             + provider_objects
             + self.models.models
             + external
+            + self.instances.objects
         )
 
 
@@ -118,12 +121,22 @@ def plan(
         settings=settings,
         now=now,
     )
+    instances = plan_instances(
+        intent=intent,
+        requirements=needs,
+        modules=modules,
+        snapshot=snapshot,
+        catalogs=catalogs,
+        settings=settings,
+        source=appliance_source(intent),
+        now=now,
+    )
     statuses = list(module_activation_statuses(modules, now))
-    statuses += workload_statuses(intent, needs, modules, now)
+    statuses += instances.statuses
     statuses += models.statuses
     operators = hardware_operator_statuses(hardware=hardware, decisions=vendors, modules=modules, catalogs=catalogs)
     providers = _hardware_providers(hardware, vendors, modules, snapshot, catalogs, settings)
-    appliance = appliance_status(intent, modules, now, hardware_operators=operators)
+    appliance = appliance_status(intent, modules, now, hardware_operators=operators, instances=instances.summaries)
     if appliance is not None:
         statuses.append(appliance)
     return Plan(
@@ -131,6 +144,7 @@ def plan(
         modules=modules,
         hardware_providers=providers,
         models=models,
+        instances=instances,
         statuses=tuple(sorted(statuses, key=lambda s: (s.kind, s.namespace, s.name))),
         hardware=hardware,
     )

@@ -159,6 +159,32 @@ class OllamaObservation:
 
 
 @dataclass(frozen=True)
+class GenericObject:
+    """An object the program generates and reads back whole: HelmReleases and Gateway objects."""
+
+    api_version: str
+    kind: str
+    meta: ObjectMeta
+    spec: FrozenMap = field(default_factory=lambda: EMPTY)
+    status: FrozenMap = field(default_factory=lambda: EMPTY)
+    conditions: tuple[Condition, ...] = ()
+
+    def condition(self, condition_type: str) -> Condition | None:
+        return next((c for c in self.conditions if c.type == condition_type), None)
+
+
+GENERIC_KINDS = frozenset(
+    {
+        ("helm.toolkit.fluxcd.io/v2", "HelmRelease"),
+        ("gateway.networking.k8s.io/v1", "HTTPRoute"),
+        ("gateway.networking.k8s.io/v1beta1", "ReferenceGrant"),
+        ("gateway.networking.k8s.io/v1", "ReferenceGrant"),
+        ("gateway.envoyproxy.io/v1alpha1", "SecurityPolicy"),
+    }
+)
+
+
+@dataclass(frozen=True)
 class ConfigMap:
     meta: ObjectMeta
     data: FrozenMap = field(default_factory=lambda: EMPTY)
@@ -175,6 +201,7 @@ class Snapshot:
     config_maps: tuple[ConfigMap, ...] = ()
     models: tuple[KubeAIModel, ...] = ()
     pods: tuple[Pod, ...] = ()
+    generated: tuple[GenericObject, ...] = ()
     ollama: tuple[OllamaObservation, ...] = ()
     served_crds: frozenset[str] = field(default_factory=frozenset)
 
@@ -186,6 +213,12 @@ class Snapshot:
     def runtime_object(self, kind: str, namespace: str, name: str) -> RuntimeObject | None:
         return next(
             (obj for obj in self.of_kind(kind, namespace) if obj.meta.name == name),
+            None,
+        )
+
+    def generic(self, kind: str, namespace: str, name: str) -> GenericObject | None:
+        return next(
+            (o for o in self.generated if o.kind == kind and o.meta.namespace == namespace and o.meta.name == name),
             None,
         )
 
@@ -221,6 +254,7 @@ class Snapshot:
         config_maps: list[ConfigMap] = []
         models: list[KubeAIModel] = []
         pods: list[Pod] = []
+        generated: list[GenericObject] = []
         crds: set[str] = set()
         for index, raw in enumerate(_flatten(objects)):
             identity = _identity(raw, index)
@@ -251,6 +285,18 @@ class Snapshot:
                 node_features.append(NodeFeature(meta=meta, spec=_mapping(raw, "spec", identity)))
             elif api_version == KUBEAI_API_VERSION and kind == "Model":
                 models.append(_kubeai_model(raw, meta, identity))
+            elif (api_version, kind) in GENERIC_KINDS:
+                status = _mapping(raw, "status", identity)
+                generated.append(
+                    GenericObject(
+                        api_version=api_version,
+                        kind=kind,
+                        meta=meta,
+                        spec=_mapping(raw, "spec", identity),
+                        status=status,
+                        conditions=_conditions(status, identity),
+                    )
+                )
             elif api_version == "v1" and kind == "Pod":
                 pods.append(_pod(raw, meta, identity))
             elif api_version == "v1" and kind == "ConfigMap":
@@ -266,6 +312,7 @@ class Snapshot:
             config_maps=tuple(sorted(config_maps, key=_sort_key)),
             models=tuple(sorted(models, key=_sort_key)),
             pods=tuple(sorted(pods, key=_sort_key)),
+            generated=tuple(sorted(generated, key=lambda o: (o.kind, o.meta.namespace or "", o.meta.name))),
             ollama=tuple(sorted(ollama, key=lambda o: (o.namespace, o.pod))),
             served_crds=frozenset(crds),
         )

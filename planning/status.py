@@ -13,12 +13,12 @@ from typing import Any
 from api.meta import API_VERSION
 from api.status import ActivationStatus, ApplianceStatus, HardwareOperatorStatus, ModuleStatus
 from planning.conditions import READY, condition
-from planning.frozen import freeze
+from planning.frozen import freeze, thaw
 from planning.intent import Intent, Parsed
+from planning.instances.plan import InstanceSummary
 from planning.modules import ActivationOutcome, ModuleOutcome, ModulePlan
 from planning.objects import StatusUpdate
 from planning.reasons import Reason
-from planning.requirements import Requirement
 
 _FAILED_PHASES = frozenset({"Degraded", "Failed"})
 
@@ -76,73 +76,6 @@ def _module_activation_status(outcome: ActivationOutcome, now: datetime) -> Stat
     )
 
 
-def waiting_on_modules(required: Iterable[str], modules: ModulePlan) -> tuple[str, Reason, str] | None:
-    """Why a requester cannot proceed yet, or None when every required module is Ready."""
-    outcomes = {name: modules.outcome(name) for name in required}
-    blocked = sorted(name for name, o in outcomes.items() if o is not None and o.phase in ("Disabled", "Failed"))
-    if blocked:
-        return "WaitingForModules", Reason.MODULE_DISABLED, f"Requires module {', '.join(blocked)}, which is disabled or rejected."
-    unready = sorted(name for name, o in outcomes.items() if o is None or o.phase != READY)
-    if unready:
-        return "WaitingForModules", Reason.WAITING_FOR_MODULES, f"Waiting for module {', '.join(unready)} to become ready."
-    return None
-
-
-def workload_statuses(
-    intent: Intent,
-    requirements: tuple[Requirement, ...],
-    modules: ModulePlan,
-    now: datetime,
-) -> tuple[StatusUpdate, ...]:
-    """Status of AppInstances and ModelActivations as far as modules decide it.
-
-    Once every required module is Ready the object reports ModulesReady; creating its release
-    or model is the business of the instance and model planners.
-    """
-    by_requester = {r.requester: r for r in requirements}
-    updates: list[StatusUpdate] = []
-    for kind, objects in (("AppInstance", intent.app_instances),):
-        for parsed in objects:
-            if parsed.error is not None:
-                updates.append(
-                    _activation_status(parsed, phase="Failed", reason=Reason.INVALID_SPEC, message=str(parsed.error), now=now)
-                )
-                continue
-            if not parsed.enabled:
-                updates.append(
-                    _activation_status(parsed, phase="Disabled", reason=Reason.DISABLED, message=f"{kind} is disabled.", now=now)
-                )
-                continue
-            requirement = by_requester[f"{kind}/{parsed.name}"]
-            if requirement.problem is not None:
-                updates.append(
-                    _activation_status(
-                        parsed, phase="Failed", reason=requirement.problem, message=requirement.problem_message, now=now
-                    )
-                )
-                continue
-            waiting = waiting_on_modules(requirement.modules, modules)
-            if waiting is not None:
-                phase, reason, message = waiting
-                updates.append(
-                    _activation_status(
-                        parsed, phase=phase, reason=reason, message=message, now=now, **{"requiredModules": list(requirement.modules)}
-                    )
-                )
-            else:
-                updates.append(
-                    _activation_status(
-                        parsed,
-                        phase="Pending",
-                        reason=Reason.MODULES_READY,
-                        message="Every required module is ready.",
-                        now=now,
-                        **{"requiredModules": list(requirement.modules)},
-                    )
-                )
-    return tuple(updates)
-
-
 def _module_status(outcome: ModuleOutcome) -> ModuleStatus:
     return ModuleStatus(
         phase=outcome.phase,
@@ -153,12 +86,20 @@ def _module_status(outcome: ModuleOutcome) -> ModuleStatus:
     )
 
 
+def _instances(summaries: Iterable[InstanceSummary]) -> dict[str, dict[str, dict[str, Any]]]:
+    grouped: dict[str, dict[str, dict[str, Any]]] = {}
+    for summary in summaries:
+        grouped.setdefault(summary.application, {})[summary.name] = thaw(summary.status)
+    return {app: dict(sorted(entries.items())) for app, entries in sorted(grouped.items())}
+
+
 def appliance_status(
     intent: Intent,
     modules: ModulePlan,
     now: datetime,
     *,
     hardware_operators: Mapping[str, HardwareOperatorStatus],
+    instances: Iterable[InstanceSummary] = (),
 ) -> StatusUpdate | None:
     """Appliance/local.status: module map, aggregate phase and the Ready condition."""
     appliance = intent.appliance
@@ -183,6 +124,7 @@ def appliance_status(
         observed_generation=appliance.obj.meta.generation,
         modules={m.name: _module_status(m) for m in modules.modules},
         hardware_operators=dict(hardware_operators),
+        instances=_instances(instances),
         conditions=[
             condition(
                 previous_status=appliance.obj.status,

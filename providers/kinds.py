@@ -31,4 +31,13 @@ NODE_FEATURE = ResourceKind(group="nfd.k8s-sigs.io", version="v1alpha1", kind="N
 KUBEAI_MODEL = ResourceKind(group="kubeai.org", version="v1", kind="Model", plural="models", namespaced=True)
 POD = ResourceKind(group="", version="v1", kind="Pod", plural="pods", namespaced=True)
 
+HELM_RELEASE = ResourceKind(group="helm.toolkit.fluxcd.io", version="v2", kind="HelmRelease", plural="helmreleases", namespaced=True)
+HTTP_ROUTE = ResourceKind(group="gateway.networking.k8s.io", version="v1", kind="HTTPRoute", plural="httproutes", namespaced=True)
+REFERENCE_GRANT = ResourceKind(
+    group="gateway.networking.k8s.io", version="v1beta1", kind="ReferenceGrant", plural="referencegrants", namespaced=True
+)
+SECURITY_POLICY = ResourceKind(
+    group="gateway.envoyproxy.io", version="v1alpha1", kind="SecurityPolicy", plural="securitypolicies", namespaced=True
+)
+
 APPLIANCE_KINDS = {k.kind: k for k in (APPLIANCE, MODULE_ACTIVATION, MODEL_ACTIVATION, APP_INSTANCE, HOST_OPERATION, APPLIANCE_SETUP)}

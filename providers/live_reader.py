@@ -24,7 +24,9 @@ from providers.kinds import (
     APP_INSTANCE,
     CONFIG_MAP,
     CRD,
+    HELM_RELEASE,
     HOST_OPERATION,
+    HTTP_ROUTE,
     KUBEAI_MODEL,
     KUSTOMIZATION,
     MODEL_ACTIVATION,
@@ -32,6 +34,8 @@ from providers.kinds import (
     NODE,
     NODE_FEATURE,
     POD,
+    REFERENCE_GRANT,
+    SECURITY_POLICY,
 )
 from providers.kube import KubeAccess, KubeClient, KubeError, ResourceKind, open_client
 from providers.ollama import list_tags, memory_sample
@@ -60,13 +64,14 @@ MODEL_POD_SELECTOR = "model"
 def reads(system_namespace: str, model_namespaces: Iterable[str] = (DEFAULT_MODEL_NAMESPACE,)) -> tuple[Read, ...]:
     """Every LIST one observation makes, in a fixed order.
 
-    KubeAI Models and their Pods are read in each namespace a ModelActivation targets; their
-    number grows with namespaces, never with objects.
+    KubeAI Models, their Pods and ReferenceGrants are read in each namespace a ModelActivation
+    or an AppInstance targets; their number grows with namespaces, never with objects. The
+    Gateway routes and policies live in the system namespace, beside the shared Gateway.
     """
     per_namespace = tuple(
         read
         for namespace in sorted(set(model_namespaces))
-        for read in (Read(KUBEAI_MODEL, namespace), Read(POD, namespace, MODEL_POD_SELECTOR))
+        for read in (Read(KUBEAI_MODEL, namespace), Read(POD, namespace, MODEL_POD_SELECTOR), Read(REFERENCE_GRANT, namespace))
     )
     return (
         Read(CRD),
@@ -81,6 +86,9 @@ def reads(system_namespace: str, model_namespaces: Iterable[str] = (DEFAULT_MODE
         Read(KUSTOMIZATION, FLUX_NAMESPACE),
         Read(CONFIG_MAP, FLUX_NAMESPACE),
         Read(CONFIG_MAP, system_namespace),
+        Read(HELM_RELEASE, system_namespace),
+        Read(HTTP_ROUTE, system_namespace),
+        Read(SECURITY_POLICY, system_namespace),
     ) + per_namespace
 
 
@@ -107,10 +115,10 @@ def read_objects(client: KubeClient, plan: Iterable[Read]) -> list[dict[str, Any
 
 
 def model_namespaces(objects: Iterable[dict[str, Any]], system_namespace: str) -> tuple[str, ...]:
-    """The namespaces the ModelActivations of `system_namespace` target (default `ai`)."""
+    """The namespaces the ModelActivations and AppInstances of `system_namespace` target (default `ai`)."""
     found = {DEFAULT_MODEL_NAMESPACE}
     for obj in objects:
-        if obj.get("kind") == "ModelActivation" and obj["metadata"].get("namespace") == system_namespace:
+        if obj.get("kind") in ("ModelActivation", "AppInstance") and obj["metadata"].get("namespace") == system_namespace:
             target = (obj.get("spec") or {}).get("targetNamespace")
             if isinstance(target, str) and target:
                 found.add(target)
@@ -166,8 +174,10 @@ def _ready(pod: dict[str, Any]) -> bool:
 def read_live_objects(client: KubeClient, system_namespace: str) -> list[dict[str, Any]]:
     """Everything one observation LISTs: the fixed kinds first, then the model namespaces."""
     fixed = reads(system_namespace, ())
-    objects = read_objects(client, [r for r in fixed if r.kind not in (KUBEAI_MODEL, POD)])
-    per_namespace = [r for r in reads(system_namespace, model_namespaces(objects, system_namespace)) if r.kind in (KUBEAI_MODEL, POD)]
+    per_namespace_kinds = (KUBEAI_MODEL, POD, REFERENCE_GRANT)
+    objects = read_objects(client, [r for r in fixed if r.kind not in per_namespace_kinds])
+    targets = model_namespaces(objects, system_namespace)
+    per_namespace = [r for r in reads(system_namespace, targets) if r.kind in per_namespace_kinds]
     return objects + read_objects(client, per_namespace)
 
 

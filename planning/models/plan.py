@@ -29,14 +29,13 @@ from planning.models.kubeai import ACTIVATION_LABEL, CpuProfile, cpu_profile, ke
 from planning.models.lifecycle import Lifecycle, model_lifecycle
 from planning.models.recovery import TerminalPod
 from planning.models.resolve import ResolvedLocalModel, resolve_local
-from planning.modules import ModulePlan
+from planning.modules import ModulePlan, waiting_on_modules
 from planning.names import LABEL_VALUE_LIMIT, fit
 from planning.objects import DesiredObject, StatusUpdate
 from planning.reasons import Reason
 from planning.requirements import Requirement
 from planning.settings import PlanSettings
 from planning.snapshot import KubeAIModel, Snapshot
-from planning.status import waiting_on_modules
 
 MODEL_CATALOG_CONFIG_MAP = "magicstick-model-catalog"
 MODEL_CATALOG_KEY = "models.json"

@@ -794,7 +794,7 @@ def _child(node: Any, key: str) -> Any:
 
 def _established(client: httpx.Client, name: str) -> bool:
     crd = _checked(client.get(f"{_CRD_API}/{name}"))
-    conditions = crd.get("status", {}).get("conditions", [])
+    conditions = (crd.get("status") or {}).get("conditions") or []
     return any(c.get("type") == "Established" and c.get("status") == "True" for c in conditions)
 
 

@@ -66,6 +66,15 @@ def test_every_rendered_kubeai_model_validates_against_the_upstream_kubeai_schem
         assert len(model["metadata"]["name"]) <= 40
 
 
+@pytest.mark.parametrize("kind", ["helmrelease", "httproute", "referencegrant", "securitypolicy"])
+def test_every_rendered_instance_object_validates_against_its_upstream_schema(tmp_path, kind):
+    out = _render(tmp_path, None)
+    objects = [yaml.safe_load(p.read_text()) for p in sorted((out / "resources").glob(f"{kind}.*.yaml"))]
+    assert objects
+    for obj in objects:
+        assert upstream_registry().errors(obj) == [], obj["metadata"]["name"]
+
+
 def test_the_rendered_amd_device_config_validates_against_the_upstream_rocm_schema(tmp_path):
     out = _render(tmp_path, None)
     (device_config,) = [yaml.safe_load(p.read_text()) for p in (out / "resources").glob("deviceconfig.*.yaml")]

@@ -9,7 +9,19 @@ import pytest
 import yaml
 
 from api.crdgen import load_committed_crds
-from providers.kinds import APPLIANCE_KINDS, CONFIG_MAP, KUBEAI_MODEL, KUSTOMIZATION, NODE, NODE_FEATURE, POD
+from providers.kinds import (
+    APPLIANCE_KINDS,
+    CONFIG_MAP,
+    HELM_RELEASE,
+    HTTP_ROUTE,
+    KUBEAI_MODEL,
+    KUSTOMIZATION,
+    NODE,
+    NODE_FEATURE,
+    POD,
+    REFERENCE_GRANT,
+    SECURITY_POLICY,
+)
 from providers.kube import KubeAccess, KubeClient, open_client
 from tests.cluster.apiserver import ADMIN_USER, ClusterInfo, install_crds
 from tests.live.world import delete_all, ensure_namespace
@@ -45,6 +57,10 @@ def admin(admin_access: KubeAccess) -> Iterator[KubeClient]:
 def clean_shared_namespaces(own_crds: ClusterInfo, admin: KubeClient) -> None:
     """The shared namespaces hold none of the kinds the program reads, and there is no Node."""
     for namespace in SHARED_NAMESPACES:
-        delete_all(admin, [*APPLIANCE_KINDS.values(), KUSTOMIZATION, CONFIG_MAP, NODE_FEATURE, KUBEAI_MODEL, POD], namespace)
+        delete_all(
+            admin,
+            [*APPLIANCE_KINDS.values(), KUSTOMIZATION, CONFIG_MAP, NODE_FEATURE, KUBEAI_MODEL, POD, HELM_RELEASE, HTTP_ROUTE, REFERENCE_GRANT, SECURITY_POLICY],
+            namespace,
+        )
     for node in admin.list(NODE):
         admin.delete(NODE, node["metadata"]["name"])

@@ -20,6 +20,9 @@ def _role(*, with_kustomizations: bool) -> dict:
         {"apiGroups": ["apiextensions.k8s.io"], "resources": ["customresourcedefinitions"], "verbs": _READ},
         {"apiGroups": [""], "resources": ["nodes", "configmaps", "pods"], "verbs": _READ},
         {"apiGroups": ["kubeai.org"], "resources": ["models"], "verbs": _READ},
+        {"apiGroups": ["helm.toolkit.fluxcd.io"], "resources": ["helmreleases"], "verbs": _READ},
+        {"apiGroups": ["gateway.networking.k8s.io"], "resources": ["httproutes", "referencegrants"], "verbs": _READ},
+        {"apiGroups": ["gateway.envoyproxy.io"], "resources": ["securitypolicies"], "verbs": _READ},
         {"apiGroups": ["appliance.magicstick.dev"], "resources": ["*"], "verbs": _READ},
         {"apiGroups": ["nfd.k8s-sigs.io"], "resources": ["nodefeatures"], "verbs": _READ},
     ]

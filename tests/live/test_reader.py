@@ -13,7 +13,7 @@ from planning.snapshot import ObjectMeta, Snapshot
 from providers.kube import KubeAccess, KubeClient, ResourceKind, open_client
 from providers.live_reader import Read, SnapshotReadError, read_objects, read_snapshot, reads
 from providers.snapshot_file import read_snapshot_file
-from tests.cluster.apiserver import READER_USER, ClusterInfo
+from tests.cluster.apiserver import READER_USER, ClusterInfo, install_crds
 from tests.live.world import load
 from tests.planning.builders import appliance, cpu_model
 
@@ -43,7 +43,30 @@ def _comparable(snapshot: Snapshot, crds: frozenset[str]) -> Snapshot:
     )
 
 
-def test_the_live_snapshot_of_a_cluster_loaded_with_the_demo_equals_the_demo_file(clean_shared_namespaces, admin, admin_access):
+OPENCLAW_CRD = {
+    "apiVersion": "apiextensions.k8s.io/v1",
+    "kind": "CustomResourceDefinition",
+    "metadata": {"name": "openclawinstances.openclaw.rocks"},
+    "spec": {
+        "group": "openclaw.rocks",
+        "scope": "Namespaced",
+        "names": {"plural": "openclawinstances", "singular": "openclawinstance", "kind": "OpenClawInstance"},
+        "versions": [
+            {
+                "name": "v1alpha1",
+                "served": True,
+                "storage": True,
+                "schema": {"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": True}},
+            }
+        ],
+    },
+}
+"""What installing the OpenClaw operator module brings: the demo shows it served."""
+
+
+def test_the_live_snapshot_of_a_cluster_loaded_with_the_demo_equals_the_demo_file(clean_shared_namespaces, admin, admin_access, cluster, tmp_path):
+    (tmp_path / "openclaw-crd.yaml").write_text(yaml.safe_dump(OPENCLAW_CRD))
+    install_crds(cluster, [tmp_path / "openclaw-crd.yaml"])
     load(admin, _demo_objects())
     from_file = read_snapshot_file(DEMO)
     live = read_snapshot(admin_access, system_namespace="ai-system")

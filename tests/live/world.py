@@ -5,7 +5,20 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from providers.kinds import APPLIANCE_KINDS, CONFIG_MAP, CRD, KUBEAI_MODEL, KUSTOMIZATION, NODE, NODE_FEATURE, POD
+from providers.kinds import (
+    APPLIANCE_KINDS,
+    CONFIG_MAP,
+    CRD,
+    HELM_RELEASE,
+    HTTP_ROUTE,
+    KUBEAI_MODEL,
+    KUSTOMIZATION,
+    NODE,
+    NODE_FEATURE,
+    POD,
+    REFERENCE_GRANT,
+    SECURITY_POLICY,
+)
 from providers.kube import KubeClient, ResourceKind
 
 LOADER = "test-loader"
@@ -15,7 +28,21 @@ _SERVER_METADATA = ("uid", "resourceVersion", "generation", "creationTimestamp",
 DEVICE_CONFIG = ResourceKind(group="amd.com", version="v1alpha1", kind="DeviceConfig", plural="deviceconfigs", namespaced=True)
 _KINDS: dict[tuple[str, str], ResourceKind] = {
     (k.api_version, k.kind): k
-    for k in (*APPLIANCE_KINDS.values(), CONFIG_MAP, CRD, KUSTOMIZATION, NODE, NODE_FEATURE, DEVICE_CONFIG, KUBEAI_MODEL, POD)
+    for k in (
+        *APPLIANCE_KINDS.values(),
+        CONFIG_MAP,
+        CRD,
+        KUSTOMIZATION,
+        NODE,
+        NODE_FEATURE,
+        DEVICE_CONFIG,
+        KUBEAI_MODEL,
+        POD,
+        HELM_RELEASE,
+        HTTP_ROUTE,
+        REFERENCE_GRANT,
+        SECURITY_POLICY,
+    )
 }
 
 

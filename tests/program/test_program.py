@@ -186,3 +186,20 @@ def test_a_terminal_pod_gets_one_recovery_resource_per_attempt(run_program):
     (recovery,) = run.of_type("pulumi-python:dynamic/magicstick:PodRecovery")
     assert recovery.name == "pod-recovery-ai-m-0-1"
     assert (recovery.inputs["podUID"], recovery.inputs["resourceVersion"]) == ("pod-uid-m-0", "7")
+
+
+def test_an_app_instance_component_owns_its_release_routes_grant_and_policy(run_program):
+    from tests.planning.instances.test_instances import instance, platform
+
+    run = run_program(*platform("openclaw"), instance("openclaw-default", "openclaw"))
+    (component,) = run.of_type("magicstick:index:AppInstance")
+    assert component.name == "openclaw-default"
+    assert component.parent == run.of_type("magicstick:index:Appliance")[0].urn
+    (release,) = run.of_type("kubernetes:helm.toolkit.fluxcd.io/v2:HelmRelease")
+    (policy,) = run.of_type("kubernetes:gateway.envoyproxy.io/v1alpha1:SecurityPolicy")
+    routes = run.of_type("kubernetes:gateway.networking.k8s.io/v1:HTTPRoute")
+    (grant,) = run.of_type("kubernetes:gateway.networking.k8s.io/v1beta1:ReferenceGrant")
+    assert {r.parent for r in (release, policy, grant, *routes)} == {component.urn}
+    assert len(routes) == 3
+    assert all(policy.urn in route.dependencies for route in routes)
+    assert release.inputs["metadata"]["namespace"] == "ai-system"

@@ -1,0 +1,1 @@
+"""App instances: their HelmReleases, Gateway access objects and status. Pure."""

@@ -1,0 +1,403 @@
+"""Gateway access to an instance: hostnames, roles, sharing, fail-closed routes, policies."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Any
+
+import pytest
+
+from planning.frozen import thaw
+from planning.instances.access import (
+    ID_TOKEN_HEADER,
+    UNAUTHENTICATED_ANNOTATION,
+    AccessSettings,
+    InstanceAccess,
+    access_objects,
+    allowed_roles,
+    hostnames,
+    policy_accepted,
+    routes_accepted,
+)
+from planning.labels import FIELD_MANAGER_ANNOTATION
+from tests.planning.builders import CATALOGS
+from tests.support.crd_schema import upstream_registry
+
+SETTINGS = AccessSettings()
+FIELD_MANAGER = "magicstick"
+DOMAIN = "magicstick.example.com"
+LOCAL_DOMAIN = "magicstick.local"
+
+
+def access_for(application: str = "openclaw", *, instance: str | None = None, exposure: str = "localAndPublic", **overrides: Any) -> InstanceAccess:
+    entry = CATALOGS.applications.get(application)
+    instance = instance or f"{application}-default"
+    local, public = hostnames(instance_name="default", application=application, domain=DOMAIN, local_domain=LOCAL_DOMAIN, exposure=exposure)
+    fields: dict[str, Any] = {
+        "instance": instance,
+        "application": application,
+        "instance_name": "default",
+        "namespace": "ai",
+        "system_namespace": "ai-system",
+        "backend_service": entry.backend_service_for("default"),
+        "backend_port": entry.backend_port,
+        "callback_path": entry.callback_path_for(instance),
+        "local_host": local,
+        "public_host": public,
+        "dashboard_hosts": (f"dashboard.{LOCAL_DOMAIN}", f"dashboard.{DOMAIN}"),
+        "authentication": "sso",
+        "role": "user",
+        "sharing_mode": None,
+        "users": (),
+        "groups": (),
+        "guard_ready": False,
+    }
+    fields.update(overrides)
+    return InstanceAccess(**fields)
+
+
+def objects(access: InstanceAccess) -> list[dict[str, Any]]:
+    return [thaw(obj.body) for obj in access_objects(access, SETTINGS, field_manager=FIELD_MANAGER)]
+
+
+def of_kind(access: InstanceAccess, kind: str) -> list[dict[str, Any]]:
+    return [obj for obj in objects(access) if obj["kind"] == kind]
+
+
+def route(access: InstanceAccess, suffix: str) -> dict[str, Any]:
+    (found,) = [r for r in of_kind(access, "HTTPRoute") if r["metadata"]["name"].endswith(f"-{suffix}")]
+    return found
+
+
+def policy(access: InstanceAccess) -> dict[str, Any]:
+    (found,) = of_kind(access, "SecurityPolicy")
+    return found["spec"]
+
+
+def allow_rules(access: InstanceAccess) -> list[list[dict[str, Any]]]:
+    """The claims of every Allow rule, one list per rule."""
+    authorization = policy(access)["authorization"]
+    assert authorization["defaultAction"] == "Deny"
+    return [rule["principal"]["jwt"]["claims"] for rule in authorization.get("rules", ()) if rule["action"] == "Allow"]
+
+
+def claim(name: str, values: list[str], value_type: str = "StringArray") -> dict[str, Any]:
+    return {"name": name, "valueType": value_type, "values": values}
+
+
+USER_OR_HIGHER = claim("roles", ["admin", "operator", "user"])
+
+
+# Hostnames
+
+
+@pytest.mark.parametrize(
+    ("exposure", "expected"),
+    [
+        ("localAndPublic", ("default.openclaw.magicstick.local", "default.openclaw.magicstick.example.com")),
+        ("local", ("default.openclaw.magicstick.local", None)),
+    ],
+)
+def test_hostnames_are_derived_from_instance_application_and_domains(exposure, expected):
+    assert hostnames(instance_name="default", application="openclaw", domain=DOMAIN, local_domain=LOCAL_DOMAIN, exposure=exposure) == expected
+
+
+def test_an_unknown_exposure_is_refused():
+    with pytest.raises(ValueError, match="exposure"):
+        hostnames(instance_name="default", application="openclaw", domain=DOMAIN, local_domain=LOCAL_DOMAIN, exposure="public")
+
+
+def test_each_application_route_serves_its_own_derived_host():
+    access = access_for()
+    assert route(access, "local")["spec"]["hostnames"] == ["default.openclaw.magicstick.local"]
+    assert route(access, "public")["spec"]["hostnames"] == ["default.openclaw.magicstick.example.com"]
+
+
+def test_exposure_local_creates_no_public_route_and_the_policy_does_not_target_one():
+    access = access_for(exposure="local")
+    names = [r["metadata"]["name"] for r in of_kind(access, "HTTPRoute")]
+    assert names == ["openclaw-default-local", "openclaw-default-callback"]
+    assert all(DOMAIN not in host for r in of_kind(access, "HTTPRoute") if not r["metadata"]["name"].endswith("-callback") for host in r["spec"]["hostnames"])
+    assert [ref["name"] for ref in policy(access)["targetRefs"]] == names
+
+
+# Roles and sharing
+
+
+@pytest.mark.parametrize(
+    ("minimum", "allowed"),
+    [
+        ("viewer", ("admin", "operator", "user", "viewer")),
+        ("user", ("admin", "operator", "user")),
+        ("operator", ("admin", "operator")),
+        ("admin", ("admin",)),
+    ],
+)
+def test_a_minimum_role_allows_exactly_itself_and_every_higher_role(minimum, allowed):
+    assert allowed_roles(minimum) == allowed
+
+
+def test_an_unknown_role_is_refused():
+    with pytest.raises(ValueError, match="role"):
+        allowed_roles("superuser")
+
+
+@pytest.mark.parametrize("minimum", ["viewer", "user", "operator", "admin"])
+def test_without_sharing_one_rule_allows_the_inherited_roles_and_everything_else_is_denied(minimum):
+    assert allow_rules(access_for(role=minimum)) == [[claim("roles", list(allowed_roles(minimum)))]]
+
+
+def test_sharing_mode_all_keeps_role_based_access():
+    assert allow_rules(access_for(sharing_mode="all")) == [[USER_OR_HIGHER]]
+
+
+@pytest.mark.parametrize(
+    ("users", "groups", "expected"),
+    [
+        (("u-2", "u-1"), (), [[claim("sub", ["u-1", "u-2"], "String"), USER_OR_HIGHER]]),
+        ((), ("g-1",), [[claim("groups", ["g-1"]), USER_OR_HIGHER]]),
+        (("u-1",), ("g-1",), [[claim("sub", ["u-1"], "String"), USER_OR_HIGHER], [claim("groups", ["g-1"]), USER_OR_HIGHER]]),
+    ],
+    ids=["users", "groups", "users-and-groups"],
+)
+def test_selected_sharing_allows_only_listed_principals_who_also_hold_an_allowed_role(users, groups, expected):
+    assert allow_rules(access_for(sharing_mode="selected", users=users, groups=groups)) == expected
+
+
+def test_an_empty_selection_has_no_allow_rule_and_denies_everyone():
+    authorization = policy(access_for(sharing_mode="selected"))["authorization"]
+    assert authorization == {"defaultAction": "Deny"}
+
+
+@pytest.mark.parametrize(
+    "overrides",
+    [
+        {"authentication": "none", "sharing_mode": "selected", "users": ("u-1",)},
+        {"sharing_mode": "all", "users": ("u-1",)},
+        {"sharing_mode": None, "groups": ("g-1",)},
+        {"role": "superuser"},
+        {"dashboard_hosts": ()},
+    ],
+    ids=["selected-without-sso", "lists-with-mode-all", "lists-without-sharing", "unknown-role", "no-dashboard-host"],
+)
+def test_contradictory_access_inputs_are_refused(overrides):
+    with pytest.raises(ValueError):
+        access_for(**overrides)
+
+
+# Failing closed and reaching the backend
+
+
+def test_no_route_has_a_backend_until_the_guard_is_ready():
+    for r in of_kind(access_for(guard_ready=False), "HTTPRoute"):
+        assert all("backendRefs" not in rule for rule in r["spec"]["rules"]), r["metadata"]["name"]
+
+
+@pytest.mark.parametrize("application", ["openclaw", "hermes", "paperclip", "kubeopencode", "odysseus"])
+def test_once_the_guard_is_ready_every_route_reaches_the_instance_service_at_its_catalog_port(application):
+    entry = CATALOGS.applications.get(application)
+    expected = [{"group": "", "kind": "Service", "name": entry.backend_service_for("default"), "namespace": "ai", "port": entry.backend_port}]
+    for r in of_kind(access_for(application, guard_ready=True), "HTTPRoute"):
+        assert [rule["backendRefs"] for rule in r["spec"]["rules"]] == [expected], r["metadata"]["name"]
+
+
+def test_hermes_browser_routes_reach_the_dashboard_port_not_the_in_cluster_gateway_port():
+    ports = {ref["port"] for r in of_kind(access_for("hermes", guard_ready=True), "HTTPRoute") for rule in r["spec"]["rules"] for ref in rule["backendRefs"]}
+    assert ports == {9119}
+
+
+def test_the_security_policy_does_not_change_when_the_guard_becomes_ready():
+    assert policy(access_for(guard_ready=False)) == policy(access_for(guard_ready=True))
+
+
+def test_routes_live_in_the_gateway_namespace_and_attach_to_the_shared_gateway():
+    for r in of_kind(access_for(), "HTTPRoute"):
+        assert r["metadata"]["namespace"] == "ai-system"
+        assert r["spec"]["parentRefs"] == [{"group": "gateway.networking.k8s.io", "kind": "Gateway", "name": "magicstick", "namespace": "ai-system"}]
+
+
+# Timeouts and the callback route
+
+
+@pytest.mark.parametrize("suffix", ["local", "public"])
+def test_application_routes_match_every_path_without_a_total_request_timeout(suffix):
+    (rule,) = route(access_for(), suffix)["spec"]["rules"]
+    assert rule["matches"] == [{"path": {"type": "PathPrefix", "value": "/"}}]
+    assert rule["timeouts"] == {"request": "0s"}
+
+
+def test_the_callback_route_is_an_exact_instance_path_on_the_dashboard_hosts_with_a_bounded_timeout():
+    callback = route(access_for(), "callback")
+    assert callback["spec"]["hostnames"] == ["dashboard.magicstick.local", "dashboard.magicstick.example.com"]
+    (rule,) = callback["spec"]["rules"]
+    assert rule["matches"] == [{"path": {"type": "Exact", "value": "/oauth2/openclaw/openclaw-default/callback"}}]
+    assert rule["timeouts"] == {"request": "15s"}
+
+
+# ReferenceGrant
+
+
+def test_the_reference_grant_lets_gateway_routes_reach_only_the_instance_service():
+    (grant,) = of_kind(access_for(), "ReferenceGrant")
+    assert grant["metadata"]["namespace"] == "ai"
+    assert grant["spec"] == {
+        "from": [{"group": "gateway.networking.k8s.io", "kind": "HTTPRoute", "namespace": "ai-system"}],
+        "to": [{"group": "", "kind": "Service", "name": "default"}],
+    }
+
+
+def test_an_instance_in_the_gateway_namespace_needs_no_reference_grant():
+    assert of_kind(access_for(namespace="ai-system"), "ReferenceGrant") == []
+
+
+# The SecurityPolicy
+
+
+def test_one_security_policy_covers_every_route_of_the_instance():
+    access = access_for()
+    (found,) = of_kind(access, "SecurityPolicy")
+    assert found["metadata"]["namespace"] == "ai-system"
+    assert found["spec"]["targetRefs"] == [
+        {"group": "gateway.networking.k8s.io", "kind": "HTTPRoute", "name": name}
+        for name in ("openclaw-default-local", "openclaw-default-public", "openclaw-default-callback")
+    ]
+
+
+@pytest.mark.parametrize("authentication", ["sso", "none"])
+def test_the_fail_closed_guard_names_the_instance_whatever_the_authentication(authentication):
+    guard = policy(access_for(authentication=authentication))["extAuth"]
+    assert guard["failOpen"] is False
+    assert guard["http"]["backendRefs"] == [{"group": "", "kind": "Service", "name": "magicstick-access-guard", "namespace": "ai-system", "port": 8080}]
+    assert guard["http"]["path"] == "/instances/ai-system/openclaw-default"
+
+
+def test_single_sign_on_uses_the_shared_client_and_returns_to_the_instance_callback_path():
+    oidc = policy(access_for())["oidc"]
+    assert oidc["provider"] == {"issuer": SETTINGS.oidc_issuer}
+    assert oidc["clientID"] == "magicstick-apps"
+    assert oidc["clientSecret"]["name"] == "magicstick-oidc-client"
+    assert oidc["redirectURL"] == "https://%REQ(:authority)%/oauth2/openclaw/openclaw-default/callback"
+    assert oidc["logoutPath"] == "/oauth2/openclaw/openclaw-default/logout"
+
+
+def test_the_jwt_provider_verifies_the_id_token_that_oidc_forwards():
+    spec = policy(access_for())
+    (provider,) = spec["jwt"]["providers"]
+    assert spec["oidc"]["forwardIDToken"] == {"header": ID_TOKEN_HEADER}
+    assert provider["extractFrom"] == {"headers": [{"name": ID_TOKEN_HEADER}]}
+    assert provider["issuer"] == SETTINGS.oidc_issuer
+    assert provider["audiences"] == ["magicstick-apps"]
+    assert provider["remoteJWKS"] == {"uri": f"{SETTINGS.oidc_issuer}/protocol/openid-connect/certs"}
+    rules = spec["authorization"]["rules"]
+    assert {rule["principal"]["jwt"]["provider"] for rule in rules} == {provider["name"]}
+
+
+def test_authentication_none_keeps_only_the_guard_and_marks_every_object_unauthenticated():
+    access = access_for(authentication="none")
+    assert set(policy(access)) == {"targetRefs", "extAuth"}
+    for obj in objects(access):
+        assert "explicitly" in obj["metadata"]["annotations"][UNAUTHENTICATED_ANNOTATION], obj["kind"]
+
+
+def test_single_sign_on_objects_carry_no_unauthenticated_annotation():
+    assert all(UNAUTHENTICATED_ANNOTATION not in obj["metadata"]["annotations"] for obj in objects(access_for()))
+
+
+# Identity, labels, conformance, determinism
+
+
+def test_every_object_is_labelled_annotated_and_named_after_its_kind_namespace_and_name():
+    for obj in access_objects(access_for(), SETTINGS, field_manager=FIELD_MANAGER):
+        metadata = thaw(obj.body["metadata"])
+        assert obj.logical_name == f"{obj.kind.lower()}-{obj.namespace}-{obj.name}"
+        assert (metadata["name"], metadata["namespace"]) == (obj.name, obj.namespace)
+        assert metadata["labels"] == {"app.kubernetes.io/managed-by": "magicstick", "appliance.magicstick.dev/app-instance": "openclaw-default"}
+        assert metadata["annotations"][FIELD_MANAGER_ANNOTATION] == FIELD_MANAGER
+
+
+def test_long_instance_names_are_fitted_and_stay_distinct():
+    first = access_for(instance="openclaw-" + "a" * 70 + "-one")
+    second = access_for(instance="openclaw-" + "a" * 70 + "-two")
+    names_first = {obj["metadata"]["name"] for obj in objects(first)}
+    names_second = {obj["metadata"]["name"] for obj in objects(second)}
+    assert all(len(name) <= 63 for name in names_first | names_second)
+    assert not names_first & names_second
+    assert all(len(value) <= 63 for obj in objects(first) for value in obj["metadata"]["labels"].values())
+
+
+CONFORMANCE_CASES = {
+    "sso-closed": {},
+    "sso-open": {"guard_ready": True},
+    "local-only": {"exposure": "local", "guard_ready": True},
+    "none": {"authentication": "none", "guard_ready": True},
+    "sharing-all": {"sharing_mode": "all"},
+    "sharing-selected": {"sharing_mode": "selected", "users": ("u-1",), "groups": ("g-1", "g-2")},
+    "sharing-empty": {"sharing_mode": "selected"},
+    "same-namespace": {"namespace": "ai-system", "guard_ready": True},
+}
+
+
+@pytest.mark.parametrize("application", ["openclaw", "hermes", "paperclip", "kubeopencode", "odysseus"])
+@pytest.mark.parametrize("case", sorted(CONFORMANCE_CASES))
+def test_every_generated_object_validates_against_the_upstream_schemas(application, case):
+    for obj in objects(access_for(application, **CONFORMANCE_CASES[case])):
+        assert upstream_registry().errors(obj) == [], f"{obj['kind']}/{obj['metadata']['name']}"
+
+
+def test_the_same_inputs_give_the_same_objects_and_list_order_does_not_matter():
+    first = access_for(sharing_mode="selected", users=("u-2", "u-1"), groups=("g-2", "g-1"), guard_ready=True)
+    second = replace(first, users=("u-1", "u-2"), groups=("g-1", "g-2"))
+    assert access_objects(first, SETTINGS, field_manager=FIELD_MANAGER) == access_objects(first, SETTINGS, field_manager=FIELD_MANAGER)
+    assert objects(first) == objects(second)
+
+
+# Acceptance
+
+
+def condition(status: str = "True", generation: int | None = None) -> dict[str, Any]:
+    found: dict[str, Any] = {"type": "Accepted", "status": status, "reason": "Accepted"}
+    if generation is not None:
+        found["observedGeneration"] = generation
+    return found
+
+
+GATEWAY_REF = {"group": "gateway.networking.k8s.io", "kind": "Gateway", "name": "magicstick", "namespace": "ai-system"}
+
+
+@pytest.mark.parametrize(
+    ("status", "accepted"),
+    [
+        ({}, False),
+        ({"ancestors": []}, False),
+        ({"ancestors": [{"ancestorRef": GATEWAY_REF, "conditions": []}]}, False),
+        ({"ancestors": [{"ancestorRef": GATEWAY_REF, "conditions": [condition("False")]}]}, False),
+        ({"ancestors": [{"ancestorRef": GATEWAY_REF, "conditions": [condition()]}]}, True),
+        ({"ancestors": [{"ancestorRef": GATEWAY_REF, "conditions": [condition()]}, {"ancestorRef": GATEWAY_REF, "conditions": [condition("False")]}]}, False),
+        ({"ancestors": [{"ancestorRef": GATEWAY_REF, "conditions": [{"type": "ResolvedRefs", "status": "True"}]}]}, False),
+    ],
+    ids=["no-status", "no-ancestor", "no-condition", "rejected", "accepted", "one-ancestor-rejected", "only-other-conditions"],
+)
+def test_a_security_policy_is_accepted_only_when_every_ancestor_accepts_it(status, accepted):
+    assert policy_accepted(status) is accepted
+
+
+@pytest.mark.parametrize(
+    ("status", "accepted"),
+    [
+        ({}, False),
+        ({"parents": []}, False),
+        ({"parents": [{"parentRef": GATEWAY_REF, "conditions": [condition("False")]}]}, False),
+        ({"parents": [{"parentRef": GATEWAY_REF, "conditions": [condition()]}]}, True),
+        ({"parents": [{"parentRef": GATEWAY_REF, "conditions": [condition()]}, {"parentRef": GATEWAY_REF, "conditions": []}]}, False),
+    ],
+    ids=["no-status", "no-parent", "rejected", "accepted", "one-parent-without-conditions"],
+)
+def test_a_route_is_accepted_only_when_every_parent_accepts_it(status, accepted):
+    assert routes_accepted(status) is accepted
+
+
+@pytest.mark.parametrize(("observed", "accepted"), [(None, True), (3, True), (2, False)])
+def test_an_acceptance_recorded_for_an_older_generation_does_not_count(observed, accepted):
+    status = {"ancestors": [{"ancestorRef": GATEWAY_REF, "conditions": [condition(generation=observed)]}]}
+    assert policy_accepted(status, generation=3) is accepted
+    assert routes_accepted({"parents": [{"parentRef": GATEWAY_REF, "conditions": [condition(generation=observed)]}]}, generation=3) is accepted

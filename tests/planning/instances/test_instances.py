@@ -1,0 +1,201 @@
+"""App instances: HelmReleases, hostnames, access guard, status and removal."""
+
+from __future__ import annotations
+
+from planning.frozen import thaw
+from planning.instances.plan import GATEWAY_CRDS, HELM_RELEASE_CRD
+from tests.planning.builders import CATALOGS, activation, appliance, crd, plan_of, ready_modules, runtime, status_of
+from tests.support.crd_schema import upstream_registry
+
+PAPERCLIP_VALUES = {
+    "name": "default",
+    "model": "qwen3635b",
+    "agentExecution": {
+        "defaultModel": "litellm/qwen3635b",
+        "maxConcurrentAgents": 2,
+        "openCode": {"enabled": True},
+        "openClaw": {"enabled": False, "instanceRef": ""},
+        "hermes": {"enabled": False, "instanceRef": ""},
+    },
+}
+
+
+def instance(name: str, application: str, values: dict | None = None, **spec) -> dict:
+    body = {"application": application, "values": values if values is not None else {"name": "default", "model": "CHANGEME_MODEL"}}
+    body.update(spec)
+    return runtime("AppInstance", name, body)
+
+
+def platform(application: str, *, crds: bool = True) -> list[dict]:
+    entry = CATALOGS.applications.get(application)
+    modules = set(entry.required_modules) | set(CATALOGS.applications.common_modules)
+    for name in list(modules):
+        modules |= set(CATALOGS.modules.get(name).depends_on)
+    objects = [appliance(source={"kind": "GitRepository", "name": "magicstick-public", "namespace": "flux-system"}), *ready_modules(*sorted(modules))]
+    if crds:
+        objects += [crd(n) for n in (*entry.required_crds, *GATEWAY_CRDS, HELM_RELEASE_CRD)]
+    return objects
+
+
+def objects_of(result, name: str) -> dict[str, list]:
+    found: dict[str, list] = {}
+    for outcome in result.instances.outcomes:
+        if outcome.instance == name:
+            for obj in outcome.objects:
+                found.setdefault(obj.kind, []).append(obj)
+    return found
+
+
+def helm_release_of(result, name: str):
+    return objects_of(result, name)["HelmRelease"][0]
+
+
+def ready_release(name: str, status: str = "True", reason: str = "InstallSucceeded", message: str = "Helm install succeeded") -> dict:
+    return {
+        "apiVersion": "helm.toolkit.fluxcd.io/v2",
+        "kind": "HelmRelease",
+        "metadata": {"name": name, "namespace": "ai-system", "labels": {"app.kubernetes.io/managed-by": "magicstick", "appliance.magicstick.dev/app-instance": name}},
+        "spec": {},
+        "status": {"conditions": [{"type": "Ready", "status": status, "reason": reason, "message": message}]},
+    }
+
+
+def accepted(policy) -> dict:
+    """A SecurityPolicy as Envoy Gateway shows it once it accepted the planned spec."""
+    body = thaw(policy.body)
+    body["metadata"]["generation"] = 1
+    body["status"] = {
+        "ancestors": [
+            {
+                "ancestorRef": {"group": "gateway.networking.k8s.io", "kind": "Gateway", "name": "magicstick", "namespace": "ai-system"},
+                "controllerName": "gateway.envoyproxy.io/gatewayclass-controller",
+                "conditions": [{"type": "Accepted", "status": "True", "reason": "Accepted", "message": "Policy has been accepted.", "lastTransitionTime": "2026-01-01T00:00:00Z", "observedGeneration": 1}],
+            }
+        ]
+    }
+    return body
+
+
+def test_an_instance_gets_one_helm_release_in_the_system_namespace_targeting_its_namespace():
+    result = plan_of(*platform("openclaw"), instance("openclaw-default", "openclaw"))
+    release = thaw(helm_release_of(result, "openclaw-default").body)
+    assert release["metadata"]["namespace"] == "ai-system"
+    assert release["spec"]["targetNamespace"] == "ai"
+    chart = release["spec"]["chart"]["spec"]
+    assert chart["chart"] == CATALOGS.applications.get("openclaw").chart
+    assert chart["sourceRef"] == {"kind": "GitRepository", "name": "magicstick-public", "namespace": "flux-system"}
+    assert upstream_registry().errors(release) == []
+
+
+def test_paperclip_values_reach_the_release_with_agent_execution():
+    result = plan_of(*platform("paperclip"), instance("paperclip-default", "paperclip", PAPERCLIP_VALUES))
+    assert thaw(helm_release_of(result, "paperclip-default").body["spec"]["values"]) == PAPERCLIP_VALUES
+
+
+def test_a_disabled_required_module_is_never_overridden_and_no_release_is_created():
+    result = plan_of(*platform("openclaw"), activation("openclaw-operator", enabled=False), instance("openclaw-default", "openclaw"))
+    assert objects_of(result, "openclaw-default") == {}
+    status = status_of(result, "AppInstance", "openclaw-default")
+    assert status["phase"] == "WaitingForModules"
+    assert "openclaw-operator" in status["message"]
+
+
+def test_a_missing_crd_waits_and_creates_no_release():
+    result = plan_of(*platform("openclaw", crds=False), instance("openclaw-default", "openclaw"))
+    assert objects_of(result, "openclaw-default") == {}
+    status = status_of(result, "AppInstance", "openclaw-default")
+    assert status["phase"] == "WaitingForCRD"
+    assert "httproutes.gateway.networking.k8s.io" in status["message"]
+
+
+def test_defaults_are_namespace_ai_single_sign_on_role_user_and_both_hostnames():
+    result = plan_of(*platform("openclaw"), instance("openclaw-default", "openclaw"))
+    status = status_of(result, "AppInstance", "openclaw-default")
+    assert status["namespace"] == "ai"
+    assert status["authentication"] == "sso"
+    assert status["url"] == "http://default.openclaw.magicstick.local/"
+    hosts = {h for route in objects_of(result, "openclaw-default")["HTTPRoute"] for h in route.body["spec"]["hostnames"]}
+    assert {"default.openclaw.magicstick.local", "default.openclaw.magicstick.example.com"} <= hosts
+
+
+def test_exposure_local_omits_the_public_hostname():
+    result = plan_of(*platform("openclaw"), instance("openclaw-default", "openclaw", access={"exposure": "local"}))
+    hosts = {h for route in objects_of(result, "openclaw-default")["HTTPRoute"] for h in route.body["spec"]["hostnames"]}
+    assert "default.openclaw.magicstick.example.com" not in hosts
+    assert "default.openclaw.magicstick.local" in hosts
+
+
+def test_routes_have_no_backend_until_the_guard_policies_are_accepted():
+    first = plan_of(*platform("openclaw"), instance("openclaw-default", "openclaw"))
+    routes = objects_of(first, "openclaw-default")["HTTPRoute"]
+    assert all("backendRefs" not in rule for route in routes for rule in route.body["spec"]["rules"])
+    assert status_of(first, "AppInstance", "openclaw-default")["accessGuardReady"] is False
+
+    policies = [accepted(p) for p in objects_of(first, "openclaw-default")["SecurityPolicy"]]
+    second = plan_of(*platform("openclaw"), instance("openclaw-default", "openclaw"), *policies)
+    assert status_of(second, "AppInstance", "openclaw-default")["accessGuardReady"] is True
+    backends = [ref for route in objects_of(second, "openclaw-default")["HTTPRoute"] for rule in route.body["spec"]["rules"] for ref in rule.get("backendRefs", ())]
+    assert backends and all(ref["port"] == CATALOGS.applications.get("openclaw").backend_port for ref in backends)
+
+
+def test_a_policy_accepted_for_an_older_spec_does_not_open_the_routes():
+    first = plan_of(*platform("openclaw"), instance("openclaw-default", "openclaw"))
+    stale = [accepted(p) for p in objects_of(first, "openclaw-default")["SecurityPolicy"]]
+    stale[0]["spec"] = {**stale[0]["spec"], "targetRefs": []}
+    result = plan_of(*platform("openclaw"), instance("openclaw-default", "openclaw"), *stale)
+    assert status_of(result, "AppInstance", "openclaw-default")["accessGuardReady"] is False
+
+
+def test_hermes_routes_reach_its_dashboard_port():
+    first = plan_of(*platform("hermes"), instance("hermes-default", "hermes"))
+    policies = [accepted(p) for p in objects_of(first, "hermes-default")["SecurityPolicy"]]
+    result = plan_of(*platform("hermes"), instance("hermes-default", "hermes"), *policies)
+    ports = {ref["port"] for route in objects_of(result, "hermes-default")["HTTPRoute"] for rule in route.body["spec"]["rules"] for ref in rule.get("backendRefs", ())}
+    assert ports == {9119}
+
+
+def test_the_instance_is_ready_when_its_helm_release_is_ready_and_reports_it_in_the_appliance():
+    result = plan_of(*platform("openclaw"), instance("openclaw-default", "openclaw"), ready_release("openclaw-default"))
+    status = status_of(result, "AppInstance", "openclaw-default")
+    assert status["phase"] == "Ready"
+    assert (status["kind"], status["name"], status["namespace"]) == ("OpenClawInstance", "default", "ai")
+    summary = status_of(result, "Appliance", "local")["instances"]["openclaw"]["default"]
+    assert summary == {"phase": "Ready", "namespace": "ai", "kind": "OpenClawInstance", "name": "default", "url": "http://default.openclaw.magicstick.local/", "message": status["message"]}
+
+
+def test_a_failed_helm_release_makes_the_instance_degraded_with_its_message():
+    failing = ready_release("openclaw-default", "False", "InstallFailed", "chart render failed")
+    status = status_of(plan_of(*platform("openclaw"), instance("openclaw-default", "openclaw"), failing), "AppInstance", "openclaw-default")
+    assert status["phase"] == "Degraded"
+    assert "chart render failed" in status["message"]
+
+
+def test_authentication_none_is_honoured_only_when_explicit_and_the_status_says_so():
+    result = plan_of(*platform("openclaw"), instance("openclaw-default", "openclaw", access={"authentication": "none"}))
+    status = status_of(result, "AppInstance", "openclaw-default")
+    assert status["authentication"] == "none"
+    assert "explicitly" in status["unauthenticated"]
+    default = status_of(plan_of(*platform("openclaw"), instance("openclaw-default", "openclaw")), "AppInstance", "openclaw-default")
+    assert default["authentication"] == "sso" and "unauthenticated" not in default
+
+
+def test_a_disabled_instance_has_no_release_and_no_gateway_objects():
+    result = plan_of(*platform("openclaw"), instance("openclaw-default", "openclaw", enabled=False))
+    assert objects_of(result, "openclaw-default") == {}
+    assert status_of(result, "AppInstance", "openclaw-default")["phase"] == "Disabled"
+
+
+def test_an_invalid_edit_keeps_the_release_as_it_was():
+    observed = ready_release("openclaw-default")
+    observed["spec"] = {"interval": "10m0s", "chart": {"spec": {"chart": "./kept", "sourceRef": {"kind": "GitRepository", "name": "flux-system"}}}}
+    broken = instance("openclaw-default", "openclaw", access={"role": "superuser"})
+    result = plan_of(*platform("openclaw"), broken, observed)
+    assert thaw(helm_release_of(result, "openclaw-default").body["spec"]) == observed["spec"]
+    assert status_of(result, "AppInstance", "openclaw-default")["reason"] == "InvalidSpec"
+
+
+def test_every_rendered_gateway_object_validates_against_the_upstream_schemas():
+    result = plan_of(*platform("paperclip"), instance("paperclip-default", "paperclip", PAPERCLIP_VALUES))
+    for objects in objects_of(result, "paperclip-default").values():
+        for obj in objects:
+            assert upstream_registry().errors(thaw(obj.body)) == [], obj.identity
