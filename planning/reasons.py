@@ -21,3 +21,4 @@ class Reason(StrEnum):
     KEPT_AS_APPLIED = "KeptAsLastApplied"
     MODULES_READY = "ModulesReady"
     MODULES_DEGRADED = "ModulesDegraded"
+    WAITING_FOR_INSTANCES = "WaitingForInstances"

@@ -101,13 +101,19 @@ def appliance_status(
     hardware_operators: Mapping[str, HardwareOperatorStatus],
     instances: Iterable[InstanceSummary] = (),
 ) -> StatusUpdate | None:
-    """Appliance/local.status: module map, aggregate phase and the Ready condition."""
+    """Appliance/local.status: module and instance maps, hardware, aggregate phase, Ready condition.
+
+    Ready needs every enabled module Ready and every enabled instance Ready; a failing module
+    makes the appliance Degraded.
+    """
     appliance = intent.appliance
     if appliance is None:
         return None
+    summaries = tuple(instances)
     active = [m for m in modules.modules if m.phase != "Disabled"]
     failing = sorted(m.name for m in active if m.phase in _FAILED_PHASES)
     waiting = sorted(m.name for m in active if m.phase != READY and m.phase not in _FAILED_PHASES)
+    unready_instances = sorted(f"{i.application}/{i.name}" for i in summaries if i.status.get("phase") != READY)
     if appliance.error is not None:
         phase, ready, reason, message = "Degraded", False, Reason.INVALID_SPEC, str(appliance.error)
     elif failing:
@@ -116,6 +122,9 @@ def appliance_status(
     elif waiting:
         phase, ready, reason = "Reconciling", False, Reason.WAITING_FOR_MODULES
         message = f"Waiting for {', '.join(waiting)} to become ready."
+    elif unready_instances:
+        phase, ready, reason = "Reconciling", False, Reason.WAITING_FOR_INSTANCES
+        message = f"Waiting for {', '.join(unready_instances)} to become ready."
     else:
         phase, ready, reason = "Ready", True, Reason.READY
         message = f"All {len(active)} enabled modules are ready."
@@ -124,7 +133,7 @@ def appliance_status(
         observed_generation=appliance.obj.meta.generation,
         modules={m.name: _module_status(m) for m in modules.modules},
         hardware_operators=dict(hardware_operators),
-        instances=_instances(instances),
+        instances=_instances(summaries),
         conditions=[
             condition(
                 previous_status=appliance.obj.status,

@@ -199,3 +199,12 @@ def test_every_rendered_gateway_object_validates_against_the_upstream_schemas():
     for objects in objects_of(result, "paperclip-default").values():
         for obj in objects:
             assert upstream_registry().errors(thaw(obj.body)) == [], obj.identity
+
+
+def test_the_appliance_waits_for_its_instances_once_its_modules_are_ready():
+    result = plan_of(*platform("openclaw"), instance("openclaw-default", "openclaw"))
+    condition = status_of(result, "Appliance", "local")["conditions"][0]
+    assert (condition["status"], condition["reason"]) == ("False", "WaitingForInstances")
+    assert condition["message"] == "Waiting for openclaw/default to become ready."
+    ready = plan_of(*platform("openclaw"), instance("openclaw-default", "openclaw"), ready_release("openclaw-default"))
+    assert status_of(ready, "Appliance", "local")["phase"] == "Ready"
