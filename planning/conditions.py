@@ -6,6 +6,11 @@ from collections.abc import Mapping
 from datetime import datetime, timezone
 from typing import Any
 
+from api.meta import API_VERSION
+from planning.frozen import freeze
+from planning.intent import Parsed
+from planning.objects import StatusUpdate
+
 READY = "Ready"
 
 
@@ -41,3 +46,33 @@ def condition(
         "message": message,
         "lastTransitionTime": since,
     }
+
+
+def status_update(
+    parsed: Parsed[Any],
+    *,
+    phase: str,
+    reason: str,
+    message: str,
+    now: datetime,
+    extra: Mapping[str, Any] | None = None,
+) -> StatusUpdate:
+    """The status of one runtime object: phase, reason, message, observedGeneration, the Ready
+    condition, and kind-specific fields (None values left out)."""
+    status: dict[str, Any] = {
+        "phase": phase,
+        "reason": reason,
+        "message": message,
+        "observedGeneration": parsed.obj.meta.generation,
+        "conditions": [
+            condition(previous_status=parsed.obj.status, condition_type=READY, status=phase == READY, reason=reason, message=message, now=now)
+        ],
+    }
+    status.update({key: value for key, value in (extra or {}).items() if value is not None})
+    return StatusUpdate(
+        api_version=API_VERSION,
+        kind=parsed.obj.kind,
+        namespace=parsed.obj.meta.namespace or "",
+        name=parsed.name,
+        status=freeze(status),
+    )

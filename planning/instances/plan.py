@@ -19,7 +19,7 @@ from typing import Any
 from api.instances import authentication_is_explicit
 from api.meta import API_VERSION
 from catalogs import Catalogs
-from planning.conditions import READY, condition
+from planning.conditions import READY, status_update
 from planning.frozen import freeze, thaw
 from planning.instances.access import AccessSettings, InstanceAccess, access_objects, hostnames, policy_accepted
 from planning.instances.releases import INSTANCE_LABEL, helm_release
@@ -89,22 +89,6 @@ def _as_observed(obj: GenericObject) -> DesiredObject:
     )
 
 
-def _status(parsed: Parsed[Any], *, phase: str, reason: str, message: str, now: datetime, extra: Mapping[str, Any] | None = None) -> StatusUpdate:
-    status: dict[str, Any] = {
-        "phase": phase,
-        "reason": reason,
-        "message": message,
-        "observedGeneration": parsed.obj.meta.generation,
-        "conditions": [
-            condition(previous_status=parsed.obj.status, condition_type=READY, status=phase == READY, reason=reason, message=message, now=now)
-        ],
-    }
-    for key, value in (extra or {}).items():
-        if value is not None:
-            status[key] = value
-    return StatusUpdate(api_version=API_VERSION, kind="AppInstance", namespace=parsed.obj.meta.namespace or "", name=parsed.name, status=freeze(status))
-
-
 def _guard_ready(desired: tuple[DesiredObject, ...], snapshot: Snapshot) -> bool:
     """Every SecurityPolicy of the instance exists as planned and is accepted for its generation."""
     policies = [o for o in desired if o.kind == "SecurityPolicy"]
@@ -135,15 +119,15 @@ def plan_instances(
     summaries: list[InstanceSummary] = []
     for parsed in intent.app_instances:
         if parsed.error is not None:
-            statuses.append(_status(parsed, phase="Failed", reason=Reason.INVALID_SPEC, message=str(parsed.error), now=now))
+            statuses.append(status_update(parsed, phase="Failed", reason=Reason.INVALID_SPEC, message=str(parsed.error), now=now))
             outcomes.append(InstanceOutcome(parsed.name, _kept(snapshot, parsed.name)))
             continue
         if not parsed.enabled:
-            statuses.append(_status(parsed, phase="Disabled", reason=Reason.DISABLED, message="AppInstance is disabled; its release and routes are removed.", now=now))
+            statuses.append(status_update(parsed, phase="Disabled", reason=Reason.DISABLED, message="AppInstance is disabled; its release and routes are removed.", now=now))
             continue
         requirement = by_requester[f"AppInstance/{parsed.name}"]
         if requirement.problem is not None:
-            statuses.append(_status(parsed, phase="Failed", reason=requirement.problem, message=requirement.problem_message, now=now))
+            statuses.append(status_update(parsed, phase="Failed", reason=requirement.problem, message=requirement.problem_message, now=now))
             outcomes.append(InstanceOutcome(parsed.name, _kept(snapshot, parsed.name)))
             continue
         outcome, status, summary = _instance(parsed, requirement, modules, snapshot, catalogs, settings, source, now, access_settings)
@@ -179,7 +163,7 @@ def _instance(parsed, requirement, modules, snapshot, catalogs, settings, source
         extra["unauthenticated"] = "explicitly requested by spec.access.authentication: none"
 
     def done(phase: str, reason: str, message: str, objects: tuple[DesiredObject, ...] = ()):
-        status = _status(parsed, phase=phase, reason=reason, message=message, now=now, extra=extra)
+        status = status_update(parsed, phase=phase, reason=reason, message=message, now=now, extra=extra)
         summary = InstanceSummary(
             application=application.name,
             name=instance_name,

@@ -20,7 +20,7 @@ from api.hostoperations import TERMINAL_PHASES as HOST_TERMINAL_PHASES
 from api.meta import API_VERSION
 from api.validation import SpecError
 from catalogs import Catalogs
-from planning.conditions import READY, condition, rfc3339
+from planning.conditions import READY, rfc3339, status_update
 from planning.frozen import freeze
 from planning.hardware.capacity import AcceleratorCapacity, published_resource
 from planning.intent import Intent, Parsed
@@ -122,22 +122,6 @@ def _observed_model(snapshot: Snapshot, parsed: Parsed[Any]) -> KubeAIModel | No
     )
 
 
-def _status(parsed: Parsed[Any], *, phase: str, reason: str, message: str, now: datetime, extra: Mapping[str, Any] | None = None) -> StatusUpdate:
-    status: dict[str, Any] = {
-        "phase": phase,
-        "reason": reason,
-        "message": message,
-        "observedGeneration": parsed.obj.meta.generation,
-        "conditions": [
-            condition(previous_status=parsed.obj.status, condition_type=READY, status=phase == READY, reason=reason, message=message, now=now)
-        ],
-    }
-    for key, value in (extra or {}).items():
-        if value is not None:
-            status[key] = value
-    return StatusUpdate(api_version=API_VERSION, kind="ModelActivation", namespace=parsed.obj.meta.namespace or "", name=parsed.name, status=freeze(status))
-
-
 def _resolved_fields(resolved: ResolvedLocalModel, namespace: str, name: str, profile: str | None) -> dict[str, Any]:
     fields: dict[str, Any] = {
         "modelRef": f"{namespace}/{name}",
@@ -190,15 +174,15 @@ def plan_models(
         observed = _observed_model(snapshot, parsed)
         kept = kept_model(observed) if observed is not None else None
         if parsed.error is not None:
-            statuses.append(_status(parsed, phase="Failed", reason=Reason.INVALID_SPEC, message=str(parsed.error), now=now))
+            statuses.append(status_update(parsed, phase="Failed", reason=Reason.INVALID_SPEC, message=str(parsed.error), now=now))
             outcomes.append(ModelOutcome(activation=parsed.name, model=kept))
             continue
         if not parsed.enabled:
-            statuses.append(_status(parsed, phase="Disabled", reason=Reason.DISABLED, message="ModelActivation is disabled.", now=now))
+            statuses.append(status_update(parsed, phase="Disabled", reason=Reason.DISABLED, message="ModelActivation is disabled.", now=now))
             continue
         requirement = by_requester[f"ModelActivation/{parsed.name}"]
         if requirement.problem is not None:
-            statuses.append(_status(parsed, phase="Failed", reason=requirement.problem, message=requirement.problem_message, now=now))
+            statuses.append(status_update(parsed, phase="Failed", reason=requirement.problem, message=requirement.problem_message, now=now))
             outcomes.append(ModelOutcome(activation=parsed.name, model=kept))
             continue
         spec = parsed.spec
@@ -244,10 +228,10 @@ def _external(parsed: Parsed[Any], requirement: Requirement, modules: ModulePlan
     waiting = waiting_on_modules(requirement.modules, modules)
     if waiting is not None:
         phase, reason, message = waiting
-        return None, _status(parsed, phase=phase, reason=reason, message=message, now=now, extra=extra), entry
+        return None, status_update(parsed, phase=phase, reason=reason, message=message, now=now, extra=extra), entry
     if parsed.name not in published:
-        return None, _status(parsed, phase="Starting", reason="WaitingForModelCatalog", message="Registered with LiteLLM; waiting for the model catalog to publish it.", now=now, extra=extra), entry
-    return None, _status(parsed, phase=READY, reason="Ready", message="Model is available in the generated model catalog.", now=now, extra=extra), entry
+        return None, status_update(parsed, phase="Starting", reason="WaitingForModelCatalog", message="Registered with LiteLLM; waiting for the model catalog to publish it.", now=now, extra=extra), entry
+    return None, status_update(parsed, phase=READY, reason="Ready", message="Model is available in the generated model catalog.", now=now, extra=extra), entry
 
 
 def _external_models(entries: list[dict[str, Any]], settings: PlanSettings) -> DesiredObject:
@@ -297,19 +281,19 @@ def _local(
     try:
         resolved = resolve_local(local, catalogs)
     except SpecError as error:
-        return ModelOutcome(parsed.name, model=kept), _status(parsed, phase="Failed", reason=Reason.INVALID_SPEC, message=str(error), now=now)
+        return ModelOutcome(parsed.name, model=kept), status_update(parsed, phase="Failed", reason=Reason.INVALID_SPEC, message=str(error), now=now)
     engine = catalogs.engines.get(resolved.engine)
     if not engine.uses_kubeai or local.realtime is not None:
         runtime = "realtime vLLM-Omni" if local.realtime is not None else resolved.engine
-        return ModelOutcome(parsed.name), _status(
+        return ModelOutcome(parsed.name), status_update(
             parsed, phase="Pending", reason="RuntimeNotManaged", message=f"The {runtime} runtime is not reconciled by this version.", now=now
         )
     waiting = waiting_on_modules(requirement.modules, modules)
     if waiting is not None:
         phase, reason, message = waiting
-        return ModelOutcome(parsed.name, model=kept), _status(parsed, phase=phase, reason=reason, message=message, now=now, extra=_resolved_fields(resolved, namespace, name, None))
+        return ModelOutcome(parsed.name, model=kept), status_update(parsed, phase=phase, reason=reason, message=message, now=now, extra=_resolved_fields(resolved, namespace, name, None))
     if deferral is not None and observed is None:
-        return ModelOutcome(parsed.name), _status(
+        return ModelOutcome(parsed.name), status_update(
             parsed,
             phase="Pending",
             reason="DeferredByHostOperation",
@@ -318,7 +302,7 @@ def _local(
             extra=_resolved_fields(resolved, namespace, name, None),
         )
     if deferral is not None:
-        return ModelOutcome(parsed.name, model=kept), _status(
+        return ModelOutcome(parsed.name, model=kept), status_update(
             parsed,
             phase="Starting",
             reason="DeferredByHostOperation",
@@ -330,7 +314,7 @@ def _local(
     fields = _resolved_fields(resolved, namespace, name, profile)
     if profile is None:
         resources = " or ".join(catalogs.compute_targets.get(resolved.compute_target).resource_names)
-        return ModelOutcome(parsed.name, model=kept), _status(
+        return ModelOutcome(parsed.name, model=kept), status_update(
             parsed, phase="WaitingForGPU", reason="WaitingForGPU", message=f"No node publishes an allocatable {resources} yet.", now=now, extra=fields
         )
     desired = kubeai_model(
@@ -344,7 +328,7 @@ def _local(
         field_manager=settings.field_manager,
     )
     if observed is None:
-        return ModelOutcome(parsed.name, model=desired, cpu_profile=profile_entry), _status(
+        return ModelOutcome(parsed.name, model=desired, cpu_profile=profile_entry), status_update(
             parsed, phase="WaitingForPod", reason="WaitingForPod", message=f"KubeAI Model {namespace}/{name} is being created ({resolved.engine}).", now=now, extra=fields
         )
     pods = snapshot.pods_of(observed)
@@ -365,7 +349,7 @@ def _local(
     if lifecycle.recovery.delete is not None and lifecycle.recovery.attempt is not None:
         deletion = PodDeletion(namespace=namespace, pod=lifecycle.recovery.delete, attempt=lifecycle.recovery.attempt)
     outcome = ModelOutcome(parsed.name, model=desired, cpu_profile=profile_entry, pod_deletion=deletion, alias=alias if missing else None)
-    return outcome, _status(parsed, phase=lifecycle.phase, reason=lifecycle.reason, message=lifecycle.message, now=now, extra=fields)
+    return outcome, status_update(parsed, phase=lifecycle.phase, reason=lifecycle.reason, message=lifecycle.message, now=now, extra=fields)
 
 
 def _alias(resolved: ResolvedLocalModel, namespace: str, name: str, ready_pods: tuple[str, ...], snapshot: Snapshot) -> tuple[AliasRequest, tuple[str, ...]]:
