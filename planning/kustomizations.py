@@ -10,7 +10,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from catalogs import ModuleEntry
-from planning.frozen import freeze
 from planning.labels import ACTIVATION, FIELD_MANAGER_ANNOTATION, MANAGED_BY, MANAGED_BY_VALUE, MODULE
 from planning.objects import DesiredObject
 from planning.settings import FLUX_NAMESPACE
@@ -27,10 +26,6 @@ class SourceRef:
     kind: str = "GitRepository"
     name: str = "flux-system"
     namespace: str = "flux-system"
-
-
-def logical_name(kustomization_name: str) -> str:
-    return f"kustomization-{FLUX_NAMESPACE}-{kustomization_name}"
 
 
 def module_kustomization(
@@ -83,11 +78,4 @@ def module_kustomization(
         },
         "spec": spec,
     }
-    return DesiredObject(
-        logical_name=logical_name(entry.kustomization),
-        api_version=KUSTOMIZATION_API_VERSION,
-        kind="Kustomization",
-        name=entry.kustomization,
-        namespace=FLUX_NAMESPACE,
-        body=freeze(body),
-    )
+    return DesiredObject.of(body)

@@ -34,9 +34,9 @@ from pydantic import ValidationError
 from api.appliance import SourceRef as ApiSourceRef
 from api.meta import API_VERSION
 from catalogs import Catalogs, ModuleEntry
-from planning.frozen import freeze, thaw
+from planning.frozen import thaw
 from planning.intent import Intent, Parsed
-from planning.kustomizations import SourceRef, logical_name, module_kustomization
+from planning.kustomizations import SourceRef, module_kustomization
 from planning.labels import (
     ACTIVATION,
     FIELD_MANAGER_ANNOTATION,
@@ -292,16 +292,7 @@ def _seeded_activation(module: str, spec: dict[str, Any], source: str, settings:
         },
         "spec": spec,
     }
-    return DesiredObject(
-        logical_name=f"moduleactivation-{settings.system_namespace}-{module}",
-        api_version=API_VERSION,
-        kind="ModuleActivation",
-        name=module,
-        namespace=settings.system_namespace,
-        body=freeze(body),
-        ignore_spec_changes=True,
-        retain_on_delete=True,
-    )
+    return DesiredObject.of(body, ignore_spec_changes=True, retain_on_delete=True)
 
 
 def _keep_as_applied(classified: _Classified, snapshot: Snapshot) -> tuple[tuple[DesiredObject, ...], set[str]]:
@@ -332,14 +323,7 @@ def _as_observed(observed: FluxKustomization) -> DesiredObject:
         "metadata": metadata,
         "spec": thaw(observed.spec),
     }
-    return DesiredObject(
-        logical_name=logical_name(observed.meta.name),
-        api_version="kustomize.toolkit.fluxcd.io/v1",
-        kind="Kustomization",
-        name=observed.meta.name,
-        namespace=observed.meta.namespace,
-        body=freeze(body),
-    )
+    return DesiredObject.of(body)
 
 
 def _closure(

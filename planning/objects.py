@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
-from planning.frozen import FrozenMap
+from planning.frozen import FrozenMap, freeze
 
 
 @dataclass(frozen=True)
@@ -25,6 +27,26 @@ class DesiredObject:
     retain_on_delete: bool = False
     patch: bool = False
     """Declare only the fields in `body` on an object others own (server-side apply patch)."""
+
+    @classmethod
+    def of(cls, body: Mapping[str, Any], *, logical_name: str | None = None, **flags: bool) -> DesiredObject:
+        """The object whose whole body is `body`; identity fields are read from the body.
+
+        The logical name defaults to `<kind>-<namespace>-<name>` (lower-case kind; no namespace
+        part for cluster-scoped objects): stable, and independent of any position in a list.
+        """
+        metadata = body["metadata"]
+        kind, name, namespace = body["kind"], metadata["name"], metadata.get("namespace")
+        default = f"{kind.lower()}-{namespace}-{name}" if namespace else f"{kind.lower()}-{name}"
+        return cls(
+            logical_name=logical_name or default,
+            api_version=body["apiVersion"],
+            kind=kind,
+            name=name,
+            namespace=namespace,
+            body=freeze(body),
+            **flags,
+        )
 
     @property
     def identity(self) -> str:

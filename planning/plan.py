@@ -11,7 +11,6 @@ from datetime import datetime
 from typing import Any
 
 from catalogs import Catalogs
-from planning.frozen import freeze
 from planning.hardware.amd import MODULE as AMD_MODULE
 from planning.hardware.amd import amd_objects
 from planning.hardware.operators import (
@@ -79,14 +78,7 @@ def crd_objects(crds: Iterable[Mapping[str, Any]], field_manager: str) -> tuple[
         body["metadata"] = metadata
         name = metadata["name"]
         objects.append(
-            DesiredObject(
-                logical_name=f"crd-{name}",
-                api_version=body["apiVersion"],
-                kind="CustomResourceDefinition",
-                name=name,
-                namespace=None,
-                body=freeze(body),
-            )
+            DesiredObject.of(body, logical_name=f"crd-{name}")
         )
     return tuple(sorted(objects, key=lambda o: o.name))
 

@@ -11,7 +11,6 @@ transient label loss. The default device plugin is used; the DRA driver stays of
 from __future__ import annotations
 
 from catalogs import Catalogs
-from planning.frozen import freeze
 from planning.hardware.nodes import NodeGpus
 from planning.hardware.operators import VendorDecision
 from planning.labels import FIELD_MANAGER_ANNOTATION, MANAGED_BY, MANAGED_BY_VALUE
@@ -42,15 +41,7 @@ def node_eligibility_patch(node: str, field_manager: str) -> DesiredObject:
             "annotations": {FIELD_MANAGER_ANNOTATION: field_manager},
         },
     }
-    return DesiredObject(
-        logical_name=f"node-{node}-amd-gpu-eligible",
-        api_version="v1",
-        kind="Node",
-        name=node,
-        namespace=None,
-        body=freeze(body),
-        patch=True,
-    )
+    return DesiredObject.of(body, logical_name=f"node-{node}-amd-gpu-eligible", patch=True)
 
 
 def device_config(namespace: str, field_manager: str) -> DesiredObject:
@@ -70,14 +61,7 @@ def device_config(namespace: str, field_manager: str) -> DesiredObject:
             "draDriver": {"enable": False},
         },
     }
-    return DesiredObject(
-        logical_name=f"deviceconfig-{namespace}-{DEVICE_CONFIG_NAME}",
-        api_version=DEVICE_CONFIG_API_VERSION,
-        kind="DeviceConfig",
-        name=DEVICE_CONFIG_NAME,
-        namespace=namespace,
-        body=freeze(body),
-    )
+    return DesiredObject.of(body)
 
 
 def amd_objects(

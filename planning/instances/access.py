@@ -49,7 +49,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from planning.frozen import freeze
 from planning.instances.releases import INSTANCE_LABEL
 from planning.labels import FIELD_MANAGER_ANNOTATION, MANAGED_BY, MANAGED_BY_VALUE
 from planning.names import LABEL_VALUE_LIMIT, fit
@@ -242,15 +241,7 @@ def _metadata(access: InstanceAccess, field_manager: str, name: str, namespace: 
 
 
 def _desired(api_version: str, kind: str, metadata: dict[str, Any], spec: dict[str, Any]) -> DesiredObject:
-    name, namespace = metadata["name"], metadata["namespace"]
-    return DesiredObject(
-        logical_name=f"{kind.lower()}-{namespace}-{name}",
-        api_version=api_version,
-        kind=kind,
-        name=name,
-        namespace=namespace,
-        body=freeze({"apiVersion": api_version, "kind": kind, "metadata": metadata, "spec": spec}),
-    )
+    return DesiredObject.of({"apiVersion": api_version, "kind": kind, "metadata": metadata, "spec": spec})
 
 
 def _backend(access: InstanceAccess) -> dict[str, Any]:

@@ -17,13 +17,12 @@ from datetime import datetime
 from typing import Any
 
 from api.instances import authentication_is_explicit
-from api.meta import API_VERSION
 from catalogs import Catalogs
 from planning.conditions import READY, status_update
-from planning.frozen import freeze, thaw
+from planning.frozen import thaw
 from planning.instances.access import AccessSettings, InstanceAccess, access_objects, hostnames, policy_accepted
 from planning.instances.releases import INSTANCE_LABEL, helm_release
-from planning.intent import Intent, Parsed
+from planning.intent import Intent
 from planning.kustomizations import SourceRef
 from planning.labels import is_generated
 from planning.modules import ModulePlan, waiting_on_modules
@@ -79,14 +78,7 @@ def _as_observed(obj: GenericObject) -> DesiredObject:
     if obj.meta.annotations:
         metadata["annotations"] = thaw(obj.meta.annotations)
     body = {"apiVersion": obj.api_version, "kind": obj.kind, "metadata": metadata, "spec": thaw(obj.spec)}
-    return DesiredObject(
-        logical_name=f"{obj.kind.lower()}-{obj.meta.namespace}-{obj.meta.name}",
-        api_version=obj.api_version,
-        kind=obj.kind,
-        name=obj.meta.name,
-        namespace=obj.meta.namespace,
-        body=freeze(body),
-    )
+    return DesiredObject.of(body)
 
 
 def _guard_ready(desired: tuple[DesiredObject, ...], snapshot: Snapshot) -> bool:

@@ -11,7 +11,6 @@ from __future__ import annotations
 from typing import Any
 
 from catalogs import ApplicationEntry
-from planning.frozen import freeze
 from planning.kustomizations import INTERVAL, SourceRef
 from planning.labels import FIELD_MANAGER_ANNOTATION, MANAGED_BY, MANAGED_BY_VALUE
 from planning.names import LABEL_VALUE_LIMIT, fit
@@ -61,11 +60,4 @@ def helm_release(
             "values": values,
         },
     }
-    return DesiredObject(
-        logical_name=f"helmrelease-{system_namespace}-{name}",
-        api_version=HELM_RELEASE_API_VERSION,
-        kind="HelmRelease",
-        name=name,
-        namespace=system_namespace,
-        body=freeze(body),
-    )
+    return DesiredObject.of(body)

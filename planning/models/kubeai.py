@@ -148,14 +148,7 @@ def kubeai_model(
         },
         "spec": spec,
     }
-    return DesiredObject(
-        logical_name=f"model-{namespace}-{name}",
-        api_version=MODEL_API_VERSION,
-        kind="Model",
-        name=name,
-        namespace=namespace,
-        body=freeze(body),
-    )
+    return DesiredObject.of(body)
 
 
 def kept_model(observed: KubeAIModel) -> DesiredObject:
@@ -166,11 +159,4 @@ def kept_model(observed: KubeAIModel) -> DesiredObject:
     if observed.meta.annotations:
         metadata["annotations"] = thaw(observed.meta.annotations)
     body = {"apiVersion": MODEL_API_VERSION, "kind": "Model", "metadata": metadata, "spec": thaw(observed.spec)}
-    return DesiredObject(
-        logical_name=f"model-{observed.meta.namespace}-{observed.meta.name}",
-        api_version=MODEL_API_VERSION,
-        kind="Model",
-        name=observed.meta.name,
-        namespace=observed.meta.namespace,
-        body=freeze(body),
-    )
+    return DesiredObject.of(body)

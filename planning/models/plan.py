@@ -17,11 +17,9 @@ from datetime import datetime
 from typing import Any
 
 from api.hostoperations import TERMINAL_PHASES as HOST_TERMINAL_PHASES
-from api.meta import API_VERSION
 from api.validation import SpecError
 from catalogs import Catalogs
 from planning.conditions import READY, rfc3339, status_update
-from planning.frozen import freeze
 from planning.hardware.capacity import AcceleratorCapacity, published_resource
 from planning.intent import Intent, Parsed
 from planning.labels import FIELD_MANAGER_ANNOTATION, MANAGED_BY, MANAGED_BY_VALUE
@@ -250,14 +248,7 @@ def _external_models(entries: list[dict[str, Any]], settings: PlanSettings) -> D
         },
         "data": {EXTERNAL_MODELS_KEY: json.dumps(sorted(entries, key=lambda e: e["id"]), sort_keys=True, separators=(",", ":"))},
     }
-    return DesiredObject(
-        logical_name=f"configmap-{settings.system_namespace}-{EXTERNAL_MODELS_CONFIG_MAP}",
-        api_version="v1",
-        kind="ConfigMap",
-        name=EXTERNAL_MODELS_CONFIG_MAP,
-        namespace=settings.system_namespace,
-        body=freeze(body),
-    )
+    return DesiredObject.of(body)
 
 
 def _local(
