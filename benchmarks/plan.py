@@ -20,7 +20,7 @@ from cli.offline import run_offline
 from planning.plan import plan
 from planning.snapshot import Snapshot
 from program import main as program
-from tests.planning.builders import NOW, runtime
+from tests.planning.builders import NOW, runtime, with_flux
 from tests.planning.models.world import platform
 
 SIZES = (10, 100, 1000)
@@ -42,7 +42,7 @@ def main() -> None:
     catalogs = load_catalogs()
     print(f"{'activations':>11} {'best plan ms':>13} {'declared objects':>17} {'registered resources':>21} {'program run s':>14}")
     for size in SIZES:
-        objects = [*platform(), *(_activation(i) for i in range(size))]
+        objects = with_flux([*platform(), *(_activation(i) for i in range(size))])
         snapshot = Snapshot.from_objects(objects)
         timings = []
         for _ in range(arguments.repeat):

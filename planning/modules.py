@@ -54,6 +54,8 @@ from planning.settings import APPLIANCE_NAME, FLUX_NAMESPACE, PlanSettings
 from planning.snapshot import FluxKustomization, Snapshot
 
 READY = "Ready"
+KUSTOMIZATION_CRD = "kustomizations.kustomize.toolkit.fluxcd.io"
+"""Flux's Kustomization kind; generated Kustomizations are declared only while it is served."""
 HARDWARE_SOURCE = "hardware-detection"
 
 
@@ -397,6 +399,13 @@ def _decide(
         "requested_by": requested_by,
         "activation": activation,
     }
+    if KUSTOMIZATION_CRD not in served_crds:
+        return ModuleOutcome(
+            phase="WaitingForCRD",
+            reason=Reason.WAITING_FOR_CRD,
+            message=f"Waiting for CRD {KUSTOMIZATION_CRD} (Flux) to be served; no Kustomization until then.",
+            **common,
+        )
     dependencies = tuple(catalogs.modules.get(d) for d in entry.depends_on)
     disabled_dependencies = sorted(d for d in entry.depends_on if d in blocked)
     if disabled_dependencies:

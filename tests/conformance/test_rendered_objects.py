@@ -13,7 +13,7 @@ import yaml
 
 from api.crdgen import load_committed_crds
 from cli.render import render
-from tests.planning.builders import CATALOGS, activation, appliance, kustomization_for, ready_modules
+from tests.planning.builders import CATALOGS, activation, appliance, kustomization_for, ready_modules, with_flux
 from tests.support.crd_schema import CrdSchemaRegistry, upstream_registry
 
 REPOSITORY = Path(__file__).resolve().parents[2]
@@ -41,7 +41,7 @@ def _render(tmp_path: Path, objects: list[dict] | None) -> Path:
     snapshot = DEMO
     if objects is not None:
         snapshot = tmp_path / "snapshot.yaml"
-        snapshot.write_text(yaml.safe_dump_all(objects))
+        snapshot.write_text(yaml.safe_dump_all(with_flux(objects)))
     out = tmp_path / "out"
     render(snapshot=snapshot, out=out, now="2026-01-01T00:00:00Z")
     return out

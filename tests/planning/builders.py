@@ -119,8 +119,17 @@ def ready_modules(*modules: str) -> list[dict]:
     return objects
 
 
-def plan_of(*objects: dict, now: datetime = NOW) -> Plan:
-    return plan(snapshot=Snapshot.from_objects(objects), catalogs=CATALOGS, now=now)
+FLUX_CRD = "kustomizations.kustomize.toolkit.fluxcd.io"
+
+
+def with_flux(objects) -> list[dict]:
+    """`objects` in a cluster where Flux is installed (its Kustomization CRD served), as in every
+    appliance; a test of the opposite passes `flux=False` to plan_of."""
+    return [*objects, crd(FLUX_CRD)]
+
+
+def plan_of(*objects: dict, now: datetime = NOW, flux: bool = True) -> Plan:
+    return plan(snapshot=Snapshot.from_objects(with_flux(objects) if flux else objects), catalogs=CATALOGS, now=now)
 
 
 def status_of(result: Plan, kind: str, name: str) -> dict:

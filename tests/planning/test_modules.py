@@ -330,3 +330,11 @@ def test_an_invalid_appliance_spec_keeps_its_valid_source_for_every_kustomizatio
     status = status_of(result, "Appliance", "local")
     assert status["phase"] == "Degraded"
     assert "spec.profile" in status["conditions"][0]["message"]
+
+
+def test_without_flux_served_no_kustomization_is_declared_and_modules_wait_for_its_crd():
+    result = plan_of(appliance(), activation("basis"), flux=False)
+    assert kustomization_of(result, "basis") is None
+    outcome = module(result, "basis")
+    assert outcome.phase == "WaitingForCRD"
+    assert "kustomizations.kustomize.toolkit.fluxcd.io" in outcome.message

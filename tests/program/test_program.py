@@ -10,7 +10,7 @@ from pulumi.runtime import rpc
 
 from cli.offline import OfflineRun, run_offline
 from program import main as program
-from tests.planning.builders import CATALOGS, activation, appliance, instance, ready_modules
+from tests.planning.builders import CATALOGS, activation, appliance, instance, ready_modules, with_flux
 
 KUSTOMIZATION = "kubernetes:kustomize.toolkit.fluxcd.io/v1:Kustomization"
 CRD = "kubernetes:apiextensions.k8s.io/v1:CustomResourceDefinition"
@@ -21,7 +21,7 @@ MODULE_ACTIVATION = "kubernetes:appliance.magicstick.dev/v1alpha1:ModuleActivati
 def run_program(tmp_path: Path):
     def run(*objects: dict, **config: str) -> OfflineRun:
         snapshot = tmp_path / "snapshot.yaml"
-        snapshot.write_text(yaml.safe_dump_all(list(objects)))
+        snapshot.write_text(yaml.safe_dump_all(with_flux(objects)))
         _, recorded = run_offline(program.run, {"snapshotFile": str(snapshot), "now": "2026-01-01T00:00:00Z", **config})
         return recorded
 

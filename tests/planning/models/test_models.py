@@ -9,7 +9,7 @@ import pytest
 from planning.frozen import thaw
 
 from planning.models.resolve import KV_CACHE_FALLBACK_BYTES
-from tests.planning.builders import CATALOGS, NOW, plan_of, runtime, status_of
+from tests.planning.builders import CATALOGS, NOW, plan_of, runtime, status_of, with_flux
 from tests.planning.models.world import (
     catalog_publishing,
     gpu_node,
@@ -301,7 +301,7 @@ def _ollama(*observations, published=True):
     objects = [*platform(), local_model("m", engine="OLlama"), observed_model("m", ready=1, all_=1, engine="OLlama"), pod("m-0", "m")]
     if published:
         objects.append(catalog_publishing("m"))
-    return plan(snapshot=Snapshot.from_objects(objects, ollama=observations), catalogs=catalogs, now=NOW)
+    return plan(snapshot=Snapshot.from_objects(with_flux(objects), ollama=observations), catalogs=catalogs, now=NOW)
 
 
 def test_an_ollama_model_waits_for_its_alias_on_every_ready_pod():
@@ -406,8 +406,8 @@ def test_an_unchanged_memory_sample_keeps_its_sampled_at_so_a_converged_run_writ
     activation = local_model("m", engine="OLlama")
     activation["status"] = first
     objects = [*platform(), activation, observed_model("m", ready=1, all_=1, engine="OLlama"), pod("m-0", "m"), catalog_publishing("m")]
-    again = plan(snapshot=Snapshot.from_objects(objects, ollama=(seen,)), catalogs=CATALOGS, now=later(30))
+    again = plan(snapshot=Snapshot.from_objects(with_flux(objects), ollama=(seen,)), catalogs=CATALOGS, now=later(30))
     assert status(again)["memoryUsage"]["sampledAt"] == first["memoryUsage"]["sampledAt"]
     changed = OllamaObservation(namespace="ai", pod="m-0", tags=frozenset({"m:latest"}), ram_mi=120, vram_mi=0, total_mi=120)
-    moved = plan(snapshot=Snapshot.from_objects(objects, ollama=(changed,)), catalogs=CATALOGS, now=later(30))
+    moved = plan(snapshot=Snapshot.from_objects(with_flux(objects), ollama=(changed,)), catalogs=CATALOGS, now=later(30))
     assert status(moved)["memoryUsage"]["sampledAt"] == "2026-01-01T00:30:00Z"
