@@ -38,6 +38,7 @@ from pulumi.dynamic import CheckFailure, CheckResult, CreateResult, DiffResult, 
 from pulumi.runtime.rpc import UNKNOWN
 
 from providers.kinds import CONFIG_MAP
+from planning.models.kubeai import MAX_CPU_PROFILES
 from providers.kube import Conflict, KubeAccess, KubeClient, NotFound, open_client
 from providers.kube.client import MERGE_PATCH
 from providers.pulumi_values import restore_integers
@@ -48,7 +49,7 @@ DEFAULT_KEY: Final = "values.json"
 OWNED_PREFIX: Final = "magicstick-"
 PROFILES_FIELD: Final = "resourceProfiles"
 STORE_FIELD_MANAGER: Final = "magicstick-runtime-profiles"
-DEFAULT_MAX_OWNED: Final = 64
+DEFAULT_MAX_OWNED: Final = MAX_CPU_PROFILES
 DEFAULT_ATTEMPTS: Final = 10
 PROFILE_NAME_LIMIT: Final = 63
 

@@ -34,6 +34,8 @@ MODEL_API_VERSION = "kubeai.org/v1"
 ACTIVATION_LABEL = "appliance.magicstick.dev/model-activation"
 ACTIVATION_ANNOTATION = "appliance.magicstick.dev/activation"
 VISION_ANNOTATION = "appliance.magicstick.dev/vision-attention"
+MAX_CPU_PROFILES = 64
+"""Bound of the runtime-profile store: at most this many profiles are the program's own."""
 MODEL_SERVER_PORT = 8000
 """KubeAI's model server containers (vLLM and Ollama alike) listen on port 8000."""
 SCALE_DOWN_DELAY_SECONDS = 30

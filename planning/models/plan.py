@@ -23,7 +23,7 @@ from planning.conditions import READY, rfc3339, status_update
 from planning.hardware.capacity import AcceleratorCapacity, published_resource
 from planning.intent import Intent, Parsed
 from planning.labels import FIELD_MANAGER_ANNOTATION, MANAGED_BY, MANAGED_BY_VALUE
-from planning.models.kubeai import ACTIVATION_LABEL, CpuProfile, cpu_profile, kept_model, kubeai_model, model_name
+from planning.models.kubeai import ACTIVATION_LABEL, MAX_CPU_PROFILES, CpuProfile, cpu_profile, kept_model, kubeai_model, model_name
 from planning.models.lifecycle import Lifecycle, model_lifecycle
 from planning.models.recovery import TerminalPod
 from planning.models.resolve import ResolvedLocalModel, resolve_local
@@ -167,6 +167,7 @@ def plan_models(
     deferral = clear_cache_pending(snapshot, settings.system_namespace)
     outcomes: list[ModelOutcome] = []
     statuses: list[StatusUpdate] = []
+    profiles: set[str] = set()
     external_entries: list[dict[str, Any]] = []
     for parsed in intent.model_activations:
         observed = _observed_model(snapshot, parsed)
@@ -201,6 +202,7 @@ def plan_models(
             settings=settings,
             published=published,
             deferral=deferral,
+            profiles=profiles,
             now=now,
         )
         outcomes.append(outcome)
@@ -263,8 +265,12 @@ def _local(
     settings: PlanSettings,
     published: frozenset[str],
     deferral: str | None,
+    profiles: set[str],
     now: datetime,
 ) -> tuple[ModelOutcome, StatusUpdate]:
+    """One local activation. `profiles` collects the CPU profiles admitted so far (activations
+    come in name order, so the same ones keep theirs from run to run); one beyond the store's
+    bound fails this activation instead of the run."""
     kept = kept_model(observed) if observed is not None else None
     local = parsed.spec.local
     namespace = parsed.spec.target_namespace
@@ -303,6 +309,17 @@ def _local(
         )
     profile, profile_entry = _resource_profile(resolved, capacity, catalogs)
     fields = _resolved_fields(resolved, namespace, name, profile)
+    if profile_entry is not None and profile_entry.name not in profiles:
+        if len(profiles) >= MAX_CPU_PROFILES:
+            return ModelOutcome(parsed.name, model=kept), status_update(
+                parsed,
+                phase="Failed",
+                reason="RuntimeProfileStoreFull",
+                message=f"The runtime-profile store holds at most {MAX_CPU_PROFILES} CPU profiles; use the memory and CPU settings of an existing model to share its profile.",
+                now=now,
+                extra=fields,
+            )
+        profiles.add(profile_entry.name)
     if profile is None:
         resources = " or ".join(catalogs.compute_targets.get(resolved.compute_target).resource_names)
         return ModelOutcome(parsed.name, model=kept), status_update(

@@ -411,3 +411,16 @@ def test_an_unchanged_memory_sample_keeps_its_sampled_at_so_a_converged_run_writ
     changed = OllamaObservation(namespace="ai", pod="m-0", tags=frozenset({"m:latest"}), ram_mi=120, vram_mi=0, total_mi=120)
     moved = plan(snapshot=Snapshot.from_objects(with_flux(objects), ollama=(changed,)), catalogs=CATALOGS, now=later(30))
     assert status(moved)["memoryUsage"]["sampledAt"] == "2026-01-01T00:30:00Z"
+
+
+def test_a_cpu_profile_beyond_the_store_bound_fails_its_activation_not_the_run():
+    from planning.models.kubeai import MAX_CPU_PROFILES
+
+    activations = [local_model(f"m{i:03d}", memoryRequiredMi=1024 + 16 * i) for i in range(MAX_CPU_PROFILES + 1)]
+    result = plan_of(*platform(), *activations)
+    assert len(result.models.cpu_profiles) == MAX_CPU_PROFILES
+    last = status_of(result, "ModelActivation", f"m{MAX_CPU_PROFILES:03d}")
+    assert last["reason"] == "RuntimeProfileStoreFull"
+    assert model_of(result, f"m{MAX_CPU_PROFILES:03d}") is None
+    shared = plan_of(*platform(), *activations, local_model("zz-shares", memoryRequiredMi=1024))
+    assert status_of(shared, "ModelActivation", "zz-shares")["phase"] == "WaitingForPod"
