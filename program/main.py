@@ -25,10 +25,13 @@ def kubernetes_provider(settings: Settings) -> k8s.Provider:
 
     Without a kubeconfig the provider falls back to the ambient one: KUBECONFIG, ~/.kube/config,
     or the in-cluster service account when the program runs under the Pulumi Kubernetes Operator.
+    Kubeconfig contents (not a path) hold credentials and enter the state only as a secret.
     """
+    kubeconfig = settings.kubeconfig
+    contents = kubeconfig is not None and "\n" in kubeconfig
     return k8s.Provider(
         "kubernetes",
-        kubeconfig=settings.kubeconfig,
+        kubeconfig=pulumi.Output.secret(kubeconfig) if contents else kubeconfig,
         context=settings.context,
         enable_server_side_apply=True,
         upsert_existing_objects=True,

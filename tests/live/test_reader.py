@@ -113,3 +113,12 @@ def test_the_number_of_requests_does_not_grow_with_the_number_of_objects(own_crd
     with_one_model = _requests_of_one_read(admin_access, namespace)
     load(admin, _in(namespace, [cpu_model(f"model-{i}") for i in range(1, 60)]))
     assert _requests_of_one_read(admin_access, namespace) == with_one_model
+
+
+def test_the_snapshot_command_exits_2_with_one_line_when_the_cluster_refuses_a_read(cluster: ClusterInfo, own_crds, tmp_path, capsys):
+    code = main(["snapshot", "--out", str(tmp_path / "s.yaml"), "--kubeconfig", str(cluster.kubeconfig_path(READER_USER))])
+    err = capsys.readouterr().err
+    assert code == 2
+    assert len(err.strip().splitlines()) == 1
+    assert "403 Forbidden" in err
+    assert not (tmp_path / "s.yaml").exists()

@@ -203,3 +203,16 @@ def test_an_app_instance_component_owns_its_release_routes_grant_and_policy(run_
     assert len(routes) == 3
     assert all(policy.urn in route.dependencies for route in routes)
     assert release.inputs["metadata"]["namespace"] == "ai-system"
+
+
+def test_kubeconfig_contents_reach_the_kubernetes_provider_only_as_a_secret(run_program):
+    contents = "apiVersion: v1\nkind: Config\nclusters: []\nusers: []\ncontexts: []\n# CHANGEME\n"
+    run = run_program(appliance(), kubeconfig=contents)
+    (provider,) = run.of_type("pulumi:providers:kubernetes")
+    assert provider.inputs["kubeconfig"][rpc._special_sig_key] == rpc._special_secret_sig
+
+
+def test_a_kubeconfig_path_reaches_the_kubernetes_provider_as_it_is(run_program, tmp_path):
+    run = run_program(appliance(), kubeconfig=str(tmp_path / "kubeconfig"))
+    (provider,) = run.of_type("pulumi:providers:kubernetes")
+    assert provider.inputs["kubeconfig"] == str(tmp_path / "kubeconfig")
