@@ -92,4 +92,5 @@ class ApplianceStatus(ApiModel):
     modules: dict[str, ModuleStatus] = Field(default_factory=dict)
     hardware_operators: dict[str, HardwareOperatorStatus] = Field(default_factory=dict)
     instances: dict[str, dict[str, dict[str, Any]]] = Field(default_factory=dict)
+    models: dict[str, dict[str, Any]] = Field(default_factory=dict)
     conditions: list[Condition] = Field(default_factory=list)

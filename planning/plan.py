@@ -128,7 +128,9 @@ def plan(
     statuses += models.statuses
     operators = hardware_operator_statuses(hardware=hardware, decisions=vendors, modules=modules, catalogs=catalogs)
     providers = _hardware_providers(hardware, vendors, modules, snapshot, catalogs, settings)
-    appliance = appliance_status(intent, modules, now, hardware_operators=operators, instances=instances.summaries)
+    appliance = appliance_status(
+        intent, modules, now, hardware_operators=operators, instances=instances.summaries, models=models.statuses
+    )
     if appliance is not None:
         statuses.append(appliance)
     return Plan(

@@ -93,6 +93,26 @@ def _instances(summaries: Iterable[InstanceSummary]) -> dict[str, dict[str, dict
     return {app: dict(sorted(entries.items())) for app, entries in sorted(grouped.items())}
 
 
+MODEL_SUMMARY_FIELDS = (
+    "phase",
+    "modelRef",
+    "catalogId",
+    "computeTarget",
+    "engine",
+    "resolvedResourceProfile",
+    "vramRequiredMi",
+    "message",
+)
+"""What Appliance.status.models shows of each ModelActivation's own status."""
+
+
+def _models(updates: Iterable[StatusUpdate]) -> dict[str, dict[str, Any]]:
+    return {
+        update.name: {key: thaw(update.status[key]) for key in MODEL_SUMMARY_FIELDS if key in update.status}
+        for update in sorted(updates, key=lambda u: u.name)
+    }
+
+
 def appliance_status(
     intent: Intent,
     modules: ModulePlan,
@@ -100,6 +120,7 @@ def appliance_status(
     *,
     hardware_operators: Mapping[str, HardwareOperatorStatus],
     instances: Iterable[InstanceSummary] = (),
+    models: Iterable[StatusUpdate] = (),
 ) -> StatusUpdate | None:
     """Appliance/local.status: module and instance maps, hardware, aggregate phase, Ready condition.
 
@@ -134,6 +155,7 @@ def appliance_status(
         modules={m.name: _module_status(m) for m in modules.modules},
         hardware_operators=dict(hardware_operators),
         instances=_instances(summaries),
+        models=_models(models),
         conditions=[
             condition(
                 previous_status=appliance.obj.status,

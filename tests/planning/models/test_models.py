@@ -424,3 +424,12 @@ def test_a_cpu_profile_beyond_the_store_bound_fails_its_activation_not_the_run()
     assert model_of(result, f"m{MAX_CPU_PROFILES:03d}") is None
     shared = plan_of(*platform(), *activations, local_model("zz-shares", memoryRequiredMi=1024))
     assert status_of(shared, "ModelActivation", "zz-shares")["phase"] == "WaitingForPod"
+
+
+def test_the_appliance_status_lists_every_model_with_its_resolved_runtime():
+    result = plan_of(*platform(), local_model("m"), observed_model("m", ready=1, all_=1), pod("m-0", "m"), catalog_publishing("m"))
+    entry = status_of(result, "Appliance", "local")["models"]["m"]
+    assert entry["phase"] == "Ready"
+    assert (entry["modelRef"], entry["catalogId"], entry["computeTarget"], entry["engine"]) == ("ai/m", "m", "cpu", "VLLM")
+    assert entry["resolvedResourceProfile"].startswith("magicstick-cpu-vllm-")
+    assert "1/1 replicas ready" in entry["message"]
