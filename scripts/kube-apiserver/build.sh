@@ -6,7 +6,7 @@
 #   ${MAGICSTICK_KUBE_CACHE:-$HOME/.cache/magicstick/kube-apiserver-v1.20.2}/kube-apiserver
 # Idempotent: when the cached binary answers --version, it exits at once.
 # Unattended: no stdin, apt-get -y; needs root (or sudo) only for apt-get.
-# Reference recipe and the facts behind each step: ../shared/tools/kube-apiserver/NOTES.md
+# What each step works around is written beside it; scripts/kube-apiserver/README.md has the rest.
 set -euo pipefail
 
 readonly KUBE_VERSION=v1.20.2

@@ -58,6 +58,8 @@ from typing import Any, Final, TypeVar
 import httpx
 import yaml
 
+from tests.support.vendored import VENDORED_CRDS
+
 KUBE_VERSION: Final = "v1.20.2"
 """The kube-apiserver version the build script produces and the tests run against."""
 
@@ -67,8 +69,6 @@ KUBE_CACHE_ENV: Final = "MAGICSTICK_KUBE_CACHE"
 """The build cache directory (the build script honours the same variable)."""
 ETCD_ENV: Final = "MAGICSTICK_ETCD"
 """Explicit path of the etcd binary."""
-SHARED_CRDS_ENV: Final = "MAGICSTICK_SHARED_CRDS"
-"""Directory of the upstream CRDs, read in place."""
 
 REPO_ROOT: Final = Path(__file__).resolve().parents[2]
 BUILD_SCRIPT: Final = REPO_ROOT / "scripts" / "kube-apiserver" / "build.sh"
@@ -97,7 +97,7 @@ UPSTREAM_CRD_FILES: Final = (
     "rocm-gpu-operator/amd.com_deviceconfigs.yaml",
     "intel-device-plugins-for-kubernetes/deviceplugin.intel.com_gpudeviceplugins.yaml",
 )
-"""Upstream CRDs of the kinds the program declares or observes, relative to the shared directory."""
+"""Upstream CRDs of the kinds the program declares or observes, relative to `third_party/crds/`."""
 
 _CRD_API: Final = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
 _YAML_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
@@ -620,16 +620,11 @@ def create_namespace(cluster: ClusterInfo, name: str) -> str:
 
 
 def upstream_crd_paths() -> tuple[Path, ...]:
-    """The upstream CRD files of the kinds the program uses, read in place from the shared directory.
-
-    The directory is $MAGICSTICK_SHARED_CRDS when set, else `shared/crds` beside the repository.
-    """
-    override = os.environ.get(SHARED_CRDS_ENV)
-    root = Path(override) if override else REPO_ROOT.parent / "shared" / "crds"
-    paths = tuple(root / relative for relative in UPSTREAM_CRD_FILES)
+    """The vendored upstream CRD files of the kinds the program uses (`third_party/crds/`)."""
+    paths = tuple(VENDORED_CRDS / relative for relative in UPSTREAM_CRD_FILES)
     missing = [str(path) for path in paths if not path.is_file()]
     if missing:
-        raise FileNotFoundError(f"upstream CRDs missing (set ${SHARED_CRDS_ENV}?): {', '.join(missing)}")
+        raise FileNotFoundError(f"vendored upstream CRDs missing: {', '.join(missing)}")
     return paths
 
 

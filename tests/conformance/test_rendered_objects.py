@@ -1,6 +1,6 @@
 """Every rendered object validates against the schema of its kind.
 
-Flux objects are checked against the upstream CRDs in ../shared/crds (read in place), the
+Flux objects are checked against the vendored upstream CRDs in third_party/crds, the
 program's own kinds against the CRDs it generates and installs.
 """
 

@@ -57,25 +57,12 @@ from jsonschema import Draft4Validator, FormatChecker, ValidationError
 from jsonschema.protocols import Validator
 from jsonschema.validators import extend
 
-SHARED_CRDS_ENV = "MAGICSTICK_SHARED_CRDS"
-"""Environment variable that overrides the directory of upstream CRDs."""
+from tests.support.vendored import VENDORED_CRDS
 
 JsonObject = Mapping[str, Any]
 
 _YAML_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 _YAML_SUFFIXES = frozenset({".yaml", ".yml"})
-
-
-def shared_crds_dir() -> Path:
-    """The read-only directory of upstream CRDs.
-
-    $MAGICSTICK_SHARED_CRDS when set, else `shared/crds` beside the repository. The files
-    are read in place and never copied into the project.
-    """
-    override = os.environ.get(SHARED_CRDS_ENV)
-    if override:
-        return Path(override)
-    return Path(__file__).resolve().parents[2].parent / "shared" / "crds"
 
 
 class UnknownKindError(LookupError):
@@ -204,8 +191,8 @@ class CrdSchemaRegistry:
 
 
 def upstream_registry() -> CrdSchemaRegistry:
-    """A registry of every CRD under `shared_crds_dir()`, loaded once per process."""
-    return _registry_for(shared_crds_dir().resolve())
+    """A registry of every vendored upstream CRD (`third_party/crds/`), loaded once per process."""
+    return _registry_for(VENDORED_CRDS.resolve())
 
 
 @functools.cache

@@ -1,6 +1,6 @@
 """The CRD schema validator accepts conforming objects and names what is wrong with the rest.
 
-Upstream kinds are checked against the read-only CRDs in ../shared/crds. Dialect features no
+Upstream kinds are checked against the vendored CRDs in third_party/crds. Dialect features no
 upstream CRD in that directory uses (nullable, embedded resources, formats, list types) are
 checked against a small Widget CRD written to a temporary directory.
 """
@@ -15,13 +15,12 @@ import pytest
 import yaml
 
 from .crd_schema import (
-    SHARED_CRDS_ENV,
     CrdSchemaRegistry,
     UnknownKindError,
-    shared_crds_dir,
     to_json_schema,
     upstream_registry,
 )
+from .vendored import VENDORED_CRDS
 
 WIDGET_CRDS = """\
 apiVersion: apiextensions.k8s.io/v1
@@ -495,11 +494,11 @@ def test_a_kubeai_model_with_an_unknown_engine_is_rejected(upstream: CrdSchemaRe
 # Loading.
 
 
-def test_the_registry_loads_every_crd_under_shared_crds(upstream: CrdSchemaRegistry) -> None:
+def test_the_registry_loads_every_vendored_crd(upstream: CrdSchemaRegistry) -> None:
     """Every CRD document is loaded and every served version yields a valid JSON Schema."""
     crd_documents = sum(
         len(re.findall(r"^kind: CustomResourceDefinition\s*$", path.read_text(), re.MULTILINE))
-        for path in shared_crds_dir().rglob("*.yaml")
+        for path in VENDORED_CRDS.rglob("*.yaml")
     )
     assert crd_documents >= 19
     assert len(upstream.definitions) == crd_documents
@@ -511,7 +510,7 @@ def test_the_registry_loads_every_crd_under_shared_crds(upstream: CrdSchemaRegis
 
 
 def test_every_crd_of_a_multi_document_file_is_loaded() -> None:
-    registry = CrdSchemaRegistry(shared_crds_dir() / "node-feature-discovery" / "nfd-api-crds.yaml")
+    registry = CrdSchemaRegistry(VENDORED_CRDS / "node-feature-discovery" / "nfd-api-crds.yaml")
     assert sorted(definition.kind for definition in registry.definitions) == [
         "NodeFeature",
         "NodeFeatureGroup",
@@ -526,7 +525,7 @@ def test_documents_that_are_not_crds_are_skipped(widgets: CrdSchemaRegistry) -> 
 
 def test_a_source_without_any_crd_is_an_error() -> None:
     with pytest.raises(ValueError, match="no CustomResourceDefinition"):
-        CrdSchemaRegistry(shared_crds_dir() / "kubeai" / "values.yaml")
+        CrdSchemaRegistry(VENDORED_CRDS / "kubeai" / "values.yaml")
 
 
 def test_a_source_that_does_not_exist_is_an_error(tmp_path: Path) -> None:
@@ -537,21 +536,6 @@ def test_a_source_that_does_not_exist_is_an_error(tmp_path: Path) -> None:
 def test_a_kind_defined_twice_is_an_error(widget_crd_file: Path) -> None:
     with pytest.raises(ValueError, match="Widget.example.com is defined twice"):
         CrdSchemaRegistry(widget_crd_file, widget_crd_file.parent)
-
-
-def test_the_shared_crds_directory_is_next_to_the_repository(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    monkeypatch.delenv(SHARED_CRDS_ENV, raising=False)
-    assert (shared_crds_dir() / "SOURCES.md").is_file()
-
-
-def test_the_shared_crds_directory_can_be_overridden_by_the_environment(
-    monkeypatch: pytest.MonkeyPatch, widget_crd_file: Path
-) -> None:
-    monkeypatch.setenv(SHARED_CRDS_ENV, str(widget_crd_file.parent))
-    assert shared_crds_dir() == widget_crd_file.parent
-    assert [definition.kind for definition in upstream_registry().definitions] == ["Widget"]
 
 
 # Structural-schema dialect, on the Widget CRD.

@@ -1,0 +1,15 @@
+"""Where the vendored upstream files live: `third_party/crds/` in this repository.
+
+Every test and script that needs an upstream CRD or values file reads it from here, so a clone
+in any directory passes on its own. `third_party/crds/SOURCES.md` names each file's project,
+tag, upstream path and Git blob.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Final
+
+REPOSITORY_ROOT: Final = Path(__file__).resolve().parents[2]
+VENDORED_CRDS: Final = REPOSITORY_ROOT / "third_party" / "crds"
+"""Unmodified upstream CRDs and Helm values files, each project's LICENSE beside them."""
