@@ -38,7 +38,7 @@ from providers.ollama import (
     proxy_path,
 )
 from tests.live.ollama_double import OllamaDouble, running_ollama
-from tests.live.world import LOADER
+from tests.live.world import LOADER, OFFLINE_ACCESS
 
 POD = ResourceKind(group="", version="v1", kind="Pod", plural="pods", namespaced=True)
 SERVICE_ACCOUNT = ResourceKind(group="", version="v1", kind="ServiceAccount", plural="serviceaccounts", namespaced=True)
@@ -353,8 +353,8 @@ def _inputs(access: KubeAccess, **changes: Any) -> dict[str, Any]:
     }
 
 
-def test_check_normalises_pods_names_and_port(admin_access):
-    result = OllamaAliasProvider().check({}, _inputs(admin_access, pods=["b", "a", "b"], alias="mymodel"))
+def test_check_normalises_pods_names_and_port():
+    result = OllamaAliasProvider().check({}, _inputs(OFFLINE_ACCESS, pods=["b", "a", "b"], alias="mymodel"))
     assert result.failures == []
     assert (result.inputs["pods"], result.inputs["alias"], result.inputs["source"], result.inputs["port"]) == (
         ["a", "b"],
@@ -364,8 +364,8 @@ def test_check_normalises_pods_names_and_port(admin_access):
     )
 
 
-def test_check_gives_ollamas_port_when_none_is_set(admin_access):
-    inputs = _inputs(admin_access)
+def test_check_gives_ollamas_port_when_none_is_set():
+    inputs = _inputs(OFFLINE_ACCESS)
     del inputs["port"]
     assert OllamaAliasProvider().check({}, inputs).inputs["port"] == OLLAMA_PORT
 
@@ -383,8 +383,8 @@ def test_check_gives_ollamas_port_when_none_is_set(admin_access):
         ({"port": "8000"}, ["port"]),
     ],
 )
-def test_check_names_each_invalid_property(admin_access, changes, failing):
-    result = OllamaAliasProvider().check({}, _inputs(admin_access, **changes))
+def test_check_names_each_invalid_property(changes, failing):
+    result = OllamaAliasProvider().check({}, _inputs(OFFLINE_ACCESS, **changes))
     assert [failure.property for failure in result.failures] == failing
 
 
@@ -402,17 +402,17 @@ def _converged(access: KubeAccess) -> dict[str, Any]:
         ({"namespace": "elsewhere"}, ["namespace"]),
     ],
 )
-def test_a_changed_input_updates_the_alias_and_only_a_new_namespace_replaces_it(admin_access, changes, replaces):
+def test_a_changed_input_updates_the_alias_and_only_a_new_namespace_replaces_it(changes, replaces):
     provider = OllamaAliasProvider()
-    news = provider.check({}, _inputs(admin_access, **changes)).inputs
-    diff = provider.diff("ai/qwen2505bcpu:latest", _converged(admin_access), news)
+    news = provider.check({}, _inputs(OFFLINE_ACCESS, **changes)).inputs
+    diff = provider.diff("ai/qwen2505bcpu:latest", _converged(OFFLINE_ACCESS), news)
     assert (diff.changes, diff.replaces) == (True, replaces)
 
 
-def test_a_converged_alias_shows_no_change(admin_access):
+def test_a_converged_alias_shows_no_change():
     provider = OllamaAliasProvider()
-    news = provider.check({}, _inputs(admin_access)).inputs
-    assert provider.diff("ai/qwen2505bcpu:latest", _converged(admin_access), news).changes is False
+    news = provider.check({}, _inputs(OFFLINE_ACCESS)).inputs
+    assert provider.diff("ai/qwen2505bcpu:latest", _converged(OFFLINE_ACCESS), news).changes is False
 
 
 def test_an_alias_missing_on_some_pod_is_tried_again_on_the_next_run(admin_access):

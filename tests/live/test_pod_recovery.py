@@ -13,6 +13,7 @@ import pytest
 from planning.models.recovery import TerminalPod, select_terminal_pods
 from providers.kube import KubeAccess, KubeClient, ResourceKind
 from providers.pod_recovery import POD, DeleteOutcome, PodRecoveryProvider, delete_exact_pod, delete_terminal_pod
+from tests.live.world import OFFLINE_ACCESS
 
 MODEL = ResourceKind(group="kubeai.org", version="v1", kind="Model", plural="models", namespaced=True)
 SERVICE_ACCOUNT = ResourceKind(group="", version="v1", kind="ServiceAccount", plural="serviceaccounts", namespaced=True)
@@ -181,13 +182,13 @@ def test_reading_or_deleting_the_attempt_touches_nothing(namespace, admin: KubeC
     assert admin.get(POD, observed.name, namespace)["metadata"]["resourceVersion"] == before
 
 
-def test_every_changed_input_replaces_the_attempt(admin_access):
+def test_every_changed_input_replaces_the_attempt():
     pod = TerminalPod(name="p", uid="u", resource_version="1", phase="Failed", reason="", message="", owner_uid="m")
-    old = {**_inputs("ai-system", admin_access, pod), "outcome": "Deleted"}
+    old = {**_inputs("ai-system", OFFLINE_ACCESS, pod), "outcome": "Deleted"}
     provider = PodRecoveryProvider()
-    assert provider.diff("id", old, _inputs("ai-system", admin_access, pod)).changes is False
+    assert provider.diff("id", old, _inputs("ai-system", OFFLINE_ACCESS, pod)).changes is False
     for changed in ({"attempt": 2.0}, {"resourceVersion": "2"}, {"podUID": "v"}, {"pod": "q"}, {"context": "other"}):
-        diff = provider.diff("id", old, {**_inputs("ai-system", admin_access, pod), **changed})
+        diff = provider.diff("id", old, {**_inputs("ai-system", OFFLINE_ACCESS, pod), **changed})
         assert diff.replaces == list(changed)
 
 
@@ -201,13 +202,13 @@ def test_every_changed_input_replaces_the_attempt(admin_access):
         ({"namespace": "", "pod": ""}, ["namespace", "pod"]),
     ],
 )
-def test_check_names_every_missing_or_malformed_input(admin_access, change, failing):
+def test_check_names_every_missing_or_malformed_input(change, failing):
     pod = TerminalPod(name="p", uid="u", resource_version="1", phase="Failed", reason="", message="", owner_uid="m")
-    result = PodRecoveryProvider().check({}, {**_inputs("ai-system", admin_access, pod), **change})
+    result = PodRecoveryProvider().check({}, {**_inputs("ai-system", OFFLINE_ACCESS, pod), **change})
     assert [failure.property for failure in result.failures] == failing
 
 
-def test_check_restores_the_attempt_number_as_an_integer(admin_access):
+def test_check_restores_the_attempt_number_as_an_integer():
     pod = TerminalPod(name="p", uid="u", resource_version="1", phase="Failed", reason="", message="", owner_uid="m")
-    result = PodRecoveryProvider().check({}, _inputs("ai-system", admin_access, pod, attempt=3.0))
+    result = PodRecoveryProvider().check({}, _inputs("ai-system", OFFLINE_ACCESS, pod, attempt=3.0))
     assert result.failures == [] and result.inputs["attempt"] == 3 and isinstance(result.inputs["attempt"], int)

@@ -7,7 +7,7 @@ import pytest
 from providers.kinds import MODULE_ACTIVATION
 from providers.kube import KubeAccess, KubeClient
 from providers.status_writer import STATUS_FIELD_MANAGER, StatusProvider, StatusTarget, write_status
-from tests.live.world import load
+from tests.live.world import OFFLINE_ACCESS, load
 from tests.planning.builders import activation
 
 
@@ -108,21 +108,21 @@ def test_the_provider_creates_updates_reads_and_deletes_without_touching_the_obj
     assert admin.get(MODULE_ACTIVATION, "basis", namespace)["status"]["phase"] == "WaitingForModules"
 
 
-def test_a_changed_identity_replaces_the_status_resource(admin_access):
+def test_a_changed_identity_replaces_the_status_resource():
     provider = StatusProvider()
-    old = _inputs("a", admin_access, READY)
+    old = _inputs("a", OFFLINE_ACCESS, READY)
     diff = provider.diff("id", old, {**old, "name": "other"})
     assert diff.replaces == ["name"]
 
 
 @pytest.mark.parametrize("missing", ["apiVersion", "kind", "namespace", "name"])
-def test_check_names_a_missing_identity_property(admin_access, missing):
-    inputs = _inputs("a", admin_access, READY)
+def test_check_names_a_missing_identity_property(missing):
+    inputs = _inputs("a", OFFLINE_ACCESS, READY)
     del inputs[missing]
     result = StatusProvider().check({}, inputs)
     assert [f.property for f in result.failures] == [missing]
 
 
-def test_check_rejects_a_kind_whose_status_the_program_does_not_own(admin_access):
-    result = StatusProvider().check({}, {**_inputs("a", admin_access, READY), "kind": "Secret"})
+def test_check_rejects_a_kind_whose_status_the_program_does_not_own():
+    result = StatusProvider().check({}, {**_inputs("a", OFFLINE_ACCESS, READY), "kind": "Secret"})
     assert [f.property for f in result.failures] == ["kind"]

@@ -19,9 +19,11 @@ from providers.kinds import (
     REFERENCE_GRANT,
     SECURITY_POLICY,
 )
-from providers.kube import KubeClient, ResourceKind
+from providers.kube import KubeAccess, KubeClient, ResourceKind
 
 LOADER = "test-loader"
+OFFLINE_ACCESS = KubeAccess(kubeconfig="/nonexistent/kubeconfig")
+"""Access for pure tests of `check` and `diff`, which never open a connection."""
 NAMESPACE = ResourceKind(group="", version="v1", kind="Namespace", plural="namespaces", namespaced=False)
 FLUX = "kustomize-controller"
 _SERVER_METADATA = ("uid", "resourceVersion", "generation", "creationTimestamp", "managedFields", "selfLink")
