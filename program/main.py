@@ -13,6 +13,7 @@ from components.status import ClusterAccessInputs
 from planning.plan import Plan, plan
 from planning.settings import APPLIANCE_NAME
 from program.observe import observe
+from program.report import log_run
 from program.settings import Settings
 from providers.ollama import OllamaAliasProvider
 from providers.pod_recovery import PodRecoveryProvider
@@ -64,5 +65,6 @@ def run() -> Plan:
         ),
         opts=pulumi.ResourceOptions(providers=[provider]),
     )
+    log_run(desired)
     pulumi.export("phase", next((s.status["phase"] for s in desired.statuses if s.kind == "Appliance"), None))
     return desired

@@ -216,3 +216,18 @@ def test_a_kubeconfig_path_reaches_the_kubernetes_provider_as_it_is(run_program,
     run = run_program(appliance(), kubeconfig=str(tmp_path / "kubeconfig"))
     (provider,) = run.of_type("pulumi:providers:kubernetes")
     assert provider.inputs["kubeconfig"] == str(tmp_path / "kubeconfig")
+
+
+def test_a_run_logs_one_summary_line_and_one_warning_per_failed_object(run_program, caplog):
+    caplog.set_level("INFO")
+    broken = activation("basis")
+    broken["spec"]["enabled"] = "sometimes"
+    run_program(appliance(), broken)
+    infos = [r.getMessage() for r in caplog.records if r.levelname == "INFO"]
+    warnings = [r.getMessage() for r in caplog.records if r.levelname == "WARNING"]
+    (summary,) = [line for line in infos if line.startswith("magicstick:")]
+    assert summary.endswith("objects planned; status: 1 Degraded, 1 Failed")
+    assert warnings == [
+        "Appliance ai-system/local is Degraded: ModulesDegraded: Module basis is failing.",
+        "ModuleActivation ai-system/basis is Failed: InvalidSpec: spec.enabled: must be a boolean",
+    ]
