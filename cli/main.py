@@ -1,71 +1,190 @@
-"""The `magicstick` command line. Exit status: 0 done, 2 unusable input or unreadable cluster (one line on stderr)."""
+"""The `magicstick` command line.
+
+Exit status: 0 done (diff: no change); 1 a finding (diff: a change; render --strict: a Failed
+object); 2 unusable input, output location or cluster (one line on stderr, no traceback).
+"""
 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
+from importlib import metadata
 from pathlib import Path
 
-from cli.render import RenderInputError, render, summary
+from cli.diff import compare, load_side
+from cli.errors import RenderInputError
+from cli.output import check_output_directory, replace_directory, write_stream
+from cli.progress import Progress
+from cli.render import STDIN, RenderOptions, render_files, summary
+from cli.snapshot import write_snapshot
 from planning.settings import DEFAULT_SYSTEM_NAMESPACE
-from providers.kube import KubeAccess, KubeConfigError, KubeError
-from providers.live_reader import SnapshotReadError
-from providers.snapshot_capture import capture
 
+EXIT_OK = 0
+EXIT_FINDING = 1
 EXIT_BAD_INPUT = 2
+DISTRIBUTION = "magicstick"
+
+_RENDER_EPILOG = """\
+The system namespace is --namespace when given, else the one the snapshot records (a snapshot
+taken by `magicstick snapshot --namespace N` records N), else ai-system.
+Exit status: 0 rendered; 1 with --strict when an object's status is Failed; 2 unusable input
+or output directory (one line on stderr). OUT must be absent, empty or a previous render
+(it holds a .magicstick-render marker); it is replaced whole, atomically."""
+
+_DIFF_EPILOG = """\
+OLD and NEW are each a render directory or a snapshot file ("-": standard input); a snapshot
+is rendered first with the flags given. Exit status: 0 no change; 1 a change; 2 unusable input."""
+
+
+def _version() -> str:
+    try:
+        return metadata.version(DISTRIBUTION)
+    except metadata.PackageNotFoundError:
+        return "unknown (the magicstick distribution is not installed)"
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="magicstick", description="Magic Stick as code, offline tools.")
-    commands = parser.add_subparsers(dest="command", required=True)
-    render_command = commands.add_parser(
-        "render",
-        help="run the program against a snapshot file and write every object and status it would declare",
+    parser = argparse.ArgumentParser(
+        prog="magicstick",
+        description="Magic Stick as code: render the program offline, diff renders, capture snapshots.",
     )
-    render_command.add_argument("--snapshot", required=True, type=Path, help="Kubernetes objects as `kubectl get -o yaml` prints them")
-    render_command.add_argument("--out", required=True, type=Path, help="output directory (resources/, status/, dynamic/)")
-    render_command.add_argument("--catalogs", type=Path, default=None, help="a catalog directory overriding the shipped catalogs")
-    render_command.add_argument("--now", default=None, help="the run's clock, RFC 3339 (default: now); fix it for reproducible output")
-    snapshot_command = commands.add_parser(
-        "snapshot",
-        help="capture what the program reads from the live cluster into a snapshot file (no Secret is read)",
-    )
-    snapshot_command.add_argument("--out", required=True, type=Path, help="the snapshot file to write")
-    snapshot_command.add_argument("--kubeconfig", default=None, help="kubeconfig path (default: KUBECONFIG, ~/.kube/config, in-cluster)")
-    snapshot_command.add_argument("--context", default=None, help="kubeconfig context (default: the current one)")
-    snapshot_command.add_argument("--namespace", default=DEFAULT_SYSTEM_NAMESPACE, help="the system namespace (default: ai-system)")
+    parser.add_argument("--version", action="store_true", help="print the version and exit")
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND")
+    flags = _run_flags()
+    _add_render(commands, flags)
+    _add_diff(commands, flags)
+    _add_snapshot(commands)
     return parser
 
 
+def _run_flags() -> argparse.ArgumentParser:
+    """The flags a real run reads from the `magicstick:` Pulumi config, shared by render and diff."""
+    flags = argparse.ArgumentParser(add_help=False)
+    flags.add_argument("--catalogs", type=Path, default=None, help="a catalog directory overriding the shipped catalogs")
+    flags.add_argument("--now", default=None, help="the run's clock, RFC 3339 (default: now); fix it for reproducible output")
+    flags.add_argument("--namespace", default=None, help="magicstick:systemNamespace (wins over the namespace the snapshot records)")
+    flags.add_argument("--domain", default=None, help="magicstick:domain (default: magicstick.example.com)")
+    flags.add_argument("--local-domain", default=None, help="magicstick:localDomain (default: magicstick.local)")
+    flags.add_argument("-v", "--verbose", action="store_true", help="one line per stage on stderr (default: only on a terminal)")
+    return flags
+
+
+def _add_render(commands: argparse._SubParsersAction, flags: argparse.ArgumentParser) -> None:
+    command = commands.add_parser(
+        "render",
+        parents=[flags],
+        help="run the program against a snapshot and write every object and status it would declare",
+        epilog=_RENDER_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    command.add_argument("-f", "--snapshot", required=True, help='objects as `kubectl get -o yaml` prints them; "-": standard input')
+    command.add_argument(
+        "-o", "--out", required=True, help='output directory (resources/, status/, dynamic/); "-": one YAML stream on stdout'
+    )
+    command.add_argument("--strict", action="store_true", help="exit 1 when any rendered status is Failed (for CI)")
+
+
+def _add_diff(commands: argparse._SubParsersAction, flags: argparse.ArgumentParser) -> None:
+    command = commands.add_parser(
+        "diff",
+        parents=[flags],
+        help="show what a run would change between two renders or snapshots",
+        epilog=_DIFF_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    command.add_argument("old", metavar="OLD", help="render directory or snapshot file")
+    command.add_argument("new", metavar="NEW", help="render directory or snapshot file")
+
+
+def _add_snapshot(commands: argparse._SubParsersAction) -> None:
+    command = commands.add_parser(
+        "snapshot",
+        help="capture what the program reads from the live cluster into a snapshot file (no Secret is read)",
+    )
+    command.add_argument("-o", "--out", required=True, help='the snapshot file to write; "-": standard output')
+    command.add_argument("--kubeconfig", default=None, help="kubeconfig path (default: KUBECONFIG, ~/.kube/config, in-cluster)")
+    command.add_argument("--context", default=None, help="kubeconfig context (default: the current one)")
+    command.add_argument(
+        "--namespace",
+        default=DEFAULT_SYSTEM_NAMESPACE,
+        help="the system namespace, recorded in the file for render (default: ai-system)",
+    )
+    command.add_argument("-v", "--verbose", action="store_true", help="one line per stage on stderr (default: only on a terminal)")
+
+
+def _options(arguments: argparse.Namespace) -> RenderOptions:
+    return RenderOptions(
+        catalog_dir=arguments.catalogs,
+        now=arguments.now,
+        namespace=arguments.namespace,
+        domain=arguments.domain,
+        local_domain=arguments.local_domain,
+    )
+
+
+def _render(arguments: argparse.Namespace) -> int:
+    progress = Progress.for_terminal(command="magicstick render", verbose=arguments.verbose)
+    to_stdout = arguments.out == STDIN
+    if not to_stdout:
+        check_output_directory(Path(arguments.out))
+    result = render_files(snapshot=arguments.snapshot, options=_options(arguments), progress=progress)
+    progress.stage(f"writing: {len(result.files)} files")
+    if to_stdout:
+        write_stream(result.files, stream=sys.stdout)
+    else:
+        replace_directory(out=Path(arguments.out), files=result.files)
+    print(summary(result, arguments.out), file=sys.stderr if to_stdout else sys.stdout)
+    if arguments.strict and result.status_summary.failed:
+        return EXIT_FINDING
+    return EXIT_OK
+
+
+def _diff(arguments: argparse.Namespace) -> int:
+    if arguments.old == STDIN and arguments.new == STDIN:
+        raise RenderInputError("OLD and NEW cannot both be standard input")
+    progress = Progress.for_terminal(command="magicstick diff", verbose=arguments.verbose)
+    old = load_side(arguments.old, options=_options(arguments), progress=progress)
+    new = load_side(arguments.new, options=_options(arguments), progress=progress)
+    difference = compare(old, new)
+    sys.stdout.writelines(difference.lines())
+    return EXIT_OK if difference.equal else EXIT_FINDING
+
+
 def _snapshot(arguments: argparse.Namespace) -> int:
-    access = KubeAccess(kubeconfig=arguments.kubeconfig, context=arguments.context)
-    try:
-        count = capture(access, system_namespace=arguments.namespace, out=arguments.out)
-    except (KubeConfigError, SnapshotReadError, KubeError) as error:
-        print(f"magicstick snapshot: {error}", file=sys.stderr)
-        return EXIT_BAD_INPUT
-    print(f"wrote {count} objects to {arguments.out}")
-    return 0
+    progress = Progress.for_terminal(command="magicstick snapshot", verbose=arguments.verbose)
+    count = write_snapshot(
+        kubeconfig=arguments.kubeconfig,
+        context=arguments.context,
+        system_namespace=arguments.namespace,
+        out=arguments.out,
+        progress=progress,
+    )
+    print(f"wrote {count} objects to {arguments.out}", file=sys.stderr if arguments.out == STDIN else sys.stdout)
+    return EXIT_OK
+
+
+_COMMANDS = {"render": _render, "diff": _diff, "snapshot": _snapshot}
 
 
 def main(argv: list[str] | None = None) -> int:
-    arguments = _parser().parse_args(argv)
-    if arguments.command == "snapshot":
-        return _snapshot(arguments)
-    if arguments.command == "render":
-        try:
-            result = render(
-                snapshot=arguments.snapshot,
-                out=arguments.out,
-                catalog_dir=arguments.catalogs,
-                now=arguments.now,
-            )
-        except RenderInputError as error:
-            print(f"magicstick render: {error}", file=sys.stderr)
-            return EXIT_BAD_INPUT
-        for line in summary(result, arguments.out):
-            print(line)
-    return 0
+    parser = _parser()
+    arguments = parser.parse_args(argv)
+    if arguments.version:
+        print(f"magicstick {_version()}")
+        return EXIT_OK
+    if arguments.command is None:
+        parser.print_help()
+        return EXIT_OK
+    try:
+        return _COMMANDS[arguments.command](arguments)
+    except RenderInputError as error:
+        one_line = " ".join(line.strip() for line in str(error).splitlines())
+        print(f"magicstick {arguments.command}: {one_line}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    except BrokenPipeError:
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return EXIT_BAD_INPUT
 
 
 if __name__ == "__main__":

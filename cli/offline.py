@@ -8,6 +8,7 @@ the providers restore them), plus the options that decide a resource's lifecycle
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -23,6 +24,11 @@ from providers.pulumi_values import restore_integers
 PROJECT = "magicstick"
 STACK = "offline"
 T = TypeVar("T")
+
+ENGINE_LOG = logging.getLogger("magicstick.engine")
+"""What the program logs through Pulumi's log API lands here (the engine's diagnostics in a real
+run). Silent unless a handler is attached: `render` prints its own summary instead."""
+ENGINE_LOG.addHandler(logging.NullHandler())
 
 
 @dataclass(frozen=True)
@@ -111,7 +117,7 @@ def run_offline(
     program raises, the exception propagates; a monitor passed in still shows what was registered.
     """
     monitor = monitor or RecordingMonitor()
-    pulumi.runtime.set_mocks(_EchoMocks(), project=PROJECT, stack=STACK, preview=False, monitor=monitor)
+    pulumi.runtime.set_mocks(_EchoMocks(), project=PROJECT, stack=STACK, preview=False, monitor=monitor, logger=ENGINE_LOG)
     result: list[T] = []
     with _config(config):
         _sync_await(run_pulumi_func(lambda: result.append(program())))

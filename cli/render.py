@@ -1,80 +1,214 @@
 """`magicstick render`: run the real program offline and write what it would declare.
 
-Layout of DIR (file names are deterministic; the three folders are replaced on each run):
+Layout of a render (file names are deterministic, see cli.files; cli.output writes them):
 - resources/<kind>.<namespace>.<name>.yaml  every Kubernetes object, as declared;
 - status/<kind>.<namespace>.<name>.yaml     the status each status write declares;
 - dynamic/<type>.<name>.yaml                every other dynamic resource: type and inputs.
+A name longer than 255 bytes is shortened with a stable hash suffix.
 Secret values never reach a file: Secret data and Pulumi secrets are masked.
 """
 
 from __future__ import annotations
 
-import shutil
-from collections.abc import Iterable, Mapping
+import re
+import sys
+import tempfile
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TextIO
 
 import yaml
 
 from catalogs import CatalogError, load_catalogs
+from cli.errors import RenderInputError, filesystem_error
+from cli.files import DYNAMIC, RESOURCES, STATUS, RenderedFile, file_order, fit_file_name, safe_part
 from cli.offline import OfflineRun, Registration, run_offline
+from cli.output import FileWriter, check_output_directory, replace_directory, write_text_file
+from cli.progress import QUIET, Progress
+from cli.summary import describe, summarize
+from planning.summary import RunSummary
 from components.status import StatusWrite
 from planning.frozen import thaw
 from program import main as program
 from program.settings import SettingsError, parse_now
-from providers.snapshot_file import SnapshotFileError, read_snapshot_file
+from providers.snapshot_file import SnapshotFile, SnapshotFileError, load_snapshot_file, parse_snapshot_text
+
+__all__ = ["MASK", "RenderInputError", "RenderOptions", "RenderResult", "render", "render_files", "summary"]
 
 MASK = "[secret]"
 STATUS_TYPE = f"pulumi-python:{StatusWrite._resource_type_name}"
+STDIN = "-"
+STDIN_NAME = "standard input"
 _KUBERNETES_PREFIX = "kubernetes:"
 _SECRET_SIG = "4dabf18193072939515e22adb298388d"
+_DNS_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?")
+_DNS_SUBDOMAIN = re.compile(r"[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?(\.[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?)*")
 
 
-class RenderInputError(Exception):
-    """The snapshot, the catalogs or a flag is unusable; one line names the file and the object."""
+@dataclass(frozen=True)
+class RenderOptions:
+    """The flags of a run, as `pulumi up` reads them from the `magicstick:` config."""
+
+    catalog_dir: Path | None = None
+    now: str | None = None
+    namespace: str | None = None
+    """systemNamespace; None: the one the snapshot records, else the default."""
+    domain: str | None = None
+    local_domain: str | None = None
 
 
 @dataclass(frozen=True)
 class RenderResult:
+    files: tuple[RenderedFile, ...]
+    """Every file of the render, in render order."""
     resources: int
     statuses: int
     dynamic: int
+    status_summary: RunSummary
 
 
-def render(*, snapshot: Path, out: Path, catalog_dir: Path | None = None, now: str | None = None) -> RenderResult:
-    _preflight(snapshot=snapshot, catalog_dir=catalog_dir, now=now)
-    config = {"snapshotFile": str(snapshot)}
-    if catalog_dir is not None:
-        config["catalogDir"] = str(catalog_dir)
-    if now is not None:
-        config["now"] = now
-    _, run = run_offline(program.run, config)
+def render(
+    *,
+    snapshot: Path | str,
+    out: Path,
+    catalog_dir: Path | None = None,
+    now: str | None = None,
+    namespace: str | None = None,
+    domain: str | None = None,
+    local_domain: str | None = None,
+    progress: Progress = QUIET,
+    write_file: FileWriter = write_text_file,
+) -> RenderResult:
+    """Render `snapshot` into the directory `out`, replacing a previous render there atomically.
+
+    `write_file` writes each file (tests pass one that fails). Raises RenderInputError.
+    """
+    check_output_directory(out)
+    options = RenderOptions(catalog_dir=catalog_dir, now=now, namespace=namespace, domain=domain, local_domain=local_domain)
+    result = render_files(snapshot=snapshot, options=options, progress=progress)
+    progress.stage(f"writing: {len(result.files)} files")
+    replace_directory(out=out, files=result.files, write_file=write_file)
+    return result
+
+
+def render_files(
+    *,
+    snapshot: Path | str,
+    options: RenderOptions,
+    progress: Progress = QUIET,
+    stdin: TextIO | None = None,
+) -> RenderResult:
+    """Run the program on `snapshot` (a path, or "-" for `stdin`) and return every file it renders."""
+    with _snapshot_on_disk(snapshot, stdin=stdin) as (path, loaded):
+        progress.stage(f"reading the snapshot: {loaded.objects} objects")
+        config = _config(path, options, recorded_namespace=loaded.system_namespace)
+        progress.stage("planning")
+        _, run = run_offline(program.run, config)
+    progress.stage(f"declaring: {len(run.registrations)} resources")
+    return _result(run)
+
+
+@contextmanager
+def _snapshot_on_disk(snapshot: Path | str, *, stdin: TextIO | None) -> Iterator[tuple[Path, SnapshotFile]]:
+    """The snapshot as a file the program can read, and its parsed content (checked first)."""
+    if str(snapshot) != STDIN:
+        yield Path(snapshot), _checked(lambda: load_snapshot_file(Path(snapshot)))
+        return
+    text = _read_all(stdin or sys.stdin)
+    loaded = _checked(lambda: parse_snapshot_text(text, source=STDIN_NAME))
+    try:
+        directory = tempfile.TemporaryDirectory(prefix="magicstick-stdin-")
+    except OSError as error:
+        raise filesystem_error(tempfile.gettempdir(), error) from error
+    with directory:
+        path = Path(directory.name) / "snapshot.yaml"
+        try:
+            path.write_text(text, encoding="utf-8")
+        except OSError as error:
+            raise filesystem_error(path, error) from error
+        yield path, loaded
+
+
+def _read_all(stream: TextIO) -> str:
+    """All of `stream` as UTF-8 text, decoded strictly (a text stream's own decoding may not be)."""
+    raw = getattr(stream, "buffer", None)
+    try:
+        return raw.read().decode("utf-8") if raw is not None else stream.read()
+    except UnicodeDecodeError as error:
+        raise RenderInputError(f"{STDIN_NAME}: not UTF-8 text (byte {error.start})") from error
+    except OSError as error:
+        raise filesystem_error(STDIN_NAME, error) from error
+
+
+def _checked(load: Callable[[], SnapshotFile]) -> SnapshotFile:
+    try:
+        return load()
+    except SnapshotFileError as error:
+        raise RenderInputError(str(error)) from error
+
+
+def _config(snapshot: Path, options: RenderOptions, *, recorded_namespace: str | None) -> dict[str, str]:
+    """The `magicstick:` config of the run, after checking every value a flag gives."""
+    try:
+        load_catalogs(options.catalog_dir)
+        parse_now(options.now)
+    except (CatalogError, SettingsError) as error:
+        raise RenderInputError(str(error)) from error
+    _check_name("--namespace", options.namespace, _DNS_LABEL)
+    _check_name("--domain", options.domain, _DNS_SUBDOMAIN)
+    _check_name("--local-domain", options.local_domain, _DNS_SUBDOMAIN)
+    values = {
+        "snapshotFile": str(snapshot),
+        "catalogDir": str(options.catalog_dir) if options.catalog_dir is not None else None,
+        "now": options.now,
+        "systemNamespace": options.namespace if options.namespace is not None else recorded_namespace,
+        "domain": options.domain,
+        "localDomain": options.local_domain,
+    }
+    return {key: value for key, value in values.items() if value is not None}
+
+
+def _check_name(flag: str, value: str | None, pattern: re.Pattern[str]) -> None:
+    if value is not None and (len(value) > 253 or not pattern.fullmatch(value)):
+        raise RenderInputError(f"{flag}: '{value}' is not a valid DNS name (lower case letters, digits, '-' and '.')")
+
+
+def _result(run: OfflineRun) -> RenderResult:
     resources = _kubernetes_objects(run)
     statuses = [_status_document(r) for r in run.of_type(STATUS_TYPE)]
     dynamic = [r for r in _dynamic_resources(run) if r.type != STATUS_TYPE]
-    for folder in ("resources", "status", "dynamic"):
-        shutil.rmtree(out / folder, ignore_errors=True)
-        (out / folder).mkdir(parents=True)
-    for obj in resources:
-        _write(out / "resources" / _object_file_name(obj), obj)
-    for status in statuses:
-        _write(out / "status" / _object_file_name(status), status)
-    for registration in dynamic:
-        _write(
-            out / "dynamic" / f"{_safe(registration.type)}.{_safe(registration.name)}.yaml",
-            {"type": registration.type, "name": registration.name, "inputs": _mask(thaw(registration.inputs))},
+    files = [_file(RESOURCES, _object_stem(obj), obj) for obj in resources]
+    files += [_file(STATUS, _object_stem(status), status) for status in statuses]
+    files += [
+        _file(
+            DYNAMIC,
+            f"{safe_part(r.type)}.{safe_part(r.name)}",
+            {"type": r.type, "name": r.name, "inputs": _mask(thaw(r.inputs))},
         )
-    return RenderResult(resources=len(resources), statuses=len(statuses), dynamic=len(dynamic))
+        for r in dynamic
+    ]
+    return RenderResult(
+        files=_in_order(files),
+        resources=len(resources),
+        statuses=len(statuses),
+        dynamic=len(dynamic),
+        status_summary=summarize(statuses),
+    )
 
 
-def _preflight(*, snapshot: Path, catalog_dir: Path | None, now: str | None) -> None:
-    try:
-        read_snapshot_file(snapshot)
-        load_catalogs(catalog_dir)
-        parse_now(now)
-    except (SnapshotFileError, CatalogError, SettingsError) as error:
-        raise RenderInputError(str(error)) from error
+def _in_order(files: list[RenderedFile]) -> tuple[RenderedFile, ...]:
+    paths = [file.path for file in files]
+    duplicates = sorted({path for path in paths if paths.count(path) > 1})
+    if duplicates:
+        raise RuntimeError(f"two declared objects map to one file: {duplicates[0]}")
+    return tuple(sorted(files, key=lambda file: file_order(file.path)))
+
+
+def _file(folder: str, stem: str, document: Mapping[str, Any]) -> RenderedFile:
+    text = yaml.safe_dump(dict(document), sort_keys=True, default_flow_style=False)
+    return RenderedFile(path=f"{folder}/{fit_file_name(stem)}", text=text)
 
 
 def _kubernetes_objects(run: OfflineRun) -> list[dict[str, Any]]:
@@ -130,19 +264,14 @@ def _status_document(registration: Registration) -> dict[str, Any]:
     }
 
 
-def _object_file_name(obj: Mapping[str, Any]) -> str:
+def _object_stem(obj: Mapping[str, Any]) -> str:
     metadata = obj.get("metadata", {})
     parts = [obj.get("kind", "object").lower(), metadata.get("namespace"), metadata.get("name", "unnamed")]
-    return ".".join(_safe(p) for p in parts if p) + ".yaml"
+    return ".".join(safe_part(p) for p in parts if p)
 
 
-def _safe(part: str) -> str:
-    return "".join(c if c.isalnum() or c in "-._" else "_" for c in part)
-
-
-def _write(path: Path, document: Mapping[str, Any]) -> None:
-    path.write_text(yaml.safe_dump(dict(document), sort_keys=True, default_flow_style=False), encoding="utf-8")
-
-
-def summary(result: RenderResult, out: Path) -> Iterable[str]:
-    yield f"wrote {result.resources} resources, {result.statuses} statuses and {result.dynamic} dynamic resources under {out}"
+def summary(result: RenderResult, out: Path | str) -> str:
+    """Pure. The one summary line: what was written where, objects per phase, the first unhealthy ones."""
+    where = f"under {out}" if str(out) != STDIN else "to standard output"
+    counts = f"{result.resources} resources, {result.statuses} statuses and {result.dynamic} dynamic resources"
+    return f"wrote {counts} {where}; {describe(result.status_summary)}"

@@ -256,8 +256,10 @@ class Snapshot:
         pods: list[Pod] = []
         generated: list[GenericObject] = []
         crds: set[str] = set()
+        seen: dict[tuple[str, str], int] = {}
         for index, raw in enumerate(_flatten(objects)):
             identity = _identity(raw, index)
+            _refuse_a_second_copy(raw, identity, index, seen)
             api_version, kind = raw["apiVersion"], raw["kind"]
             meta = _meta(raw, identity)
             if api_version == APPLIANCE_API_VERSION and kind in RUNTIME_KINDS:
@@ -345,6 +347,15 @@ def _identity(raw: Mapping[str, Any], index: int) -> str:
         raise SnapshotError(f"object {index} ({kind})", "metadata.name is missing")
     namespace = metadata.get("namespace")
     return f"{kind}/{namespace}/{name}" if namespace else f"{kind}/{name}"
+
+
+def _refuse_a_second_copy(raw: Mapping[str, Any], identity: str, index: int, seen: dict[tuple[str, str], int]) -> None:
+    """A cluster holds one object per API group, kind, namespace and name, whatever the version."""
+    group = raw["apiVersion"].rpartition("/")[0]
+    key = (group, identity)
+    if key in seen:
+        raise SnapshotError(f"object {index} ({identity})", f"appears twice (first as object {seen[key]})")
+    seen[key] = index
 
 
 def _meta(raw: Mapping[str, Any], identity: str) -> ObjectMeta:

@@ -109,7 +109,7 @@ def read_objects(client: KubeClient, plan: Iterable[Read]) -> list[dict[str, Any
         except KubeError as error:
             where = f" in namespace {read.namespace}" if read.namespace else ""
             raise SnapshotReadError(
-                f"reading {kind.kind} ({kind.api_version}){where} failed: {error.code} {error.reason}: {error.message}"
+                f"reading {kind.kind} ({kind.api_version}){where} failed: {error.detail}"
             ) from error
     return objects
 
@@ -149,7 +149,7 @@ def observe_ollama(client: KubeClient, objects: Iterable[dict[str, Any]]) -> tup
             tags = list_tags(client, namespace, name, port=MODEL_SERVER_PORT)
             sample = memory_sample(client, namespace, name, port=MODEL_SERVER_PORT)
         except KubeError as error:
-            found.append(OllamaObservation(namespace=namespace, pod=name, error=f"{error.code} {error.reason}: {error.message}"))
+            found.append(OllamaObservation(namespace=namespace, pod=name, error=error.detail))
             continue
         found.append(
             OllamaObservation(

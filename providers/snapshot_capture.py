@@ -2,29 +2,51 @@
 
 from __future__ import annotations
 
-from pathlib import Path
+from collections.abc import Iterable, Mapping
+from typing import Any
 
 import yaml
 
 from providers.kube import KubeAccess, open_client
 from providers.live_reader import read_live_objects
+from providers.snapshot_file import SYSTEM_NAMESPACE_ANNOTATION
 
 _VOLATILE_METADATA = ("managedFields",)
 
 
-def capture(access: KubeAccess, *, system_namespace: str, out: Path) -> int:
-    """Write every object one observation reads to `out` as a `List`; returns how many.
+def capture(access: KubeAccess, *, system_namespace: str) -> dict[str, Any]:
+    """Every object one observation reads, as the `List` document snapshot_document builds.
 
     The same LISTs as a run, so the file renders what the program would see; what Ollama Pods
     answer through the pod proxy (tags, memory) is not an object and is not captured. Secrets
-    are never among them. managedFields are dropped: they are large and the plan reads none.
+    are never among them.
     """
     with open_client(access) as client:
         objects = read_live_objects(client, system_namespace)
+    return snapshot_document(objects, system_namespace=system_namespace)
+
+
+def snapshot_document(objects: Iterable[Mapping[str, Any]], *, system_namespace: str) -> dict[str, Any]:
+    """Pure. A `kubectl`-valid `List` of `objects` recording `system_namespace` in an annotation.
+
+    managedFields are dropped (they are large and the plan reads none); the objects passed in
+    are not modified.
+    """
+    items = []
     for obj in objects:
-        for key in _VOLATILE_METADATA:
-            obj.get("metadata", {}).pop(key, None)
-    document = {"apiVersion": "v1", "kind": "List", "items": objects}
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(yaml.safe_dump(document, sort_keys=True), encoding="utf-8")
-    return len(objects)
+        item = dict(obj)
+        metadata = item.get("metadata")
+        if isinstance(metadata, Mapping):
+            item["metadata"] = {key: value for key, value in metadata.items() if key not in _VOLATILE_METADATA}
+        items.append(item)
+    return {
+        "apiVersion": "v1",
+        "kind": "List",
+        "metadata": {"annotations": {SYSTEM_NAMESPACE_ANNOTATION: system_namespace}},
+        "items": items,
+    }
+
+
+def snapshot_text(document: Mapping[str, Any]) -> str:
+    """Pure. The YAML a snapshot file holds: keys sorted, so one cluster state gives one text."""
+    return yaml.safe_dump(dict(document), sort_keys=True)

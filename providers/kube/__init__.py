@@ -5,6 +5,7 @@ from providers.kube.retry import RetryPolicy
 from providers.kube.client import KubeClient, ResourceKind
 from providers.kube.errors import (
     Conflict,
+    ConnectionFailure,
     Forbidden,
     Gone,
     Invalid,
@@ -19,6 +20,7 @@ from providers.kube.errors import (
 
 __all__ = [
     "Conflict",
+    "ConnectionFailure",
     "Forbidden",
     "Gone",
     "Invalid",

@@ -1,14 +1,14 @@
 """KubeClient: the few REST verbs the program needs, over a configured httpx client.
 
 Bodies stay raw JSON. Every request is retried under the RetryPolicy on 429, 5xx and
-connection errors; every failure raises a typed KubeError that keeps the server's Status.
+connection errors; every failure raises a typed KubeError that keeps the server's Status, or,
+when no answer came, a KubeConnectionError naming the server's URL and what failed.
 A server whose certificate fails TLS verification is not retried: no wait makes it trusted.
 """
 
 from __future__ import annotations
 
 import json
-import ssl
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -17,7 +17,7 @@ from urllib.parse import quote
 
 import httpx
 
-from providers.kube.errors import KubeConnectionError, NotFound, ServerError, TooManyRequests, error_for
+from providers.kube.errors import ConnectionFailure, NotFound, ServerError, TooManyRequests, connection_error, error_for
 from providers.kube.retry import RetryPolicy
 
 APPLY_PATCH = "application/apply-patch+yaml"
@@ -59,6 +59,11 @@ class KubeClient:
         self._sleep = sleep
         self.requests = 0
 
+    @property
+    def server(self) -> str:
+        """The server's URL, as the configuration names it (no trailing slash)."""
+        return str(self._http.base_url).rstrip("/")
+
     def request(
         self,
         method: str,
@@ -85,10 +90,9 @@ class KubeClient:
                     content=None if body is None else _encode(body),
                 )
             except httpx.TransportError as error:
-                if last or _certificate_rejected(error):
-                    raise KubeConnectionError(
-                        method=method, path=path, code=0, reason=type(error).__name__, message=str(error) or "connection failed"
-                    ) from error
+                unreachable = connection_error(error, method=method, path=path, url=self.server, timeout=self._http.timeout)
+                if last or unreachable.failure is ConnectionFailure.CERTIFICATE_REJECTED:
+                    raise unreachable from error
                 self._sleep(self._retry.delay(attempt))
                 continue
             if response.is_success:
@@ -182,15 +186,6 @@ class KubeClient:
 
 def _encode(value: Any) -> bytes:
     return json.dumps(value, separators=(",", ":"), sort_keys=True).encode()
-
-
-def _certificate_rejected(error: BaseException) -> bool:
-    cause: BaseException | None = error
-    while cause is not None:
-        if isinstance(cause, ssl.SSLCertVerificationError):
-            return True
-        cause = cause.__cause__ or cause.__context__
-    return False
 
 
 def _retry_after(response: httpx.Response) -> float | None:

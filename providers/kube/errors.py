@@ -2,10 +2,18 @@
 
 The server answers a failed request with a `Status` object (code, reason, message). That
 object is the most precise explanation there is, so it travels with the error unchanged.
+
+A request that gets no answer at all raises KubeConnectionError, which names the server's URL
+and what failed in words (`cannot reach https://127.0.0.1:6443: connection refused`); its
+`reason` is a ConnectionFailure, its `code` 0 (no status came back).
 """
 
 from __future__ import annotations
 
+import socket
+import ssl
+from collections.abc import Iterator
+from enum import StrEnum
 from typing import Any
 
 import httpx
@@ -17,20 +25,55 @@ class KubeError(Exception):
     code: int = 0
 
     def __init__(self, *, method: str, path: str, code: int, reason: str, message: str) -> None:
-        super().__init__(f"{method} {path}: {code} {reason}: {message}" if message else f"{method} {path}: {code} {reason}")
         self.method = method
         self.path = path
         self.code = code
         self.reason = reason
         self.message = message
+        super().__init__(f"{method} {path}: {self.detail}")
+
+    @property
+    def detail(self) -> str:
+        """The failure without the request: `code reason: message`, as the server said it."""
+        return f"{self.code} {self.reason}: {self.message}" if self.message else f"{self.code} {self.reason}"
 
 
 class KubeConfigError(Exception):
     """The kubeconfig or the in-cluster service account cannot be used."""
 
 
+class ConnectionFailure(StrEnum):
+    """Why no answer came back; the `reason` of a KubeConnectionError."""
+
+    REFUSED = "ConnectionRefused"
+    NAME_NOT_RESOLVED = "NameNotResolved"
+    CERTIFICATE_REJECTED = "CertificateRejected"
+    """The server's certificate does not chain to the trusted CA: never retried."""
+    TLS_FAILED = "TLSHandshakeFailed"
+    TIMEOUT = "Timeout"
+    PROTOCOL_ERROR = "RemoteProtocolError"
+    NETWORK = "NetworkError"
+    """Anything else below HTTP: a reset connection, an unreachable network."""
+
+
 class KubeConnectionError(KubeError):
-    """The server could not be reached (after the retries the policy allows)."""
+    """The server could not be reached (after the retries the policy allows).
+
+    `url` is the server the configuration names; `cause` says in words what failed
+    (`connection refused`, `TLS certificate verify failed: self-signed certificate`,
+    `timed out after 10 s (connecting)`); `failure` (also `reason`) is its ConnectionFailure.
+    The transport error is chained as `__cause__`.
+    """
+
+    def __init__(self, *, method: str, path: str, url: str, failure: ConnectionFailure, cause: str) -> None:
+        self.url = url
+        self.failure = failure
+        self.cause = cause
+        super().__init__(method=method, path=path, code=0, reason=failure.value, message=f"cannot reach {url}: {cause}")
+
+    @property
+    def detail(self) -> str:
+        return self.message
 
 
 class Unauthorized(KubeError):
@@ -88,3 +131,61 @@ def _status_body(response: httpx.Response) -> dict[str, Any]:
     except ValueError:
         return {}
     return body if isinstance(body, dict) and body.get("kind") == "Status" else {}
+
+
+def connection_error(
+    error: httpx.TransportError, *, method: str, path: str, url: str, timeout: httpx.Timeout
+) -> KubeConnectionError:
+    """The KubeConnectionError of a request to `url` that failed with `error`. Pure.
+
+    `timeout` is the client's, so that a timeout names the bound it hit.
+    """
+    failure, cause = _explain(error, timeout)
+    return KubeConnectionError(method=method, path=path, url=url, failure=failure, cause=cause)
+
+
+_TIMEOUT_PHASES: tuple[tuple[type[httpx.TimeoutException], str, str], ...] = (
+    (httpx.ConnectTimeout, "connect", "connecting"),
+    (httpx.ReadTimeout, "read", "waiting for the answer"),
+    (httpx.WriteTimeout, "write", "sending the request"),
+    (httpx.PoolTimeout, "pool", "waiting for a free connection"),
+)
+
+
+def _explain(error: httpx.TransportError, timeout: httpx.Timeout) -> tuple[ConnectionFailure, str]:
+    if isinstance(error, httpx.TimeoutException):
+        return ConnectionFailure.TIMEOUT, _timed_out(error, timeout)
+    if isinstance(error, httpx.RemoteProtocolError):
+        return ConnectionFailure.PROTOCOL_ERROR, f"HTTP protocol error: {error}"
+    for cause in _chain(error):
+        if isinstance(cause, ssl.SSLCertVerificationError):
+            why = cause.verify_message or cause.reason
+            return ConnectionFailure.CERTIFICATE_REJECTED, f"TLS certificate verify failed: {why}"
+        if isinstance(cause, ssl.SSLError):
+            return ConnectionFailure.TLS_FAILED, f"TLS handshake failed: {cause.strerror or cause}"
+        if isinstance(cause, socket.gaierror):
+            return ConnectionFailure.NAME_NOT_RESOLVED, f"host name not resolved: {cause.strerror or cause}"
+        if isinstance(cause, ConnectionRefusedError):
+            return ConnectionFailure.REFUSED, "connection refused"
+    for cause in _chain(error):
+        if isinstance(cause, OSError) and cause.strerror:
+            return ConnectionFailure.NETWORK, cause.strerror[:1].lower() + cause.strerror[1:]
+    return ConnectionFailure.NETWORK, f"{type(error).__name__}: {error}" if str(error) else type(error).__name__
+
+
+def _timed_out(error: httpx.TimeoutException, timeout: httpx.Timeout) -> str:
+    for kind, field, phase in _TIMEOUT_PHASES:
+        if isinstance(error, kind):
+            bound = getattr(timeout, field)
+            return f"timed out after {bound:g} s ({phase})" if bound is not None else f"timed out ({phase})"
+    return "timed out"
+
+
+def _chain(error: BaseException) -> Iterator[BaseException]:
+    """`error`, then what caused it, down to the first exception."""
+    seen: set[int] = set()
+    current: BaseException | None = error
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        yield current
+        current = current.__cause__ or current.__context__

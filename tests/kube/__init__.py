@@ -1,13 +1,17 @@
 """providers.kube against the real test kube-apiserver: configuration, authentication, TLS,
-errors, retries, timeouts and the REST verbs. Helpers shared by those tests live here."""
+errors, retries, timeouts and the REST verbs. Unreachable servers (refusing, silent, hanging
+up, presenting an untrusted certificate) are loopback sockets and need no API server.
+Helpers shared by those tests live here."""
 
 from __future__ import annotations
 
 import contextlib
 import json
 import socket
+import ssl
 import subprocess
-from collections.abc import Iterator, Mapping
+import threading
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -103,3 +107,53 @@ def self_signed_certificate(directory: Path, common_name: str = "unrelated-ca.ex
         capture_output=True,
     )  # fmt: skip
     return cert
+
+
+@contextlib.contextmanager
+def one_connection_server(handle: Callable[[socket.socket], None]) -> Iterator[int]:
+    """A loopback port whose server accepts one connection, runs `handle` on it and closes it.
+
+    Leaving the block stops the server, whether or not a client came.
+    """
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as listening:
+        listening.bind(("127.0.0.1", 0))
+        listening.listen(1)
+        thread = threading.Thread(target=_serve_once, args=(listening, handle), daemon=True)
+        thread.start()
+        try:
+            yield int(listening.getsockname()[1])
+        finally:
+            with contextlib.suppress(OSError):
+                listening.shutdown(socket.SHUT_RDWR)
+            thread.join()
+
+
+def _serve_once(listening: socket.socket, handle: Callable[[socket.socket], None]) -> None:
+    try:
+        connection, _ = listening.accept()
+    except OSError:
+        return
+    with connection, contextlib.suppress(OSError):
+        handle(connection)
+
+
+def tls_handshake(certificate: Path) -> Callable[[socket.socket], None]:
+    """A connection handler that presents `certificate` (its key beside it, `.key`) in a TLS handshake."""
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.load_cert_chain(certificate, certificate.with_suffix(".key"))
+
+    def handshake(connection: socket.socket) -> None:
+        with context.wrap_socket(connection, server_side=True):
+            pass
+
+    return handshake
+
+
+def hang_up_after_the_request(connection: socket.socket) -> None:
+    """A connection handler that reads one HTTP request head and closes without answering."""
+    received = b""
+    while b"\r\n\r\n" not in received:
+        chunk = connection.recv(4096)
+        if not chunk:
+            return
+        received += chunk

@@ -125,7 +125,9 @@ FLUX_CRD = "kustomizations.kustomize.toolkit.fluxcd.io"
 def with_flux(objects) -> list[dict]:
     """`objects` in a cluster where Flux is installed (its Kustomization CRD served), as in every
     appliance; a test of the opposite passes `flux=False` to plan_of."""
-    return [*objects, crd(FLUX_CRD)]
+    objects = list(objects)
+    served = any(o.get("kind") == "CustomResourceDefinition" and o["metadata"]["name"] == FLUX_CRD for o in objects)
+    return objects if served else [*objects, crd(FLUX_CRD)]
 
 
 def plan_of(*objects: dict, now: datetime = NOW, flux: bool = True) -> Plan:

@@ -49,15 +49,6 @@ def test_render_writes_objects_statuses_and_dynamic_resources_in_their_folders(t
     assert appliance["metadata"] == {"name": "local", "namespace": "ai-system"}
 
 
-def test_render_replaces_stale_files_but_leaves_the_rest_of_the_directory_alone(tmp_path):
-    (tmp_path / "resources").mkdir()
-    (tmp_path / "resources" / "stale.yaml").write_text("old: true\n")
-    (tmp_path / "notes.txt").write_text("mine\n")
-    render(snapshot=DEMO, out=tmp_path, now=NOW)
-    assert not (tmp_path / "resources" / "stale.yaml").exists()
-    assert (tmp_path / "notes.txt").read_text() == "mine\n"
-
-
 def test_host_operation_and_appliance_setup_status_is_never_rendered(tmp_path):
     snapshot = tmp_path / "snapshot.yaml"
     host_operation = {

@@ -33,7 +33,8 @@ def platform(application: str, *, crds: bool = True) -> list[dict]:
         modules |= set(CATALOGS.modules.get(name).depends_on)
     objects = [appliance(source={"kind": "GitRepository", "name": "magicstick-public", "namespace": "flux-system"}), *ready_modules(*sorted(modules))]
     if crds:
-        objects += [crd(n) for n in (*entry.required_crds, *GATEWAY_CRDS, HELM_RELEASE_CRD)]
+        served = {o["metadata"]["name"] for o in objects if o["kind"] == "CustomResourceDefinition"}
+        objects += [crd(n) for n in sorted({*entry.required_crds, *GATEWAY_CRDS, HELM_RELEASE_CRD} - served)]
     return objects
 
 
