@@ -42,10 +42,24 @@ class Registration:
     ignore_changes: tuple[str, ...] = ()
     retain_on_delete: bool = False
     dependencies: tuple[str, ...] = ()
+    aliases: tuple[str, ...] = ()
+    """Earlier logical names of this resource (name aliases)."""
 
     @property
     def parent_name(self) -> str:
         return self.parent.rsplit("::", 1)[-1] if self.parent else ""
+
+    @property
+    def source(self) -> str:
+        """What the resource stands for: its object (kind namespace/name) and its parent component."""
+        metadata = self.inputs.get("metadata") if isinstance(self.inputs.get("metadata"), Mapping) else {}
+        kind = self.inputs.get("kind") or self.type.rsplit(":", 1)[-1]
+        scope = f"{metadata['namespace']}/" if metadata.get("namespace") else ""
+        what = f"{kind} {scope}{metadata['name']}" if metadata.get("name") else f"{kind} {self.name}"
+        parent_type = self.parent.split("::")[-2].rsplit("$", 1)[-1] if self.parent.count("::") >= 3 else ""
+        if not parent_type or parent_type == "pulumi:pulumi:Stack":
+            return what
+        return f"{what} (in {parent_type} {self.parent_name})"
 
 
 class _EchoMocks(pulumi.runtime.Mocks):
@@ -58,28 +72,53 @@ class _EchoMocks(pulumi.runtime.Mocks):
         raise NotImplementedError(f"the program calls no Pulumi function, but called {args.token}")
 
 
+class DuplicateUrnError(Exception):
+    """Two registrations gave one URN; the engine refuses the second and applies nothing."""
+
+    def __init__(self, urn: str, first: Registration, second: Registration) -> None:
+        sources = sorted((first.source, second.source))
+        super().__init__(f"duplicate resource URN {urn}: declared for {sources[0]} and for {sources[1]}")
+        self.urn = urn
+        self.first = first
+        self.second = second
+
+
 class RecordingMonitor(pulumi_mocks.MockMonitor):
+    """The mock monitor, plus a record of every registration and the engine's URN uniqueness."""
+
     def __init__(self) -> None:
         super().__init__(_EchoMocks())
         self.registrations: list[Registration] = []
+        self.duplicate: DuplicateUrnError | None = None
+        self._by_urn: dict[str, Registration] = {}
 
     def RegisterResource(self, request):  # noqa: N802 - the gRPC method name
         response = super().RegisterResource(request)
         if request.type != "pulumi:pulumi:Stack":
-            self.registrations.append(
-                Registration(
-                    urn=response.urn,
-                    type=request.type,
-                    name=request.name,
-                    parent=request.parent,
-                    custom=bool(request.custom),
-                    inputs=restore_integers(pulumi.runtime.rpc.deserialize_properties(request.object)),
-                    ignore_changes=tuple(request.ignoreChanges),
-                    retain_on_delete=bool(request.retainOnDelete),
-                    dependencies=tuple(request.dependencies),
-                )
-            )
+            registration = _registration(request, response.urn)
+            first = self._by_urn.setdefault(response.urn, registration)
+            if first is not registration:
+                # Recorded, not raised here: run_offline raises it once the program has ended, as
+                # the engine fails the run; raising inside the SDK's RPC leaves futures unretrieved.
+                self.duplicate = self.duplicate or DuplicateUrnError(response.urn, first, registration)
+                return response
+            self.registrations.append(registration)
         return response
+
+
+def _registration(request: Any, urn: str) -> Registration:
+    return Registration(
+        urn=urn,
+        type=request.type,
+        name=request.name,
+        parent=request.parent,
+        custom=bool(request.custom),
+        inputs=restore_integers(pulumi.runtime.rpc.deserialize_properties(request.object)),
+        ignore_changes=tuple(request.ignoreChanges),
+        retain_on_delete=bool(request.retainOnDelete),
+        dependencies=tuple(request.dependencies),
+        aliases=tuple(alias.spec.name for alias in request.aliases if alias.HasField("spec") and alias.spec.name),
+    )
 
 
 @dataclass
@@ -115,10 +154,14 @@ def run_offline(
 
     Returns the program's result and every registration, once all of them completed. When the
     program raises, the exception propagates; a monitor passed in still shows what was registered.
+    Two registrations with one URN raise DuplicateUrnError once the program has ended, as the
+    engine refuses the second and fails the run.
     """
     monitor = monitor or RecordingMonitor()
     pulumi.runtime.set_mocks(_EchoMocks(), project=PROJECT, stack=STACK, preview=False, monitor=monitor, logger=ENGINE_LOG)
     result: list[T] = []
     with _config(config):
         _sync_await(run_pulumi_func(lambda: result.append(program())))
+    if monitor.duplicate is not None:
+        raise monitor.duplicate
     return result[0], OfflineRun(registrations=list(monitor.registrations))

@@ -24,7 +24,7 @@ import yaml
 from catalogs import CatalogError, load_catalogs
 from cli.errors import RenderInputError, filesystem_error
 from cli.files import DYNAMIC, RESOURCES, STATUS, RenderedFile, file_order, fit_file_name, safe_part
-from cli.offline import OfflineRun, Registration, run_offline
+from cli.offline import DuplicateUrnError, OfflineRun, Registration, run_offline
 from cli.output import FileWriter, check_output_directory, replace_directory, write_text_file
 from cli.progress import QUIET, Progress
 from cli.summary import describe, summarize
@@ -99,13 +99,20 @@ def render_files(
     options: RenderOptions,
     progress: Progress = QUIET,
     stdin: TextIO | None = None,
+    pulumi_program: Callable[[], object] = program.run,
 ) -> RenderResult:
-    """Run the program on `snapshot` (a path, or "-" for `stdin`) and return every file it renders."""
+    """Run the program on `snapshot` (a path, or "-" for `stdin`) and return every file it renders.
+
+    `pulumi_program` is the program to run: the real one, except in tests of the engine's rules.
+    """
     with _snapshot_on_disk(snapshot, stdin=stdin) as (path, loaded):
         progress.stage(f"reading the snapshot: {loaded.objects} objects")
         config = _config(path, options, recorded_namespace=loaded.system_namespace)
         progress.stage("planning")
-        _, run = run_offline(program.run, config)
+        try:
+            _, run = run_offline(pulumi_program, config)
+        except DuplicateUrnError as error:
+            raise RenderInputError(f"{STDIN_NAME if str(snapshot) == STDIN else snapshot}: {error}") from error
     progress.stage(f"declaring: {len(run.registrations)} resources")
     return _result(run)
 

@@ -13,7 +13,8 @@ from components.instance import AppInstance, AppInstanceArgs
 from components.model import Model, ModelArgs
 from components.module import Module, ModuleArgs
 from components.objects import declare
-from components.status import ClusterAccessInputs, StatusWrite
+from components.stale import StaleRemoval
+from components.status import StatusWrite
 from planning.labels import MODULE
 from planning.plan import Plan
 
@@ -24,8 +25,6 @@ class ApplianceArgs:
     """The plan to declare; the component adds nothing to it."""
     providers: DynamicProviders
     """The dynamic providers (injected: components perform no I/O)."""
-    access: ClusterAccessInputs = ClusterAccessInputs()
-    """How that provider reaches the cluster."""
 
 
 WRITTEN_STATUS_KINDS = frozenset({"Appliance", "ModuleActivation", "ModelActivation", "AppInstance"})
@@ -49,22 +48,24 @@ class Appliance(pulumi.ComponentResource):
         for provider in plan.hardware_providers:
             HardwareProvider(provider.module, HardwareProviderArgs(objects=provider.objects), opts=child)
         profiles = {
-            profile.name: RuntimeProfile(profile, provider=args.providers.runtime_profile, access=args.access, opts=child)
+            profile.name: RuntimeProfile(profile, provider=args.providers.runtime_profile, opts=child)
             for profile in plan.models.cpu_profiles
         }
         for outcome in plan.models.outcomes:
             if outcome.model is None and outcome.pod_deletion is None and outcome.alias is None:
                 continue
             needs = (profiles[outcome.cpu_profile.name],) if outcome.cpu_profile is not None else ()
-            Model(outcome.activation, ModelArgs(outcome=outcome, providers=args.providers, access=args.access, depends_on=needs), opts=child)
+            Model(outcome.activation, ModelArgs(outcome=outcome, providers=args.providers, depends_on=needs), opts=child)
         for instance in plan.instances.outcomes:
             if instance.objects:
                 AppInstance(instance.instance, AppInstanceArgs(outcome=instance), opts=child)
+        for stale in plan.stale:
+            StaleRemoval(stale, provider=args.providers.stale_removal, opts=child)
         if plan.models.external_models is not None:
             declare(plan.models.external_models, opts=child)
         for update in plan.statuses:
             if update.kind in WRITTEN_STATUS_KINDS:
-                StatusWrite(update, provider=args.providers.status, access=args.access, opts=child)
+                StatusWrite(update, provider=args.providers.status, opts=child)
         self.register_outputs(
             {
                 "modules": sorted(m.name for m in plan.modules.modules if m.phase != "Disabled"),

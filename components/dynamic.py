@@ -2,20 +2,28 @@
 
 Each class only shapes inputs; the provider that does the work is injected (components
 perform no I/O). Type tokens are `pulumi-python:dynamic/magicstick:<Name>`.
+
+Inputs name the object a resource manages and nothing of how the cluster is reached: the
+providers take cluster access from the stack's configuration at each run
+(providers/cluster_access.py), so state written from one place still refreshes from another.
+
+Logical names join their parts with '/', which no Kubernetes name or namespace contains, so
+two different objects never give one name (invariant 3). Earlier versions joined them with
+'-'; that name stays as an alias, so an existing stack keeps its resources.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 import pulumi
 from pulumi.dynamic import Resource, ResourceProvider
 
-from components.status import ClusterAccessInputs
 from planning.frozen import thaw
 from planning.models.kubeai import MODEL_SERVER_PORT, CpuProfile
 from planning.models.plan import AliasRequest, PodDeletion
+from planning.objects import NAME_SEPARATOR
+
 
 
 @dataclass(frozen=True)
@@ -26,56 +34,107 @@ class DynamicProviders:
     runtime_profile: ResourceProvider
     pod_recovery: ResourceProvider
     ollama_alias: ResourceProvider
+    stale_removal: ResourceProvider
 
 
-def access_inputs(access: ClusterAccessInputs) -> dict[str, Any]:
-    return {
-        "kubeconfig": pulumi.Output.secret(access.kubeconfig) if access.kubeconfig else None,
-        "context": access.context,
-    }
+@dataclass(frozen=True)
+class LogicalName:
+    """A dynamic resource's Pulumi name, and the names earlier versions gave the same resource."""
+
+    name: str
+    previous: tuple[str, ...] = ()
+
+    @classmethod
+    def of(cls, *parts: str, previous: str) -> LogicalName:
+        """`parts` joined by '/'; `previous` is the name of earlier versions. Pure."""
+        return cls(name=NAME_SEPARATOR.join(parts), previous=(previous,))
+
+    def options(self, opts: pulumi.ResourceOptions) -> pulumi.ResourceOptions:
+        """`opts` with an alias for every previous name."""
+        if not self.previous:
+            return opts
+        aliases: list[str | pulumi.Alias] = [pulumi.Alias(name=name) for name in self.previous]
+        return pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(aliases=aliases))
+
+
+def runtime_profile_name(profile: CpuProfile) -> LogicalName:
+    """`runtime-profile/<profile>`. Pure."""
+    return LogicalName.of("runtime-profile", profile.name, previous=f"runtime-profile-{profile.name}")
+
+
+def pod_recovery_name(deletion: PodDeletion) -> LogicalName:
+    """`pod-recovery/<namespace>/<pod>/<attempt>`. Pure."""
+    parts = (deletion.namespace, deletion.pod.name, str(deletion.attempt))
+    return LogicalName.of("pod-recovery", *parts, previous="-".join(("pod-recovery", *parts)))
+
+
+def ollama_alias_name(activation: str) -> LogicalName:
+    """`ollama-alias/<ModelActivation name>`. Pure."""
+    return LogicalName.of("ollama-alias", activation, previous=f"{activation}-ollama-alias")
 
 
 class RuntimeProfile(Resource, module="magicstick", name="RuntimeProfile"):
     """One entry of the KubeAI runtime-profile store (flux-system/magicstick-runtime-profiles)."""
 
-    def __init__(self, profile: CpuProfile, *, provider: ResourceProvider, access: ClusterAccessInputs, opts: pulumi.ResourceOptions) -> None:
+    def __init__(
+        self,
+        profile: CpuProfile,
+        *,
+        provider: ResourceProvider,
+        opts: pulumi.ResourceOptions,
+    ) -> None:
         props = {
             "namespace": "flux-system",
             "configMap": "magicstick-runtime-profiles",
             "key": "values.json",
             "profileName": profile.name,
             "profile": thaw(profile.body),
-            **access_inputs(access),
         }
-        super().__init__(provider, f"runtime-profile-{profile.name}", props, opts)
+        name = runtime_profile_name(profile)
+        super().__init__(provider, name.name, props, name.options(opts))
 
 
 class PodRecovery(Resource, module="magicstick", name="PodRecovery"):
     """One deletion of a terminal model Pod, under UID and resourceVersion preconditions."""
 
-    def __init__(self, deletion: PodDeletion, *, provider: ResourceProvider, access: ClusterAccessInputs, opts: pulumi.ResourceOptions) -> None:
+    def __init__(
+        self,
+        deletion: PodDeletion,
+        *,
+        provider: ResourceProvider,
+        opts: pulumi.ResourceOptions,
+    ) -> None:
         props = {
             "namespace": deletion.namespace,
             "pod": deletion.pod.name,
             "podUID": deletion.pod.uid,
             "resourceVersion": deletion.pod.resource_version,
             "attempt": deletion.attempt,
-            **access_inputs(access),
         }
-        name = f"pod-recovery-{deletion.namespace}-{deletion.pod.name}-{deletion.attempt}"
-        super().__init__(provider, name, props, opts)
+        name = pod_recovery_name(deletion)
+        super().__init__(provider, name.name, props, name.options(opts))
 
 
 class OllamaAlias(Resource, module="magicstick", name="OllamaAlias"):
-    """The KubeAI model-name alias on every Ready Ollama Pod of one Model."""
+    """The KubeAI model-name alias on every Ready Ollama Pod of one Model.
 
-    def __init__(self, request: AliasRequest, *, logical_name: str, provider: ResourceProvider, access: ClusterAccessInputs, opts: pulumi.ResourceOptions) -> None:
+    `logical_name` is a plain name, or an `ollama_alias_name(...)` that carries its alias.
+    """
+
+    def __init__(
+        self,
+        request: AliasRequest,
+        *,
+        logical_name: str | LogicalName,
+        provider: ResourceProvider,
+        opts: pulumi.ResourceOptions,
+    ) -> None:
         props = {
             "namespace": request.namespace,
             "pods": list(request.pods),
             "source": request.source,
             "alias": request.alias,
             "port": MODEL_SERVER_PORT,
-            **access_inputs(access),
         }
-        super().__init__(provider, logical_name, props, opts)
+        name = logical_name if isinstance(logical_name, LogicalName) else LogicalName(logical_name)
+        super().__init__(provider, name.name, props, name.options(opts))

@@ -6,9 +6,8 @@ from dataclasses import dataclass
 
 import pulumi
 
-from components.dynamic import DynamicProviders, OllamaAlias, PodRecovery
+from components.dynamic import DynamicProviders, OllamaAlias, PodRecovery, ollama_alias_name
 from components.objects import declare
-from components.status import ClusterAccessInputs
 from planning.models.plan import ModelOutcome
 
 
@@ -17,7 +16,6 @@ class ModelArgs:
     outcome: ModelOutcome
     """The planned runtime of one activation."""
     providers: DynamicProviders
-    access: ClusterAccessInputs
     depends_on: tuple[pulumi.Resource, ...] = ()
     """What must exist first: the runtime profile the Model names."""
 
@@ -33,7 +31,7 @@ class Model(pulumi.ComponentResource):
             model = declare(outcome.model, opts=pulumi.ResourceOptions(parent=self, depends_on=list(args.depends_on)))
         after_model = pulumi.ResourceOptions(parent=self, depends_on=[model] if model is not None else [])
         if outcome.pod_deletion is not None:
-            PodRecovery(outcome.pod_deletion, provider=args.providers.pod_recovery, access=args.access, opts=after_model)
+            PodRecovery(outcome.pod_deletion, provider=args.providers.pod_recovery, opts=after_model)
         if outcome.alias is not None:
-            OllamaAlias(outcome.alias, logical_name=f"{name}-ollama-alias", provider=args.providers.ollama_alias, access=args.access, opts=after_model)
+            OllamaAlias(outcome.alias, logical_name=ollama_alias_name(name), provider=args.providers.ollama_alias, opts=after_model)
         self.register_outputs({"model": outcome.model.identity if outcome.model is not None else None})

@@ -19,6 +19,7 @@ def declare(obj: DesiredObject, *, opts: pulumi.ResourceOptions) -> pulumi.Custo
     extra = pulumi.ResourceOptions(
         ignore_changes=["spec"] if obj.ignore_spec_changes else None,
         retain_on_delete=True if obj.retain_on_delete else None,
+        aliases=[pulumi.Alias(name=previous) for previous in obj.previous_logical_names] or None,
     )
     options = pulumi.ResourceOptions.merge(opts, extra)
     body = thaw(obj.body)

@@ -1,26 +1,25 @@
-"""StatusWrite: the dynamic resource that carries one planned status to its object."""
+"""StatusWrite: the dynamic resource that carries one planned status to its object.
+
+Its inputs name the object and its status; the provider reaches the cluster as the stack's
+configuration says (see components/dynamic.py).
+"""
 
 from __future__ import annotations
-
-from dataclasses import dataclass
 
 import pulumi
 from pulumi.dynamic import Resource, ResourceProvider
 
+from components.dynamic import LogicalName
 from planning.frozen import thaw
 from planning.objects import StatusUpdate
 
-
-@dataclass(frozen=True)
-class ClusterAccessInputs:
-    """How the provider process reaches the cluster; a kubeconfig's contents travel as a secret."""
-
-    kubeconfig: str | None = None
-    context: str | None = None
+__all__ = ["StatusWrite", "status_logical_name"]
 
 
-def status_logical_name(update: StatusUpdate) -> str:
-    return f"status-{update.kind.lower()}-{update.namespace}-{update.name}"
+def status_logical_name(update: StatusUpdate) -> LogicalName:
+    """`status/<kind>/<namespace>/<name>` (lower-case kind). Pure."""
+    parts = (update.kind.lower(), update.namespace, update.name)
+    return LogicalName.of("status", *parts, previous="-".join(("status", *parts)))
 
 
 class StatusWrite(Resource, module="magicstick", name="Status"):
@@ -29,7 +28,6 @@ class StatusWrite(Resource, module="magicstick", name="Status"):
         update: StatusUpdate,
         *,
         provider: ResourceProvider,
-        access: ClusterAccessInputs,
         opts: pulumi.ResourceOptions,
     ) -> None:
         props = {
@@ -38,7 +36,6 @@ class StatusWrite(Resource, module="magicstick", name="Status"):
             "namespace": update.namespace,
             "name": update.name,
             "status": thaw(update.status),
-            "kubeconfig": pulumi.Output.secret(access.kubeconfig) if access.kubeconfig else None,
-            "context": access.context,
         }
-        super().__init__(provider, status_logical_name(update), props, opts)
+        name = status_logical_name(update)
+        super().__init__(provider, name.name, props, name.options(opts))

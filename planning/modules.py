@@ -11,7 +11,8 @@ One fixed order, every run:
    instances and models require (reported as autoEnabled), and the dependencies of both;
    a disabled module is never added, and a module whose activation was rejected is frozen;
 4. decide each requested module in dependency order. Readiness criteria of a dependency:
-   its Kustomization exists, its Ready condition is True, and every CRD it must serve is
+   its Kustomization is Ready for its current generation (planning.readiness.flux_readiness:
+   a Ready of an older generation is still in progress) and every CRD it must serve is
    served. A module whose dependency is disabled waits without a Kustomization (a stale one
    is removed so Flux sees no dependsOn on a missing object); a module whose dependency is
    requested but not Ready waits too, and its existing Kustomization is suspended, not
@@ -48,6 +49,7 @@ from planning.labels import (
     is_generated,
 )
 from planning.objects import DesiredObject
+from planning.readiness import Verdict, Waiting, flux_readiness
 from planning.reasons import Reason
 from planning.requirements import Requirement
 from planning.settings import APPLIANCE_NAME, FLUX_NAMESPACE, PlanSettings
@@ -369,15 +371,6 @@ def _dependency_order(modules: set[str], catalogs: Catalogs) -> list[str]:
     return ordered
 
 
-def _ready_condition(observed: FluxKustomization | None) -> tuple[str, str, str]:
-    if observed is None:
-        return "Missing", "", ""
-    ready = observed.condition("Ready")
-    if ready is None:
-        return "Unknown", "", ""
-    return ready.status, ready.reason, ready.message
-
-
 def _decide(
     *,
     entry: ModuleEntry,
@@ -392,13 +385,8 @@ def _decide(
     requested_by: tuple[str, ...],
     settings: PlanSettings,
 ) -> ModuleOutcome:
-    common = {
-        "name": entry.name,
-        "kustomization_name": entry.kustomization,
-        "auto_enabled": auto_enabled,
-        "requested_by": requested_by,
-        "activation": activation,
-    }
+    """The outcome of one requested module, dependencies decided first. Pure."""
+    common = {"name": entry.name, "kustomization_name": entry.kustomization, "auto_enabled": auto_enabled, "requested_by": requested_by, "activation": activation}
     if KUSTOMIZATION_CRD not in served_crds:
         return ModuleOutcome(
             phase="WaitingForCRD",
@@ -406,7 +394,6 @@ def _decide(
             message=f"Waiting for CRD {KUSTOMIZATION_CRD} (Flux) to be served; no Kustomization until then.",
             **common,
         )
-    dependencies = tuple(catalogs.modules.get(d) for d in entry.depends_on)
     disabled_dependencies = sorted(d for d in entry.depends_on if d in blocked)
     if disabled_dependencies:
         return ModuleOutcome(
@@ -416,18 +403,17 @@ def _decide(
             **common,
         )
 
-    unready = sorted(d for d in entry.depends_on if decided[d].phase != READY)
-
     def kustomization(suspend: bool) -> DesiredObject:
         return module_kustomization(
             entry=entry,
-            dependencies=dependencies,
+            dependencies=tuple(catalogs.modules.get(d) for d in entry.depends_on),
             source=source,
             suspend=suspend,
             activation=activation,
             field_manager=settings.field_manager,
         )
 
+    unready = sorted(d for d in entry.depends_on if decided[d].phase != READY)
     if unready:
         waiting = f"Waiting for {', '.join(unready)} to become ready"
         if observed is None:
@@ -439,60 +425,26 @@ def _decide(
             kustomization=kustomization(suspend=True),
             **common,
         )
+    phase, reason, message = _observed_phase(entry, flux_readiness(observed), served_crds)
+    return ModuleOutcome(phase=phase, reason=reason, message=message, kustomization=kustomization(suspend=False), **common)
 
-    desired = kustomization(suspend=False)
-    status, flux_reason, flux_message = _ready_condition(observed)
-    if observed is None:
-        return ModuleOutcome(
-            phase="Reconciling",
-            reason=Reason.RECONCILING,
-            message=f"Kustomization {entry.kustomization} is being created.",
-            kustomization=desired,
-            **common,
-        )
-    if observed.spec.get("suspend") is True:
-        return ModuleOutcome(
-            phase="Reconciling",
-            reason=Reason.RECONCILING,
-            message=f"Kustomization {entry.kustomization} is being resumed.",
-            kustomization=desired,
-            **common,
-        )
-    if status == "True":
+
+def _observed_phase(entry: ModuleEntry, readiness: Verdict, served_crds: frozenset[str]) -> tuple[str, Reason, str]:
+    """A module's phase from its Kustomization's readiness (planning.readiness) and its CRDs. Pure."""
+    name = entry.kustomization
+    if readiness.ready:
         missing = sorted(set(entry.required_crds) - served_crds)
         if missing:
-            return ModuleOutcome(
-                phase="WaitingForCRD",
-                reason=Reason.WAITING_FOR_CRD,
-                message=f"Waiting for CRD {', '.join(missing)} to be served.",
-                kustomization=desired,
-                **common,
-            )
-        return ModuleOutcome(
-            phase=READY,
-            reason=Reason.READY,
-            message=f"Kustomization {entry.kustomization} is ready.",
-            kustomization=desired,
-            **common,
-        )
-    if status == "False" and flux_reason not in _IN_PROGRESS_REASONS:
-        return ModuleOutcome(
-            phase="Degraded",
-            reason=Reason.KUSTOMIZATION_FAILED,
-            message=f"Kustomization {entry.kustomization} is not ready ({flux_reason}): {flux_message}".rstrip(": "),
-            kustomization=desired,
-            **common,
-        )
-    return ModuleOutcome(
-        phase="Reconciling",
-        reason=Reason.RECONCILING,
-        message=f"Flux is reconciling Kustomization {entry.kustomization}.",
-        kustomization=desired,
-        **common,
-    )
-
-
-_IN_PROGRESS_REASONS = frozenset({"Progressing", "DependencyNotReady", "ProgressingWithRetry", ""})
+            return "WaitingForCRD", Reason.WAITING_FOR_CRD, f"Waiting for CRD {', '.join(missing)} to be served."
+        return READY, Reason.READY, f"Kustomization {name} is ready."
+    if readiness.failed:
+        return "Degraded", Reason.KUSTOMIZATION_FAILED, f"Kustomization {name} is not ready ({readiness.reason}): {readiness.message}".rstrip(": ")
+    messages = {
+        Waiting.NOT_FOUND: f"Kustomization {name} is being created.",
+        Waiting.SUSPENDED: f"Kustomization {name} is being resumed.",
+        Waiting.STALE_GENERATION: f"Kustomization {name} changed; {readiness.message}.",
+    }
+    return "Reconciling", Reason.RECONCILING, messages.get(readiness.reason, f"Flux is reconciling Kustomization {name}.")
 
 
 def _activation_outcomes(classified: _Classified, outcomes: dict[str, ModuleOutcome]) -> tuple[ActivationOutcome, ...]:

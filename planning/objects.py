@@ -3,10 +3,30 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from planning.frozen import FrozenMap, freeze
+
+
+NAME_SEPARATOR = "/"
+"""Joins the parts of a logical name. Kubernetes names and namespaces never contain it, so two
+different objects can never give one logical name (invariant 3)."""
+
+OWNED_FORCE_ANNOTATION = "pulumi.com/patchForce"
+"""pulumi-kubernetes applies with `force` only on objects carrying this annotation set to "true"."""
+
+
+def logical_name_of(*, kind: str, namespace: str | None, name: str) -> str:
+    """`<kind>/<namespace>/<name>` (lower-case kind; `<kind>/<name>` when cluster-scoped). Pure."""
+    parts = (kind.lower(), namespace, name) if namespace else (kind.lower(), name)
+    return NAME_SEPARATOR.join(parts)
+
+
+def dashed_logical_name_of(*, kind: str, namespace: str | None, name: str) -> str:
+    """The logical name of earlier versions, `<kind>-<namespace>-<name>`, which could collide;
+    kept only as an alias so an existing stack adopts its objects under the new name. Pure."""
+    return f"{kind.lower()}-{namespace}-{name}" if namespace else f"{kind.lower()}-{name}"
 
 
 @dataclass(frozen=True)
@@ -15,6 +35,7 @@ class DesiredObject:
 
     `logical_name` is the stable Pulumi name: it is derived from the object's kind, namespace
     and name, never from a position in a list. `body` is the whole object as it is applied.
+    `previous_logical_names` are the names the same object had in earlier versions (aliases).
     """
 
     logical_name: str
@@ -27,26 +48,42 @@ class DesiredObject:
     retain_on_delete: bool = False
     patch: bool = False
     """Declare only the fields in `body` on an object others own (server-side apply patch)."""
+    previous_logical_names: tuple[str, ...] = ()
+
+    @property
+    def owned(self) -> bool:
+        """The program owns every field it sets: a conflict with another field manager is forced.
+
+        Not for a patch of an object others own, nor for an object whose spec belongs to its user
+        once created (a seeded activation).
+        """
+        return not self.patch and not self.ignore_spec_changes
 
     @classmethod
     def of(cls, body: Mapping[str, Any], *, logical_name: str | None = None, **flags: bool) -> DesiredObject:
         """The object whose whole body is `body`; identity fields are read from the body.
 
-        The logical name defaults to `<kind>-<namespace>-<name>` (lower-case kind; no namespace
-        part for cluster-scoped objects): stable, and independent of any position in a list.
+        The logical name defaults to `logical_name_of` the object's identity. An owned object
+        carries the annotation that makes pulumi-kubernetes force its server-side apply, so it
+        ends as planned when someone else (`flux suspend`, an earlier operator) set a field.
         """
         metadata = body["metadata"]
         kind, name, namespace = body["kind"], metadata["name"], metadata.get("namespace")
-        default = f"{kind.lower()}-{namespace}-{name}" if namespace else f"{kind.lower()}-{name}"
-        return cls(
-            logical_name=logical_name or default,
+        previous = () if logical_name else (dashed_logical_name_of(kind=kind, namespace=namespace, name=name),)
+        obj = cls(
+            logical_name=logical_name or logical_name_of(kind=kind, namespace=namespace, name=name),
             api_version=body["apiVersion"],
             kind=kind,
             name=name,
             namespace=namespace,
             body=freeze(body),
+            previous_logical_names=previous,
             **flags,
         )
+        if not obj.owned:
+            return obj
+        annotations = {**metadata.get("annotations", {}), OWNED_FORCE_ANNOTATION: "true"}
+        return replace(obj, body=freeze({**body, "metadata": {**metadata, "annotations": annotations}}))
 
     @property
     def identity(self) -> str:

@@ -22,6 +22,7 @@ from planning.hardware.operators import (
 )
 from planning.intent import read_intent
 from planning.labels import FIELD_MANAGER_ANNOTATION
+from planning.stale import StaleObject, stale_kustomizations
 from planning.models.plan import ModelPlan, plan_models
 from planning.instances.plan import InstancePlan, plan_instances
 from planning.modules import ModulePlan, appliance_source, plan_modules
@@ -51,6 +52,8 @@ class Plan:
     instances: InstancePlan
     statuses: tuple[StatusUpdate, ...]
     hardware: Hardware
+    stale: tuple[StaleObject, ...] = ()
+    """Generated objects in the cluster that nothing in the plan declares: removed (planning/stale.py)."""
 
     @property
     def objects(self) -> tuple[DesiredObject, ...]:
@@ -69,7 +72,13 @@ class Plan:
 
 
 def crd_objects(crds: Iterable[Mapping[str, Any]], field_manager: str) -> tuple[DesiredObject, ...]:
-    """The program's own CRDs as declared objects, sorted by name."""
+    """The program's own CRDs as declared objects, sorted by name. Pure.
+
+    Invariant 12: deleting a CRD deletes every object of its kind, so they are retained on
+    delete: neither `pulumi destroy`, nor a lost or moved stack, nor a renamed resource ever
+    removes one. Removing them is a deliberate `kubectl delete crd` (README, "Removing the
+    appliance").
+    """
     objects = []
     for crd in crds:
         body = dict(crd)
@@ -78,7 +87,7 @@ def crd_objects(crds: Iterable[Mapping[str, Any]], field_manager: str) -> tuple[
         body["metadata"] = metadata
         name = metadata["name"]
         objects.append(
-            DesiredObject.of(body, logical_name=f"crd-{name}")
+            DesiredObject.of(body, logical_name=f"crd-{name}", retain_on_delete=True)
         )
     return tuple(sorted(objects, key=lambda o: o.name))
 
@@ -135,6 +144,7 @@ def plan(
         statuses.append(appliance)
     return Plan(
         crds=crd_objects(own_crds, settings.field_manager),
+        stale=stale_kustomizations(snapshot, modules.kustomizations),
         modules=modules,
         hardware_providers=providers,
         models=models,

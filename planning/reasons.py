@@ -18,6 +18,7 @@ class Reason(StrEnum):
     WAITING_FOR_CRD = "WaitingForCRD"
     RECONCILING = "Reconciling"
     KUSTOMIZATION_FAILED = "KustomizationFailed"
+    HELM_RELEASE_FAILED = "HelmReleaseFailed"
     KEPT_AS_APPLIED = "KeptAsLastApplied"
     MODULES_READY = "ModulesReady"
     MODULES_DEGRADED = "ModulesDegraded"

@@ -9,7 +9,6 @@ from api.crdgen import load_committed_crds
 from catalogs import load_catalogs
 from components.appliance import Appliance, ApplianceArgs
 from components.dynamic import DynamicProviders
-from components.status import ClusterAccessInputs
 from planning.plan import Plan, plan
 from planning.settings import APPLIANCE_NAME
 from program.observe import observe
@@ -18,6 +17,7 @@ from program.settings import Settings
 from providers.ollama import OllamaAliasProvider
 from providers.pod_recovery import PodRecoveryProvider
 from providers.profile_store import RuntimeProfileProvider
+from providers.stale_removal import StaleRemovalProvider
 from providers.status_writer import StatusProvider
 
 
@@ -55,13 +55,15 @@ def run() -> Plan:
         APPLIANCE_NAME,
         ApplianceArgs(
             plan=desired,
+            # No access is handed to them: the engine passes the provider process the stack
+            # config, and `configure` reads the same magicstick:kubeconfig/context as `settings`.
             providers=DynamicProviders(
                 status=StatusProvider(),
                 runtime_profile=RuntimeProfileProvider(),
                 pod_recovery=PodRecoveryProvider(),
                 ollama_alias=OllamaAliasProvider(),
+                stale_removal=StaleRemovalProvider(),
             ),
-            access=ClusterAccessInputs(kubeconfig=settings.kubeconfig, context=settings.context),
         ),
         opts=pulumi.ResourceOptions(providers=[provider]),
     )

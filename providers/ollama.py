@@ -18,8 +18,9 @@ Rules:
   (a Pod without a usable IP is refused with 400 "address not allowed"). The caller turns
   them into status.
 
-No client, lock or configuration is kept on the provider: each method builds its own from
-its inputs (the provider object is pickled into the Pulumi state).
+The inputs of an OllamaAlias name the Pods, the source and the alias, nothing else: each
+method builds its own client from the cluster access the stack's configuration names
+(providers/cluster_access.py).
 """
 
 from __future__ import annotations
@@ -31,10 +32,11 @@ from enum import StrEnum
 from typing import Any, Final, NotRequired, TypedDict, cast
 from urllib.parse import quote
 
-from pulumi.dynamic import CheckFailure, CheckResult, CreateResult, DiffResult, ReadResult, ResourceProvider, UpdateResult
+from pulumi.dynamic import CheckFailure, CheckResult, CreateResult, DiffResult, ReadResult, UpdateResult
 
 from planning.conditions import rfc3339
-from providers.kube import KubeAccess, KubeClient, NotFound, ServerError, open_client
+from providers.cluster_access import ClusterResourceProvider, without_legacy_access
+from providers.kube import KubeClient, NotFound, ServerError, open_client
 
 OLLAMA_PORT: Final = 11434
 """Ollama's own default port. KubeAI's Ollama Pods set OLLAMA_HOST to their declared port
@@ -268,7 +270,7 @@ def memory_usage(samples: Iterable[MemorySample | None], now: datetime) -> Memor
 
 REQUIRED_PROPERTIES: Final = ("namespace", "source", "alias")
 REPLACING_PROPERTIES: Final = ("namespace",)
-UPDATING_PROPERTIES: Final = ("pods", "source", "alias", "port", "kubeconfig", "context")
+UPDATING_PROPERTIES: Final = ("pods", "source", "alias", "port")
 
 
 @dataclass(frozen=True)
@@ -280,7 +282,6 @@ class AliasTarget:
     source: str
     alias: str
     port: int
-    access: KubeAccess
 
     @classmethod
     def from_inputs(cls, props: Mapping[str, Any]) -> AliasTarget:
@@ -290,11 +291,10 @@ class AliasTarget:
             source=props["source"],
             alias=props["alias"],
             port=int(props.get("port") or OLLAMA_PORT),
-            access=KubeAccess(kubeconfig=props.get("kubeconfig") or None, context=props.get("context") or None),
         )
 
     def outputs(self, props: Mapping[str, Any], result: AliasResult) -> dict[str, Any]:
-        return {**props, "aliased": sorted(result.aliased), "waiting": sorted(result.waiting)}
+        return {**without_legacy_access(props), "aliased": sorted(result.aliased), "waiting": sorted(result.waiting)}
 
 
 def _check_failures(news: Mapping[str, Any]) -> list[CheckFailure]:
@@ -312,7 +312,7 @@ def _text(value: Any) -> bool:
     return isinstance(value, str) and bool(value)
 
 
-class OllamaAliasProvider(ResourceProvider):
+class OllamaAliasProvider(ClusterResourceProvider):
     """Keeps the KubeAI model name as an Ollama alias of its registry source on every Ready Pod.
 
     Outputs add `aliased` and `waiting` (sorted Pod names). While `aliased` is not every Pod,
@@ -320,15 +320,16 @@ class OllamaAliasProvider(ResourceProvider):
     """
 
     def check(self, _olds: dict[str, Any], news: dict[str, Any]) -> CheckResult:
-        failures = _check_failures(news)
+        inputs = without_legacy_access(news)
+        failures = _check_failures(inputs)
         if failures:
-            return CheckResult(news, failures)
+            return CheckResult(inputs, failures)
         normalised = {
-            **news,
-            "pods": sorted(set(news["pods"])),
-            "source": normalise_name(news["source"]),
-            "alias": normalise_name(news["alias"]),
-            "port": int(news.get("port", OLLAMA_PORT)),
+            **inputs,
+            "pods": sorted(set(inputs["pods"])),
+            "source": normalise_name(inputs["source"]),
+            "alias": normalise_name(inputs["alias"]),
+            "port": int(inputs.get("port", OLLAMA_PORT)),
         }
         return CheckResult(normalised, [])
 
@@ -350,14 +351,13 @@ class OllamaAliasProvider(ResourceProvider):
 
     def read(self, id_: str, props: dict[str, Any]) -> ReadResult:
         target = AliasTarget.from_inputs(props)
-        with open_client(target.access) as client:
+        with open_client(self.cluster_access()) as client:
             result = observe_alias(client, target.namespace, target.pods, target.source, target.alias, port=target.port)
         return ReadResult(id_=id_, outs=target.outputs(props, result))
 
     def delete(self, _id: str, _props: dict[str, Any]) -> None:
         return None
 
-    @staticmethod
-    def _ensure(target: AliasTarget) -> AliasResult:
-        with open_client(target.access) as client:
+    def _ensure(self, target: AliasTarget) -> AliasResult:
+        with open_client(self.cluster_access()) as client:
             return ensure_alias(client, target.namespace, target.pods, target.source, target.alias, port=target.port)

@@ -11,8 +11,8 @@ Rules:
   is created once and never updated. `read` returns the inputs (the deletion is an event, not
   an object to refresh) and `delete` does nothing.
 
-No client, lock or configuration is kept on the provider: each method builds its own from
-its inputs (the provider object is pickled into the Pulumi state).
+The inputs name the Pod and the attempt, nothing else: `create` builds its own client from
+the cluster access the stack's configuration names (providers/cluster_access.py).
 """
 
 from __future__ import annotations
@@ -22,15 +22,16 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any, Final
 
-from pulumi.dynamic import CheckFailure, CheckResult, CreateResult, DiffResult, ReadResult, ResourceProvider, UpdateResult
+from pulumi.dynamic import CheckFailure, CheckResult, CreateResult, DiffResult, ReadResult, UpdateResult
 
 from planning.models.recovery import TerminalPod
-from providers.kube import Conflict, KubeAccess, KubeClient, NotFound, ResourceKind, open_client
+from providers.cluster_access import ClusterResourceProvider, without_legacy_access
+from providers.kube import Conflict, KubeClient, NotFound, ResourceKind, open_client
 from providers.pulumi_values import restore_integers
 
 POD: Final = ResourceKind(group="", version="v1", kind="Pod", plural="pods", namespaced=True)
 IDENTITY_PROPERTIES: Final = ("namespace", "pod", "podUID", "resourceVersion")
-INPUT_PROPERTIES: Final = (*IDENTITY_PROPERTIES, "attempt", "kubeconfig", "context")
+INPUT_PROPERTIES: Final = (*IDENTITY_PROPERTIES, "attempt")
 
 
 class DeleteOutcome(StrEnum):
@@ -69,7 +70,6 @@ class RecoveryAttempt:
     pod_uid: str
     resource_version: str
     attempt: int
-    access: KubeAccess
 
     @classmethod
     def from_inputs(cls, props: Mapping[str, Any]) -> RecoveryAttempt:
@@ -79,7 +79,6 @@ class RecoveryAttempt:
             pod_uid=props["podUID"],
             resource_version=props["resourceVersion"],
             attempt=restore_integers(props["attempt"]),
-            access=KubeAccess(kubeconfig=props.get("kubeconfig") or None, context=props.get("context") or None),
         )
 
     @property
@@ -87,15 +86,16 @@ class RecoveryAttempt:
         return f"{self.namespace}/{self.pod}/{self.pod_uid}/{self.attempt}"
 
 
-class PodRecoveryProvider(ResourceProvider):
+class PodRecoveryProvider(ClusterResourceProvider):
     """Makes one recovery attempt: deletes one terminal Model Pod under identity preconditions."""
 
     def check(self, _olds: dict[str, Any], news: dict[str, Any]) -> CheckResult:
-        failures = [CheckFailure(p, f"{p} is required") for p in IDENTITY_PROPERTIES if not isinstance(news.get(p), str) or not news[p]]
-        attempt = restore_integers(news.get("attempt"))
+        inputs = without_legacy_access(news)
+        failures = [CheckFailure(p, f"{p} is required") for p in IDENTITY_PROPERTIES if not isinstance(inputs.get(p), str) or not inputs[p]]
+        attempt = restore_integers(inputs.get("attempt"))
         if isinstance(attempt, bool) or not isinstance(attempt, int) or attempt < 1:
             failures.append(CheckFailure("attempt", "attempt must be a whole number of at least 1"))
-        normalised = {**news, "attempt": attempt} if not failures else news
+        normalised = {**inputs, "attempt": attempt} if not failures else inputs
         return CheckResult(normalised, failures)
 
     def diff(self, _id: str, olds: dict[str, Any], news: dict[str, Any]) -> DiffResult:
@@ -104,17 +104,18 @@ class PodRecoveryProvider(ResourceProvider):
 
     def create(self, props: dict[str, Any]) -> CreateResult:
         planned = RecoveryAttempt.from_inputs(props)
-        with open_client(planned.access) as client:
+        with open_client(self.cluster_access()) as client:
             outcome = delete_exact_pod(
                 client, namespace=planned.namespace, name=planned.pod, uid=planned.pod_uid, resource_version=planned.resource_version
             )
-        return CreateResult(id_=planned.resource_id, outs={**props, "attempt": planned.attempt, "outcome": outcome.value})
+        outputs = {**without_legacy_access(props), "attempt": planned.attempt, "outcome": outcome.value}
+        return CreateResult(id_=planned.resource_id, outs=outputs)
 
     def update(self, _id: str, olds: dict[str, Any], news: dict[str, Any]) -> UpdateResult:
-        return UpdateResult(outs={**news, "outcome": olds.get("outcome")})
+        return UpdateResult(outs={**without_legacy_access(news), "outcome": olds.get("outcome")})
 
     def read(self, id_: str, props: dict[str, Any]) -> ReadResult:
-        return ReadResult(id_=id_, outs=dict(props))
+        return ReadResult(id_=id_, outs=without_legacy_access(props))
 
     def delete(self, _id: str, _props: dict[str, Any]) -> None:
         return None

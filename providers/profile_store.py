@@ -22,8 +22,8 @@ Rules:
 > (apply or update without a resourceVersion) would silently drop an entry another writer
 > added between our read and our write.
 
-No client, lock or configuration is kept on the provider: each method builds its own from
-its inputs (the provider object is pickled into the Pulumi state).
+The inputs name the entry and its profile, nothing else: each method builds its own client
+from the cluster access the stack's configuration names (providers/cluster_access.py).
 """
 
 from __future__ import annotations
@@ -34,12 +34,13 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
-from pulumi.dynamic import CheckFailure, CheckResult, CreateResult, DiffResult, ReadResult, ResourceProvider, UpdateResult
+from pulumi.dynamic import CheckFailure, CheckResult, CreateResult, DiffResult, ReadResult, UpdateResult
 from pulumi.runtime.rpc import UNKNOWN
 
+from providers.cluster_access import ClusterResourceProvider, without_legacy_access
 from providers.kinds import CONFIG_MAP
 from planning.models.kubeai import MAX_CPU_PROFILES
-from providers.kube import Conflict, KubeAccess, KubeClient, NotFound, open_client
+from providers.kube import Conflict, KubeClient, NotFound, open_client
 from providers.kube.client import MERGE_PATCH
 from providers.pulumi_values import restore_integers
 
@@ -286,7 +287,6 @@ class RuntimeProfileEntry:
     ref: ProfileStoreRef
     profile_name: str
     profile: Mapping[str, Any]
-    access: KubeAccess
 
     @classmethod
     def from_inputs(cls, props: Mapping[str, Any]) -> RuntimeProfileEntry:
@@ -294,7 +294,6 @@ class RuntimeProfileEntry:
             ref=ProfileStoreRef(namespace=props["namespace"], name=props["configMap"], key=props["key"]),
             profile_name=props["profileName"],
             profile=restore_integers(props["profile"]),
-            access=KubeAccess(kubeconfig=props.get("kubeconfig") or None, context=props.get("context") or None),
         )
 
     @property
@@ -307,12 +306,12 @@ def _known(value: Any) -> bool:
     return not (isinstance(value, str) and value == UNKNOWN)
 
 
-class RuntimeProfileProvider(ResourceProvider):
+class RuntimeProfileProvider(ClusterResourceProvider):
     """Keeps one owned KubeAI resource profile in the shared runtime-profile store."""
 
     def check(self, _olds: dict[str, Any], news: dict[str, Any]) -> CheckResult:
         inputs = {
-            **news,
+            **without_legacy_access(news),
             "namespace": news.get("namespace") or DEFAULT_NAMESPACE,
             "configMap": news.get("configMap") or DEFAULT_CONFIG_MAP,
             "key": news.get("key") or DEFAULT_KEY,
@@ -332,30 +331,30 @@ class RuntimeProfileProvider(ResourceProvider):
 
     def diff(self, _id: str, olds: dict[str, Any], news: dict[str, Any]) -> DiffResult:
         replaces = [p for p in STORE_PROPERTIES if olds.get(p) != news.get(p)]
-        changed = replaces + [p for p in ("profile", "kubeconfig", "context") if olds.get(p) != news.get(p)]
+        changed = replaces + (["profile"] if olds.get("profile") != news.get("profile") else [])
         return DiffResult(changes=bool(changed), replaces=replaces, delete_before_replace=False)
 
     def create(self, props: dict[str, Any]) -> CreateResult:
         entry = RuntimeProfileEntry.from_inputs(props)
-        with open_client(entry.access) as client:
+        with open_client(self.cluster_access()) as client:
             put_profile(client, entry.ref, entry.profile_name, entry.profile)
-        return CreateResult(id_=entry.id, outs=dict(props))
+        return CreateResult(id_=entry.id, outs=without_legacy_access(props))
 
     def update(self, _id: str, _olds: dict[str, Any], news: dict[str, Any]) -> UpdateResult:
         entry = RuntimeProfileEntry.from_inputs(news)
-        with open_client(entry.access) as client:
+        with open_client(self.cluster_access()) as client:
             put_profile(client, entry.ref, entry.profile_name, entry.profile)
-        return UpdateResult(outs=dict(news))
+        return UpdateResult(outs=without_legacy_access(news))
 
     def read(self, id_: str, props: dict[str, Any]) -> ReadResult:
         entry = RuntimeProfileEntry.from_inputs(props)
-        with open_client(entry.access) as client:
+        with open_client(self.cluster_access()) as client:
             current = read_profile(client, entry.ref, entry.profile_name)
         if current is None:
             return ReadResult(id_="", outs={})
-        return ReadResult(id_=id_, outs={**props, "profile": current})
+        return ReadResult(id_=id_, outs={**without_legacy_access(props), "profile": current})
 
     def delete(self, _id: str, props: dict[str, Any]) -> None:
         entry = RuntimeProfileEntry.from_inputs(props)
-        with open_client(entry.access) as client:
+        with open_client(self.cluster_access()) as client:
             remove_profile(client, entry.ref, entry.profile_name)

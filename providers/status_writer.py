@@ -7,8 +7,8 @@ Rules:
 - an object deleted in between is success: there is nothing left to report on;
 - `delete` never touches the object: the status belongs to the object, not to the stack.
 
-No client, lock or configuration is kept on the provider: each method builds its own from
-its inputs (the provider object is pickled into the Pulumi state).
+The inputs name the object and its status, nothing else: each method builds its own client
+from the cluster access the stack's configuration names (providers/cluster_access.py).
 """
 
 from __future__ import annotations
@@ -17,11 +17,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from pulumi.dynamic import CheckFailure, CheckResult, CreateResult, DiffResult, ReadResult, ResourceProvider, UpdateResult
+from pulumi.dynamic import CheckFailure, CheckResult, CreateResult, DiffResult, ReadResult, UpdateResult
 
+from providers.cluster_access import ClusterResourceProvider, without_legacy_access
 from providers.kinds import APPLIANCE_KINDS
 from providers.pulumi_values import restore_integers
-from providers.kube import KubeAccess, KubeClient, NotFound, open_client
+from providers.kube import KubeClient, NotFound, open_client
 
 STATUS_FIELD_MANAGER = "magicstick-status"
 IDENTITY_PROPERTIES = ("apiVersion", "kind", "namespace", "name")
@@ -34,7 +35,6 @@ class StatusTarget:
     namespace: str
     name: str
     status: Mapping[str, Any]
-    access: KubeAccess
 
     @classmethod
     def from_inputs(cls, props: Mapping[str, Any]) -> StatusTarget:
@@ -44,7 +44,6 @@ class StatusTarget:
             namespace=props["namespace"],
             name=props["name"],
             status=restore_integers(props.get("status") or {}),
-            access=KubeAccess(kubeconfig=props.get("kubeconfig") or None, context=props.get("context") or None),
         )
 
 
@@ -86,39 +85,40 @@ def write_status(client: KubeClient, target: StatusTarget, field_manager: str = 
     return True
 
 
-class StatusProvider(ResourceProvider):
+class StatusProvider(ClusterResourceProvider):
     """Writes the planned status of one appliance.magicstick.dev object."""
 
     def check(self, _olds: dict[str, Any], news: dict[str, Any]) -> CheckResult:
-        failures = [CheckFailure(p, f"{p} is required") for p in IDENTITY_PROPERTIES if not news.get(p)]
-        if news.get("kind") and news["kind"] not in APPLIANCE_KINDS:
-            failures.append(CheckFailure("kind", f"kind {news['kind']} is not an appliance.magicstick.dev kind"))
-        if not isinstance(news.get("status"), dict):
+        inputs = without_legacy_access(news)
+        failures = [CheckFailure(p, f"{p} is required") for p in IDENTITY_PROPERTIES if not inputs.get(p)]
+        if inputs.get("kind") and inputs["kind"] not in APPLIANCE_KINDS:
+            failures.append(CheckFailure("kind", f"kind {inputs['kind']} is not an appliance.magicstick.dev kind"))
+        if not isinstance(inputs.get("status"), dict):
             failures.append(CheckFailure("status", "status must be a mapping"))
-        return CheckResult(news, failures)
+        return CheckResult(inputs, failures)
 
     def diff(self, _id: str, olds: dict[str, Any], news: dict[str, Any]) -> DiffResult:
         replaces = [p for p in IDENTITY_PROPERTIES if olds.get(p) != news.get(p)]
-        changed = replaces + [p for p in ("status", "kubeconfig", "context") if olds.get(p) != news.get(p)]
+        changed = replaces + (["status"] if olds.get("status") != news.get("status") else [])
         return DiffResult(changes=bool(changed), replaces=replaces, delete_before_replace=False)
 
     def create(self, props: dict[str, Any]) -> CreateResult:
         target = StatusTarget.from_inputs(props)
-        with open_client(target.access) as client:
+        with open_client(self.cluster_access()) as client:
             write_status(client, target)
-        return CreateResult(id_=f"{target.kind}/{target.namespace}/{target.name}", outs=dict(props))
+        return CreateResult(id_=f"{target.kind}/{target.namespace}/{target.name}", outs=without_legacy_access(props))
 
     def update(self, _id: str, _olds: dict[str, Any], news: dict[str, Any]) -> UpdateResult:
         target = StatusTarget.from_inputs(news)
-        with open_client(target.access) as client:
+        with open_client(self.cluster_access()) as client:
             write_status(client, target)
-        return UpdateResult(outs=dict(news))
+        return UpdateResult(outs=without_legacy_access(news))
 
     def read(self, id_: str, props: dict[str, Any]) -> ReadResult:
         target = StatusTarget.from_inputs(props)
-        with open_client(target.access) as client:
+        with open_client(self.cluster_access()) as client:
             current = client.get_or_none(APPLIANCE_KINDS[target.kind], target.name, target.namespace)
-        observed = dict(props)
+        observed = without_legacy_access(props)
         if current is not None:
             observed["status"] = {k: v for k, v in (current.get("status") or {}).items() if k in target.status}
         return ReadResult(id_=id_, outs=observed)

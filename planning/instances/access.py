@@ -6,9 +6,11 @@ Rules, in the order a request meets them:
    guard always, plus OIDC login and role authorization for SSO. `authentication: none` drops
    only the login and the role check, never the guard, and every object then says so in an
    annotation.
-2. Fail closed. A route carries its backendRefs only when `guard_ready` (the current policy is
-   accepted). A rule without backendRefs makes Envoy answer with an error, never with the
-   application; an unreachable guard answers with an error too (`failOpen: false`).
+2. Fail closed. A route carries its backendRefs only when `guard_ready`: the current policy is
+   accepted (planning.readiness: the policy carries the planned spec hash in its annotation
+   `appliance.magicstick.dev/spec-hash`, and every ancestor accepted its current generation).
+   A rule without backendRefs makes Envoy answer with an error, never with the application;
+   an unreachable guard answers with an error too (`failOpen: false`).
 3. Routes live in the gateway namespace. One ReferenceGrant in the instance namespace lets
    HTTPRoutes of that namespace reach exactly the instance's backend Service, nothing else.
 4. Application routes (local, and public unless exposure is local) match every path and
@@ -45,7 +47,6 @@ list their callback URLs as valid redirect URIs.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -53,6 +54,7 @@ from planning.instances.releases import INSTANCE_LABEL
 from planning.labels import FIELD_MANAGER_ANNOTATION, MANAGED_BY, MANAGED_BY_VALUE
 from planning.names import LABEL_VALUE_LIMIT, fit
 from planning.objects import DesiredObject
+from planning.readiness import SPEC_HASH_ANNOTATION, spec_hash
 
 GATEWAY_GROUP = "gateway.networking.k8s.io"
 HTTPROUTE_API_VERSION = "gateway.networking.k8s.io/v1"
@@ -202,32 +204,6 @@ def access_objects(access: InstanceAccess, settings: AccessSettings, *, field_ma
     return tuple(objects)
 
 
-def policy_accepted(policy_status: Mapping[str, Any] | None, *, generation: int | None = None) -> bool:
-    """A SecurityPolicy status with at least one ancestor, each one Accepted=True.
-
-    With `generation`, a condition that records an other observedGeneration does not count.
-    """
-    ancestors = (policy_status or {}).get("ancestors") or ()
-    return bool(ancestors) and all(_accepted(a.get("conditions"), generation) for a in ancestors)
-
-
-def routes_accepted(route_status: Mapping[str, Any] | None, *, generation: int | None = None) -> bool:
-    """An HTTPRoute status with at least one parent, each one Accepted=True."""
-    parents = (route_status or {}).get("parents") or ()
-    return bool(parents) and all(_accepted(p.get("conditions"), generation) for p in parents)
-
-
-def _accepted(conditions: Any, generation: int | None) -> bool:
-    for item in conditions or ():
-        if item.get("type") != "Accepted":
-            continue
-        observed = item.get("observedGeneration")
-        if generation is not None and observed is not None and observed != generation:
-            return False
-        return item.get("status") == "True"
-    return False
-
-
 def _metadata(access: InstanceAccess, field_manager: str, name: str, namespace: str) -> dict[str, Any]:
     annotations = {FIELD_MANAGER_ANNOTATION: field_manager, INSTANCE_ANNOTATION: f"{access.system_namespace}/{access.instance}"}
     if access.authentication == "none":
@@ -286,7 +262,9 @@ def _security_policy(access: InstanceAccess, settings: AccessSettings, field_man
         spec["oidc"] = _oidc(access, settings)
         spec["jwt"] = _jwt(settings)
         spec["authorization"] = _authorization(access, settings)
-    return _desired(SECURITY_POLICY_API_VERSION, "SecurityPolicy", _metadata(access, field_manager, security_policy_name(access), settings.gateway_namespace), spec)
+    metadata = _metadata(access, field_manager, security_policy_name(access), settings.gateway_namespace)
+    metadata["annotations"][SPEC_HASH_ANNOTATION] = spec_hash(spec)
+    return _desired(SECURITY_POLICY_API_VERSION, "SecurityPolicy", metadata, spec)
 
 
 def _guard(access: InstanceAccess, settings: AccessSettings) -> dict[str, Any]:

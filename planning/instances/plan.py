@@ -4,9 +4,11 @@ Order, per instance: spec validity -> enabled -> application known -> required m
 (a disabled one is never overridden: WaitingForModules) -> required CRDs served (else
 WaitingForCRD, and no release this run) -> the HelmRelease and the Gateway objects. The guard
 SecurityPolicies are declared with the routes; the routes reach the backend only once the
-current policies are accepted (accessGuardReady). A suspended (disabled) or deleted instance
-has none of these objects. Invariant 6: objects of an instance whose spec is now rejected are
-declared as observed.
+current policies are accepted (accessGuardReady: each policy carries the planned spec hash and
+every ancestor accepted its current generation). The instance is Ready once its HelmRelease is
+Ready for its current generation. Both are decided in planning.readiness. A suspended
+(disabled) or deleted instance has none of these objects. Invariant 6: objects of an instance
+whose spec is now rejected are declared as observed.
 """
 
 from __future__ import annotations
@@ -17,17 +19,18 @@ from datetime import datetime
 from typing import Any
 
 from api.instances import authentication_is_explicit
-from catalogs import Catalogs
+from catalogs import ApplicationEntry, Catalogs
 from planning.conditions import READY, status_update
 from planning.frozen import thaw
-from planning.instances.access import AccessSettings, InstanceAccess, access_objects, hostnames, policy_accepted
+from planning.instances.access import AccessSettings, InstanceAccess, access_objects, hostnames
 from planning.instances.releases import INSTANCE_LABEL, helm_release
-from planning.intent import Intent
+from planning.intent import Intent, Parsed
 from planning.kustomizations import SourceRef
 from planning.labels import is_generated
 from planning.modules import ModulePlan, waiting_on_modules
 from planning.names import LABEL_VALUE_LIMIT, fit
 from planning.objects import DesiredObject, StatusUpdate
+from planning.readiness import SPEC_HASH_ANNOTATION, Verdict, Waiting, flux_readiness, security_policy_readiness
 from planning.reasons import Reason
 from planning.requirements import Requirement
 from planning.settings import PlanSettings
@@ -35,7 +38,6 @@ from planning.snapshot import GenericObject, Snapshot
 
 GATEWAY_CRDS = ("httproutes.gateway.networking.k8s.io", "referencegrants.gateway.networking.k8s.io", "securitypolicies.gateway.envoyproxy.io")
 HELM_RELEASE_CRD = "helmreleases.helm.toolkit.fluxcd.io"
-_IN_PROGRESS = frozenset({"Progressing", "DependencyNotReady", "ProgressingWithRetry", ""})
 
 
 @dataclass(frozen=True)
@@ -82,15 +84,15 @@ def _as_observed(obj: GenericObject) -> DesiredObject:
 
 
 def _guard_ready(desired: tuple[DesiredObject, ...], snapshot: Snapshot) -> bool:
-    """Every SecurityPolicy of the instance exists as planned and is accepted for its generation."""
+    """Every SecurityPolicy of the instance is the planned one and accepted for its generation
+    (planning.readiness.security_policy_readiness)."""
     policies = [o for o in desired if o.kind == "SecurityPolicy"]
-    if not policies:
-        return False
-    for policy in policies:
-        observed = snapshot.generic("SecurityPolicy", policy.namespace or "", policy.name)
-        if observed is None or thaw(observed.spec) != thaw(policy.body["spec"]) or not policy_accepted(thaw(observed.status)):
-            return False
-    return True
+    return bool(policies) and all(_policy_readiness(policy, snapshot).ready for policy in policies)
+
+
+def _policy_readiness(policy: DesiredObject, snapshot: Snapshot) -> Verdict:
+    observed = snapshot.generic("SecurityPolicy", policy.namespace or "", policy.name)
+    return security_policy_readiness(observed, planned_hash=policy.body["metadata"]["annotations"][SPEC_HASH_ANNOTATION])
 
 
 def plan_instances(
@@ -150,9 +152,8 @@ def _instance(parsed, requirement, modules, snapshot, catalogs, settings, source
         "url": url,
         "authentication": authentication,
         "accessGuardReady": False,
+        "unauthenticated": "explicitly requested by spec.access.authentication: none" if authentication == "none" else None,
     }
-    if authentication == "none":
-        extra["unauthenticated"] = "explicitly requested by spec.access.authentication: none"
 
     def done(phase: str, reason: str, message: str, objects: tuple[DesiredObject, ...] = ()):
         status = status_update(parsed, phase=phase, reason=reason, message=message, now=now, extra=extra)
@@ -170,29 +171,10 @@ def _instance(parsed, requirement, modules, snapshot, catalogs, settings, source
     missing = sorted(set(application.required_crds + GATEWAY_CRDS + (HELM_RELEASE_CRD,)) - snapshot.served_crds)
     if missing:
         return done("WaitingForCRD", Reason.WAITING_FOR_CRD, f"Waiting for CRD {', '.join(missing)} to be served; no release is created until then.")
-    dashboard_hosts = tuple(f"{access_settings.dashboard_host_prefix}.{d}" for d in (settings.local_domain, settings.domain))
-    sharing = spec.access.sharing
 
     def access(guard_ready: bool) -> InstanceAccess:
-        return InstanceAccess(
-            instance=parsed.name,
-            application=application.name,
-            instance_name=instance_name,
-            namespace=spec.target_namespace,
-            system_namespace=settings.system_namespace,
-            backend_service=application.backend_service_for(instance_name),
-            backend_port=application.backend_port,
-            callback_path=application.callback_path_for(parsed.name),
-            local_host=local_host,
-            public_host=public_host,
-            dashboard_hosts=dashboard_hosts,
-            authentication=authentication,
-            role=spec.access.role,
-            sharing_mode=sharing.mode if sharing is not None else None,
-            users=tuple(sharing.users) if sharing is not None else (),
-            groups=tuple(sharing.groups) if sharing is not None else (),
-            guard_ready=guard_ready,
-        )
+        hosts = (local_host, public_host)
+        return _instance_access(parsed, application, instance_name, hosts, authentication, settings, access_settings, guard_ready=guard_ready)
 
     guard_ready = _guard_ready(access_objects(access(False), access_settings, field_manager=settings.field_manager), snapshot)
     extra["accessGuardReady"] = guard_ready
@@ -208,13 +190,57 @@ def _instance(parsed, requirement, modules, snapshot, catalogs, settings, source
     )
     extra["helmRelease"] = f"{release.namespace}/{release.name}"
     objects = (release, *gateway)
-    observed = snapshot.generic("HelmRelease", release.namespace or "", release.name)
-    ready = observed.condition("Ready") if observed is not None else None
+    readiness = flux_readiness(snapshot.generic("HelmRelease", release.namespace or "", release.name))
     guard_note = "" if guard_ready else " Routes reach the application once its access guard is accepted."
-    if ready is None:
-        return done("Reconciling", Reason.RECONCILING, f"HelmRelease {release.name} is being installed.{guard_note}", objects)
-    if ready.status == "True":
-        return done(READY, Reason.READY, f"{application.display_name} instance is ready.{guard_note}", objects)
-    if ready.status == "False" and ready.reason not in _IN_PROGRESS:
-        return done("Degraded", "HelmReleaseFailed", f"HelmRelease {release.name} is not ready ({ready.reason}): {ready.message}", objects)
-    return done("Reconciling", Reason.RECONCILING, f"Flux is reconciling HelmRelease {release.name}.{guard_note}", objects)
+    phase, reason, message = _release_phase(release.name, application.display_name, readiness)
+    return done(phase, reason, message + ("" if phase == "Degraded" else guard_note), objects)
+
+
+def _instance_access(
+    parsed: Parsed[Any],
+    application: ApplicationEntry,
+    instance_name: str,
+    hosts: tuple[str, str | None],
+    authentication: str,
+    settings: PlanSettings,
+    access_settings: AccessSettings,
+    *,
+    guard_ready: bool,
+) -> InstanceAccess:
+    """The access inputs of one valid, enabled instance. Pure."""
+    spec = parsed.spec
+    sharing = spec.access.sharing
+    return InstanceAccess(
+        instance=parsed.name,
+        application=application.name,
+        instance_name=instance_name,
+        namespace=spec.target_namespace,
+        system_namespace=settings.system_namespace,
+        backend_service=application.backend_service_for(instance_name),
+        backend_port=application.backend_port,
+        callback_path=application.callback_path_for(parsed.name),
+        local_host=hosts[0],
+        public_host=hosts[1],
+        dashboard_hosts=tuple(f"{access_settings.dashboard_host_prefix}.{d}" for d in (settings.local_domain, settings.domain)),
+        authentication=authentication,
+        role=spec.access.role,
+        sharing_mode=sharing.mode if sharing is not None else None,
+        users=tuple(sharing.users) if sharing is not None else (),
+        groups=tuple(sharing.groups) if sharing is not None else (),
+        guard_ready=guard_ready,
+    )
+
+
+def _release_phase(name: str, display_name: str, readiness: Verdict) -> tuple[str, str, str]:
+    """Phase, reason and message of an instance from its HelmRelease's readiness. Pure."""
+    if readiness.ready:
+        return READY, Reason.READY, f"{display_name} instance is ready."
+    if readiness.failed:
+        return "Degraded", Reason.HELM_RELEASE_FAILED, f"HelmRelease {name} is not ready ({readiness.reason}): {readiness.message}"
+    if readiness.reason in (Waiting.NOT_FOUND, Waiting.AWAITING_STATUS):
+        return "Reconciling", Reason.RECONCILING, f"HelmRelease {name} is being installed."
+    if readiness.reason == Waiting.SUSPENDED:
+        return "Reconciling", Reason.RECONCILING, f"HelmRelease {name} is suspended; Flux resumes it once unsuspended."
+    if readiness.reason == Waiting.STALE_GENERATION:
+        return "Reconciling", Reason.RECONCILING, f"HelmRelease {name} changed; {readiness.message}."
+    return "Reconciling", Reason.RECONCILING, f"Flux is reconciling HelmRelease {name}."

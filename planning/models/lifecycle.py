@@ -23,6 +23,7 @@ from typing import Any
 
 from planning.conditions import rfc3339
 from planning.models.recovery import RecoveryDecision, RecoveryState, TerminalPod, decide_recovery
+from planning.readiness import kubeai_model_readiness
 from planning.snapshot import KubeAIModel, Pod
 
 POD_CREATION_TIMEOUT = timedelta(minutes=2)
@@ -92,7 +93,7 @@ def model_lifecycle(
         previous=RecoveryState.from_status(previous_status.get("podRecovery")),
         revision=revision,
         terminal=terminal_pods(pods, model),
-        ready=model.replicas_ready > 0,
+        ready=kubeai_model_readiness(model).ready,
         now=now,
     )
     ready = model.replicas_ready

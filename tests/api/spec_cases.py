@@ -42,3 +42,20 @@ def instance(**access: Any) -> dict[str, Any]:
 def gpu_sharing(mode: str, **fields: Any) -> dict[str, Any]:
     """A gpuSharing object selecting one node."""
     return {"mode": mode, "nodeName": "worker-1", "nodeUID": "0f6e2d1c-0000-4000-8000-000000000001", **fields}
+
+
+GPU_MEMORY = {"carveoutIndex": 2, "dynamicLimitMi": 98304}
+NETWORK_REF = {"name": "wifi-credentials", "uid": "3c1d0000-0000-4000-8000-000000000003"}
+
+VALID_HOST_OPERATIONS = {
+    "prepare-gpu": host_operation("prepare-gpu", planId="plan-1", experimentConsent=True, experimentMode="single-gpu"),
+    "configure-gpu-memory": host_operation(
+        "configure-gpu-memory", planId="plan-1", experimentConsent=True, gpuMemory=GPU_MEMORY
+    ),
+    "configure-network": host_operation("configure-network", planId="plan-1", networkRef=NETWORK_REF),
+    "scan-wifi": host_operation("scan-wifi"),
+    "reboot": host_operation("reboot"),
+    "poweroff": host_operation("poweroff"),
+    "clear-model-cache": host_operation("clear-model-cache", planId="cache-plan-1"),
+}
+"""One valid HostOperation spec per action."""

@@ -3,36 +3,22 @@
 from __future__ import annotations
 
 import pytest
-from spec_cases import host_operation, rejection
+from spec_cases import GPU_MEMORY, NETWORK_REF, VALID_HOST_OPERATIONS, host_operation, rejection
 
 from api.hostoperations import HostOperationSpec, HostOperationStatus
 from api.validation import parse_spec
 
-GPU_MEMORY = {"carveoutIndex": 2, "dynamicLimitMi": 98304}
-NETWORK_REF = {"name": "wifi-credentials", "uid": "3c1d0000-0000-4000-8000-000000000003"}
-
-VALID_REQUESTS = {
-    "prepare-gpu": host_operation("prepare-gpu", planId="plan-1", experimentConsent=True, experimentMode="single-gpu"),
-    "configure-gpu-memory": host_operation(
-        "configure-gpu-memory", planId="plan-1", experimentConsent=True, gpuMemory=GPU_MEMORY
-    ),
-    "configure-network": host_operation("configure-network", planId="plan-1", networkRef=NETWORK_REF),
-    "scan-wifi": host_operation("scan-wifi"),
-    "reboot": host_operation("reboot"),
-    "poweroff": host_operation("poweroff"),
-    "clear-model-cache": host_operation("clear-model-cache", planId="cache-plan-1"),
-}
 
 
-@pytest.mark.parametrize("action", sorted(VALID_REQUESTS))
+@pytest.mark.parametrize("action", sorted(VALID_HOST_OPERATIONS))
 def test_each_action_is_accepted_with_its_required_fields(action: str) -> None:
-    spec = parse_spec("HostOperation", VALID_REQUESTS[action])
+    spec = parse_spec("HostOperation", VALID_HOST_OPERATIONS[action])
     assert isinstance(spec, HostOperationSpec)
     assert spec.action == action
 
 
 def test_wire_names_keep_their_uppercase_ids() -> None:
-    wire = parse_spec("HostOperation", VALID_REQUESTS["reboot"]).to_wire()
+    wire = parse_spec("HostOperation", VALID_HOST_OPERATIONS["reboot"]).to_wire()
     assert {"nodeUID", "bootID", "requestID"} <= wire.keys()
 
 
@@ -58,7 +44,7 @@ def test_unknown_actions_are_rejected(action: str) -> None:
 
 @pytest.mark.parametrize("action", ["prepare-gpu", "configure-gpu-memory", "configure-network", "clear-model-cache"])
 def test_plan_bound_actions_require_a_plan_id(action: str) -> None:
-    spec = dict(VALID_REQUESTS[action])
+    spec = dict(VALID_HOST_OPERATIONS[action])
     del spec["planId"]
     error = rejection("HostOperation", spec)
     assert error.field == "spec.planId"
@@ -91,7 +77,7 @@ def test_configure_gpu_memory_requires_gpu_memory() -> None:
 
 
 def test_configure_gpu_memory_rejects_the_mixed_system_experiment_mode() -> None:
-    spec = {**VALID_REQUESTS["configure-gpu-memory"], "experimentMode": "mixed-system"}
+    spec = {**VALID_HOST_OPERATIONS["configure-gpu-memory"], "experimentMode": "mixed-system"}
     error = rejection("HostOperation", spec)
     assert error.field == "spec.experimentMode"
     assert "mixed-system" in error.rule
@@ -101,7 +87,7 @@ def test_configure_gpu_memory_rejects_the_mixed_system_experiment_mode() -> None
     "action", ["prepare-gpu", "configure-network", "scan-wifi", "reboot", "poweroff", "clear-model-cache"]
 )
 def test_gpu_memory_is_rejected_for_every_other_action(action: str) -> None:
-    spec = {**VALID_REQUESTS[action], "gpuMemory": GPU_MEMORY}
+    spec = {**VALID_HOST_OPERATIONS[action], "gpuMemory": GPU_MEMORY}
     error = rejection("HostOperation", spec)
     assert error.field == "spec.gpuMemory"
 
@@ -116,13 +102,13 @@ def test_gpu_memory_is_rejected_for_every_other_action(action: str) -> None:
     ],
 )
 def test_gpu_memory_holds_only_the_integer_carveout_index_and_dynamic_limit(gpu_memory: dict, field: str) -> None:
-    spec = {**VALID_REQUESTS["configure-gpu-memory"], "gpuMemory": gpu_memory}
+    spec = {**VALID_HOST_OPERATIONS["configure-gpu-memory"], "gpuMemory": gpu_memory}
     assert rejection("HostOperation", spec).field == f"spec.gpuMemory.{field}"
 
 
 @pytest.mark.parametrize("action", ["prepare-gpu", "scan-wifi", "reboot", "clear-model-cache"])
 def test_network_ref_is_rejected_outside_configure_network(action: str) -> None:
-    spec = {**VALID_REQUESTS[action], "networkRef": NETWORK_REF}
+    spec = {**VALID_HOST_OPERATIONS[action], "networkRef": NETWORK_REF}
     assert rejection("HostOperation", spec).field == "spec.networkRef"
 
 
@@ -131,19 +117,19 @@ def test_network_ref_is_rejected_outside_configure_network(action: str) -> None:
     [({"name": "wifi-credentials"}, "uid"), ({"name": "wifi", "uid": "u", "password": "CHANGEME"}, "password")],
 )
 def test_network_ref_is_a_secret_name_and_uid_never_a_password(network_ref: dict, field: str) -> None:
-    spec = {**VALID_REQUESTS["configure-network"], "networkRef": network_ref}
+    spec = {**VALID_HOST_OPERATIONS["configure-network"], "networkRef": network_ref}
     assert rejection("HostOperation", spec).field == f"spec.networkRef.{field}"
 
 
 @pytest.mark.parametrize(("field", "value"), [("experimentConsent", True), ("experimentMode", "single-gpu")])
 def test_clear_model_cache_rejects_experiment_settings(field: str, value: object) -> None:
-    spec = {**VALID_REQUESTS["clear-model-cache"], field: value}
+    spec = {**VALID_HOST_OPERATIONS["clear-model-cache"], field: value}
     assert rejection("HostOperation", spec).field == f"spec.{field}"
 
 
 @pytest.mark.parametrize("field", ["path", "cachePath", "devicePath", "script", "image", "command"])
 def test_no_filesystem_path_or_executable_field_is_accepted(field: str) -> None:
-    spec = {**VALID_REQUESTS["clear-model-cache"], field: "/var/lib/CHANGEME"}
+    spec = {**VALID_HOST_OPERATIONS["clear-model-cache"], field: "/var/lib/CHANGEME"}
     error = rejection("HostOperation", spec)
     assert (error.field, error.rule) == (f"spec.{field}", "is not a field of this API")
 

@@ -62,7 +62,7 @@ class TestWhatTheProgramDoesIsAllowed:
         assert "kustomizations.kustomize.toolkit.fluxcd.io" in snapshot.served_crds
 
     def test_the_status_writer_writes_the_status_of_a_module_activation(
-        self, program: KubeClient, program_access: KubeAccess, admin: KubeClient, activation_name
+        self, program: KubeClient, admin: KubeClient, activation_name
     ):
         admin.apply(MODULE_ACTIVATION, module_activation(activation_name), field_manager=LOADER)
         status = {"phase": "Ready", "observedGeneration": 1, "message": "Kustomization platform-basis is ready."}
@@ -72,7 +72,6 @@ class TestWhatTheProgramDoesIsAllowed:
             namespace=SYSTEM_NAMESPACE,
             name=activation_name,
             status=status,
-            access=program_access,
         )
 
         assert write_status(program, target) is True

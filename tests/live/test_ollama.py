@@ -38,7 +38,8 @@ from providers.ollama import (
     proxy_path,
 )
 from tests.live.ollama_double import OllamaDouble, running_ollama
-from tests.live.world import LOADER, OFFLINE_ACCESS
+from tests.live.world import LOADER
+from tests.providers.engine import LEGACY_ACCESS, configured, kubeconfig_config
 
 POD = ResourceKind(group="", version="v1", kind="Pod", plural="pods", namespaced=True)
 SERVICE_ACCOUNT = ResourceKind(group="", version="v1", kind="ServiceAccount", plural="serviceaccounts", namespaced=True)
@@ -339,7 +340,7 @@ def test_mebibytes_round_to_the_nearest_and_ram_and_vram_add_up_to_the_total():
 # --- the dynamic provider ----------------------------------------------------------------------
 
 
-def _inputs(access: KubeAccess, **changes: Any) -> dict[str, Any]:
+def _inputs(**changes: Any) -> dict[str, Any]:
     """Provider inputs as the program declares them (numbers arrive as floats)."""
     return {
         "namespace": "ai",
@@ -347,14 +348,17 @@ def _inputs(access: KubeAccess, **changes: Any) -> dict[str, Any]:
         "source": SOURCE,
         "alias": ALIAS,
         "port": 8000.0,
-        "kubeconfig": access.kubeconfig,
-        "context": None,
         **changes,
     }
 
 
+def _configured(access: KubeAccess) -> OllamaAliasProvider:
+    assert access.kubeconfig is not None
+    return configured(OllamaAliasProvider(), kubeconfig_config(access.kubeconfig))
+
+
 def test_check_normalises_pods_names_and_port():
-    result = OllamaAliasProvider().check({}, _inputs(OFFLINE_ACCESS, pods=["b", "a", "b"], alias="mymodel"))
+    result = OllamaAliasProvider().check({}, _inputs(pods=["b", "a", "b"], alias="mymodel"))
     assert result.failures == []
     assert (result.inputs["pods"], result.inputs["alias"], result.inputs["source"], result.inputs["port"]) == (
         ["a", "b"],
@@ -365,7 +369,7 @@ def test_check_normalises_pods_names_and_port():
 
 
 def test_check_gives_ollamas_port_when_none_is_set():
-    inputs = _inputs(OFFLINE_ACCESS)
+    inputs = _inputs()
     del inputs["port"]
     assert OllamaAliasProvider().check({}, inputs).inputs["port"] == OLLAMA_PORT
 
@@ -384,12 +388,12 @@ def test_check_gives_ollamas_port_when_none_is_set():
     ],
 )
 def test_check_names_each_invalid_property(changes, failing):
-    result = OllamaAliasProvider().check({}, _inputs(OFFLINE_ACCESS, **changes))
+    result = OllamaAliasProvider().check({}, _inputs(**changes))
     assert [failure.property for failure in result.failures] == failing
 
 
-def _converged(access: KubeAccess) -> dict[str, Any]:
-    checked = OllamaAliasProvider().check({}, _inputs(access)).inputs
+def _converged() -> dict[str, Any]:
+    checked = OllamaAliasProvider().check({}, _inputs()).inputs
     return {**checked, "aliased": ["model-qwen-0"], "waiting": []}
 
 
@@ -404,31 +408,31 @@ def _converged(access: KubeAccess) -> dict[str, Any]:
 )
 def test_a_changed_input_updates_the_alias_and_only_a_new_namespace_replaces_it(changes, replaces):
     provider = OllamaAliasProvider()
-    news = provider.check({}, _inputs(OFFLINE_ACCESS, **changes)).inputs
-    diff = provider.diff("ai/qwen2505bcpu:latest", _converged(OFFLINE_ACCESS), news)
+    news = provider.check({}, _inputs(**changes)).inputs
+    diff = provider.diff("ai/qwen2505bcpu:latest", _converged(), news)
     assert (diff.changes, diff.replaces) == (True, replaces)
 
 
 def test_a_converged_alias_shows_no_change():
     provider = OllamaAliasProvider()
-    news = provider.check({}, _inputs(OFFLINE_ACCESS)).inputs
-    assert provider.diff("ai/qwen2505bcpu:latest", _converged(OFFLINE_ACCESS), news).changes is False
+    news = provider.check({}, _inputs()).inputs
+    assert provider.diff("ai/qwen2505bcpu:latest", _converged(), news).changes is False
 
 
-def test_an_alias_missing_on_some_pod_is_tried_again_on_the_next_run(admin_access):
+def test_an_alias_missing_on_some_pod_is_tried_again_on_the_next_run():
     provider = OllamaAliasProvider()
-    news = provider.check({}, _inputs(admin_access)).inputs
-    olds = {**_converged(admin_access), "aliased": [], "waiting": ["model-qwen-0"]}
+    news = provider.check({}, _inputs()).inputs
+    olds = {**_converged(), "aliased": [], "waiting": ["model-qwen-0"]}
     assert provider.diff("ai/qwen2505bcpu:latest", olds, news).changes is True
 
 
 def test_the_provider_waits_for_the_source_then_creates_the_alias_once_reads_it_and_deletes_nothing(
     namespace, admin: KubeClient, admin_access, start_ollama
 ):
-    provider = OllamaAliasProvider()
+    provider = _configured(admin_access)
     double = start_ollama()
     pod = pod_for(admin, namespace, double)
-    inputs = provider.check({}, _inputs(admin_access, namespace=namespace, pods=[pod], port=float(double.port))).inputs
+    inputs = provider.check({}, _inputs(namespace=namespace, pods=[pod], port=float(double.port))).inputs
 
     created = provider.create(inputs)
     assert created.id == f"{namespace}/qwen2505bcpu:latest"
@@ -452,10 +456,10 @@ def test_the_provider_waits_for_the_source_then_creates_the_alias_once_reads_it_
 
 
 def test_reading_after_the_alias_vanished_shows_a_change_to_apply(namespace, admin: KubeClient, admin_access, start_ollama):
-    provider = OllamaAliasProvider()
+    provider = _configured(admin_access)
     double = start_ollama(tags=[SOURCE])
     pod = pod_for(admin, namespace, double)
-    inputs = provider.check({}, _inputs(admin_access, namespace=namespace, pods=[pod], port=float(double.port))).inputs
+    inputs = provider.check({}, _inputs(namespace=namespace, pods=[pod], port=float(double.port))).inputs
     created = provider.create(inputs)
 
     double.tags.discard("qwen2505bcpu:latest")
@@ -464,3 +468,19 @@ def test_reading_after_the_alias_vanished_shows_a_change_to_apply(namespace, adm
     assert (read.outs["aliased"], read.outs["waiting"]) == ([], [])
     assert provider.diff(created.id, read.outs, inputs).changes is True
     assert double.copies == 1
+
+
+def test_a_configured_provider_reads_and_deletes_an_alias_whose_state_names_a_kubeconfig_absent_here(
+    namespace, admin: KubeClient, admin_access, start_ollama
+):
+    provider = _configured(admin_access)
+    double = start_ollama(tags=[SOURCE, "qwen2505bcpu:latest"])
+    pod = pod_for(admin, namespace, double)
+    inputs = provider.check({}, _inputs(namespace=namespace, pods=[pod], port=float(double.port))).inputs
+    old_state = {**inputs, **LEGACY_ACCESS, "aliased": [pod], "waiting": []}
+
+    read = provider.read(f"{namespace}/qwen2505bcpu:latest", old_state)
+    provider.delete(read.id, old_state)
+
+    assert read.outs == {**inputs, "aliased": [pod], "waiting": []}
+    assert dict(double.calls) == {"GET /api/tags": 1}

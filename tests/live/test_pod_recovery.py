@@ -13,7 +13,7 @@ import pytest
 from planning.models.recovery import TerminalPod, select_terminal_pods
 from providers.kube import KubeAccess, KubeClient, ResourceKind
 from providers.pod_recovery import POD, DeleteOutcome, PodRecoveryProvider, delete_exact_pod, delete_terminal_pod
-from tests.live.world import OFFLINE_ACCESS
+from tests.providers.engine import LEGACY_ACCESS, configured, kubeconfig_config
 
 MODEL = ResourceKind(group="kubeai.org", version="v1", kind="Model", plural="models", namespaced=True)
 SERVICE_ACCOUNT = ResourceKind(group="", version="v1", kind="ServiceAccount", plural="serviceaccounts", namespaced=True)
@@ -131,24 +131,27 @@ def test_a_deletion_without_both_preconditions_is_refused_before_any_request(adm
     assert admin.requests == before
 
 
-def _inputs(namespace: str, access: KubeAccess, pod: TerminalPod, attempt: float = 1.0) -> dict[str, Any]:
+def _inputs(namespace: str, pod: TerminalPod, attempt: float = 1.0) -> dict[str, Any]:
     return {
         "namespace": namespace,
         "pod": pod.name,
         "podUID": pod.uid,
         "resourceVersion": pod.resource_version,
         "attempt": attempt,
-        "kubeconfig": access.kubeconfig,
-        "context": None,
     }
+
+
+def _configured(access: KubeAccess) -> PodRecoveryProvider:
+    assert access.kubeconfig is not None
+    return configured(PodRecoveryProvider(), kubeconfig_config(access.kubeconfig))
 
 
 def test_the_provider_create_makes_one_deletion_and_records_its_outcome(namespace, admin: KubeClient, admin_access):
     model = create_model(admin, namespace)
     create_model_pod(admin, namespace, model)
     observed = the_terminal_pod(admin, namespace, model)
-    provider = PodRecoveryProvider()
-    inputs = provider.check({}, _inputs(namespace, admin_access, observed)).inputs
+    provider = _configured(admin_access)
+    inputs = provider.check({}, _inputs(namespace, observed)).inputs
 
     created = provider.create(inputs)
 
@@ -163,32 +166,32 @@ def test_the_provider_reports_a_conflict_and_leaves_the_changed_pod(namespace, a
     create_model_pod(admin, namespace, model)
     observed = the_terminal_pod(admin, namespace, model)
     touch(admin, namespace, observed.name)
-    created = PodRecoveryProvider().create(_inputs(namespace, admin_access, observed))
+    created = _configured(admin_access).create(_inputs(namespace, observed))
     assert created.outs["outcome"] == "Conflict"
     assert admin.get_or_none(POD, observed.name, namespace) is not None
 
 
-def test_reading_or_deleting_the_attempt_touches_nothing(namespace, admin: KubeClient, admin_access):
+def test_reading_or_deleting_an_attempt_whose_state_names_a_kubeconfig_absent_here_touches_nothing(namespace, admin: KubeClient, admin_access):
     model = create_model(admin, namespace)
     create_model_pod(admin, namespace, model)
     observed = the_terminal_pod(admin, namespace, model)
-    provider = PodRecoveryProvider()
-    outputs = {**_inputs(namespace, admin_access, observed), "outcome": "Conflict"}
+    provider = _configured(admin_access)
+    outputs = {**_inputs(namespace, observed), "outcome": "Conflict"}
     before = admin.get(POD, observed.name, namespace)["metadata"]["resourceVersion"]
 
-    assert provider.read("id", outputs).outs == outputs
-    provider.delete("id", outputs)
+    assert provider.read("id", {**outputs, **LEGACY_ACCESS}).outs == outputs
+    provider.delete("id", {**outputs, **LEGACY_ACCESS})
 
     assert admin.get(POD, observed.name, namespace)["metadata"]["resourceVersion"] == before
 
 
 def test_every_changed_input_replaces_the_attempt():
     pod = TerminalPod(name="p", uid="u", resource_version="1", phase="Failed", reason="", message="", owner_uid="m")
-    old = {**_inputs("ai-system", OFFLINE_ACCESS, pod), "outcome": "Deleted"}
+    old = {**_inputs("ai-system", pod), "outcome": "Deleted"}
     provider = PodRecoveryProvider()
-    assert provider.diff("id", old, _inputs("ai-system", OFFLINE_ACCESS, pod)).changes is False
-    for changed in ({"attempt": 2.0}, {"resourceVersion": "2"}, {"podUID": "v"}, {"pod": "q"}, {"context": "other"}):
-        diff = provider.diff("id", old, {**_inputs("ai-system", OFFLINE_ACCESS, pod), **changed})
+    assert provider.diff("id", old, _inputs("ai-system", pod)).changes is False
+    for changed in ({"attempt": 2.0}, {"resourceVersion": "2"}, {"podUID": "v"}, {"pod": "q"}, {"namespace": "ai"}):
+        diff = provider.diff("id", old, {**_inputs("ai-system", pod), **changed})
         assert diff.replaces == list(changed)
 
 
@@ -204,11 +207,11 @@ def test_every_changed_input_replaces_the_attempt():
 )
 def test_check_names_every_missing_or_malformed_input(change, failing):
     pod = TerminalPod(name="p", uid="u", resource_version="1", phase="Failed", reason="", message="", owner_uid="m")
-    result = PodRecoveryProvider().check({}, {**_inputs("ai-system", OFFLINE_ACCESS, pod), **change})
+    result = PodRecoveryProvider().check({}, {**_inputs("ai-system", pod), **change})
     assert [failure.property for failure in result.failures] == failing
 
 
 def test_check_restores_the_attempt_number_as_an_integer():
     pod = TerminalPod(name="p", uid="u", resource_version="1", phase="Failed", reason="", message="", owner_uid="m")
-    result = PodRecoveryProvider().check({}, _inputs("ai-system", OFFLINE_ACCESS, pod, attempt=3.0))
+    result = PodRecoveryProvider().check({}, _inputs("ai-system", pod, attempt=3.0))
     assert result.failures == [] and result.inputs["attempt"] == 3 and isinstance(result.inputs["attempt"], int)

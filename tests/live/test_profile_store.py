@@ -22,6 +22,7 @@ from providers.profile_store import (
     serialise,
 )
 from tests.live.world import load
+from tests.providers.engine import LEGACY_ACCESS, configured, kubeconfig_config
 
 WRITERS = 20
 FOREIGN = {"nvidia-gpu-l4": {"imageName": "nvidia-gpu", "limits": {"nvidia.com/gpu": "1"}, "requests": {"cpu": "6"}}}
@@ -151,21 +152,26 @@ def test_a_malformed_store_is_refused_and_left_untouched(namespace, admin: KubeC
     assert stored(admin, ref)["data"] == {"values.json": "{oops"}
 
 
-def provider_inputs(namespace: str, access: KubeAccess, profile: dict) -> dict:
+def provider_inputs(namespace: str, profile: dict) -> dict:
     inputs = {"namespace": namespace, "profileName": "magicstick-cpu-4", "profile": profile}
-    return RuntimeProfileProvider().check({}, {**inputs, "kubeconfig": access.kubeconfig, "context": None}).inputs
+    return RuntimeProfileProvider().check({}, inputs).inputs
+
+
+def configured_provider(access: KubeAccess) -> RuntimeProfileProvider:
+    assert access.kubeconfig is not None
+    return configured(RuntimeProfileProvider(), kubeconfig_config(access.kubeconfig))
 
 
 def test_the_provider_creates_updates_reads_and_deletes_its_entry(namespace, admin: KubeClient, admin_access: KubeAccess):
     ref = store_in(namespace)
     flux_bootstrap(admin, ref, {"resourceProfiles": FOREIGN})
-    provider = RuntimeProfileProvider()
-    inputs = provider_inputs(namespace, admin_access, {**CPU_PROFILE, "priority": 3.0})
+    provider = configured_provider(admin_access)
+    inputs = provider_inputs(namespace, {**CPU_PROFILE, "priority": 3.0})
     created = provider.create(inputs)
     assert created.id == f"{namespace}/magicstick-runtime-profiles/values.json/magicstick-cpu-4"
     assert '"priority":3,' in stored(admin, ref)["data"]["values.json"]
 
-    changed = provider_inputs(namespace, admin_access, {**CPU_PROFILE, "limits": {"cpu": "8"}})
+    changed = provider_inputs(namespace, {**CPU_PROFILE, "limits": {"cpu": "8"}})
     updated = provider.update(created.id, created.outs, changed)
     assert updated.outs == changed
     assert read_profiles(stored(admin, ref))["magicstick-cpu-4"]["limits"] == {"cpu": "8"}
@@ -181,19 +187,35 @@ def test_the_provider_adopts_an_identical_existing_entry_without_writing(namespa
     ref = store_in(namespace)
     flux_bootstrap(admin, ref, {"resourceProfiles": {**FOREIGN, "magicstick-cpu-4": CPU_PROFILE}})
     version = stored(admin, ref)["metadata"]["resourceVersion"]
-    RuntimeProfileProvider().create(provider_inputs(namespace, admin_access, CPU_PROFILE))
+    configured_provider(admin_access).create(provider_inputs(namespace, CPU_PROFILE))
     assert stored(admin, ref)["metadata"]["resourceVersion"] == version
 
 
 def test_a_refresh_of_an_entry_removed_by_someone_else_reports_it_gone(namespace, admin: KubeClient, admin_access: KubeAccess):
     ref = store_in(namespace)
-    provider = RuntimeProfileProvider()
-    created = provider.create(provider_inputs(namespace, admin_access, CPU_PROFILE))
+    provider = configured_provider(admin_access)
+    created = provider.create(provider_inputs(namespace, CPU_PROFILE))
     remove_profile(admin, ref, "magicstick-cpu-4")
     assert provider.read(created.id, created.outs).id == ""
 
 
 def test_the_provider_deletes_an_entry_that_is_already_gone(namespace, admin: KubeClient, admin_access: KubeAccess):
-    provider = RuntimeProfileProvider()
-    provider.delete("id", provider_inputs(namespace, admin_access, CPU_PROFILE))
+    provider = configured_provider(admin_access)
+    provider.delete("id", provider_inputs(namespace, CPU_PROFILE))
     assert admin.get_or_none(CONFIG_MAP, "magicstick-runtime-profiles", namespace) is None
+
+
+def test_a_configured_provider_reads_and_deletes_an_entry_whose_state_names_a_kubeconfig_absent_here(
+    namespace, admin: KubeClient, admin_access: KubeAccess
+):
+    ref = store_in(namespace)
+    flux_bootstrap(admin, ref, {"resourceProfiles": {**FOREIGN, "magicstick-cpu-4": CPU_PROFILE}})
+    provider = configured_provider(admin_access)
+    old_state = {**provider_inputs(namespace, CPU_PROFILE), **LEGACY_ACCESS}
+    entry_id = f"{namespace}/magicstick-runtime-profiles/values.json/magicstick-cpu-4"
+
+    read = provider.read(entry_id, old_state)
+    provider.delete(entry_id, old_state)
+
+    assert (read.id, read.outs) == (entry_id, provider_inputs(namespace, CPU_PROFILE))
+    assert read_profiles(stored(admin, ref)) == FOREIGN

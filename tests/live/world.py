@@ -5,6 +5,9 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from planning.frozen import thaw
+from planning.objects import OWNED_FORCE_ANNOTATION, DesiredObject
+from planning.plan import Plan
 from providers.kinds import (
     APPLIANCE_KINDS,
     CONFIG_MAP,
@@ -19,11 +22,15 @@ from providers.kinds import (
     REFERENCE_GRANT,
     SECURITY_POLICY,
 )
-from providers.kube import KubeAccess, KubeClient, ResourceKind
+from providers.kube import Invalid, KubeClient, NotFound, ResourceKind
+from providers.profile_store import ProfileStoreRef, put_profile
+from providers.stale_removal import StaleTarget, remove_stale
+from providers.status_writer import StatusTarget, write_status
+from tests.planning.builders import flux_status, gateway_status
+from tests.support.crd_defaults import without_empty_string_defaults
+from tests.support.crd_schema import UnknownKindError, upstream_registry
 
 LOADER = "test-loader"
-OFFLINE_ACCESS = KubeAccess(kubeconfig="/nonexistent/kubeconfig")
-"""Access for pure tests of `check` and `diff`, which never open a connection."""
 NAMESPACE = ResourceKind(group="", version="v1", kind="Namespace", plural="namespaces", namespaced=False)
 FLUX = "kustomize-controller"
 _SERVER_METADATA = ("uid", "resourceVersion", "generation", "creationTimestamp", "managedFields", "selfLink")
@@ -216,3 +223,136 @@ def publish_model_catalog(client: KubeClient, namespace: str, model_ids: list[st
         "data": {"models.json": json.dumps(sorted(model_ids))},
     }
     client.apply(CONFIG_MAP, body, field_manager="model-catalog")
+
+
+# The Pulumi engine, as the loop tests stand it in
+
+ENGINE = "magicstick"
+_REFUSED_EMPTY_STRING = 'Invalid value: "null"'
+
+
+def engine_force(body: Mapping[str, Any]) -> bool:
+    """Whether pulumi-kubernetes would apply `body` with force: its patchForce annotation is "true"."""
+    annotations = (body.get("metadata") or {}).get("annotations") or {}
+    return annotations.get(OWNED_FORCE_ANNOTATION) == "true"
+
+
+def engine_apply(client: KubeClient, plan: Plan, applied: Mapping[str, DesiredObject]) -> dict[str, DesiredObject]:
+    """Stand in for the Pulumi engine: apply what `plan` declares, delete what it no longer declares.
+
+    As pulumi-kubernetes does it: server-side apply under the field manager `magicstick`, with
+    force only when the object asks for it (`engine_force`), so a conflict with another manager
+    fails the run; an object that ignores spec changes is created once and left alone; one
+    retained on delete stays. The CPU runtime profiles go to their shared store, and stale
+    generated objects are removed under their UID. Returns the
+    declared objects by identity, the `applied` of the next call.
+
+    Two adaptations to the 1.20 test server, each equivalent on a current one (`for_the_test_server`).
+    """
+    declared = {obj.identity: obj for obj in plan.objects}
+    for obj in declared.values():
+        kind = kind_of(obj.body)
+        if obj.ignore_spec_changes and client.get_or_none(kind, obj.name, obj.namespace) is not None:
+            continue
+        _apply_as_engine(client, kind, for_the_test_server(thaw(obj.body), kind))
+    for identity, obj in applied.items():
+        if identity not in declared and not obj.retain_on_delete:
+            try:
+                client.delete(kind_of(obj.body), obj.name, obj.namespace)
+            except NotFound:
+                pass
+    for profile in plan.models.cpu_profiles:
+        put_profile(client, ProfileStoreRef(), profile.name, thaw(profile.body))
+    for stale in plan.stale:
+        remove_stale(client, StaleTarget(api_version=stale.api_version, kind=stale.kind, namespace=stale.namespace, name=stale.name, uid=stale.uid))
+    return declared
+
+
+def for_the_test_server(body: dict[str, Any], kind: ResourceKind) -> dict[str, Any]:
+    """`body` in a form the 1.20 test server takes, equivalent on a current server.
+
+    - A CRD loses its CEL rules (`without_cel_rules`).
+    - An upstream custom resource loses each `""` whose upstream schema default is `""`
+      (a BackendRef's core group, an OIDC client secret's): 1.20 reads `""` as null and refuses
+      it, and its CRDs were installed without those defaults; a current server stores the
+      default, the same `""`.
+    """
+    if kind is CRD:
+        return without_cel_rules(body)
+    try:
+        return without_empty_string_defaults(body)
+    except UnknownKindError:
+        return body
+
+
+def _apply_as_engine(client: KubeClient, kind: ResourceKind, body: dict[str, Any]) -> None:
+    """Apply `body`; an object whose required `""` the 1.20 server refuses is checked upstream instead.
+
+    That is a ReferenceGrant naming the core group (`to[].group: ""`, required, no default):
+    no form of it is storable on 1.20, and current servers take it as it is.
+    """
+    try:
+        client.apply(kind, body, field_manager=ENGINE, force=engine_force(body))
+    except Invalid as error:
+        if _REFUSED_EMPTY_STRING not in str(error) or not _has_empty_string(body.get("spec")):
+            raise
+        assert upstream_registry().errors(body) == [], f"{kind.kind}/{body['metadata']['name']}"
+
+
+def _has_empty_string(value: Any) -> bool:
+    if isinstance(value, Mapping):
+        return any(_has_empty_string(v) for v in value.values())
+    if isinstance(value, list):
+        return any(_has_empty_string(v) for v in value)
+    return value == ""
+
+
+def write_planned_statuses(client: KubeClient, plan: Plan) -> int:
+    """Write every status `plan` holds as the program's status resources do; the number written."""
+    written = 0
+    for update in plan.statuses:
+        target = StatusTarget(
+            api_version=update.api_version,
+            kind=update.kind,
+            namespace=update.namespace,
+            name=update.name,
+            status=thaw(update.status),
+        )
+        written += write_status(client, target)
+    return written
+
+
+# The controllers of the access path: helm-controller and Envoy Gateway
+
+HELM_CONTROLLER = "helm-controller"
+ENVOY_GATEWAY = "envoy-gateway"
+
+
+def mark_helm_releases_ready(client: KubeClient, namespace: str) -> int:
+    """Play helm-controller: every unsuspended HelmRelease becomes Ready for its current generation."""
+    marked = 0
+    for release in client.list(HELM_RELEASE, namespace=namespace):
+        generation = release["metadata"]["generation"]
+        if release["spec"].get("suspend") or (release.get("status") or {}).get("observedGeneration") == generation:
+            continue
+        message = f"Helm install succeeded for release {release['spec'].get('targetNamespace', namespace)}/{release['metadata']['name']}.v1"
+        status = flux_status("True", reason="InstallSucceeded", message=message, observed_generation=generation)
+        write_status_as(client, release, status, field_manager=HELM_CONTROLLER)
+        marked += 1
+    return marked
+
+
+def accept_gateway_objects(client: KubeClient, namespace: str) -> int:
+    """Play Envoy Gateway: every SecurityPolicy (its ancestor) and HTTPRoute (its parent) in
+    `namespace` is Accepted for its current generation, unless it already is."""
+    accepted = 0
+    for kind, key in ((SECURITY_POLICY, "ancestors"), (HTTP_ROUTE, "parents")):
+        for obj in client.list(kind, namespace=namespace):
+            generation = obj["metadata"]["generation"]
+            entries = (obj.get("status") or {}).get(key) or ()
+            if entries and all(c.get("observedGeneration") == generation for e in entries for c in e.get("conditions") or ()):
+                continue
+            status = gateway_status(key, "True", reason="Accepted", message=f"{kind.kind} has been accepted.", observed_generation=generation)
+            write_status_as(client, obj, status, field_manager=ENVOY_GATEWAY)
+            accepted += 1
+    return accepted

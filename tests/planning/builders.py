@@ -8,8 +8,11 @@ from typing import Any
 from api.meta import API_VERSION
 from catalogs import load_catalogs
 from planning.frozen import thaw
+from planning.instances.access import InstanceAccess, hostnames
+from planning.objects import DesiredObject
 from planning.plan import Plan, plan
 from planning.snapshot import Snapshot
+from tests.support.crd_defaults import with_defaults
 
 NOW = datetime(2026, 1, 1, tzinfo=timezone.utc)
 LATER = datetime(2026, 1, 2, tzinfo=timezone.utc)
@@ -85,7 +88,42 @@ def external_model(name: str) -> dict:
     )
 
 
-def kustomization_for(module: str, ready: str | None = "True", *, reason: str = "ReconciliationSucceeded", message: str = "Applied revision: main@sha1:0123", suspend: bool = False, labels: dict | None = None, spec: dict | None = None) -> dict:
+def as_stored(obj: dict | DesiredObject, *, generation: int = 1) -> dict:
+    """`obj` as the API server stores it: its CRD's defaults applied, metadata.generation set."""
+    body = thaw(obj.body) if isinstance(obj, DesiredObject) else obj
+    stored = with_defaults(body)
+    stored["metadata"]["generation"] = generation
+    return stored
+
+
+def condition(condition_type: str, status: str, *, reason: str, message: str = "", observed_generation: int | None) -> dict:
+    """A metav1.Condition as controllers write it; observedGeneration only when given."""
+    found: dict[str, Any] = {"type": condition_type, "status": status, "reason": reason, "message": message, "lastTransitionTime": "2026-01-01T00:00:00Z"}
+    if observed_generation is not None:
+        found["observedGeneration"] = observed_generation
+    return found
+
+
+def flux_status(ready: str, *, reason: str, message: str, observed_generation: int, **extra: Any) -> dict:
+    """A Flux status: status.observedGeneration and the Ready condition's, as Flux sets both."""
+    ready_condition = condition("Ready", ready, reason=reason, message=message, observed_generation=observed_generation)
+    return {"observedGeneration": observed_generation, **extra, "conditions": [ready_condition]}
+
+
+def kustomization_for(
+    module: str,
+    ready: str | None = "True",
+    *,
+    reason: str = "ReconciliationSucceeded",
+    message: str = "Applied revision: main@sha1:0123",
+    suspend: bool = False,
+    labels: dict | None = None,
+    spec: dict | None = None,
+    generation: int = 1,
+    observed_generation: int | None = None,
+) -> dict:
+    """A generated Kustomization as the cluster returns it: CRD defaults, generation, and (unless
+    `ready` is None) Flux's status for `observed_generation` (default: the current generation)."""
     entry = CATALOGS.modules.get(module)
     obj: dict[str, Any] = {
         "apiVersion": "kustomize.toolkit.fluxcd.io/v1",
@@ -93,17 +131,67 @@ def kustomization_for(module: str, ready: str | None = "True", *, reason: str = 
         "metadata": {
             "name": entry.kustomization,
             "namespace": "flux-system",
-            "generation": 1,
             "labels": labels if labels is not None else {"app.kubernetes.io/managed-by": "magicstick", "appliance.magicstick.dev/module": module},
         },
         "spec": spec if spec is not None else {"interval": "10m0s", "path": entry.path, "prune": True, "suspend": suspend, "sourceRef": {"kind": "GitRepository", "name": "flux-system"}},
     }
     if ready is not None:
-        obj["status"] = {
-            "observedGeneration": 1,
-            "conditions": [{"type": "Ready", "status": ready, "reason": reason, "message": message, "lastTransitionTime": "2026-01-01T00:00:00Z"}],
-        }
-    return obj
+        observed = generation if observed_generation is None else observed_generation
+        obj["status"] = flux_status(ready, reason=reason, message=message, observed_generation=observed)
+    return as_stored(obj, generation=generation)
+
+
+GATEWAY_REF = {"group": "gateway.networking.k8s.io", "kind": "Gateway", "name": "magicstick", "namespace": NS}
+ENVOY_GATEWAY_CONTROLLER = "gateway.envoyproxy.io/gatewayclass-controller"
+
+
+def observed_release(
+    planned: DesiredObject,
+    ready: str | None = "True",
+    *,
+    reason: str = "InstallSucceeded",
+    message: str = "Helm install succeeded",
+    generation: int = 1,
+    observed_generation: int | None = None,
+) -> dict:
+    """The planned HelmRelease as the cluster returns it, with helm-controller's status for
+    `observed_generation` (default: current); `ready` None: no status written yet."""
+    stored = as_stored(planned, generation=generation)
+    if ready is not None:
+        observed = generation if observed_generation is None else observed_generation
+        stored["status"] = flux_status(ready, reason=reason, message=message, observed_generation=observed)
+    return stored
+
+
+def gateway_status(key: str, accepted: str, *, reason: str, message: str, observed_generation: int | None) -> dict:
+    """Envoy Gateway's status of a policy (`key` ancestors) or route (`key` parents): one Gateway."""
+    ref = "ancestorRef" if key == "ancestors" else "parentRef"
+    accepted_condition = condition("Accepted", accepted, reason=reason, message=message, observed_generation=observed_generation)
+    return {key: [{ref: dict(GATEWAY_REF), "controllerName": ENVOY_GATEWAY_CONTROLLER, "conditions": [accepted_condition]}]}
+
+
+def accepted_policy(
+    planned: DesiredObject,
+    accepted: str = "True",
+    *,
+    reason: str = "Accepted",
+    message: str = "Policy has been accepted.",
+    generation: int = 1,
+    observed_generation: int | None = None,
+) -> dict:
+    """The planned SecurityPolicy as the cluster returns it once Envoy Gateway judged
+    `observed_generation` (default: current): CRD defaults, generation, the applied annotations."""
+    stored = as_stored(planned, generation=generation)
+    observed = generation if observed_generation is None else observed_generation
+    stored["status"] = gateway_status("ancestors", accepted, reason=reason, message=message, observed_generation=observed)
+    return stored
+
+
+def accepted_route(planned: DesiredObject, *, generation: int = 1) -> dict:
+    """The planned HTTPRoute as the cluster returns it once its Gateway accepted this generation."""
+    stored = as_stored(planned, generation=generation)
+    stored["status"] = gateway_status("parents", "True", reason="Accepted", message="Route is accepted", observed_generation=generation)
+    return stored
 
 
 def crd(name: str) -> dict:
@@ -117,6 +205,34 @@ def ready_modules(*modules: str) -> list[dict]:
         objects.append(kustomization_for(module))
         objects += [crd(name) for name in CATALOGS.modules.get(module).required_crds]
     return objects
+
+
+def access_for(application: str = "openclaw", *, instance: str | None = None, exposure: str = "localAndPublic", **overrides: Any) -> InstanceAccess:
+    """The access inputs of `<application>-default` in namespace ai, as the plan derives them."""
+    entry = CATALOGS.applications.get(application)
+    instance = instance or f"{application}-default"
+    local, public = hostnames(instance_name="default", application=application, domain="magicstick.example.com", local_domain="magicstick.local", exposure=exposure)
+    fields: dict[str, Any] = {
+        "instance": instance,
+        "application": application,
+        "instance_name": "default",
+        "namespace": "ai",
+        "system_namespace": NS,
+        "backend_service": entry.backend_service_for("default"),
+        "backend_port": entry.backend_port,
+        "callback_path": entry.callback_path_for(instance),
+        "local_host": local,
+        "public_host": public,
+        "dashboard_hosts": ("dashboard.magicstick.local", "dashboard.magicstick.example.com"),
+        "authentication": "sso",
+        "role": "user",
+        "sharing_mode": None,
+        "users": (),
+        "groups": (),
+        "guard_ready": False,
+    }
+    fields.update(overrides)
+    return InstanceAccess(**fields)
 
 
 FLUX_CRD = "kustomizations.kustomize.toolkit.fluxcd.io"

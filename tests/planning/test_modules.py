@@ -338,3 +338,35 @@ def test_without_flux_served_no_kustomization_is_declared_and_modules_wait_for_i
     outcome = module(result, "basis")
     assert outcome.phase == "WaitingForCRD"
     assert "kustomizations.kustomize.toolkit.fluxcd.io" in outcome.message
+
+
+# Readiness of the current generation only (invariant 11)
+
+
+def test_a_kustomization_ready_for_an_older_generation_is_reconciling_and_its_dependents_wait():
+    deps = CATALOGS.modules.get("litellm").depends_on
+    result = plan_of(
+        appliance(),
+        activation("model-catalog"),
+        *ready_modules(*deps),
+        kustomization_for("litellm", generation=2, observed_generation=1),
+        kustomization_for("model-catalog"),
+    )
+    litellm = module(result, "litellm")
+    assert (litellm.phase, litellm.reason) == ("Reconciling", "Reconciling")
+    assert "generation 2" in litellm.message
+    dependent = module(result, "model-catalog")
+    assert (dependent.phase, dependent.reason) == ("WaitingForModules", "DependencyNotReady")
+    assert kustomization_of(result, "model-catalog").body["spec"]["suspend"] is True
+    assert status_of(result, "ModuleActivation", "model-catalog")["conditions"][0]["status"] == "False"
+
+
+def test_a_failure_reported_for_an_older_generation_is_reconciling_not_degraded():
+    stale_failure = kustomization_for("basis", "False", reason="BuildFailed", message="old error", generation=3, observed_generation=2)
+    assert module(plan_of(appliance(), activation("basis"), stale_failure), "basis").phase == "Reconciling"
+
+
+def test_a_kustomization_the_server_just_created_is_reconciling():
+    created = kustomization_for("basis", None)
+    assert created["status"] == {"observedGeneration": -1}
+    assert module(plan_of(appliance(), activation("basis"), created), "basis").phase == "Reconciling"

@@ -46,7 +46,7 @@ def test_a_module_component_owns_its_kustomization(run_program):
     assert module.parent == run.of_type("magicstick:index:Appliance")[0].urn
     (kustomization,) = run.of_type(KUSTOMIZATION)
     assert kustomization.parent == module.urn
-    assert kustomization.name == f"kustomization-flux-system-{CATALOGS.modules.get('basis').kustomization}"
+    assert kustomization.name == f"kustomization/flux-system/{CATALOGS.modules.get('basis').kustomization}"
     assert kustomization.inputs["apiVersion"] == "kustomize.toolkit.fluxcd.io/v1"
     assert kustomization.inputs["kind"] == "Kustomization"
     assert kustomization.inputs["spec"]["interval"] == "10m0s"
@@ -56,7 +56,7 @@ def test_a_module_component_owns_its_kustomization(run_program):
 def test_a_seeded_activation_waits_for_the_crds_ignores_spec_edits_and_is_retained(run_program):
     run = run_program(appliance({"litellm": True}))
     (seeded,) = run.of_type(MODULE_ACTIVATION)
-    assert seeded.name == "moduleactivation-ai-system-litellm"
+    assert seeded.name == "moduleactivation/ai-system/litellm"
     assert seeded.ignore_changes == ("spec",)
     assert seeded.retain_on_delete
     crd_urns = {c.urn for c in run.of_type(CRD)}
@@ -92,13 +92,13 @@ def test_every_runtime_object_gets_a_status_write_owned_by_the_appliance(run_pro
     run = run_program(appliance(generation=5), activation("basis", generation=2), instance("openclaw-default", "openclaw"))
     writes = {r.name: r for r in run.of_type(STATUS)}
     assert set(writes) == {
-        "status-appliance-ai-system-local",
-        "status-moduleactivation-ai-system-basis",
-        "status-appinstance-ai-system-openclaw-default",
+        "status/appliance/ai-system/local",
+        "status/moduleactivation/ai-system/basis",
+        "status/appinstance/ai-system/openclaw-default",
     }
     root = run.of_type("magicstick:index:Appliance")[0]
     assert all(w.parent == root.urn for w in writes.values())
-    basis = writes["status-moduleactivation-ai-system-basis"].inputs
+    basis = writes["status/moduleactivation/ai-system/basis"].inputs
     assert (basis["apiVersion"], basis["kind"], basis["namespace"], basis["name"]) == (
         "appliance.magicstick.dev/v1alpha1",
         "ModuleActivation",
@@ -106,7 +106,7 @@ def test_every_runtime_object_gets_a_status_write_owned_by_the_appliance(run_pro
         "basis",
     )
     assert basis["status"]["observedGeneration"] == 2
-    assert writes["status-appliance-ai-system-local"].inputs["status"]["observedGeneration"] == 5
+    assert writes["status/appliance/ai-system/local"].inputs["status"]["observedGeneration"] == 5
 
 
 def test_host_operation_status_is_never_written(run_program):
@@ -118,15 +118,6 @@ def test_host_operation_status_is_never_written(run_program):
     }
     run = run_program(appliance(), host_operation)
     assert not [r for r in run.of_type(STATUS) if "hostoperation" in r.name]
-
-
-def test_kubeconfig_contents_reach_the_status_provider_only_as_a_secret(run_program):
-    contents = "apiVersion: v1\nkind: Config\nclusters: []\nusers: []\ncontexts: []\n# CHANGEME\n"
-    run = run_program(appliance(), kubeconfig=contents)
-    (write,) = run.of_type(STATUS)
-    secret = write.inputs["kubeconfig"]
-    assert secret[rpc._special_sig_key] == rpc._special_secret_sig
-    assert secret["value"] == contents
 
 
 def test_the_amd_hardware_provider_component_owns_the_device_config_and_the_eligibility_label(run_program):
@@ -162,7 +153,7 @@ def test_a_model_component_owns_its_kubeai_model_which_waits_for_its_runtime_pro
     assert component.parent == root.urn
     (model,) = run.of_type("kubernetes:kubeai.org/v1:Model")
     assert model.parent == component.urn
-    assert model.name == "model-ai-qwen2505bcpu"
+    assert model.name == "model/ai/qwen2505bcpu"
     (profile,) = run.of_type("pulumi-python:dynamic/magicstick:RuntimeProfile")
     assert profile.parent == root.urn
     assert profile.urn in model.dependencies
@@ -184,7 +175,7 @@ def test_a_terminal_pod_gets_one_recovery_resource_per_attempt(run_program):
 
     run = run_program(*platform(), local_model("m"), observed_model("m"), pod("m-0", "m", phase="Failed", ready=False))
     (recovery,) = run.of_type("pulumi-python:dynamic/magicstick:PodRecovery")
-    assert recovery.name == "pod-recovery-ai-m-0-1"
+    assert recovery.name == "pod-recovery/ai/m-0/1"
     assert (recovery.inputs["podUID"], recovery.inputs["resourceVersion"]) == ("pod-uid-m-0", "7")
 
 

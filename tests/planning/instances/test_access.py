@@ -16,44 +16,16 @@ from planning.instances.access import (
     access_objects,
     allowed_roles,
     hostnames,
-    policy_accepted,
-    routes_accepted,
 )
 from planning.labels import FIELD_MANAGER_ANNOTATION
-from tests.planning.builders import CATALOGS
+from planning.readiness import SPEC_HASH_ANNOTATION, spec_hash
+from tests.planning.builders import CATALOGS, access_for
 from tests.support.crd_schema import upstream_registry
 
 SETTINGS = AccessSettings()
 FIELD_MANAGER = "magicstick"
 DOMAIN = "magicstick.example.com"
 LOCAL_DOMAIN = "magicstick.local"
-
-
-def access_for(application: str = "openclaw", *, instance: str | None = None, exposure: str = "localAndPublic", **overrides: Any) -> InstanceAccess:
-    entry = CATALOGS.applications.get(application)
-    instance = instance or f"{application}-default"
-    local, public = hostnames(instance_name="default", application=application, domain=DOMAIN, local_domain=LOCAL_DOMAIN, exposure=exposure)
-    fields: dict[str, Any] = {
-        "instance": instance,
-        "application": application,
-        "instance_name": "default",
-        "namespace": "ai",
-        "system_namespace": "ai-system",
-        "backend_service": entry.backend_service_for("default"),
-        "backend_port": entry.backend_port,
-        "callback_path": entry.callback_path_for(instance),
-        "local_host": local,
-        "public_host": public,
-        "dashboard_hosts": (f"dashboard.{LOCAL_DOMAIN}", f"dashboard.{DOMAIN}"),
-        "authentication": "sso",
-        "role": "user",
-        "sharing_mode": None,
-        "users": (),
-        "groups": (),
-        "guard_ready": False,
-    }
-    fields.update(overrides)
-    return InstanceAccess(**fields)
 
 
 def objects(access: InstanceAccess) -> list[dict[str, Any]]:
@@ -309,7 +281,7 @@ def test_single_sign_on_objects_carry_no_unauthenticated_annotation():
 def test_every_object_is_labelled_annotated_and_named_after_its_kind_namespace_and_name():
     for obj in access_objects(access_for(), SETTINGS, field_manager=FIELD_MANAGER):
         metadata = thaw(obj.body["metadata"])
-        assert obj.logical_name == f"{obj.kind.lower()}-{obj.namespace}-{obj.name}"
+        assert obj.logical_name == f"{obj.kind.lower()}/{obj.namespace}/{obj.name}"
         assert (metadata["name"], metadata["namespace"]) == (obj.name, obj.namespace)
         assert metadata["labels"] == {"app.kubernetes.io/managed-by": "magicstick", "appliance.magicstick.dev/app-instance": "openclaw-default"}
         assert metadata["annotations"][FIELD_MANAGER_ANNOTATION] == FIELD_MANAGER
@@ -351,53 +323,8 @@ def test_the_same_inputs_give_the_same_objects_and_list_order_does_not_matter():
     assert objects(first) == objects(second)
 
 
-# Acceptance
-
-
-def condition(status: str = "True", generation: int | None = None) -> dict[str, Any]:
-    found: dict[str, Any] = {"type": "Accepted", "status": status, "reason": "Accepted"}
-    if generation is not None:
-        found["observedGeneration"] = generation
-    return found
-
-
-GATEWAY_REF = {"group": "gateway.networking.k8s.io", "kind": "Gateway", "name": "magicstick", "namespace": "ai-system"}
-
-
-@pytest.mark.parametrize(
-    ("status", "accepted"),
-    [
-        ({}, False),
-        ({"ancestors": []}, False),
-        ({"ancestors": [{"ancestorRef": GATEWAY_REF, "conditions": []}]}, False),
-        ({"ancestors": [{"ancestorRef": GATEWAY_REF, "conditions": [condition("False")]}]}, False),
-        ({"ancestors": [{"ancestorRef": GATEWAY_REF, "conditions": [condition()]}]}, True),
-        ({"ancestors": [{"ancestorRef": GATEWAY_REF, "conditions": [condition()]}, {"ancestorRef": GATEWAY_REF, "conditions": [condition("False")]}]}, False),
-        ({"ancestors": [{"ancestorRef": GATEWAY_REF, "conditions": [{"type": "ResolvedRefs", "status": "True"}]}]}, False),
-    ],
-    ids=["no-status", "no-ancestor", "no-condition", "rejected", "accepted", "one-ancestor-rejected", "only-other-conditions"],
-)
-def test_a_security_policy_is_accepted_only_when_every_ancestor_accepts_it(status, accepted):
-    assert policy_accepted(status) is accepted
-
-
-@pytest.mark.parametrize(
-    ("status", "accepted"),
-    [
-        ({}, False),
-        ({"parents": []}, False),
-        ({"parents": [{"parentRef": GATEWAY_REF, "conditions": [condition("False")]}]}, False),
-        ({"parents": [{"parentRef": GATEWAY_REF, "conditions": [condition()]}]}, True),
-        ({"parents": [{"parentRef": GATEWAY_REF, "conditions": [condition()]}, {"parentRef": GATEWAY_REF, "conditions": []}]}, False),
-    ],
-    ids=["no-status", "no-parent", "rejected", "accepted", "one-parent-without-conditions"],
-)
-def test_a_route_is_accepted_only_when_every_parent_accepts_it(status, accepted):
-    assert routes_accepted(status) is accepted
-
-
-@pytest.mark.parametrize(("observed", "accepted"), [(None, True), (3, True), (2, False)])
-def test_an_acceptance_recorded_for_an_older_generation_does_not_count(observed, accepted):
-    status = {"ancestors": [{"ancestorRef": GATEWAY_REF, "conditions": [condition(generation=observed)]}]}
-    assert policy_accepted(status, generation=3) is accepted
-    assert routes_accepted({"parents": [{"parentRef": GATEWAY_REF, "conditions": [condition(generation=observed)]}]}, generation=3) is accepted
+def test_the_security_policy_records_the_hash_of_its_planned_spec():
+    (found,) = of_kind(access_for(), "SecurityPolicy")
+    assert found["metadata"]["annotations"][SPEC_HASH_ANNOTATION] == spec_hash(found["spec"])
+    other = policy(access_for(role="admin"))
+    assert spec_hash(other) != spec_hash(found["spec"])

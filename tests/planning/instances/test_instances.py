@@ -2,9 +2,24 @@
 
 from __future__ import annotations
 
+import pytest
+
 from planning.frozen import thaw
 from planning.instances.plan import GATEWAY_CRDS, HELM_RELEASE_CRD
-from tests.planning.builders import CATALOGS, activation, appliance, crd, plan_of, ready_modules, runtime, status_of
+from planning.readiness import SPEC_HASH_ANNOTATION, spec_hash
+from tests.planning.builders import (
+    CATALOGS,
+    accepted_policy,
+    activation,
+    as_stored,
+    appliance,
+    crd,
+    observed_release,
+    plan_of,
+    ready_modules,
+    runtime,
+    status_of,
+)
 from tests.support.crd_schema import upstream_registry
 
 PAPERCLIP_VALUES = {
@@ -51,30 +66,28 @@ def helm_release_of(result, name: str):
     return objects_of(result, name)["HelmRelease"][0]
 
 
+def release_observed(application: str, name: str, ready: str | None = "True", **observed) -> dict:
+    """The HelmRelease planned for instance `name`, as the cluster returns it (see observed_release)."""
+    planned = helm_release_of(plan_of(*platform(application), instance(name, application)), name)
+    return observed_release(planned, ready, **observed)
+
+
 def ready_release(name: str, status: str = "True", reason: str = "InstallSucceeded", message: str = "Helm install succeeded") -> dict:
-    return {
-        "apiVersion": "helm.toolkit.fluxcd.io/v2",
-        "kind": "HelmRelease",
-        "metadata": {"name": name, "namespace": "ai-system", "labels": {"app.kubernetes.io/managed-by": "magicstick", "appliance.magicstick.dev/app-instance": name}},
-        "spec": {},
-        "status": {"conditions": [{"type": "Ready", "status": status, "reason": reason, "message": message}]},
-    }
+    return release_observed("openclaw", name, status, reason=reason, message=message)
 
 
-def accepted(policy) -> dict:
-    """A SecurityPolicy as Envoy Gateway shows it once it accepted the planned spec."""
-    body = thaw(policy.body)
-    body["metadata"]["generation"] = 1
-    body["status"] = {
-        "ancestors": [
-            {
-                "ancestorRef": {"group": "gateway.networking.k8s.io", "kind": "Gateway", "name": "magicstick", "namespace": "ai-system"},
-                "controllerName": "gateway.envoyproxy.io/gatewayclass-controller",
-                "conditions": [{"type": "Accepted", "status": "True", "reason": "Accepted", "message": "Policy has been accepted.", "lastTransitionTime": "2026-01-01T00:00:00Z", "observedGeneration": 1}],
-            }
-        ]
-    }
-    return body
+def policies_of(result, name: str) -> list:
+    return objects_of(result, name)["SecurityPolicy"]
+
+
+def guard_ready(*objects: dict) -> bool:
+    result = plan_of(*platform("openclaw"), instance("openclaw-default", "openclaw"), *objects)
+    return status_of(result, "AppInstance", "openclaw-default")["accessGuardReady"]
+
+
+def planned_policy():
+    (policy,) = policies_of(plan_of(*platform("openclaw"), instance("openclaw-default", "openclaw")), "openclaw-default")
+    return policy
 
 
 def test_an_instance_gets_one_helm_release_in_the_system_namespace_targeting_its_namespace():
@@ -132,24 +145,50 @@ def test_routes_have_no_backend_until_the_guard_policies_are_accepted():
     assert all("backendRefs" not in rule for route in routes for rule in route.body["spec"]["rules"])
     assert status_of(first, "AppInstance", "openclaw-default")["accessGuardReady"] is False
 
-    policies = [accepted(p) for p in objects_of(first, "openclaw-default")["SecurityPolicy"]]
+    policies = [accepted_policy(p) for p in objects_of(first, "openclaw-default")["SecurityPolicy"]]
     second = plan_of(*platform("openclaw"), instance("openclaw-default", "openclaw"), *policies)
     assert status_of(second, "AppInstance", "openclaw-default")["accessGuardReady"] is True
     backends = [ref for route in objects_of(second, "openclaw-default")["HTTPRoute"] for rule in route.body["spec"]["rules"] for ref in rule.get("backendRefs", ())]
     assert backends and all(ref["port"] == CATALOGS.applications.get("openclaw").backend_port for ref in backends)
 
 
-def test_a_policy_accepted_for_an_older_spec_does_not_open_the_routes():
-    first = plan_of(*platform("openclaw"), instance("openclaw-default", "openclaw"))
-    stale = [accepted(p) for p in objects_of(first, "openclaw-default")["SecurityPolicy"]]
-    stale[0]["spec"] = {**stale[0]["spec"], "targetRefs": []}
-    result = plan_of(*platform("openclaw"), instance("openclaw-default", "openclaw"), *stale)
+def test_a_policy_the_server_filled_with_its_crd_defaults_opens_the_routes_once_its_generation_is_accepted():
+    observed = accepted_policy(planned_policy())
+    assert observed["spec"] != thaw(planned_policy().body["spec"])
+    assert observed["metadata"]["annotations"][SPEC_HASH_ANNOTATION] == spec_hash(planned_policy().body["spec"])
+    assert guard_ready(observed) is True
+
+
+def _with_older_spec_hash(observed: dict) -> dict:
+    observed["metadata"]["annotations"][SPEC_HASH_ANNOTATION] = spec_hash({**observed["spec"], "targetRefs": []})
+    return observed
+
+
+def _without_spec_hash(observed: dict) -> dict:
+    del observed["metadata"]["annotations"][SPEC_HASH_ANNOTATION]
+    return observed
+
+
+@pytest.mark.parametrize(
+    ("options", "change"),
+    [
+        ({}, _with_older_spec_hash),
+        ({}, _without_spec_hash),
+        ({"generation": 2, "observed_generation": 1}, lambda o: o),
+        ({"accepted": "False", "reason": "Invalid", "message": "oidc provider unreachable"}, lambda o: o),
+    ],
+    ids=["accepted-for-an-older-spec", "without-the-spec-hash", "accepted-for-an-older-generation", "rejected"],
+)
+def test_the_routes_stay_closed_until_the_current_policy_is_accepted(options, change):
+    observed = change(accepted_policy(planned_policy(), **options))
+    result = plan_of(*platform("openclaw"), instance("openclaw-default", "openclaw"), observed)
     assert status_of(result, "AppInstance", "openclaw-default")["accessGuardReady"] is False
+    assert all("backendRefs" not in rule for route in objects_of(result, "openclaw-default")["HTTPRoute"] for rule in route.body["spec"]["rules"])
 
 
 def test_hermes_routes_reach_its_dashboard_port():
     first = plan_of(*platform("hermes"), instance("hermes-default", "hermes"))
-    policies = [accepted(p) for p in objects_of(first, "hermes-default")["SecurityPolicy"]]
+    policies = [accepted_policy(p) for p in objects_of(first, "hermes-default")["SecurityPolicy"]]
     result = plan_of(*platform("hermes"), instance("hermes-default", "hermes"), *policies)
     ports = {ref["port"] for route in objects_of(result, "hermes-default")["HTTPRoute"] for rule in route.body["spec"]["rules"] for ref in rule.get("backendRefs", ())}
     assert ports == {9119}
@@ -171,6 +210,22 @@ def test_a_failed_helm_release_makes_the_instance_degraded_with_its_message():
     assert "chart render failed" in status["message"]
 
 
+def test_a_helm_release_ready_for_an_older_generation_leaves_the_instance_reconciling():
+    stale = release_observed("openclaw", "openclaw-default", generation=2, observed_generation=1)
+    result = plan_of(*platform("openclaw"), instance("openclaw-default", "openclaw"), stale)
+    status = status_of(result, "AppInstance", "openclaw-default")
+    assert (status["phase"], status["reason"]) == ("Reconciling", "Reconciling")
+    assert status["conditions"][0]["status"] == "False"
+    assert status_of(result, "Appliance", "local")["phase"] != "Ready"
+
+
+def test_a_helm_release_the_server_just_created_leaves_the_instance_reconciling():
+    created = release_observed("openclaw", "openclaw-default", None)
+    assert created["status"] == {"observedGeneration": -1}
+    status = status_of(plan_of(*platform("openclaw"), instance("openclaw-default", "openclaw"), created), "AppInstance", "openclaw-default")
+    assert status["phase"] == "Reconciling"
+
+
 def test_authentication_none_is_honoured_only_when_explicit_and_the_status_says_so():
     result = plan_of(*platform("openclaw"), instance("openclaw-default", "openclaw", access={"authentication": "none"}))
     status = status_of(result, "AppInstance", "openclaw-default")
@@ -189,6 +244,8 @@ def test_a_disabled_instance_has_no_release_and_no_gateway_objects():
 def test_an_invalid_edit_keeps_the_release_as_it_was():
     observed = ready_release("openclaw-default")
     observed["spec"] = {"interval": "10m0s", "chart": {"spec": {"chart": "./kept", "sourceRef": {"kind": "GitRepository", "name": "flux-system"}}}}
+    observed = as_stored(observed)
+    assert observed["spec"]["chart"]["spec"]["version"] == "*"
     broken = instance("openclaw-default", "openclaw", access={"role": "superuser"})
     result = plan_of(*platform("openclaw"), broken, observed)
     assert thaw(helm_release_of(result, "openclaw-default").body["spec"]) == observed["spec"]

@@ -7,7 +7,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from planning.models.kubeai import ACTIVATION_LABEL
-from tests.planning.builders import CATALOGS, NOW, appliance, ready_modules, runtime
+from tests.planning.builders import CATALOGS, NOW, appliance, as_stored, ready_modules, runtime
 from tests.planning.hardware.nodes import node
 
 MODEL_MODULES = ("basis", "litellm", "model-catalog", "kubeai")
@@ -28,13 +28,15 @@ def platform(*extra_modules: str) -> list[dict]:
 
 
 def observed_model(name: str, *, ready: int = 0, all_: int = 0, generation: int = 1, engine: str = "VLLM", uid: str | None = None, spec: dict | None = None) -> dict:
-    return {
+    """A KubeAI Model as the cluster returns it: CRD defaults, generation, KubeAI's replica counts."""
+    model = {
         "apiVersion": "kubeai.org/v1",
         "kind": "Model",
-        "metadata": {"name": name, "namespace": "ai", "uid": uid or f"model-uid-{name}", "generation": generation, "labels": {ACTIVATION_LABEL: name}},
+        "metadata": {"name": name, "namespace": "ai", "uid": uid or f"model-uid-{name}", "labels": {ACTIVATION_LABEL: name}},
         "spec": spec or {"url": "hf://example/model", "engine": engine, "features": ["TextGeneration"], "scaleDownDelaySeconds": 30, "targetRequests": 100},
         "status": {"replicas": {"all": all_, "ready": ready}},
     }
+    return as_stored(model, generation=generation)
 
 
 def pod(name: str, model: str, *, phase: str = "Running", ready: bool = True, resource_version: str = "7", uid: str | None = None, reason: str = "", model_uid: str | None = None) -> dict:

@@ -1,0 +1,22 @@
+"""StaleRemoval: the removal of one generated object nothing declares any more (planning/stale.py)."""
+
+from __future__ import annotations
+
+import pulumi
+from pulumi.dynamic import Resource, ResourceProvider
+
+from planning.stale import StaleObject
+
+
+class StaleRemoval(Resource, module="magicstick", name="StaleRemoval"):
+    """Deletes one stale generated object under its UID; the provider is injected."""
+
+    def __init__(self, stale: StaleObject, *, provider: ResourceProvider, opts: pulumi.ResourceOptions) -> None:
+        props = {
+            "apiVersion": stale.api_version,
+            "kind": stale.kind,
+            "namespace": stale.namespace,
+            "name": stale.name,
+            "uid": stale.uid,
+        }
+        super().__init__(provider, stale.logical_name, props, opts)

@@ -1,0 +1,107 @@
+"""Removing one generated object that nothing declares any more (planning/stale.py), as a
+dynamic resource.
+
+Rules:
+- the deletion carries the object's UID as a precondition: an object recreated under the same
+  name since it was observed is left alone;
+- outcomes, not errors: removed, already gone, replaced meanwhile (409), or failed (any other
+  answer, or no answer, with the server's message). A failure concerns this one object, so
+  it never fails the run (invariant 5): it is recorded in the outputs, and `diff` asks for the
+  removal to be made again on the next run;
+- `read` returns what was recorded (the removal is an event, not an object to refresh) and
+  `delete` does nothing: once the object is gone the plan stops declaring its removal.
+
+The inputs name the object, nothing else; cluster access comes from the stack's configuration
+(providers/cluster_access.py).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import Any, Final
+
+from pulumi.dynamic import CheckFailure, CheckResult, CreateResult, DiffResult, ReadResult, UpdateResult
+
+from providers.cluster_access import ClusterResourceProvider, without_legacy_access
+from providers.kinds import KUSTOMIZATION
+from providers.kube import Conflict, KubeClient, KubeError, NotFound, ResourceKind, open_client
+
+REMOVABLE_KINDS: Final = {(f"{KUSTOMIZATION.group}/{KUSTOMIZATION.version}", KUSTOMIZATION.kind): KUSTOMIZATION}
+"""The kinds whose generated objects the program removes when it finds them stale."""
+INPUT_PROPERTIES: Final = ("apiVersion", "kind", "namespace", "name", "uid")
+
+
+class RemovalOutcome(StrEnum):
+    REMOVED = "Removed"
+    ALREADY_GONE = "AlreadyGone"
+    REPLACED = "Replaced"
+    """Another object (another UID) holds the name now; it is not this decision's to remove."""
+    FAILED = "Failed"
+    """The API server refused the deletion, or could not be reached; tried again on the next run."""
+
+
+@dataclass(frozen=True)
+class StaleTarget:
+    """The inputs of one StaleRemoval resource."""
+
+    api_version: str
+    kind: str
+    namespace: str
+    name: str
+    uid: str
+
+    @classmethod
+    def from_inputs(cls, props: Mapping[str, Any]) -> StaleTarget:
+        return cls(api_version=props["apiVersion"], kind=props["kind"], namespace=props["namespace"], name=props["name"], uid=props["uid"])
+
+    @property
+    def resource_kind(self) -> ResourceKind:
+        return REMOVABLE_KINDS[(self.api_version, self.kind)]
+
+
+def remove_stale(client: KubeClient, target: StaleTarget) -> tuple[RemovalOutcome, str]:
+    """Delete `target` while it still has its UID; the outcome and the server's message, if any."""
+    try:
+        client.delete(target.resource_kind, target.name, target.namespace, uid=target.uid)
+    except NotFound:
+        return RemovalOutcome.ALREADY_GONE, ""
+    except Conflict:
+        return RemovalOutcome.REPLACED, ""
+    except KubeError as error:
+        return RemovalOutcome.FAILED, error.detail
+    return RemovalOutcome.REMOVED, ""
+
+
+class StaleRemovalProvider(ClusterResourceProvider):
+    """Removes one stale generated object under its UID."""
+
+    def check(self, _olds: dict[str, Any], news: dict[str, Any]) -> CheckResult:
+        inputs = without_legacy_access(news)
+        failures = [CheckFailure(p, f"{p} is required") for p in INPUT_PROPERTIES if not isinstance(inputs.get(p), str) or not inputs[p]]
+        if not failures and (inputs["apiVersion"], inputs["kind"]) not in REMOVABLE_KINDS:
+            failures.append(CheckFailure("kind", f"{inputs['kind']} ({inputs['apiVersion']}) is not a kind the program removes"))
+        return CheckResult(inputs, failures)
+
+    def diff(self, _id: str, olds: dict[str, Any], news: dict[str, Any]) -> DiffResult:
+        replaces = [p for p in INPUT_PROPERTIES if olds.get(p) != news.get(p)]
+        if olds.get("outcome") == RemovalOutcome.FAILED:
+            replaces.append("outcome")
+        return DiffResult(changes=bool(replaces), replaces=replaces, delete_before_replace=True)
+
+    def create(self, props: dict[str, Any]) -> CreateResult:
+        target = StaleTarget.from_inputs(props)
+        with open_client(self.cluster_access()) as client:
+            outcome, message = remove_stale(client, target)
+        outputs = {**without_legacy_access(props), "outcome": outcome.value, "message": message}
+        return CreateResult(id_=f"{target.namespace}/{target.name}/{target.uid}", outs=outputs)
+
+    def update(self, _id: str, olds: dict[str, Any], news: dict[str, Any]) -> UpdateResult:
+        return UpdateResult(outs={**without_legacy_access(news), "outcome": olds.get("outcome"), "message": olds.get("message", "")})
+
+    def read(self, id_: str, props: dict[str, Any]) -> ReadResult:
+        return ReadResult(id_=id_, outs=without_legacy_access(props))
+
+    def delete(self, _id: str, _props: dict[str, Any]) -> None:
+        return None
