@@ -55,6 +55,12 @@ class HardwareOperatorStatus(ApiModel):
     resource_names: list[str] = Field(default_factory=list)
     devices: list[PciDeviceStatus] = Field(default_factory=list)
     message: str = ""
+    detected_node_count: int = 0
+    """How many nodes `detectedNodes` stands for: the list names the first of them by name."""
+    compatible_node_count: int = 0
+    """How many nodes `compatibleNodes` stands for: the list names the first of them by name."""
+    device_count: int = 0
+    """How many GPUs `devices` stands for: the list holds the first of them."""
 
 
 class ModuleStatus(ApiModel):
@@ -64,7 +70,18 @@ class ModuleStatus(ApiModel):
     kustomization: str | None = None
     auto_enabled: bool | None = None
     requested_by: list[str] | None = None
+    """The first requesters by name (planning.status.LISTED_REQUESTERS); `requestedByCount` counts them all."""
+    requested_by_count: int | None = None
     message: str | None = None
+
+
+class ListSummary(ApiModel):
+    """Counts beside a bounded map of Appliance.status (models, instances): it lists `listed` of
+    `total` entries; `phases` counts all of them by phase."""
+
+    total: int
+    listed: int
+    phases: dict[str, int] = Field(default_factory=dict)
 
 
 class ActivationStatus(ApiModel):
@@ -92,5 +109,7 @@ class ApplianceStatus(ApiModel):
     modules: dict[str, ModuleStatus] = Field(default_factory=dict)
     hardware_operators: dict[str, HardwareOperatorStatus] = Field(default_factory=dict)
     instances: dict[str, dict[str, dict[str, Any]]] = Field(default_factory=dict)
+    instances_summary: ListSummary | None = None
     models: dict[str, dict[str, Any]] = Field(default_factory=dict)
+    models_summary: ListSummary | None = None
     conditions: list[Condition] = Field(default_factory=list)

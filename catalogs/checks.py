@@ -130,8 +130,10 @@ def check_modules(modules: ModuleCatalog, *, file: str) -> None:
 
 
 def check_applications(applications: ApplicationCatalog, modules: ModuleCatalog, *, file: str) -> None:
-    """Unique names, known modules, and every required CRD installed by a required module."""
+    """Unique names, unambiguous release names, known modules, and every required CRD installed
+    by a required module."""
     _no_duplicates(applications.names, file=file, field="name")
+    _no_name_extends_another(applications.names, file=file)
     _known(applications.common_modules, modules, what="module", file=file, entry=DOCUMENT, field="commonModules")
     for entry in applications.entries:
         _known(entry.required_modules, modules, what="module", file=file, entry=entry.name, field="requiredModules")
@@ -156,6 +158,23 @@ def check_applications(applications: ApplicationCatalog, modules: ModuleCatalog,
                     entry=entry.name,
                     field="requiredCrds",
                     message=f"'{crd}' is not a required CRD of any module this application requires",
+                )
+
+
+def _no_name_extends_another(names: tuple[str, ...], *, file: str) -> None:
+    """No application name is another's followed by '-'. Pure.
+
+    A new instance's release is `<application>-<instance name>`: with `hermes` and `hermes-web`,
+    instance `web-x` of the one and `x` of the other would both be `hermes-web-x`.
+    """
+    for name in names:
+        for other in names:
+            if name.startswith(f"{other}-"):
+                raise CatalogError(
+                    file=file,
+                    entry=name,
+                    field="name",
+                    message=f"starts with '{other}-': release names <application>-<instance name> of the two applications could coincide",
                 )
 
 

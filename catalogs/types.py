@@ -78,6 +78,28 @@ def _template(value: str, *, allowed: frozenset[str]) -> str:
     return value
 
 
+SERVICE_SUFFIX_LIMIT = 10
+"""Characters a backendService template may add to a release name (53 + 10 = 63, a DNS label)."""
+_SERVICE_AFFIX = re.compile(r"^[a-z0-9-]*$")
+
+
+def _service_template(value: str) -> str:
+    """A backendService template: the release name once, plus a short DNS-label affix. Pure.
+
+    The application's chart names what it renders after the Helm release (`.Release.Name`), and
+    the release name is unique per instance, so the Service name is too.
+    """
+    _template(value, allowed=frozenset({"release"}))
+    if value.count("{release}") != 1:
+        raise ValueError(f"'{value}' must contain '{{release}}' exactly once: the chart names the Service after its release")
+    affix = value.replace("{release}", "")
+    if not _SERVICE_AFFIX.match(affix) or value.startswith("-") or value.endswith("-"):
+        raise ValueError(f"'{value}' may add only lower-case letters, digits and '-' to '{{release}}', neither first nor last")
+    if len(affix) > SERVICE_SUFFIX_LIMIT:
+        raise ValueError(f"'{value}' adds {len(affix)} characters to '{{release}}'; at most {SERVICE_SUFFIX_LIMIT} characters keep the Service name within 63")
+    return value
+
+
 KebabName = Annotated[str, AfterValidator(_kebab)]
 EngineName = Annotated[str, AfterValidator(_engine_name)]
 CrdName = Annotated[str, AfterValidator(_crd_name)]
@@ -222,7 +244,7 @@ class ApplicationEntry(NamedEntry):
     @field_validator("backend_service")
     @classmethod
     def _service_template(cls, value: str) -> str:
-        return _template(value, allowed=frozenset({"name"}))
+        return _service_template(value)
 
     @field_validator("callback_path")
     @classmethod
@@ -232,9 +254,13 @@ class ApplicationEntry(NamedEntry):
             raise ValueError(f"'{value}' must be an absolute path that contains '{{instance}}'")
         return value
 
-    def backend_service_for(self, name: str) -> str:
-        """The backend Service name of the instance called ``name``. Pure."""
-        return self.backend_service.format(name=name)
+    def backend_service_for(self, release: str) -> str:
+        """The backend Service the chart renders for the Helm release ``release``. Pure.
+
+        A release name of at most 53 characters (Helm's limit) gives a Service name of at most
+        63: the template adds at most ``SERVICE_SUFFIX_LIMIT`` characters to it.
+        """
+        return self.backend_service.format(release=release)
 
     def callback_path_for(self, instance: str) -> str:
         """The exact OIDC callback path of the instance called ``instance``. Pure."""

@@ -1,13 +1,19 @@
 """Appliance: the root component. It owns the program's CRDs, the seeded ModuleActivations
-and one Module per module that has a Kustomization."""
+and one Module per module that has a Kustomization.
+
+The status write of an object takes the `problem` outputs of the object's dynamic resources:
+a ModelActivation those of its runtime profile, Pod recovery and Ollama alias; the Appliance
+those of the stale removals (components/status.py)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import pulumi
+from pulumi.dynamic import Resource
 
-from components.dynamic import DynamicProviders, RuntimeProfile
+from components.dynamic import DynamicProviders, RuntimeProfile, runtime_profile_name
 from components.hardware import HardwareProvider, HardwareProviderArgs
 from components.instance import AppInstance, AppInstanceArgs
 from components.model import Model, ModelArgs
@@ -16,6 +22,7 @@ from components.objects import declare
 from components.stale import StaleRemoval
 from components.status import StatusWrite
 from planning.labels import MODULE
+from planning.models.plan import ModelOutcome
 from planning.plan import Plan
 
 
@@ -30,12 +37,19 @@ class ApplianceArgs:
 WRITTEN_STATUS_KINDS = frozenset({"Appliance", "ModuleActivation", "ModelActivation", "AppInstance"})
 """HostOperation and ApplianceSetup status belong to the host worker and host automation."""
 
+Problems = dict[str, pulumi.Output[Any]]
+"""The `problem` outputs of one object's dynamic resources, by the resources' logical names."""
+
 
 class Appliance(pulumi.ComponentResource):
     TYPE = "magicstick:index:Appliance"
 
+    operations: list[Resource]
+    """Every dynamic resource declared for the plan; each has the output `problem`."""
+
     def __init__(self, name: str, args: ApplianceArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__(self.TYPE, name, None, opts)
+        self.operations = []
         plan = args.plan
         child = pulumi.ResourceOptions(parent=self)
         crds = [declare(crd, opts=child) for crd in plan.crds]
@@ -47,28 +61,50 @@ class Appliance(pulumi.ComponentResource):
             Module(module, ModuleArgs(kustomization=kustomization), opts=child)
         for provider in plan.hardware_providers:
             HardwareProvider(provider.module, HardwareProviderArgs(objects=provider.objects), opts=child)
-        profiles = {
-            profile.name: RuntimeProfile(profile, provider=args.providers.runtime_profile, opts=child)
-            for profile in plan.models.cpu_profiles
-        }
-        for outcome in plan.models.outcomes:
-            if outcome.model is None and outcome.pod_deletion is None and outcome.alias is None:
-                continue
-            needs = (profiles[outcome.cpu_profile.name],) if outcome.cpu_profile is not None else ()
-            Model(outcome.activation, ModelArgs(outcome=outcome, providers=args.providers, depends_on=needs), opts=child)
+        problems = self._models(plan, args.providers)
         for instance in plan.instances.outcomes:
             if instance.objects:
                 AppInstance(instance.instance, AppInstanceArgs(outcome=instance), opts=child)
-        for stale in plan.stale:
-            StaleRemoval(stale, provider=args.providers.stale_removal, opts=child)
+        removals = {stale.logical_name: StaleRemoval(stale, provider=args.providers.stale_removal, opts=child) for stale in plan.stale}
+        self.operations.extend(removals.values())
+        problems[("Appliance", "")] = {name: removal.problem for name, removal in removals.items()}
         if plan.models.external_models is not None:
             declare(plan.models.external_models, opts=child)
         for update in plan.statuses:
             if update.kind in WRITTEN_STATUS_KINDS:
-                StatusWrite(update, provider=args.providers.status, opts=child)
+                found = problems.get((update.kind, "" if update.kind == "Appliance" else update.name), {})
+                self.operations.append(StatusWrite(update, provider=args.providers.status, opts=child, problems=found))
         self.register_outputs(
             {
                 "modules": sorted(m.name for m in plan.modules.modules if m.phase != "Disabled"),
                 "phase": next((s.status["phase"] for s in plan.statuses if s.kind == "Appliance"), None),
             }
         )
+
+    def _models(self, plan: Plan, providers: DynamicProviders) -> dict[tuple[str, str], Problems]:
+        """The runtime profiles and Model components; each activation's problems, by (kind, name)."""
+        child = pulumi.ResourceOptions(parent=self)
+        profiles = {
+            profile.name: RuntimeProfile(profile, provider=providers.runtime_profile, opts=child) for profile in plan.models.cpu_profiles
+        }
+        self.operations.extend(profiles.values())
+        problems: dict[tuple[str, str], Problems] = {}
+        for outcome in plan.models.outcomes:
+            found: Problems = {}
+            profile = None
+            if outcome.cpu_profile is not None:
+                profile = profiles[outcome.cpu_profile.name]
+                found[runtime_profile_name(outcome.cpu_profile).name] = profile.problem
+            model = self._model(outcome, providers, profile)
+            if model is not None:
+                self.operations.extend(model.operations.values())
+                found |= model.problems
+            problems[("ModelActivation", outcome.activation)] = found
+        return problems
+
+    def _model(self, outcome: ModelOutcome, providers: DynamicProviders, profile: RuntimeProfile | None) -> Model | None:
+        if outcome.model is None and outcome.pod_deletion is None and outcome.alias is None:
+            return None
+        needs = (profile,) if profile is not None else ()
+        args = ModelArgs(outcome=outcome, providers=providers, depends_on=needs)
+        return Model(outcome.activation, args, opts=pulumi.ResourceOptions(parent=self))

@@ -10,11 +10,16 @@ providers take cluster access from the stack's configuration at each run
 Logical names join their parts with '/', which no Kubernetes name or namespace contains, so
 two different objects never give one name (invariant 3). Earlier versions joined them with
 '-'; that name stays as an alias, so an existing stack keeps its resources.
+
+Every dynamic resource has the output `problem` (PROBLEM): `{}` when its operation did what
+was asked, else the typed reason and the server's message (providers/outcomes.py). The
+components hand these outputs, unread, to the status write of the object they concern.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any, Final
 
 import pulumi
 from pulumi.dynamic import Resource, ResourceProvider
@@ -24,6 +29,8 @@ from planning.models.kubeai import MODEL_SERVER_PORT, CpuProfile
 from planning.models.plan import AliasRequest, PodDeletion
 from planning.objects import NAME_SEPARATOR
 
+PROBLEM: Final = "problem"
+"""The output every dynamic provider of the program sets (providers/outcomes.py PROBLEM_OUTPUT)."""
 
 
 @dataclass(frozen=True)
@@ -76,6 +83,8 @@ def ollama_alias_name(activation: str) -> LogicalName:
 class RuntimeProfile(Resource, module="magicstick", name="RuntimeProfile"):
     """One entry of the KubeAI runtime-profile store (flux-system/magicstick-runtime-profiles)."""
 
+    problem: pulumi.Output[Any]
+
     def __init__(
         self,
         profile: CpuProfile,
@@ -89,6 +98,7 @@ class RuntimeProfile(Resource, module="magicstick", name="RuntimeProfile"):
             "key": "values.json",
             "profileName": profile.name,
             "profile": thaw(profile.body),
+            PROBLEM: None,
         }
         name = runtime_profile_name(profile)
         super().__init__(provider, name.name, props, name.options(opts))
@@ -96,6 +106,8 @@ class RuntimeProfile(Resource, module="magicstick", name="RuntimeProfile"):
 
 class PodRecovery(Resource, module="magicstick", name="PodRecovery"):
     """One deletion of a terminal model Pod, under UID and resourceVersion preconditions."""
+
+    problem: pulumi.Output[Any]
 
     def __init__(
         self,
@@ -110,6 +122,7 @@ class PodRecovery(Resource, module="magicstick", name="PodRecovery"):
             "podUID": deletion.pod.uid,
             "resourceVersion": deletion.pod.resource_version,
             "attempt": deletion.attempt,
+            PROBLEM: None,
         }
         name = pod_recovery_name(deletion)
         super().__init__(provider, name.name, props, name.options(opts))
@@ -120,6 +133,8 @@ class OllamaAlias(Resource, module="magicstick", name="OllamaAlias"):
 
     `logical_name` is a plain name, or an `ollama_alias_name(...)` that carries its alias.
     """
+
+    problem: pulumi.Output[Any]
 
     def __init__(
         self,
@@ -135,6 +150,7 @@ class OllamaAlias(Resource, module="magicstick", name="OllamaAlias"):
             "source": request.source,
             "alias": request.alias,
             "port": MODEL_SERVER_PORT,
+            PROBLEM: None,
         }
         name = logical_name if isinstance(logical_name, LogicalName) else LogicalName(logical_name)
         super().__init__(provider, name.name, props, name.options(opts))

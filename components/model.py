@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import pulumi
 
-from components.dynamic import DynamicProviders, OllamaAlias, PodRecovery, ollama_alias_name
+from components.dynamic import DynamicProviders, OllamaAlias, PodRecovery, ollama_alias_name, pod_recovery_name
 from components.objects import declare
 from planning.models.plan import ModelOutcome
 
@@ -23,6 +24,9 @@ class ModelArgs:
 class Model(pulumi.ComponentResource):
     TYPE = "magicstick:index:Model"
 
+    operations: dict[str, PodRecovery | OllamaAlias]
+    """The activation's dynamic resources by logical name; each has the output `problem`."""
+
     def __init__(self, name: str, args: ModelArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__(self.TYPE, name, None, opts)
         outcome = args.outcome
@@ -30,8 +34,18 @@ class Model(pulumi.ComponentResource):
         if outcome.model is not None:
             model = declare(outcome.model, opts=pulumi.ResourceOptions(parent=self, depends_on=list(args.depends_on)))
         after_model = pulumi.ResourceOptions(parent=self, depends_on=[model] if model is not None else [])
+        self.operations = {}
         if outcome.pod_deletion is not None:
-            PodRecovery(outcome.pod_deletion, provider=args.providers.pod_recovery, opts=after_model)
+            recovery = pod_recovery_name(outcome.pod_deletion).name
+            self.operations[recovery] = PodRecovery(outcome.pod_deletion, provider=args.providers.pod_recovery, opts=after_model)
         if outcome.alias is not None:
-            OllamaAlias(outcome.alias, logical_name=ollama_alias_name(name), provider=args.providers.ollama_alias, opts=after_model)
+            alias = ollama_alias_name(name)
+            self.operations[alias.name] = OllamaAlias(
+                outcome.alias, logical_name=alias, provider=args.providers.ollama_alias, opts=after_model
+            )
         self.register_outputs({"model": outcome.model.identity if outcome.model is not None else None})
+
+    @property
+    def problems(self) -> dict[str, pulumi.Output[Any]]:
+        """The `problem` output of each of the activation's dynamic resources, by logical name."""
+        return {source: operation.problem for source, operation in self.operations.items()}

@@ -2,14 +2,19 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pulumi
 from pulumi.dynamic import Resource, ResourceProvider
 
+from components.dynamic import PROBLEM
 from planning.stale import StaleObject
 
 
 class StaleRemoval(Resource, module="magicstick", name="StaleRemoval"):
     """Deletes one stale generated object under its UID; the provider is injected."""
+
+    problem: pulumi.Output[Any]
 
     def __init__(self, stale: StaleObject, *, provider: ResourceProvider, opts: pulumi.ResourceOptions) -> None:
         props = {
@@ -18,5 +23,6 @@ class StaleRemoval(Resource, module="magicstick", name="StaleRemoval"):
             "namespace": stale.namespace,
             "name": stale.name,
             "uid": stale.uid,
+            PROBLEM: None,
         }
         super().__init__(provider, stale.logical_name, props, opts)

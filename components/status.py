@@ -1,19 +1,30 @@
 """StatusWrite: the dynamic resource that carries one planned status to its object.
 
-Its inputs name the object and its status; the provider reaches the cluster as the stack's
+Its inputs name the object, its status and `problems`: the `problem` outputs of the object's
+own dynamic resources (its runtime profile, Pod recovery, Ollama alias; for the Appliance, the
+removals of stale objects), keyed by their logical names. Taking them as inputs makes the
+status write wait for those resources, so what happened at apply time reaches the status in
+the same run (the provider merges them: providers/status_writer.py). An object without dynamic
+resources has no `problems` input at all. The provider reaches the cluster as the stack's
 configuration says (see components/dynamic.py).
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
 import pulumi
 from pulumi.dynamic import Resource, ResourceProvider
 
-from components.dynamic import LogicalName
+from components.dynamic import PROBLEM, LogicalName
 from planning.frozen import thaw
 from planning.objects import StatusUpdate
 
-__all__ = ["StatusWrite", "status_logical_name"]
+__all__ = ["PROBLEMS", "StatusWrite", "status_logical_name"]
+
+PROBLEMS = "problems"
+"""The input that carries the object's problems (providers/status_writer.py PROBLEMS_INPUT)."""
 
 
 def status_logical_name(update: StatusUpdate) -> LogicalName:
@@ -23,19 +34,26 @@ def status_logical_name(update: StatusUpdate) -> LogicalName:
 
 
 class StatusWrite(Resource, module="magicstick", name="Status"):
+    problem: pulumi.Output[Any]
+    """The write's own problem (refused, invalid, unanswered): it cannot be written to the object."""
+
     def __init__(
         self,
         update: StatusUpdate,
         *,
         provider: ResourceProvider,
         opts: pulumi.ResourceOptions,
+        problems: Mapping[str, pulumi.Input[Any]] | None = None,
     ) -> None:
-        props = {
+        props: dict[str, Any] = {
             "apiVersion": update.api_version,
             "kind": update.kind,
             "namespace": update.namespace,
             "name": update.name,
             "status": thaw(update.status),
+            PROBLEM: None,
         }
+        if problems:
+            props[PROBLEMS] = dict(sorted(problems.items()))
         name = status_logical_name(update)
         super().__init__(provider, name.name, props, name.options(opts))

@@ -3,15 +3,21 @@
 A spec that fails validation is kept with its error instead of a parsed value, so the object
 still gets a status that names the field and the rule (invariant 5) and whatever was generated
 for it stays as it was last applied (invariant 6).
+
+The status an object holds is the program's own record (timers, recovery attempts, the modules
+it requested), but anyone with write access to /status can change it: a field the plan reads
+that is not of the shape the plan writes reads as absent, so a hand-edited status can neither
+fail the run nor steer it.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
 from typing import Any, Generic, TypeVar
 
 from api.validation import SpecError, parse_spec
-from planning.frozen import thaw
+from planning.frozen import FrozenMap, freeze, thaw
 from planning.snapshot import RuntimeObject, Snapshot
 from planning.settings import APPLIANCE_NAME
 
@@ -41,7 +47,34 @@ class Intent:
     app_instances: tuple[Parsed[Any], ...]
 
 
+STATUS_FIELD_SHAPES: Mapping[str, type | tuple[type, ...]] = {
+    "conditions": tuple,
+    "module": str,
+    "modules": Mapping,
+    "requiredModules": tuple,
+    "podCreation": Mapping,
+    "podRecovery": Mapping,
+    "memoryUsage": Mapping,
+}
+"""Previous-status fields the plan reads, and the (frozen) shape it writes them in."""
+
+
+def previous_status(status: FrozenMap) -> FrozenMap:
+    """`status` without the fields the plan reads that have another shape, and with only the
+    mapping entries of `conditions`. Pure."""
+    kept = {}
+    for key, value in status.items():
+        shape = STATUS_FIELD_SHAPES.get(key)
+        if shape is not None and not isinstance(value, shape):
+            continue
+        if key == "conditions":
+            value = tuple(c for c in value if isinstance(c, Mapping))
+        kept[key] = value
+    return freeze(kept)
+
+
 def parse(obj: RuntimeObject) -> Parsed[Any]:
+    obj = replace(obj, status=previous_status(obj.status))
     try:
         return Parsed(obj=obj, spec=parse_spec(obj.kind, thaw(obj.spec)), error=None)
     except SpecError as error:

@@ -13,20 +13,26 @@ One fixed order, every run:
 4. decide each requested module in dependency order. Readiness criteria of a dependency:
    its Kustomization is Ready for its current generation (planning.readiness.flux_readiness:
    a Ready of an older generation is still in progress) and every CRD it must serve is
-   served. A module whose dependency is disabled waits without a Kustomization (a stale one
-   is removed so Flux sees no dependsOn on a missing object); a module whose dependency is
-   requested but not Ready waits too, and its existing Kustomization is suspended, not
-   deleted, so workloads and data survive a dependency's rollout;
+   served; for a frozen dependency, the Kustomization observed. A module whose dependency is
+   disabled waits without a Kustomization (a stale one is removed so Flux sees no dependsOn
+   on a missing object); a module whose dependency is requested (or frozen) but not Ready
+   waits too, and its existing Kustomization is suspended, not deleted, so workloads and data
+   survive a dependency's rollout;
 5. a module neither requested nor frozen has no Kustomization: a generated one is removed.
 
-Invariant 6: the Kustomizations generated for an activation whose spec is now rejected are
-declared exactly as observed, so an invalid edit never tears down what runs.
+Invariant 6: a module whose activation's spec is now rejected is frozen: its generated
+Kustomization is declared exactly as observed, and modules that depend on it read its
+readiness from that observed Kustomization, so an invalid edit never tears down what runs,
+nor what depends on it. Which module an activation stood for is what its status last
+recorded (status.module), else its spec.module, else the activation label of a generated
+Kustomization. Requesters (instances, models) whose spec is rejected keep requesting what
+they requested (planning.requirements).
 """
 
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -50,7 +56,7 @@ from planning.labels import (
 )
 from planning.objects import DesiredObject
 from planning.readiness import Verdict, Waiting, flux_readiness
-from planning.reasons import Reason
+from planning.reasons import Reason, listed
 from planning.requirements import Requirement
 from planning.settings import APPLIANCE_NAME, FLUX_NAMESPACE, PlanSettings
 from planning.snapshot import FluxKustomization, Snapshot
@@ -74,6 +80,23 @@ class ModuleOutcome:
     auto_enabled: bool = False
     requested_by: tuple[str, ...] = ()
     activation: str | None = None
+    kept_ready: bool = False
+    """Frozen (its activation is rejected): the Kustomization kept as last applied is Ready."""
+
+    @property
+    def serving(self) -> bool:
+        """What runs of this module is Ready: the planned Kustomization, or the one kept as applied."""
+        return self.phase == READY or self.kept_ready
+
+
+@dataclass(frozen=True)
+class _Frozen:
+    """A module whose activation is rejected for its spec, and why."""
+
+    module: str
+    activation: Parsed[Any]
+    reason: Reason
+    message: str
 
 
 @dataclass(frozen=True)
@@ -106,25 +129,47 @@ class _Classified:
     claimed_names: set[str] = field(default_factory=set)
 
 
-def appliance_source(intent: Intent) -> SourceRef:
-    """Appliance.spec.source, or the flux-system GitRepository when none is set.
+def appliance_source(intent: Intent, snapshot: Snapshot | None = None) -> SourceRef:
+    """Appliance.spec.source, or the flux-system GitRepository when none is set. Pure.
 
     When the Appliance spec is rejected for another field, its source is still honoured if the
-    source alone is valid, so an unrelated typo does not repoint every Kustomization.
+    source alone is valid, so an unrelated typo does not repoint every Kustomization. When the
+    source itself is rejected, the source the generated Kustomizations read stays (invariant 6).
     """
     appliance = intent.appliance
     if appliance is None:
         return SourceRef()
     if appliance.spec is not None:
-        source = appliance.spec.source
-    else:
-        try:
-            source = ApiSourceRef.model_validate(thaw(appliance.obj.spec.get("source") or {}))
-        except ValidationError:
-            return SourceRef()
+        return _source_ref(appliance.spec.source)
+    raw = appliance.obj.spec.get("source")
+    if raw is None:
+        return SourceRef()
+    try:
+        return _source_ref(ApiSourceRef.model_validate(thaw(raw)))
+    except ValidationError:
+        return applied_source(snapshot) if snapshot is not None else SourceRef()
+
+
+def _source_ref(source: ApiSourceRef | None) -> SourceRef:
     if source is None:
         return SourceRef()
     return SourceRef(kind=source.kind, name=source.name, namespace=source.namespace or FLUX_NAMESPACE)
+
+
+def applied_source(snapshot: Snapshot) -> SourceRef:
+    """The source the first generated Kustomization (by name) reads; the default without one. Pure."""
+    for observed in _generated_kustomizations(snapshot):
+        ref = observed.spec.get("sourceRef")
+        if isinstance(ref, Mapping) and isinstance(ref.get("kind"), str) and isinstance(ref.get("name"), str):
+            namespace = ref.get("namespace")
+            return SourceRef(kind=ref["kind"], name=ref["name"], namespace=namespace if isinstance(namespace, str) else FLUX_NAMESPACE)
+    return SourceRef()
+
+
+def _generated_kustomizations(snapshot: Snapshot) -> tuple[FluxKustomization, ...]:
+    """Kustomizations of the Flux namespace the program generated, sorted by name."""
+    found = (k for k in snapshot.kustomizations if k.meta.namespace == FLUX_NAMESPACE and is_generated(k.meta.labels))
+    return tuple(sorted(found, key=lambda k: k.meta.name))
 
 
 def plan_modules(
@@ -139,13 +184,7 @@ def plan_modules(
     """Decide every module. Pure and deterministic."""
     classified = _classify(intent.module_activations, catalogs)
     seeded, seeded_modules, unknown_keys = _seed(intent, classified, snapshot, catalogs, settings, hardware_requests)
-
-    kept, frozen = _keep_as_applied(classified, snapshot)
-    for _, reason, _, module in classified.rejected:
-        if module is not None and reason is not Reason.DUPLICATE_ACTIVATION:
-            frozen.add(module)
-    frozen -= set(classified.winners)
-
+    frozen = _frozen(classified, snapshot, catalogs)
     enabled = {m for m, a in classified.winners.items() if a.spec.enabled} | seeded_modules
     disabled = {m for m, a in classified.winners.items() if not a.spec.enabled}
     requested_by: dict[str, set[str]] = defaultdict(set)
@@ -153,16 +192,16 @@ def plan_modules(
         for module in requirement.modules:
             requested_by[module].add(requirement.requester)
 
-    wanted = _closure(enabled | (set(requested_by) - disabled - frozen), disabled | frozen, catalogs, requested_by)
-    source = appliance_source(intent)
-    outcomes: dict[str, ModuleOutcome] = {}
+    wanted = _closure(enabled | (set(requested_by) - disabled - set(frozen)), disabled | set(frozen), catalogs, requested_by)
+    outcomes = {name: _frozen_outcome(f, snapshot, catalogs, requested_by) for name, f in frozen.items()}
+    source = appliance_source(intent, snapshot)
     for name in _dependency_order(wanted, catalogs):
         activation = classified.winners.get(name)
         outcomes[name] = _decide(
             entry=catalogs.modules.get(name),
             catalogs=catalogs,
             decided=outcomes,
-            blocked=disabled | frozen,
+            blocked=disabled,
             observed=snapshot.kustomization(FLUX_NAMESPACE, catalogs.modules.get(name).kustomization),
             served_crds=snapshot.served_crds,
             source=source,
@@ -172,38 +211,27 @@ def plan_modules(
             settings=settings,
         )
     for name in sorted(disabled):
-        waiting = sorted(requested_by.get(name, ()))
-        message = f"Module {name} is disabled by ModuleActivation/{classified.winners[name].name}."
-        if waiting:
-            message += f" Waiting on it: {', '.join(waiting)}."
-        outcomes[name] = ModuleOutcome(
-            name=name,
-            phase="Disabled",
-            reason=Reason.DISABLED,
-            message=message,
-            requested_by=tuple(waiting),
-            activation=classified.winners[name].name,
-        )
-    for parsed, reason, message, module in classified.rejected:
-        if module is not None and module in frozen and module not in outcomes:
-            outcomes[module] = ModuleOutcome(
-                name=module,
-                phase="Failed",
-                reason=reason,
-                message=message,
-                kustomization_name=catalogs.modules.get(module).kustomization,
-                requested_by=tuple(sorted(requested_by.get(module, ()))),
-                activation=parsed.name,
-            )
+        outcomes[name] = _disabled_outcome(name, classified.winners[name], requested_by)
     for key, message in unknown_keys:
         outcomes.setdefault(key, ModuleOutcome(name=key, phase="Failed", reason=Reason.UNKNOWN_MODULE, message=message))
 
     declared = tuple(o.kustomization for o in outcomes.values() if o.kustomization is not None)
+    kept = _keep_as_applied(frozen, snapshot, catalogs)
     return ModulePlan(
         modules=tuple(outcomes[name] for name in sorted(outcomes)),
         activations=_activation_outcomes(classified, outcomes),
         seeded_activations=seeded,
         kustomizations=tuple(sorted(declared + kept, key=lambda d: d.logical_name)),
+    )
+
+
+def _disabled_outcome(name: str, activation: Parsed[Any], requested_by: Mapping[str, set[str]]) -> ModuleOutcome:
+    waiting = tuple(sorted(requested_by.get(name, ())))
+    message = f"Module {name} is disabled by ModuleActivation/{activation.name}."
+    if waiting:
+        message += f" Waiting on it: {listed(waiting)}."
+    return ModuleOutcome(
+        name=name, phase="Disabled", reason=Reason.DISABLED, message=message, requested_by=waiting, activation=activation.name
     )
 
 
@@ -216,7 +244,8 @@ def _classify(activations: Iterable[Parsed[Any]], catalogs: Catalogs) -> _Classi
         raw_module = activation.obj.spec.get("module")
         module = catalogs.modules.canonical(raw_module) if isinstance(raw_module, str) else None
         if activation.error is not None:
-            result.rejected.append((activation, Reason.INVALID_SPEC, str(activation.error), module))
+            last = _recorded_module(activation, catalogs) or module
+            result.rejected.append((activation, Reason.INVALID_SPEC, str(activation.error), last))
         elif module is None:
             known = ", ".join(e.name for e in catalogs.modules.entries)
             result.rejected.append(
@@ -237,6 +266,12 @@ def _classify(activations: Iterable[Parsed[Any]], catalogs: Catalogs) -> _Classi
                 )
             )
     return result
+
+
+def _recorded_module(activation: Parsed[Any], catalogs: Catalogs) -> str | None:
+    """The module an activation's status last named (status.module), if catalogued."""
+    recorded = activation.obj.status.get("module")
+    return catalogs.modules.canonical(recorded) if isinstance(recorded, str) else None
 
 
 def _seed(
@@ -299,18 +334,52 @@ def _seeded_activation(module: str, spec: dict[str, Any], source: str, settings:
     return DesiredObject.of(body, ignore_spec_changes=True, retain_on_delete=True)
 
 
-def _keep_as_applied(classified: _Classified, snapshot: Snapshot) -> tuple[tuple[DesiredObject, ...], set[str]]:
-    """Generated Kustomizations of activations whose spec is rejected, exactly as observed."""
-    invalid = {parsed.name for parsed, reason, _, _ in classified.rejected if reason is Reason.INVALID_SPEC}
-    kept: list[DesiredObject] = []
-    modules: set[str] = set()
-    for observed in snapshot.kustomizations:
-        labels = observed.meta.labels
-        if is_generated(labels) and labels.get(ACTIVATION) in invalid and observed.meta.namespace == FLUX_NAMESPACE:
-            kept.append(_as_observed(observed))
-            if labels.get(MODULE):
-                modules.add(labels[MODULE])
-    return tuple(kept), modules
+def _frozen(classified: _Classified, snapshot: Snapshot, catalogs: Catalogs) -> dict[str, _Frozen]:
+    """Module -> the rejected activation that stood for it, for every module frozen by an
+    activation whose spec is rejected (invariant 6). A module that another, valid activation
+    owns is not frozen. Pure."""
+    invalid = {parsed.name: (parsed, reason, message) for parsed, reason, message, _ in classified.rejected if reason is Reason.INVALID_SPEC}
+    found: dict[str, _Frozen] = {}
+    for parsed, reason, message, module in classified.rejected:
+        if reason is Reason.INVALID_SPEC and module is not None:
+            found.setdefault(module, _Frozen(module, parsed, reason, message))
+    for observed in _generated_kustomizations(snapshot):
+        owner = invalid.get(observed.meta.labels.get(ACTIVATION, ""))
+        module = observed.meta.labels.get(MODULE, "")
+        if owner is not None and catalogs.modules.get(module) is not None:
+            found.setdefault(module, _Frozen(module, *owner))
+    return {module: f for module, f in sorted(found.items()) if module not in classified.winners}
+
+
+def _frozen_outcome(
+    frozen: _Frozen, snapshot: Snapshot, catalogs: Catalogs, requested_by: Mapping[str, set[str]]
+) -> ModuleOutcome:
+    """A frozen module: Failed for its activation's reason; ready as its kept Kustomization is. Pure."""
+    entry = catalogs.modules.get(frozen.module)
+    observed = snapshot.kustomization(FLUX_NAMESPACE, entry.kustomization)
+    kept = observed is not None and is_generated(observed.meta.labels)
+    ready = kept and flux_readiness(observed).ready and set(entry.required_crds) <= snapshot.served_crds
+    note = f"; Kustomization {entry.kustomization} is kept as last applied" if kept else ""
+    return ModuleOutcome(
+        name=frozen.module,
+        phase="Failed",
+        reason=frozen.reason,
+        message=f"{frozen.message}{note}",
+        kustomization_name=entry.kustomization,
+        requested_by=tuple(sorted(requested_by.get(frozen.module, ()))),
+        activation=frozen.activation.name,
+        kept_ready=ready,
+    )
+
+
+def _keep_as_applied(frozen: Mapping[str, _Frozen], snapshot: Snapshot, catalogs: Catalogs) -> tuple[DesiredObject, ...]:
+    """The generated Kustomizations of frozen modules, exactly as observed. Pure."""
+    names = {catalogs.modules.get(module).kustomization for module in frozen}
+    return tuple(
+        _as_observed(observed)
+        for observed in _generated_kustomizations(snapshot)
+        if observed.meta.labels.get(MODULE) in frozen or observed.meta.name in names
+    )
 
 
 def _as_observed(observed: FluxKustomization) -> DesiredObject:
@@ -399,7 +468,7 @@ def _decide(
         return ModuleOutcome(
             phase="WaitingForModules",
             reason=Reason.MODULE_DISABLED,
-            message=f"Requires {', '.join(disabled_dependencies)}, which is disabled or rejected; no Kustomization until it is enabled.",
+            message=f"Requires {', '.join(disabled_dependencies)}, which is disabled; no Kustomization until it is enabled.",
             **common,
         )
 
@@ -413,7 +482,7 @@ def _decide(
             field_manager=settings.field_manager,
         )
 
-    unready = sorted(d for d in entry.depends_on if decided[d].phase != READY)
+    unready = sorted(d for d in entry.depends_on if not decided[d].serving)
     if unready:
         waiting = f"Waiting for {', '.join(unready)} to become ready"
         if observed is None:
@@ -462,17 +531,25 @@ def _activation_outcomes(classified: _Classified, outcomes: dict[str, ModuleOutc
             )
         )
     for parsed, reason, message, module in classified.rejected:
+        frozen = outcomes.get(module) if module is not None else None
+        if frozen is not None and frozen.activation == parsed.name and frozen.phase == "Failed":
+            message = frozen.message
         results.append(ActivationOutcome(activation=parsed, phase="Failed", reason=reason, message=message, module=module))
     return tuple(sorted(results, key=lambda r: r.activation.name))
 
 
 def waiting_on_modules(required: Iterable[str], modules: ModulePlan) -> tuple[str, Reason, str] | None:
-    """Why a requester cannot proceed yet, or None when every required module is Ready."""
+    """Why a requester cannot proceed yet, or None when every required module serves.
+
+    A frozen module (its activation rejected) serves while its kept Kustomization is Ready.
+    """
     outcomes = {name: modules.outcome(name) for name in required}
-    blocked = sorted(name for name, o in outcomes.items() if o is not None and o.phase in ("Disabled", "Failed"))
+    blocked = sorted(
+        name for name, o in outcomes.items() if o is not None and not o.serving and o.phase in ("Disabled", "Failed")
+    )
     if blocked:
         return "WaitingForModules", Reason.MODULE_DISABLED, f"Requires module {', '.join(blocked)}, which is disabled or rejected."
-    unready = sorted(name for name, o in outcomes.items() if o is None or o.phase != READY)
+    unready = sorted(name for name, o in outcomes.items() if o is None or not o.serving)
     if unready:
         return "WaitingForModules", Reason.WAITING_FOR_MODULES, f"Waiting for module {', '.join(unready)} to become ready."
     return None

@@ -19,6 +19,7 @@ from planning.hardware.operators import (
     decide_vendors,
     hardware_operator_statuses,
     observe_hardware,
+    unavailable_vendors,
 )
 from planning.intent import read_intent
 from planning.labels import FIELD_MANAGER_ANNOTATION
@@ -30,7 +31,7 @@ from planning.objects import DesiredObject, StatusUpdate
 from planning.requirements import requirements
 from planning.settings import PlanSettings
 from planning.snapshot import Snapshot
-from planning.status import appliance_status, module_activation_statuses
+from planning.status import appliance_status, bounded, module_activation_statuses, with_required_modules
 
 
 @dataclass(frozen=True)
@@ -101,9 +102,9 @@ def plan(
     own_crds: Iterable[Mapping[str, Any]] = (),
 ) -> Plan:
     intent = read_intent(snapshot, settings.system_namespace)
-    needs = requirements(intent, catalogs)
     hardware = observe_hardware(snapshot, catalogs)
     vendors = decide_vendors(hardware, snapshot, intent, catalogs)
+    needs = requirements(intent, catalogs, unavailable_vendors=unavailable_vendors(vendors, catalogs=catalogs))
     modules = plan_modules(
         intent=intent,
         requirements=needs,
@@ -129,13 +130,12 @@ def plan(
         snapshot=snapshot,
         catalogs=catalogs,
         settings=settings,
-        source=appliance_source(intent),
+        source=appliance_source(intent, snapshot),
         now=now,
     )
     statuses = list(module_activation_statuses(modules, now))
-    statuses += instances.statuses
-    statuses += models.statuses
-    operators = hardware_operator_statuses(hardware=hardware, decisions=vendors, modules=modules, catalogs=catalogs)
+    statuses += with_required_modules(instances.statuses + models.statuses, requirements=needs)
+    operators = hardware_operator_statuses(hardware=hardware, decisions=vendors, modules=modules, catalogs=catalogs, requirements=needs)
     providers = _hardware_providers(hardware, vendors, modules, snapshot, catalogs, settings)
     appliance = appliance_status(
         intent, modules, now, hardware_operators=operators, instances=instances.summaries, models=models.statuses
@@ -149,7 +149,7 @@ def plan(
         hardware_providers=providers,
         models=models,
         instances=instances,
-        statuses=tuple(sorted(statuses, key=lambda s: (s.kind, s.namespace, s.name))),
+        statuses=bounded(sorted(statuses, key=lambda s: (s.kind, s.namespace, s.name))),
         hardware=hardware,
     )
 

@@ -156,11 +156,16 @@ def security_policy_readiness(observed: GenericObject | None, *, planned_hash: s
     """Readiness of an Envoy Gateway SecurityPolicy: the planned spec, accepted by every ancestor. Pure."""
     if observed is None:
         return NOT_FOUND
+    return not_the_planned_spec(observed, planned_hash=planned_hash) or _accepted_by_all(observed, "ancestors")
+
+
+def not_the_planned_spec(observed: GenericObject, *, planned_hash: str) -> Verdict | None:
+    """IN_PROGRESS (NotCurrent) when the observed object does not carry the planned spec's hash. Pure."""
     recorded = observed.meta.annotations.get(SPEC_HASH_ANNOTATION)
-    if recorded != planned_hash:
-        message = f"spec hash {recorded or 'absent'} is not the planned {planned_hash}"
-        return Verdict(Readiness.IN_PROGRESS, Waiting.NOT_CURRENT, message, observed.meta.generation)
-    return _accepted_by_all(observed, "ancestors")
+    if recorded == planned_hash:
+        return None
+    message = f"spec hash {recorded or 'absent'} is not the planned {planned_hash}"
+    return Verdict(Readiness.IN_PROGRESS, Waiting.NOT_CURRENT, message, observed.meta.generation)
 
 
 def http_route_readiness(observed: GenericObject | None) -> Verdict:

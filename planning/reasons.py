@@ -1,7 +1,9 @@
-"""Reason constants: every outcome the plan reports has one, written as it appears in status."""
+"""Reason constants: every outcome the plan reports has one, written as it appears in status;
+and how a message lists the objects it names."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from enum import StrEnum
 
 
@@ -23,3 +25,29 @@ class Reason(StrEnum):
     MODULES_READY = "ModulesReady"
     MODULES_DEGRADED = "ModulesDegraded"
     WAITING_FOR_INSTANCES = "WaitingForInstances"
+    WAITING_FOR_ACCESS_GUARD = "WaitingForAccessGuard"
+    ACCESS_GUARD_REJECTED = "AccessGuardRejected"
+    WAITING_FOR_ROUTES = "WaitingForRoutes"
+    ROUTE_REJECTED = "RouteRejected"
+    HOSTNAME_CONFLICT = "HostnameConflict"
+    RELEASE_NAME_CONFLICT = "ReleaseNameConflict"
+    BACKEND_SERVICE_CONFLICT = "BackendServiceConflict"
+    WAITING_FOR_GPU = "WaitingForGPU"
+    WAITING_FOR_POD = "WaitingForPod"
+    WAITING_FOR_MODEL_CATALOG = "WaitingForModelCatalog"
+    RUNTIME_NOT_MANAGED = "RuntimeNotManaged"
+    DEFERRED_BY_HOST_OPERATION = "DeferredByHostOperation"
+    RUNTIME_PROFILE_STORE_FULL = "RuntimeProfileStoreFull"
+
+
+LISTED_NAMES_IN_MESSAGE = 5
+"""A status message names at most this many objects, then says how many more there are: a
+message that lists every requester grows with the cluster (5,000 models waiting on one
+disabled module) until the status no longer fits in etcd."""
+
+
+def listed(names: Sequence[str], limit: int = LISTED_NAMES_IN_MESSAGE, *, separator: str = ", ") -> str:
+    """`a, b, c` or `a, b, c and 4 more`: the first `limit` of `names` in the order given. Pure."""
+    shown = separator.join(names[:limit])
+    more = len(names) - limit
+    return f"{shown} and {more} more" if more > 0 else shown

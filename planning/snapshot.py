@@ -5,13 +5,17 @@ A snapshot is built from raw Kubernetes objects, as `kubectl get -o yaml` prints
 planning never sees where they came from.
 
 Invariant: a snapshot is complete or it does not exist. Whoever builds one has read every
-kind it holds; an empty tuple means "none exist", never "could not read".
+kind it holds; an empty tuple means "none exist", never "could not read". The one exception
+is named, never silent: a namespace that only some objects target and whose LIST the server
+refused is listed in `Snapshot.unreadable`, and nothing in it was read.
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from enum import StrEnum
 from typing import Any
 
 from api.meta import API_VERSION as APPLIANCE_API_VERSION
@@ -50,6 +54,8 @@ class ObjectMeta:
     resource_version: str | None = None
     labels: FrozenMap = field(default_factory=lambda: EMPTY)
     annotations: FrozenMap = field(default_factory=lambda: EMPTY)
+    creation_timestamp: str | None = None
+    """metadata.creationTimestamp as the server wrote it (issue #11, point 6: which AppInstance came first)."""
 
 
 @dataclass(frozen=True)
@@ -145,6 +151,20 @@ class Pod:
         return uid is not None and any(o.controller and o.uid == uid for o in self.owners)
 
 
+# --- begin: Ollama probe outcome (issue #11, point 5; owned by providers/live_reader.py) ---
+class OllamaProbe(StrEnum):
+    """How the probe of one Ready Ollama Pod ended this run."""
+
+    ANSWERED = "Answered"
+    UNREACHABLE = "Unreachable"
+    """Asked, and no usable answer came (timeout, 5xx, refused): `error` says why."""
+    NOT_OBSERVED = "NotObserved"
+    """Not asked, or not answered, within the run's probe budget: unknown this run, not broken."""
+
+
+# --- end: Ollama probe outcome ---
+
+
 @dataclass(frozen=True)
 class OllamaObservation:
     """What one Ready Ollama Pod answered through the API server's pod proxy."""
@@ -156,6 +176,7 @@ class OllamaObservation:
     vram_mi: int | None = None
     total_mi: int | None = None
     error: str = ""
+    probe: OllamaProbe = OllamaProbe.ANSWERED
 
 
 @dataclass(frozen=True)
@@ -190,6 +211,66 @@ class ConfigMap:
     data: FrozenMap = field(default_factory=lambda: EMPTY)
 
 
+# --- begin: unreadable namespaces (issue #11, point 4; owned by providers/live_reader.py) ---
+UNREADABLE_FIELDS = ("namespace", "apiVersion", "kind", "resource", "verb", "message")
+"""The wire form of an UnreadableNamespace (a snapshot file records it in a List annotation)."""
+
+
+@dataclass(frozen=True)
+class UnreadableNamespace:
+    """A namespace that only some objects target, whose LIST the server refused (403).
+
+    Nothing in it was read: its KubeAI Models, Pods and ReferenceGrants are unknown, not
+    absent. `resource` is the refused resource as RBAC names it (`models.kubeai.org`, `pods`),
+    `verb` the refused verb, `message` the server's Status (`403 Forbidden: ...`).
+    """
+
+    namespace: str
+    api_version: str
+    kind: str
+    resource: str
+    verb: str
+    message: str
+
+    @property
+    def permission(self) -> str:
+        """The missing permission in words: `list models.kubeai.org in namespace team-x`."""
+        return f"{self.verb} {self.resource} in namespace {self.namespace}"
+
+    def to_wire(self) -> dict[str, str]:
+        """Pure."""
+        values = (self.namespace, self.api_version, self.kind, self.resource, self.verb, self.message)
+        return dict(zip(UNREADABLE_FIELDS, values, strict=True))
+
+    @classmethod
+    def from_wire(cls, raw: Any, identity: str) -> UnreadableNamespace:
+        """Pure. Raises SnapshotError naming `identity` when a field is missing or not a string."""
+        if not isinstance(raw, Mapping):
+            raise SnapshotError(identity, "an unreadable namespace must be a mapping")
+        missing = [key for key in UNREADABLE_FIELDS if not isinstance(raw.get(key), str) or not raw.get(key)]
+        if missing:
+            raise SnapshotError(identity, f"an unreadable namespace needs {', '.join(missing)} (non-empty strings)")
+        return cls(*(str(raw[key]) for key in UNREADABLE_FIELDS))
+
+
+UNREADABLE_ANNOTATION = "appliance.magicstick.dev/unreadable-namespaces"
+"""On a snapshot file's List: a JSON array of UnreadableNamespace wire forms (magicstick snapshot)."""
+
+
+def unreadable_from_annotation(value: Any, identity: str) -> tuple[UnreadableNamespace, ...]:
+    """Pure. The records an UNREADABLE_ANNOTATION value holds; SnapshotError naming `identity` otherwise."""
+    try:
+        listed = json.loads(value) if isinstance(value, str) else None
+    except json.JSONDecodeError as error:
+        raise SnapshotError(identity, f"annotation {UNREADABLE_ANNOTATION} is not JSON: {error.msg}") from error
+    if not isinstance(listed, list):
+        raise SnapshotError(identity, f"annotation {UNREADABLE_ANNOTATION} must be a JSON array")
+    return tuple(UnreadableNamespace.from_wire(raw, identity) for raw in listed)
+
+
+# --- end: unreadable namespaces ---
+
+
 @dataclass(frozen=True)
 class Snapshot:
     """Everything one run observed. Tuples are sorted by namespace and name."""
@@ -204,6 +285,12 @@ class Snapshot:
     generated: tuple[GenericObject, ...] = ()
     ollama: tuple[OllamaObservation, ...] = ()
     served_crds: frozenset[str] = field(default_factory=frozenset)
+    unreadable: tuple[UnreadableNamespace, ...] = ()
+    """Namespaces only some objects target whose read the server refused; sorted by namespace."""
+
+    def unreadable_namespace(self, namespace: str) -> UnreadableNamespace | None:
+        """Why `namespace` could not be read this run, or None when it was read (or never needed)."""
+        return next((u for u in self.unreadable if u.namespace == namespace), None)
 
     def of_kind(self, kind: str, namespace: str) -> tuple[RuntimeObject, ...]:
         return tuple(
@@ -241,7 +328,12 @@ class Snapshot:
         )
 
     @classmethod
-    def from_objects(cls, objects: Iterable[Mapping[str, Any]], ollama: Iterable[OllamaObservation] = ()) -> Snapshot:
+    def from_objects(
+        cls,
+        objects: Iterable[Mapping[str, Any]],
+        ollama: Iterable[OllamaObservation] = (),
+        unreadable: Iterable[UnreadableNamespace] = (),
+    ) -> Snapshot:
         """Build a snapshot from raw objects; kinds the program does not read are ignored.
 
         `List` objects are flattened. Raises SnapshotError naming the object when one lacks
@@ -317,6 +409,7 @@ class Snapshot:
             generated=tuple(sorted(generated, key=lambda o: (o.kind, o.meta.namespace or "", o.meta.name))),
             ollama=tuple(sorted(ollama, key=lambda o: (o.namespace, o.pod))),
             served_crds=frozenset(crds),
+            unreadable=tuple(sorted(unreadable, key=lambda u: u.namespace)),
         )
 
 
@@ -371,6 +464,7 @@ def _meta(raw: Mapping[str, Any], identity: str) -> ObjectMeta:
         resource_version=metadata.get("resourceVersion"),
         labels=_string_map(metadata, "labels", identity),
         annotations=_string_map(metadata, "annotations", identity),
+        creation_timestamp=str(metadata["creationTimestamp"]) if metadata.get("creationTimestamp") is not None else None,
     )
 
 

@@ -2,25 +2,98 @@
 
 Only values that change with the world are written: timestamps move on a transition only,
 so a converged run plans the very status the cluster already holds.
+
+Invariant: every status is bounded, whatever the number of objects. Kubernetes refuses an
+object over about 1.5 MiB, and a status that lists every activation outgrows it (3,000
+ModelActivations made Appliance/local.status 1.27 MB). So a list that grows with the cluster
+is written as its count and its first entries in a fixed order (requesters by name; models and
+instances needing attention first, then by name), a message names at most a few objects
+(planning.reasons.listed), and every string is cut at MESSAGE_LIMIT characters. What is listed
+depends on the planned world only, never on the status written before, so a bounded list
+cannot oscillate and a converged run still writes nothing (invariants 2 and 4).
 """
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Iterable, Mapping
+from dataclasses import replace
 from datetime import datetime
 from typing import Any
 
 from api.meta import API_VERSION
-from api.status import ActivationStatus, ApplianceStatus, HardwareOperatorStatus, ModuleStatus
+from api.status import ActivationStatus, ApplianceStatus, HardwareOperatorStatus, ListSummary, ModuleStatus
 from planning.conditions import READY, condition
 from planning.frozen import freeze, thaw
 from planning.intent import Intent, Parsed
 from planning.instances.plan import InstanceSummary
 from planning.modules import ActivationOutcome, ModuleOutcome, ModulePlan
 from planning.objects import StatusUpdate
-from planning.reasons import Reason
+from planning.names import fit
+from planning.reasons import Reason, listed
+from planning.requirements import REQUIRED_MODULES_FIELD, Requirement
 
 _FAILED_PHASES = frozenset({"Degraded", "Failed"})
+
+APPLIANCE_STATUS_BUDGET = 256 * 1024
+"""Appliance/local.status stays within this many bytes of JSON at 5,000 ModelActivations and
+200 AppInstances with names of the full 253 characters (tests/planning/test_status_bounds.py;
+`venv/bin/python -m benchmarks.status_size` prints the figures). The lists below are sized so:
+modules (catalogued, at most ~16) x LISTED_REQUESTERS names of up to 269 characters, plus
+LISTED_MODELS and LISTED_INSTANCES summaries and the hardware lists
+(planning.hardware.operators.LISTED_NODES, LISTED_DEVICES)."""
+RUNTIME_STATUS_BUDGET = 32 * 1024
+"""The status of one ModuleActivation, ModelActivation or AppInstance stays within this many
+bytes of JSON: its fields are fixed, its lists catalog-bounded, its strings cut at MESSAGE_LIMIT."""
+MESSAGE_LIMIT = 1024
+"""Characters of any string in a status (messages, condition messages, recorded failures); a
+longer one is cut and says how many characters were left out."""
+SUMMARY_MESSAGE_LIMIT = 256
+"""Characters of a message repeated in an Appliance/local summary (models, instances)."""
+LISTED_REQUESTERS = 10
+"""Appliance.status.modules.<module>.requestedBy names at most this many requesters, the first
+by name; requestedByCount counts them all."""
+LISTED_MODELS = 100
+"""Appliance.status.models lists at most this many ModelActivations: Failed and Degraded first,
+then the others not Ready, then Ready ones, each by name; modelsSummary counts them all."""
+LISTED_INSTANCES = 50
+"""Appliance.status.instances lists at most this many AppInstances, in the order of
+LISTED_MODELS; instancesSummary counts them all."""
+_STATUS_KEY_LIMIT = 253
+"""A key of Appliance.status.instances (an instance's name) fits the longest object name."""
+
+
+def cut(text: str, limit: int = MESSAGE_LIMIT) -> str:
+    """`text`, or its first characters and `… (N more characters)`, within `limit`. Pure."""
+    if len(text) <= limit:
+        return text
+    keep = limit - len(f"… ({len(text)} more characters)")
+    return f"{text[:keep]}… ({len(text) - keep} more characters)"
+
+
+def _cut_strings(value: Any) -> Any:
+    if isinstance(value, str):
+        return cut(value)
+    if isinstance(value, Mapping):
+        return {key: _cut_strings(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_cut_strings(item) for item in value]
+    return value
+
+
+def bounded(statuses: Iterable[StatusUpdate]) -> tuple[StatusUpdate, ...]:
+    """`statuses` with every string cut at MESSAGE_LIMIT (the last bound, whoever built them). Pure."""
+    return tuple(replace(update, status=freeze(_cut_strings(update.status))) for update in statuses)
+
+
+def _attention(phase: object) -> int:
+    """Sort rank of a phase in a bounded summary: failing first, then waiting, then Ready."""
+    return 0 if phase in _FAILED_PHASES else 2 if phase == READY else 1
+
+
+def _summary(phases: Iterable[object], listed: int) -> ListSummary:
+    counted = Counter(str(phase) for phase in phases)
+    return ListSummary(total=sum(counted.values()), listed=listed, phases=dict(sorted(counted.items())))
 
 
 def _update(obj: Parsed[Any], status: Mapping[str, Any]) -> StatusUpdate:
@@ -56,6 +129,20 @@ def _activation_status(
     return _update(parsed, status.to_wire())
 
 
+def with_required_modules(statuses: Iterable[StatusUpdate], *, requirements: Iterable[Requirement]) -> tuple[StatusUpdate, ...]:
+    """`statuses` where each requester (ModelActivation, AppInstance) records the modules it
+    requests in status.requiredModules: the record an invalid edit keeps requesting from
+    (invariant 6, planning.requirements). Bounded by the module catalog. Pure."""
+    requested = {r.requester: sorted(r.modules) for r in requirements if r.modules}
+    updated = []
+    for update in statuses:
+        modules = requested.get(f"{update.kind}/{update.name}")
+        if modules is not None:
+            update = replace(update, status=freeze({**thaw(update.status), REQUIRED_MODULES_FIELD: modules}))
+        updated.append(update)
+    return tuple(updated)
+
+
 def module_activation_statuses(modules: ModulePlan, now: datetime) -> tuple[StatusUpdate, ...]:
     return tuple(_module_activation_status(outcome, now) for outcome in modules.activations)
 
@@ -81,16 +168,23 @@ def _module_status(outcome: ModuleOutcome) -> ModuleStatus:
         phase=outcome.phase,
         kustomization=outcome.kustomization_name,
         auto_enabled=True if outcome.auto_enabled else None,
-        requested_by=list(outcome.requested_by) or None,
+        requested_by=list(outcome.requested_by[:LISTED_REQUESTERS]) or None,
+        requested_by_count=len(outcome.requested_by) or None,
         message=outcome.message,
     )
 
 
-def _instances(summaries: Iterable[InstanceSummary]) -> dict[str, dict[str, dict[str, Any]]]:
+def _instances(summaries: Iterable[InstanceSummary]) -> tuple[dict[str, dict[str, dict[str, Any]]], ListSummary]:
+    """Appliance.status.instances (at most LISTED_INSTANCES, attention first) and its counts. Pure."""
+    everyone = sorted(summaries, key=lambda i: (_attention(i.status.get("phase")), i.application, i.name))
     grouped: dict[str, dict[str, dict[str, Any]]] = {}
-    for summary in summaries:
-        grouped.setdefault(summary.application, {})[summary.name] = thaw(summary.status)
-    return {app: dict(sorted(entries.items())) for app, entries in sorted(grouped.items())}
+    for summary in everyone[:LISTED_INSTANCES]:
+        entry = thaw(summary.status)
+        if isinstance(entry.get("message"), str):
+            entry["message"] = cut(entry["message"], SUMMARY_MESSAGE_LIMIT)
+        grouped.setdefault(summary.application, {})[fit(summary.name, _STATUS_KEY_LIMIT)] = entry
+    listing = {app: dict(sorted(entries.items())) for app, entries in sorted(grouped.items())}
+    return listing, _summary((i.status.get("phase") for i in everyone), min(len(everyone), LISTED_INSTANCES))
 
 
 MODEL_SUMMARY_FIELDS = (
@@ -106,11 +200,16 @@ MODEL_SUMMARY_FIELDS = (
 """What Appliance.status.models shows of each ModelActivation's own status."""
 
 
-def _models(updates: Iterable[StatusUpdate]) -> dict[str, dict[str, Any]]:
-    return {
-        update.name: {key: thaw(update.status[key]) for key in MODEL_SUMMARY_FIELDS if key in update.status}
-        for update in sorted(updates, key=lambda u: u.name)
-    }
+def _models(updates: Iterable[StatusUpdate]) -> tuple[dict[str, dict[str, Any]], ListSummary]:
+    """Appliance.status.models (at most LISTED_MODELS, attention first) and its counts. Pure."""
+    everyone = sorted(updates, key=lambda u: (_attention(u.status.get("phase")), u.name))
+    listing = {}
+    for update in sorted(everyone[:LISTED_MODELS], key=lambda u: u.name):
+        entry = {key: thaw(update.status[key]) for key in MODEL_SUMMARY_FIELDS if key in update.status}
+        if isinstance(entry.get("message"), str):
+            entry["message"] = cut(entry["message"], SUMMARY_MESSAGE_LIMIT)
+        listing[update.name] = entry
+    return listing, _summary((u.status.get("phase") for u in everyone), len(listing))
 
 
 def appliance_status(
@@ -145,17 +244,21 @@ def appliance_status(
         message = f"Waiting for {', '.join(waiting)} to become ready."
     elif unready_instances:
         phase, ready, reason = "Reconciling", False, Reason.WAITING_FOR_INSTANCES
-        message = f"Waiting for {', '.join(unready_instances)} to become ready."
+        message = f"Waiting for {listed(unready_instances)} to become ready."
     else:
         phase, ready, reason = "Ready", True, Reason.READY
         message = f"All {len(active)} enabled modules are ready."
+    instance_listing, instances_summary = _instances(summaries)
+    model_listing, models_summary = _models(models)
     status = ApplianceStatus(
         phase=phase,
         observed_generation=appliance.obj.meta.generation,
         modules={m.name: _module_status(m) for m in modules.modules},
         hardware_operators=dict(hardware_operators),
-        instances=_instances(summaries),
-        models=_models(models),
+        instances=instance_listing,
+        instances_summary=instances_summary,
+        models=model_listing,
+        models_summary=models_summary,
         conditions=[
             condition(
                 previous_status=appliance.obj.status,

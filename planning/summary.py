@@ -13,7 +13,7 @@ from planning.conditions import READY
 from planning.frozen import FrozenMap
 from planning.objects import StatusUpdate
 
-ATTENTION_PHASES = frozenset({"Failed", "Degraded"})
+ATTENTION_PHASES = frozenset({"Failed", "Degraded", "Conflict"})
 """Phases that mean an object does not do what its spec asks, beyond waiting."""
 NO_PHASE = "Unknown"
 
@@ -44,7 +44,7 @@ class RunSummary:
     phases: tuple[tuple[str, int], ...]
     """(phase, number of objects), sorted by phase."""
     problems: tuple[Problem, ...]
-    """Every Failed or Degraded object, sorted by kind, namespace and name."""
+    """Every Failed, Degraded or Conflict object, sorted by kind, namespace and name."""
 
     @property
     def failed(self) -> int:

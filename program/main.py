@@ -12,6 +12,7 @@ from components.dynamic import DynamicProviders
 from planning.plan import Plan, plan
 from planning.settings import APPLIANCE_NAME
 from program.observe import observe
+from program.problems import warn_on_problems
 from program.report import log_run
 from program.settings import Settings
 from providers.ollama import OllamaAliasProvider
@@ -51,7 +52,7 @@ def run() -> Plan:
         own_crds=load_committed_crds(),
     )
     provider = kubernetes_provider(settings)
-    Appliance(
+    appliance = Appliance(
         APPLIANCE_NAME,
         ApplianceArgs(
             plan=desired,
@@ -68,5 +69,6 @@ def run() -> Plan:
         opts=pulumi.ResourceOptions(providers=[provider]),
     )
     log_run(desired)
+    warn_on_problems(appliance.operations)
     pulumi.export("phase", next((s.status["phase"] for s in desired.statuses if s.kind == "Appliance"), None))
     return desired

@@ -18,7 +18,7 @@ def run_line(plan: Plan, summary: RunSummary) -> str:
 
 
 def log_run(plan: Plan) -> RunSummary:
-    """Log the run's summary (info) and every Failed or Degraded object with its reason (warning)."""
+    """Log the run's summary (info) and every Failed, Degraded or Conflict object with its reason (warning)."""
     summary = summarize(plan.statuses)
     pulumi.log.info(run_line(plan, summary))
     for problem in summary.problems:

@@ -8,7 +8,11 @@ Rules:
   service account), as for the observer and the Kubernetes provider of the same run;
 - `kubeconfig` and `context` found in the state of resources written by earlier versions are
   legacy keys: `check` drops them, `diff` ignores them, the outputs of `create`, `update` and
-  `read` leave them out, and no operation uses them.
+  `read` leave them out, and no operation uses them;
+- access that cannot be used at all (an unreadable kubeconfig, an unknown context, no service
+  account: KubeConfigError) is a precondition of the run, not a failure of one object: it
+  raises, as it does for the observer of the same run. Everything after it, a request refused
+  or unanswered, is the object's `problem` (providers/outcomes.py).
 
 > **Why** — the state outlives the place it was written from. A stack first updated from a
 > workstation and then run in-cluster by the Pulumi Kubernetes Operator would otherwise

@@ -1,23 +1,37 @@
 """Read the snapshot from a live cluster: one paginated LIST per kind, nothing else.
 
-Invariant 1, fail closed: any failed read raises SnapshotReadError naming the kind and the
-server's answer, and the run stops before a single resource is declared. A kind whose API is
-not served yet (a first install before the CRDs exist, or before Flux installed KubeAI) is
-not a failure: discovery says so, and the kind reads as empty.
+Invariant 1, fail closed: a failed read of what every run needs raises SnapshotReadError naming
+the kind and the server's answer, and the run stops before a single resource is declared. A
+kind whose API is not served yet (a first install before the CRDs exist, or before Flux
+installed KubeAI) is not a failure: discovery says so, and the kind reads as empty.
+
+Run namespaces and target namespaces. Every run needs the system namespace, flux-system,
+identity-system and `ai`, the default target namespace (`run_namespaces`): any failed read
+there stops the run. A namespace that only some ModelActivations or AppInstances name as
+`targetNamespace` is a target namespace: when the server refuses (403) a LIST there, the
+namespace is recorded in the snapshot as unreadable (the namespace, the refused kind and verb,
+the server's message), none of its objects is kept, even of kinds already listed, and no other
+kind is listed there. Only the objects that target it are affected: planning degrades them and
+removes nothing there, because nothing there was seen. Any other failure there (5xx, no answer)
+still stops the run.
 
 Secrets are never read. NodeFeatures are read across namespaces: Node Feature Discovery keeps
 them in its own namespace, which the installation chooses.
+
+Ollama: the Ready Pods of Ollama Models are asked their tags and loaded models through the pod
+proxy, bounded per run (providers/ollama.py, ProbeLimits); a Pod that does not answer is that
+model's status, never a failed observation.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Final
 
 from planning.models.kubeai import MODEL_SERVER_PORT
 from planning.settings import FLUX_NAMESPACE
-from planning.snapshot import OllamaObservation, Snapshot, SnapshotError
+from planning.snapshot import OllamaObservation, Snapshot, SnapshotError, UnreadableNamespace
 from providers.kinds import (
     APPLIANCE,
     APPLIANCE_SETUP,
@@ -37,10 +51,12 @@ from providers.kinds import (
     REFERENCE_GRANT,
     SECURITY_POLICY,
 )
-from providers.kube import KubeAccess, KubeClient, KubeError, ResourceKind, open_client
-from providers.ollama import list_tags, memory_sample
+from providers.kube import Forbidden, KubeAccess, KubeClient, KubeError, ResourceKind, open_client
+from providers.ollama import ProbeLimits, ProbeTarget, probe_pods
 
 SETUP_NAMESPACE = "identity-system"
+LIST: Final = "list"
+"""The verb of every read (RBAC's name for a GET of a collection)."""
 
 
 class SnapshotReadError(Exception):
@@ -56,9 +72,32 @@ class Read:
     label_selector: str | None = None
 
 
+@dataclass(frozen=True)
+class LiveObjects:
+    """What one observation LISTed: raw objects, and the target namespaces the server refused."""
+
+    objects: list[dict[str, Any]]
+    unreadable: tuple[UnreadableNamespace, ...] = ()
+
+
 DEFAULT_MODEL_NAMESPACE = "ai"
 MODEL_POD_SELECTOR = "model"
 """KubeAI labels every model Pod with `model: <Model name>`; the selector keeps other Pods out."""
+PER_NAMESPACE_KINDS: Final = (KUBEAI_MODEL, POD, REFERENCE_GRANT)
+"""What is read in each namespace a ModelActivation or an AppInstance targets, in this order."""
+
+Served = dict[tuple[str, str], frozenset[str] | None]
+"""Discovery answers of one observation: the plurals served per (group, version); None: not served."""
+
+
+def run_namespaces(system_namespace: str) -> frozenset[str]:
+    """The namespaces every run needs: a failed read in one of them stops the run. Pure."""
+    return frozenset({system_namespace, FLUX_NAMESPACE, SETUP_NAMESPACE, DEFAULT_MODEL_NAMESPACE})
+
+
+def namespace_reads(namespace: str) -> tuple[Read, ...]:
+    """The LISTs of one target namespace, in a fixed order. Pure."""
+    return (Read(KUBEAI_MODEL, namespace), Read(POD, namespace, MODEL_POD_SELECTOR), Read(REFERENCE_GRANT, namespace))
 
 
 def reads(system_namespace: str, model_namespaces: Iterable[str] = (DEFAULT_MODEL_NAMESPACE,)) -> tuple[Read, ...]:
@@ -68,11 +107,7 @@ def reads(system_namespace: str, model_namespaces: Iterable[str] = (DEFAULT_MODE
     or an AppInstance targets; their number grows with namespaces, never with objects. The
     Gateway routes and policies live in the system namespace, beside the shared Gateway.
     """
-    per_namespace = tuple(
-        read
-        for namespace in sorted(set(model_namespaces))
-        for read in (Read(KUBEAI_MODEL, namespace), Read(POD, namespace, MODEL_POD_SELECTOR), Read(REFERENCE_GRANT, namespace))
-    )
+    per_namespace = tuple(read for namespace in sorted(set(model_namespaces)) for read in namespace_reads(namespace))
     return (
         Read(CRD),
         Read(NODE),
@@ -92,26 +127,62 @@ def reads(system_namespace: str, model_namespaces: Iterable[str] = (DEFAULT_MODE
     ) + per_namespace
 
 
-def read_objects(client: KubeClient, plan: Iterable[Read]) -> list[dict[str, Any]]:
+def _list(client: KubeClient, read: Read, served: Served) -> list[dict[str, Any]]:
+    """The objects of one read; [] when its kind is not served. Raises KubeError."""
+    kind = read.kind
+    key = (kind.group, kind.version)
+    if key not in served:
+        served[key] = client.served_resources(kind.group, kind.version)
+    resources = served[key]
+    if resources is None or kind.plural not in resources:
+        return []
+    return client.list(kind, namespace=read.namespace, label_selector=read.label_selector)
+
+
+def _read_error(read: Read, error: KubeError) -> SnapshotReadError:
+    where = f" in namespace {read.namespace}" if read.namespace else ""
+    return SnapshotReadError(f"reading {read.kind.kind} ({read.kind.api_version}){where} failed: {error.detail}")
+
+
+def read_objects(client: KubeClient, plan: Iterable[Read], served: Served | None = None) -> list[dict[str, Any]]:
     """Raw objects of every served kind in `plan`. Raises SnapshotReadError on any failure."""
-    served: dict[tuple[str, str], frozenset[str] | None] = {}
+    known: Served = {} if served is None else served
     objects: list[dict[str, Any]] = []
     for read in plan:
-        kind = read.kind
-        key = (kind.group, kind.version)
         try:
-            if key not in served:
-                served[key] = client.served_resources(kind.group, kind.version)
-            resources = served[key]
-            if resources is None or kind.plural not in resources:
-                continue
-            objects.extend(client.list(kind, namespace=read.namespace, label_selector=read.label_selector))
+            objects.extend(_list(client, read, known))
         except KubeError as error:
-            where = f" in namespace {read.namespace}" if read.namespace else ""
-            raise SnapshotReadError(
-                f"reading {kind.kind} ({kind.api_version}){where} failed: {error.detail}"
-            ) from error
+            raise _read_error(read, error) from error
     return objects
+
+
+def refused_read(read: Read, error: Forbidden) -> UnreadableNamespace:
+    """The record of a LIST the server refused in a target namespace. Pure."""
+    kind = read.kind
+    return UnreadableNamespace(
+        namespace=read.namespace or "",
+        api_version=kind.api_version,
+        kind=kind.kind,
+        resource=f"{kind.plural}.{kind.group}" if kind.group else kind.plural,
+        verb=LIST,
+        message=error.detail,
+    )
+
+
+def read_target_namespace(client: KubeClient, namespace: str, served: Served) -> LiveObjects:
+    """Every object of one target namespace, or none and why: the first LIST the server refused.
+
+    Only a 403 is recorded; any other failure raises SnapshotReadError (invariant 1).
+    """
+    objects: list[dict[str, Any]] = []
+    for read in namespace_reads(namespace):
+        try:
+            objects.extend(_list(client, read, served))
+        except Forbidden as error:
+            return LiveObjects(objects=[], unreadable=(refused_read(read, error),))
+        except KubeError as error:
+            raise _read_error(read, error) from error
+    return LiveObjects(objects=objects)
 
 
 def model_namespaces(objects: Iterable[dict[str, Any]], system_namespace: str) -> tuple[str, ...]:
@@ -125,43 +196,39 @@ def model_namespaces(objects: Iterable[dict[str, Any]], system_namespace: str) -
     return tuple(sorted(found))
 
 
-def observe_ollama(client: KubeClient, objects: Iterable[dict[str, Any]]) -> tuple[OllamaObservation, ...]:
-    """Tags and memory of every Ready Pod of an Ollama Model, through the API server's pod proxy.
-
-    A Pod that does not answer is not a failed observation of the cluster: its error is kept
-    and becomes that model's status.
-    """
+def ollama_pods(objects: Iterable[dict[str, Any]]) -> tuple[ProbeTarget, ...]:
+    """The Ready Pods whose controller is a KubeAI Model of engine OLlama, in the order listed. Pure."""
+    listed = list(objects)
     ollama_models = {
         (o["metadata"]["namespace"], o["metadata"].get("uid"))
-        for o in objects
+        for o in listed
         if o.get("kind") == "Model" and (o.get("spec") or {}).get("engine") == "OLlama"
     }
-    found = []
-    for pod in objects:
+    targets = []
+    for pod in listed:
         if pod.get("kind") != "Pod" or not _ready(pod):
             continue
         namespace = pod["metadata"]["namespace"]
         owners = {(namespace, o.get("uid")) for o in pod["metadata"].get("ownerReferences") or () if o.get("controller")}
-        if not owners & ollama_models:
-            continue
-        name = pod["metadata"]["name"]
-        try:
-            tags = list_tags(client, namespace, name, port=MODEL_SERVER_PORT)
-            sample = memory_sample(client, namespace, name, port=MODEL_SERVER_PORT)
-        except KubeError as error:
-            found.append(OllamaObservation(namespace=namespace, pod=name, error=error.detail))
-            continue
-        found.append(
-            OllamaObservation(
-                namespace=namespace,
-                pod=name,
-                tags=tags,
-                ram_mi=sample.ram_mi if sample else None,
-                vram_mi=sample.vram_mi if sample else None,
-                total_mi=sample.total_mi if sample else None,
-            )
-        )
-    return tuple(found)
+        if owners & ollama_models:
+            targets.append(ProbeTarget(namespace=namespace, pod=pod["metadata"]["name"]))
+    return tuple(targets)
+
+
+def observe_ollama(
+    access: KubeAccess,
+    objects: Iterable[dict[str, Any]],
+    *,
+    limits: ProbeLimits = ProbeLimits(),
+    port: int | None = MODEL_SERVER_PORT,
+) -> tuple[OllamaObservation, ...]:
+    """Tags and memory of every Ready Pod of an Ollama Model, through the API server's pod proxy.
+
+    Bounded by `limits` (one attempt per request, a timeout, a budget for the run). A Pod that
+    does not answer is not a failed observation of the cluster: it is Unreachable, or
+    NotObserved when the budget ran out, and becomes that model's status.
+    """
+    return probe_pods(access, ollama_pods(objects), limits=limits, port=port)
 
 
 def _ready(pod: dict[str, Any]) -> bool:
@@ -171,21 +238,29 @@ def _ready(pod: dict[str, Any]) -> bool:
     )
 
 
-def read_live_objects(client: KubeClient, system_namespace: str) -> list[dict[str, Any]]:
-    """Everything one observation LISTs: the fixed kinds first, then the model namespaces."""
-    fixed = reads(system_namespace, ())
-    per_namespace_kinds = (KUBEAI_MODEL, POD, REFERENCE_GRANT)
-    objects = read_objects(client, [r for r in fixed if r.kind not in per_namespace_kinds])
+def read_live_objects(client: KubeClient, system_namespace: str) -> LiveObjects:
+    """Everything one observation LISTs: the fixed kinds, the run namespaces, then the target namespaces."""
+    served: Served = {}
+    fixed = [r for r in reads(system_namespace, ()) if r.kind not in PER_NAMESPACE_KINDS]
+    objects = read_objects(client, fixed, served)
+    needed = run_namespaces(system_namespace)
     targets = model_namespaces(objects, system_namespace)
-    per_namespace = [r for r in reads(system_namespace, targets) if r.kind in per_namespace_kinds]
-    return objects + read_objects(client, per_namespace)
+    run_reads = [read for namespace in targets if namespace in needed for read in namespace_reads(namespace)]
+    objects += read_objects(client, run_reads, served)
+    unreadable: list[UnreadableNamespace] = []
+    for namespace in (n for n in targets if n not in needed):
+        found = read_target_namespace(client, namespace, served)
+        objects += found.objects
+        unreadable += found.unreadable
+    return LiveObjects(objects=objects, unreadable=tuple(unreadable))
 
 
-def read_snapshot(access: KubeAccess, *, system_namespace: str) -> Snapshot:
+def read_snapshot(access: KubeAccess, *, system_namespace: str, probes: ProbeLimits = ProbeLimits()) -> Snapshot:
+    """One observation of the live cluster. Raises SnapshotReadError when what every run needs cannot be read."""
     with open_client(access) as client:
-        objects = read_live_objects(client, system_namespace)
-        ollama = observe_ollama(client, objects)
+        live = read_live_objects(client, system_namespace)
+    ollama = observe_ollama(access, live.objects, limits=probes)
     try:
-        return Snapshot.from_objects(objects, ollama=ollama)
+        return Snapshot.from_objects(live.objects, ollama=ollama, unreadable=live.unreadable)
     except SnapshotError as error:
         raise SnapshotReadError(f"the cluster returned an unreadable object: {error}") from error

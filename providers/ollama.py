@@ -15,8 +15,16 @@ Rules:
   observation and now;
 - a 5xx, whether the proxy could not reach the Pod or Ollama failed, raises
   OllamaUnavailable carrying the server's text; any other failure keeps its KubeError type
-  (a Pod without a usable IP is refused with 400 "address not allowed"). The caller turns
-  them into status.
+  (a Pod without a usable IP is refused with 400 "address not allowed");
+- one Pod that fails does not stop the others: the alias pass records it (`AliasResult.failed`,
+  with the server's Status) and goes on; the OllamaAlias provider returns it as its `problem`
+  (providers/outcomes.py), never raises it, and tries again on the next run.
+
+Bounded probes (issue #11, point 5): a dead Pod must not slow every run. Every request to a
+Pod is one attempt with a short timeout (ProbeLimits: PROBE_TIMEOUT_SECONDS, PROBE_ATTEMPTS);
+an observation asks its Pods in parallel (PROBE_PARALLELISM at once) within a budget for the
+whole run (PROBE_BUDGET_SECONDS). A Pod that did not answer in time is Unreachable; a Pod the
+budget left unasked or unanswered is NotObserved this run. Neither fails the observation.
 
 The inputs of an OllamaAlias name the Pods, the source and the alias, nothing else: each
 method builds its own client from the cluster access the stack's configuration names
@@ -25,8 +33,10 @@ method builds its own client from the cluster access the stack's configuration n
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from concurrent.futures import Future, ThreadPoolExecutor, wait
+from dataclasses import dataclass, replace
 from datetime import datetime
 from enum import StrEnum
 from typing import Any, Final, NotRequired, TypedDict, cast
@@ -35,8 +45,19 @@ from urllib.parse import quote
 from pulumi.dynamic import CheckFailure, CheckResult, CreateResult, DiffResult, ReadResult, UpdateResult
 
 from planning.conditions import rfc3339
+from planning.snapshot import OllamaObservation, OllamaProbe
 from providers.cluster_access import ClusterResourceProvider, without_legacy_access
-from providers.kube import KubeClient, NotFound, ServerError, open_client
+from providers.kube import (
+    ConnectionFailure,
+    KubeAccess,
+    KubeClient,
+    KubeConnectionError,
+    KubeError,
+    NotFound,
+    ServerError,
+    open_client,
+)
+from providers.outcomes import PROBLEM_OUTPUT, Problem, ProblemReason, retry_requested, with_problem
 
 OLLAMA_PORT: Final = 11434
 """Ollama's own default port. KubeAI's Ollama Pods set OLLAMA_HOST to their declared port
@@ -45,6 +66,34 @@ OLLAMA_PORT: Final = 11434
 DEFAULT_TAG: Final = "latest"
 MEMORY_SOURCE: Final = "ollama /api/ps"
 MIB: Final = 1024 * 1024
+
+PROBE_TIMEOUT_SECONDS: Final = 3.0
+"""Bound of one request to a Pod through the pod proxy (connect, send, answer). Ollama answers
+/api/tags and /api/ps from memory in milliseconds; three seconds is a hung Pod."""
+PROBE_ATTEMPTS: Final = 1
+"""One attempt per request per run: the next run is the retry (every five minutes in-cluster)."""
+PROBE_BUDGET_SECONDS: Final = 15.0
+"""What one observation spends on all Ollama Pods together; the rest is NotObserved this run."""
+PROBE_PARALLELISM: Final = 8
+"""Pods asked at once. Each costs one connection to the API server, which proxies it."""
+
+
+@dataclass(frozen=True)
+class ProbeLimits:
+    """How much one run spends asking Ollama Pods. The defaults are the production limits."""
+
+    timeout_seconds: float = PROBE_TIMEOUT_SECONDS
+    attempts: int = PROBE_ATTEMPTS
+    budget_seconds: float = PROBE_BUDGET_SECONDS
+    parallelism: int = PROBE_PARALLELISM
+
+    def __post_init__(self) -> None:
+        if self.parallelism < 1:
+            raise ValueError(f"ProbeLimits.parallelism must be at least 1, not {self.parallelism}")
+
+    def access(self, access: KubeAccess) -> KubeAccess:
+        """`access` with this timeout and number of attempts for every request. Pure."""
+        return replace(access, timeout_seconds=self.timeout_seconds, retry=replace(access.retry, attempts=self.attempts))
 
 
 class OllamaApi(StrEnum):
@@ -151,6 +200,34 @@ def alias_state(tags: frozenset[str], *, source: str, alias: str) -> AliasState:
 
 
 @dataclass(frozen=True)
+class PodFailure:
+    """A request to one Pod that failed, with the server's Status (code 0: no answer came)."""
+
+    pod: str
+    error: KubeError
+
+    @property
+    def detail(self) -> str:
+        return f"Pod {self.pod}: {failure_detail(self.error)}"
+
+
+def failure_detail(error: KubeError) -> str:
+    """The failure of one proxied request in words, keeping the server's Status. Pure.
+
+    A timeout names the pod proxy, not the API server's address: the API server took the
+    request, the Pod did not answer it.
+    """
+    if isinstance(error, KubeConnectionError) and error.failure is ConnectionFailure.TIMEOUT:
+        return f"{error.method} {_ollama_path(error.path)} through the API server's pod proxy: {error.cause}"
+    return f"{error.method} {_ollama_path(error.path)}: {error.detail}"
+
+
+def _ollama_path(path: str) -> str:
+    """`api/tags` from a pod proxy path; other paths unchanged."""
+    return path.split("/proxy/", 1)[-1] if "/proxy/" in path else path
+
+
+@dataclass(frozen=True)
 class AliasResult:
     """The alias on each named Pod.
 
@@ -166,6 +243,8 @@ class AliasResult:
     """Pods that list neither the alias nor the source: the model is still downloading."""
     gone: tuple[str, ...]
     """Pods the API server no longer knows."""
+    failed: tuple[PodFailure, ...] = ()
+    """Pods whose request failed (no answer, 5xx, refused): tried again on the next run."""
 
     def complete(self, pods: Iterable[str]) -> bool:
         """True when every one of `pods` lists the alias."""
@@ -179,22 +258,36 @@ def _alias_pass(
     copied: list[str] = []
     waiting: list[str] = []
     gone: list[str] = []
+    failed: list[PodFailure] = []
     for pod in pods:
         try:
-            tags = list_tags(client, namespace, pod, port=port)
+            state, copied_now = _alias_one(client, namespace, pod, source, alias, port=port, copy=copy)
         except NotFound:
             gone.append(pod)
             continue
-        state = alias_state(tags, source=source, alias=alias)
-        if state is AliasState.ALIASED:
+        except KubeError as error:
+            failed.append(PodFailure(pod, error))
+            continue
+        if copied_now:
+            copied.append(pod)
+        if state is AliasState.ALIASED or copied_now:
             aliased.append(pod)
         elif state is AliasState.WAITING_FOR_SOURCE:
             waiting.append(pod)
-        elif copy:
-            copy_model(client, namespace, pod, normalise_name(source), normalise_name(alias), port=port)
-            copied.append(pod)
-            aliased.append(pod)
-    return AliasResult(aliased=tuple(aliased), copied=tuple(copied), waiting=tuple(waiting), gone=tuple(gone))
+    return AliasResult(
+        aliased=tuple(aliased), copied=tuple(copied), waiting=tuple(waiting), gone=tuple(gone), failed=tuple(failed)
+    )
+
+
+def _alias_one(
+    client: KubeClient, namespace: str, pod: str, source: str, alias: str, *, port: int | None, copy: bool
+) -> tuple[AliasState, bool]:
+    """Where `pod` stands, and whether this call copied the alias to it; raises the KubeError of a failed request."""
+    state = alias_state(list_tags(client, namespace, pod, port=port), source=source, alias=alias)
+    if state is not AliasState.SOURCE_PRESENT or not copy:
+        return state, False
+    copy_model(client, namespace, pod, normalise_name(source), normalise_name(alias), port=port)
+    return state, True
 
 
 def ensure_alias(
@@ -268,6 +361,73 @@ def memory_usage(samples: Iterable[MemorySample | None], now: datetime) -> Memor
     )
 
 
+@dataclass(frozen=True)
+class ProbeTarget:
+    """One Ready Pod of an Ollama Model to ask."""
+
+    namespace: str
+    pod: str
+
+
+def probe_pods(
+    access: KubeAccess,
+    targets: Sequence[ProbeTarget],
+    *,
+    limits: ProbeLimits = ProbeLimits(),
+    port: int | None = OLLAMA_PORT,
+) -> tuple[OllamaObservation, ...]:
+    """What every target answers to /api/tags and /api/ps, one observation per target, in order.
+
+    Targets are asked `limits.parallelism` at a time, each request once, bounded by
+    `limits.timeout_seconds`; whatever is not answered within `limits.budget_seconds` is
+    NotObserved, and no further request is started. Never raises for one Pod.
+    """
+    if not targets:
+        return ()
+    stop = threading.Event()
+    with open_client(limits.access(access)) as client:
+        pool = ThreadPoolExecutor(max_workers=limits.parallelism, thread_name_prefix="ollama-probe")
+        try:
+            futures = [pool.submit(_probe, client, target, port=port, stop=stop) for target in targets]
+            done, _ = wait(futures, timeout=limits.budget_seconds)
+        finally:
+            stop.set()
+            pool.shutdown(wait=False, cancel_futures=True)
+        return tuple(_observation(future, target, done, limits) for future, target in zip(futures, targets, strict=True))
+
+
+def _observation(
+    future: Future[OllamaObservation | None], target: ProbeTarget, done: set[Future[Any]], limits: ProbeLimits
+) -> OllamaObservation:
+    answered = future.result() if future in done else None
+    if answered is not None:
+        return answered
+    message = f"not observed this run: the Ollama probes of one run have a budget of {limits.budget_seconds:g} s"
+    return OllamaObservation(namespace=target.namespace, pod=target.pod, error=message, probe=OllamaProbe.NOT_OBSERVED)
+
+
+def _probe(client: KubeClient, target: ProbeTarget, *, port: int | None, stop: threading.Event) -> OllamaObservation | None:
+    """One Pod's answers; None when the budget ran out before it was asked everything."""
+    namespace, pod = target.namespace, target.pod
+    try:
+        if stop.is_set():
+            return None
+        tags = list_tags(client, namespace, pod, port=port)
+        if stop.is_set():
+            return None
+        sample = memory_sample(client, namespace, pod, port=port)
+    except KubeError as error:
+        return OllamaObservation(namespace=namespace, pod=pod, error=failure_detail(error), probe=OllamaProbe.UNREACHABLE)
+    return OllamaObservation(
+        namespace=namespace,
+        pod=pod,
+        tags=tags,
+        ram_mi=sample.ram_mi if sample else None,
+        vram_mi=sample.vram_mi if sample else None,
+        total_mi=sample.total_mi if sample else None,
+    )
+
+
 REQUIRED_PROPERTIES: Final = ("namespace", "source", "alias")
 REPLACING_PROPERTIES: Final = ("namespace",)
 UPDATING_PROPERTIES: Final = ("pods", "source", "alias", "port")
@@ -294,7 +454,29 @@ class AliasTarget:
         )
 
     def outputs(self, props: Mapping[str, Any], result: AliasResult) -> dict[str, Any]:
-        return {**without_legacy_access(props), "aliased": sorted(result.aliased), "waiting": sorted(result.waiting)}
+        """Full outputs: the inputs, where the alias stands, and the `problem` of the Pods that failed."""
+        outputs = {**without_legacy_access(props), "aliased": sorted(result.aliased), "waiting": sorted(result.waiting)}
+        return with_problem(outputs, alias_problem(result))
+
+
+def alias_problem(result: AliasResult) -> Problem | None:
+    """The `problem` of an alias pass: None when no Pod failed; Temporary, so the next run tries again. Pure.
+
+    The reason is that of the first Pod that failed; the message names every one, with the
+    server's Status.
+    """
+    if not result.failed:
+        return None
+    return Problem(_reason(result.failed[0].error), "; ".join(failure.detail for failure in result.failed))
+
+
+def _reason(error: KubeError) -> ProblemReason:
+    if isinstance(error, OllamaUnavailable):
+        return ProblemReason.OLLAMA_UNREACHABLE
+    if isinstance(error, KubeConnectionError):
+        timed_out = error.failure is ConnectionFailure.TIMEOUT
+        return ProblemReason.OLLAMA_UNREACHABLE if timed_out else ProblemReason.CLUSTER_UNREACHABLE
+    return ProblemReason.OLLAMA_ALIAS_REFUSED
 
 
 def _check_failures(news: Mapping[str, Any]) -> list[CheckFailure]:
@@ -315,8 +497,11 @@ def _text(value: Any) -> bool:
 class OllamaAliasProvider(ClusterResourceProvider):
     """Keeps the KubeAI model name as an Ollama alias of its registry source on every Ready Pod.
 
-    Outputs add `aliased` and `waiting` (sorted Pod names). While `aliased` is not every Pod,
-    `diff` reports a change, so the next run tries again; a converged run changes nothing.
+    Outputs add `aliased` and `waiting` (sorted Pod names) and `problem` (providers/outcomes.py):
+    a Pod that did not answer or refused is OllamaUnreachable or OllamaAliasRefused with the
+    server's message, never an exception. While `aliased` is not every Pod, or a problem is
+    stored, `diff` reports a change, so the next run tries again; a converged run changes
+    nothing. Every request is one attempt bounded by PROBE_TIMEOUT_SECONDS.
     """
 
     def check(self, _olds: dict[str, Any], news: dict[str, Any]) -> CheckResult:
@@ -338,6 +523,8 @@ class OllamaAliasProvider(ClusterResourceProvider):
         changed = replaces + [p for p in UPDATING_PROPERTIES if olds.get(p) != news.get(p)]
         if set(olds.get("aliased") or ()) != set(news.get("pods") or ()):
             changed.append("aliased")
+        if retry_requested(olds):
+            changed.append(PROBLEM_OUTPUT)
         return DiffResult(changes=bool(changed), replaces=replaces, delete_before_replace=False)
 
     def create(self, props: dict[str, Any]) -> CreateResult:
@@ -351,7 +538,7 @@ class OllamaAliasProvider(ClusterResourceProvider):
 
     def read(self, id_: str, props: dict[str, Any]) -> ReadResult:
         target = AliasTarget.from_inputs(props)
-        with open_client(self.cluster_access()) as client:
+        with open_client(ProbeLimits().access(self.cluster_access())) as client:
             result = observe_alias(client, target.namespace, target.pods, target.source, target.alias, port=target.port)
         return ReadResult(id_=id_, outs=target.outputs(props, result))
 
@@ -359,5 +546,5 @@ class OllamaAliasProvider(ClusterResourceProvider):
         return None
 
     def _ensure(self, target: AliasTarget) -> AliasResult:
-        with open_client(self.cluster_access()) as client:
+        with open_client(ProbeLimits().access(self.cluster_access())) as client:
             return ensure_alias(client, target.namespace, target.pods, target.source, target.alias, port=target.port)

@@ -16,7 +16,13 @@ Rules:
 - a document that is not valid JSON is never overwritten: the write stops with an error
   naming the ConfigMap and key, because rewriting it would erase what others stored there;
 - the number of owned entries is bounded; a new entry beyond the bound is refused;
-- nothing is written when the entry already holds the desired profile.
+- nothing is written when the entry already holds the desired profile;
+- a full, malformed or contended store, and a refused or unanswered request, concern this one
+  entry: `create` and `update` return them as the `problem` output (providers/outcomes.py)
+  instead of raising, the status of every ModelActivation that names the profile shows them in
+  the same run, and `diff` asks for the write again on the next run. `delete` finds nothing to
+  remove in a malformed store; it raises only when the entry may still be there (contended,
+  refused, unanswered), so the state keeps the entry and the next run removes it.
 
 > **Why** — Flux, the program and other tools share this one document. A blind write
 > (apply or update without a resourceVersion) would silently drop an entry another writer
@@ -35,13 +41,13 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from pulumi.dynamic import CheckFailure, CheckResult, CreateResult, DiffResult, ReadResult, UpdateResult
-from pulumi.runtime.rpc import UNKNOWN
 
 from providers.cluster_access import ClusterResourceProvider, without_legacy_access
 from providers.kinds import CONFIG_MAP
 from planning.models.kubeai import MAX_CPU_PROFILES
-from providers.kube import Conflict, KubeClient, NotFound, open_client
+from providers.kube import Conflict, KubeClient, KubeError, NotFound, open_client
 from providers.kube.client import MERGE_PATCH
+from providers.outcomes import PROBLEM_OUTPUT, Problem, ProblemReason, is_unknown, kube_problem, retry_requested, with_problem
 from providers.pulumi_values import restore_integers
 
 DEFAULT_NAMESPACE: Final = "flux-system"
@@ -303,7 +309,7 @@ class RuntimeProfileEntry:
 
 def _known(value: Any) -> bool:
     """False for the placeholder Pulumi passes for a value not yet known during preview."""
-    return not (isinstance(value, str) and value == UNKNOWN)
+    return not is_unknown(value)
 
 
 class RuntimeProfileProvider(ClusterResourceProvider):
@@ -332,29 +338,62 @@ class RuntimeProfileProvider(ClusterResourceProvider):
     def diff(self, _id: str, olds: dict[str, Any], news: dict[str, Any]) -> DiffResult:
         replaces = [p for p in STORE_PROPERTIES if olds.get(p) != news.get(p)]
         changed = replaces + (["profile"] if olds.get("profile") != news.get("profile") else [])
-        return DiffResult(changes=bool(changed), replaces=replaces, delete_before_replace=False)
+        # State written before the `problem` output existed is updated once (the write is a
+        # no-op when the entry is as planned): a missing output reads as unknown in every
+        # preview, and the status writes that take it would never look converged.
+        retry = retry_requested(olds) or PROBLEM_OUTPUT not in olds
+        return DiffResult(changes=bool(changed) or retry, replaces=replaces, delete_before_replace=False)
 
     def create(self, props: dict[str, Any]) -> CreateResult:
         entry = RuntimeProfileEntry.from_inputs(props)
-        with open_client(self.cluster_access()) as client:
-            put_profile(client, entry.ref, entry.profile_name, entry.profile)
-        return CreateResult(id_=entry.id, outs=without_legacy_access(props))
+        return CreateResult(id_=entry.id, outs=with_problem(without_legacy_access(props), self._put(entry)))
 
     def update(self, _id: str, _olds: dict[str, Any], news: dict[str, Any]) -> UpdateResult:
         entry = RuntimeProfileEntry.from_inputs(news)
-        with open_client(self.cluster_access()) as client:
-            put_profile(client, entry.ref, entry.profile_name, entry.profile)
-        return UpdateResult(outs=without_legacy_access(news))
+        return UpdateResult(outs=with_problem(without_legacy_access(news), self._put(entry)))
 
     def read(self, id_: str, props: dict[str, Any]) -> ReadResult:
         entry = RuntimeProfileEntry.from_inputs(props)
-        with open_client(self.cluster_access()) as client:
-            current = read_profile(client, entry.ref, entry.profile_name)
+        try:
+            with open_client(self.cluster_access()) as client:
+                current = read_profile(client, entry.ref, entry.profile_name)
+        except (MalformedProfileStore, KubeError) as error:
+            return ReadResult(id_=id_, outs=with_problem(without_legacy_access(props), store_problem(error)))
         if current is None:
             return ReadResult(id_="", outs={})
         return ReadResult(id_=id_, outs={**without_legacy_access(props), "profile": current})
 
     def delete(self, _id: str, props: dict[str, Any]) -> None:
         entry = RuntimeProfileEntry.from_inputs(props)
-        with open_client(self.cluster_access()) as client:
-            remove_profile(client, entry.ref, entry.profile_name)
+        try:
+            with open_client(self.cluster_access()) as client:
+                remove_profile(client, entry.ref, entry.profile_name)
+        except MalformedProfileStore:
+            return
+
+    def _put(self, entry: RuntimeProfileEntry) -> Problem | None:
+        """Write the entry; the problem that kept it from the store, or None."""
+        try:
+            with open_client(self.cluster_access()) as client:
+                put_profile(client, entry.ref, entry.profile_name, entry.profile)
+        except (ProfileStoreFull, MalformedProfileStore, ProfileStoreContended, KubeError) as error:
+            return store_problem(error)
+        return None
+
+
+_STORE_REASONS: Final = {
+    ProfileStoreFull: ProblemReason.PROFILE_STORE_FULL,
+    MalformedProfileStore: ProblemReason.PROFILE_STORE_MALFORMED,
+    ProfileStoreContended: ProblemReason.PROFILE_STORE_CONTENDED,
+}
+
+
+def store_problem(error: ProfileStoreFull | MalformedProfileStore | ProfileStoreContended | KubeError) -> Problem:
+    """The problem a failed read or change of the store is reported as. Pure.
+
+    Full, malformed and contended are Temporary: others can free, repair or stop writing the
+    store without any change of ours. A Kubernetes error keeps the server's Status.
+    """
+    if isinstance(error, KubeError):
+        return kube_problem(error, refused=ProblemReason.PROFILE_STORE_REFUSED)
+    return Problem(_STORE_REASONS[type(error)], str(error))

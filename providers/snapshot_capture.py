@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable, Mapping
 from typing import Any
 
 import yaml
 
+from planning.snapshot import UNREADABLE_ANNOTATION, UnreadableNamespace
 from providers.kube import KubeAccess, open_client
 from providers.live_reader import read_live_objects
 from providers.snapshot_file import SYSTEM_NAMESPACE_ANNOTATION
@@ -17,20 +19,27 @@ _VOLATILE_METADATA = ("managedFields",)
 def capture(access: KubeAccess, *, system_namespace: str) -> dict[str, Any]:
     """Every object one observation reads, as the `List` document snapshot_document builds.
 
-    The same LISTs as a run, so the file renders what the program would see; what Ollama Pods
+    The same LISTs as a run, so the file renders what the program would see, including the
+    target namespaces the server refused (recorded in UNREADABLE_ANNOTATION); what Ollama Pods
     answer through the pod proxy (tags, memory) is not an object and is not captured. Secrets
     are never among them.
     """
     with open_client(access) as client:
-        objects = read_live_objects(client, system_namespace)
-    return snapshot_document(objects, system_namespace=system_namespace)
+        live = read_live_objects(client, system_namespace)
+    return snapshot_document(live.objects, system_namespace=system_namespace, unreadable=live.unreadable)
 
 
-def snapshot_document(objects: Iterable[Mapping[str, Any]], *, system_namespace: str) -> dict[str, Any]:
+def snapshot_document(
+    objects: Iterable[Mapping[str, Any]],
+    *,
+    system_namespace: str,
+    unreadable: Iterable[UnreadableNamespace] = (),
+) -> dict[str, Any]:
     """Pure. A `kubectl`-valid `List` of `objects` recording `system_namespace` in an annotation.
 
     managedFields are dropped (they are large and the plan reads none); the objects passed in
-    are not modified.
+    are not modified. Unreadable namespaces, when there are any, are recorded in a second
+    annotation, sorted by namespace, so one cluster state gives one text.
     """
     items = []
     for obj in objects:
@@ -39,12 +48,11 @@ def snapshot_document(objects: Iterable[Mapping[str, Any]], *, system_namespace:
         if isinstance(metadata, Mapping):
             item["metadata"] = {key: value for key, value in metadata.items() if key not in _VOLATILE_METADATA}
         items.append(item)
-    return {
-        "apiVersion": "v1",
-        "kind": "List",
-        "metadata": {"annotations": {SYSTEM_NAMESPACE_ANNOTATION: system_namespace}},
-        "items": items,
-    }
+    annotations = {SYSTEM_NAMESPACE_ANNOTATION: system_namespace}
+    refused = sorted(unreadable, key=lambda u: u.namespace)
+    if refused:
+        annotations[UNREADABLE_ANNOTATION] = json.dumps([u.to_wire() for u in refused], sort_keys=True)
+    return {"apiVersion": "v1", "kind": "List", "metadata": {"annotations": annotations}, "items": items}
 
 
 def snapshot_text(document: Mapping[str, Any]) -> str:

@@ -15,7 +15,7 @@ from typing import Any
 
 import yaml
 
-from planning.snapshot import Snapshot, SnapshotError
+from planning.snapshot import UNREADABLE_ANNOTATION, Snapshot, SnapshotError, UnreadableNamespace, unreadable_from_annotation
 
 SYSTEM_NAMESPACE_ANNOTATION = "appliance.magicstick.dev/system-namespace"
 _NAMESPACE = re.compile(r"[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?")
@@ -57,7 +57,7 @@ def parse_snapshot_text(text: str, *, source: str) -> SnapshotFile:
         problem = " ".join(str(getattr(error, "problem", None) or error).split())
         raise SnapshotFileError(f"{source}: not valid YAML{where}: {problem}") from error
     try:
-        snapshot = Snapshot.from_objects(documents)
+        snapshot = Snapshot.from_objects(documents, unreadable=_recorded_unreadable(documents))
     except SnapshotError as error:
         raise SnapshotFileError(f"{source}: {error}") from error
     return SnapshotFile(
@@ -101,3 +101,17 @@ def _recorded_namespace(documents: Iterable[Any], *, source: str) -> str | None:
     if len(recorded) > 1:
         raise SnapshotFileError(f"{source}: Lists record different system namespaces: {', '.join(sorted(recorded))}")
     return next(iter(recorded), None)
+
+
+def _recorded_unreadable(documents: Iterable[Any]) -> tuple[UnreadableNamespace, ...]:
+    """The unreadable namespaces the Lists record (UNREADABLE_ANNOTATION); SnapshotError when malformed."""
+    found: list[UnreadableNamespace] = []
+    for document in documents:
+        if not _is_list(document):
+            continue
+        metadata = document.get("metadata")
+        annotations = metadata.get("annotations") if isinstance(metadata, Mapping) else None
+        value = annotations.get(UNREADABLE_ANNOTATION) if isinstance(annotations, Mapping) else None
+        if value is not None:
+            found += unreadable_from_annotation(value, f"List annotation {UNREADABLE_ANNOTATION}")
+    return tuple(found)

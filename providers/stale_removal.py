@@ -6,8 +6,9 @@ Rules:
   name since it was observed is left alone;
 - outcomes, not errors: removed, already gone, replaced meanwhile (409), or failed (any other
   answer, or no answer, with the server's message). A failure concerns this one object, so
-  it never fails the run (invariant 5): it is recorded in the outputs, and `diff` asks for the
-  removal to be made again on the next run;
+  it never fails the run (invariant 5): it is recorded in the outputs as `outcome` Failed and
+  as the `problem` StaleRemovalFailed (or ClusterUnreachable), which the Appliance's status
+  shows in the same run, and `diff` asks for the removal to be made again on the next run;
 - `read` returns what was recorded (the removal is an event, not an object to refresh) and
   `delete` does nothing: once the object is gone the plan stops declaring its removal.
 
@@ -27,6 +28,7 @@ from pulumi.dynamic import CheckFailure, CheckResult, CreateResult, DiffResult, 
 from providers.cluster_access import ClusterResourceProvider, without_legacy_access
 from providers.kinds import KUSTOMIZATION
 from providers.kube import Conflict, KubeClient, KubeError, NotFound, ResourceKind, open_client
+from providers.outcomes import PROBLEM_OUTPUT, Problem, ProblemReason, kube_problem, retry_requested, with_problem
 
 REMOVABLE_KINDS: Final = {(f"{KUSTOMIZATION.group}/{KUSTOMIZATION.version}", KUSTOMIZATION.kind): KUSTOMIZATION}
 """The kinds whose generated objects the program removes when it finds them stale."""
@@ -61,17 +63,17 @@ class StaleTarget:
         return REMOVABLE_KINDS[(self.api_version, self.kind)]
 
 
-def remove_stale(client: KubeClient, target: StaleTarget) -> tuple[RemovalOutcome, str]:
-    """Delete `target` while it still has its UID; the outcome and the server's message, if any."""
+def remove_stale(client: KubeClient, target: StaleTarget) -> tuple[RemovalOutcome, Problem | None]:
+    """Delete `target` while it still has its UID; the outcome, and the problem when it failed."""
     try:
         client.delete(target.resource_kind, target.name, target.namespace, uid=target.uid)
     except NotFound:
-        return RemovalOutcome.ALREADY_GONE, ""
+        return RemovalOutcome.ALREADY_GONE, None
     except Conflict:
-        return RemovalOutcome.REPLACED, ""
+        return RemovalOutcome.REPLACED, None
     except KubeError as error:
-        return RemovalOutcome.FAILED, error.detail
-    return RemovalOutcome.REMOVED, ""
+        return RemovalOutcome.FAILED, kube_problem(error, refused=ProblemReason.STALE_REMOVAL_FAILED)
+    return RemovalOutcome.REMOVED, None
 
 
 class StaleRemovalProvider(ClusterResourceProvider):
@@ -86,19 +88,21 @@ class StaleRemovalProvider(ClusterResourceProvider):
 
     def diff(self, _id: str, olds: dict[str, Any], news: dict[str, Any]) -> DiffResult:
         replaces = [p for p in INPUT_PROPERTIES if olds.get(p) != news.get(p)]
-        if olds.get("outcome") == RemovalOutcome.FAILED:
+        if olds.get("outcome") == RemovalOutcome.FAILED or retry_requested(olds):
             replaces.append("outcome")
         return DiffResult(changes=bool(replaces), replaces=replaces, delete_before_replace=True)
 
     def create(self, props: dict[str, Any]) -> CreateResult:
         target = StaleTarget.from_inputs(props)
         with open_client(self.cluster_access()) as client:
-            outcome, message = remove_stale(client, target)
+            outcome, problem = remove_stale(client, target)
+        message = "" if problem is None else problem.message
         outputs = {**without_legacy_access(props), "outcome": outcome.value, "message": message}
-        return CreateResult(id_=f"{target.namespace}/{target.name}/{target.uid}", outs=outputs)
+        return CreateResult(id_=f"{target.namespace}/{target.name}/{target.uid}", outs=with_problem(outputs, problem))
 
     def update(self, _id: str, olds: dict[str, Any], news: dict[str, Any]) -> UpdateResult:
-        return UpdateResult(outs={**without_legacy_access(news), "outcome": olds.get("outcome"), "message": olds.get("message", "")})
+        recorded = {"outcome": olds.get("outcome"), "message": olds.get("message", ""), PROBLEM_OUTPUT: olds.get(PROBLEM_OUTPUT)}
+        return UpdateResult(outs={**without_legacy_access(news), **recorded})
 
     def read(self, id_: str, props: dict[str, Any]) -> ReadResult:
         return ReadResult(id_=id_, outs=without_legacy_access(props))

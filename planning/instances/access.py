@@ -10,7 +10,9 @@ Rules, in the order a request meets them:
    accepted (planning.readiness: the policy carries the planned spec hash in its annotation
    `appliance.magicstick.dev/spec-hash`, and every ancestor accepted its current generation).
    A rule without backendRefs makes Envoy answer with an error, never with the application;
-   an unreachable guard answers with an error too (`failOpen: false`).
+   an unreachable guard answers with an error too (`failOpen: false`). Routes carry the hash
+   of their own spec too, so the plan can tell a route that has its backend from one planned
+   before the guard was accepted (planning.instances.reach).
 3. Routes live in the gateway namespace. One ReferenceGrant in the instance namespace lets
    HTTPRoutes of that namespace reach exactly the instance's backend Service, nothing else.
 4. Application routes (local, and public unless exposure is local) match every path and
@@ -123,6 +125,7 @@ class InstanceAccess:
     """The instance's target namespace, where its backend Service lives."""
     system_namespace: str
     backend_service: str
+    """The Service the chart renders for the instance's release (planning.instances.names)."""
     backend_port: int
     callback_path: str
     local_host: str
@@ -242,7 +245,9 @@ def _http_route(access: InstanceAccess, settings: AccessSettings, field_manager:
         "hostnames": list(hosts),
         "rules": [rule],
     }
-    return _desired(HTTPROUTE_API_VERSION, "HTTPRoute", _metadata(access, field_manager, name, settings.gateway_namespace), spec)
+    metadata = _metadata(access, field_manager, name, settings.gateway_namespace)
+    metadata["annotations"][SPEC_HASH_ANNOTATION] = spec_hash(spec)
+    return _desired(HTTPROUTE_API_VERSION, "HTTPRoute", metadata, spec)
 
 
 def _reference_grant(access: InstanceAccess, settings: AccessSettings, field_manager: str) -> DesiredObject:

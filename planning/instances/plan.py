@@ -1,43 +1,51 @@
 """App instances: from AppInstances to HelmReleases, Gateway access and status (seed 000/001).
 
-Order, per instance: spec validity -> enabled -> application known -> required modules Ready
-(a disabled one is never overridden: WaitingForModules) -> required CRDs served (else
-WaitingForCRD, and no release this run) -> the HelmRelease and the Gateway objects. The guard
-SecurityPolicies are declared with the routes; the routes reach the backend only once the
-current policies are accepted (accessGuardReady: each policy carries the planned spec hash and
-every ancestor accepted its current generation). The instance is Ready once its HelmRelease is
-Ready for its current generation. Both are decided in planning.readiness. A suspended
-(disabled) or deleted instance has none of these objects. Invariant 6: objects of an instance
-whose spec is now rejected are declared as observed.
+Order, per instance: spec validity (an instance name that cannot be a hostname label is
+invalid too) -> enabled -> application known -> its names held alone (planning.instances.claims:
+else Conflict) -> required modules Ready (a disabled one is never overridden: WaitingForModules)
+-> required CRDs served (else WaitingForCRD, and no release this run) -> the HelmRelease and the
+Gateway objects. The guard SecurityPolicies are declared with the routes; the routes reach the
+backend only once the current policies are accepted. The instance is Ready once its HelmRelease
+is Ready, its guard accepted and its routes accepted with their backend, all for their current
+generation (planning.instances.reach). A suspended (disabled) or deleted instance has none of
+these objects. Invariant 6: objects of an instance whose spec is now rejected, or that lost a
+name to another instance, are declared as observed; a route on a hostname another instance holds
+is not.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
 
 from api.instances import authentication_is_explicit
 from catalogs import ApplicationEntry, Catalogs
-from planning.conditions import READY, status_update
+from planning.conditions import status_update
 from planning.frozen import thaw
 from planning.instances.access import AccessSettings, InstanceAccess, access_objects, hostnames
-from planning.instances.releases import INSTANCE_LABEL, helm_release
+from planning.instances.claims import Claim, Claimant, Conflict, Resolution, backend_service, hostname, release, resolve
+from planning.instances.names import InstanceNames, instance_name_of, instance_name_problem, instance_names, release_name_of, release_namespace_of
+from planning.instances.reach import Gate, InstancePhase, guard_gates, instance_phase, route_gates
+from planning.instances.releases import INSTANCE_LABEL, helm_release, helm_release_name
 from planning.intent import Intent, Parsed
 from planning.kustomizations import SourceRef
 from planning.labels import is_generated
 from planning.modules import ModulePlan, waiting_on_modules
 from planning.names import LABEL_VALUE_LIMIT, fit
 from planning.objects import DesiredObject, StatusUpdate
-from planning.readiness import SPEC_HASH_ANNOTATION, Verdict, Waiting, flux_readiness, security_policy_readiness
+from planning.readiness import flux_readiness
 from planning.reasons import Reason
 from planning.requirements import Requirement
 from planning.settings import PlanSettings
 from planning.snapshot import GenericObject, Snapshot
+from planning.unreadable import instance_hold
 
 GATEWAY_CRDS = ("httproutes.gateway.networking.k8s.io", "referencegrants.gateway.networking.k8s.io", "securitypolicies.gateway.envoyproxy.io")
 HELM_RELEASE_CRD = "helmreleases.helm.toolkit.fluxcd.io"
+URL_SCHEME = "https"
+"""The Gateway serves instances over TLS: the OIDC redirect (planning.instances.access) is https."""
 
 
 @dataclass(frozen=True)
@@ -66,6 +74,200 @@ class InstancePlan:
         return tuple(o for outcome in self.outcomes for o in outcome.objects)
 
 
+@dataclass(frozen=True)
+class _Context:
+    modules: ModulePlan
+    snapshot: Snapshot
+    settings: PlanSettings
+    source: SourceRef
+    now: datetime
+    access_settings: AccessSettings
+
+    @property
+    def dashboard_hosts(self) -> tuple[str, ...]:
+        prefix = self.access_settings.dashboard_host_prefix
+        return tuple(f"{prefix}.{d}" for d in (self.settings.local_domain, self.settings.domain))
+
+
+@dataclass(frozen=True)
+class _Candidate:
+    """A valid, enabled instance of a known application: what it asks for."""
+
+    parsed: Parsed[Any]
+    requirement: Requirement
+    application: ApplicationEntry
+    names: InstanceNames
+    hosts: tuple[str, str | None]
+    observed_release: GenericObject | None
+
+
+@dataclass(frozen=True)
+class _Result:
+    """What one instance gets: objects, status, its line in the Appliance's summary."""
+
+    outcome: InstanceOutcome | None = None
+    status: StatusUpdate | None = None
+    summary: InstanceSummary | None = None
+    kept: tuple[DesiredObject, ...] = ()
+    """Objects kept as last applied for a rejected spec: they hold their names (planning.instances.claims)."""
+
+
+def plan_instances(
+    *,
+    intent: Intent,
+    requirements: tuple[Requirement, ...],
+    modules: ModulePlan,
+    snapshot: Snapshot,
+    catalogs: Catalogs,
+    settings: PlanSettings,
+    source: SourceRef,
+    now: datetime,
+    access_settings: AccessSettings = AccessSettings(),
+) -> InstancePlan:
+    """Every instance's objects and status, and the Appliance's summary of them. Pure."""
+    context = _Context(modules, snapshot, settings, source, now, access_settings)
+    by_requester = {r.requester: r for r in requirements}
+    results: dict[str, _Result] = {}
+    candidates: list[_Candidate] = []
+    for parsed in intent.app_instances:
+        candidate = _candidate(parsed, by_requester, catalogs, context)
+        if isinstance(candidate, _Candidate):
+            candidates.append(candidate)
+        else:
+            results[parsed.name] = candidate
+    resolution = resolve(_claimants(intent, candidates, results, context))
+    for candidate in candidates:
+        conflict = resolution.conflicts.get(_ref(candidate.parsed))
+        if conflict is not None:
+            results[candidate.parsed.name] = _conflicted(candidate, conflict, resolution, context)
+        else:
+            results[candidate.parsed.name] = _held_instance(_instance(candidate, context), candidate, context)
+    ordered = [results[p.name] for p in intent.app_instances]
+    return InstancePlan(
+        outcomes=tuple(r.outcome for r in ordered if r.outcome is not None),
+        statuses=tuple(r.status for r in ordered if r.status is not None),
+        summaries=tuple(r.summary for r in ordered if r.summary is not None),
+    )
+
+
+STATUS_CORE = frozenset({"phase", "reason", "message", "observedGeneration", "conditions"})
+
+
+def _held_instance(result: _Result, candidate: _Candidate, context: _Context) -> _Result:
+    """An instance whose target namespace could not be read (planning/unreadable.py). Pure.
+
+    Its HelmRelease and routes (system namespace) are declared as planned; its objects in the
+    unreadable namespace (the ReferenceGrant) only when its last status shows them declared.
+    """
+    parsed = candidate.parsed
+    hold = instance_hold(context.snapshot, parsed.spec.target_namespace, parsed.obj.status)
+    if hold is None or result.outcome is None or result.status is None:
+        return result
+    extra = {key: value for key, value in result.status.status.items() if key not in STATUS_CORE}
+    status = hold.status(parsed, now=context.now, extra=thaw(extra))
+    summary = result.summary
+    if summary is not None:
+        summary = replace(summary, status={**summary.status, "phase": status.status["phase"], "message": status.status["message"]})
+    outcome = replace(result.outcome, objects=hold.objects(result.outcome.objects))
+    return replace(result, outcome=outcome, status=status, summary=summary)
+
+
+def _ref(parsed: Parsed[Any]) -> str:
+    return f"{parsed.obj.meta.namespace or ''}/{parsed.name}"
+
+
+def _candidate(parsed: Parsed[Any], by_requester: Mapping[str, Requirement], catalogs: Catalogs, context: _Context) -> _Candidate | _Result:
+    """A candidate for objects, or the result of an instance that gets none of its own. Pure."""
+    now = context.now
+    if parsed.error is not None:
+        return _failed(parsed, Reason.INVALID_SPEC, str(parsed.error), context)
+    if not parsed.enabled:
+        message = "AppInstance is disabled; its release and routes are removed."
+        return _Result(status=status_update(parsed, phase=InstancePhase.DISABLED, reason=Reason.DISABLED, message=message, now=now))
+    requirement = by_requester[f"AppInstance/{parsed.name}"]
+    if requirement.problem is not None:
+        return _failed(parsed, requirement.problem, requirement.problem_message, context)
+    spec = parsed.spec
+    name = instance_name_of(values=spec.values, object_name=parsed.name)
+    problem = instance_name_problem(name)
+    if problem is not None:
+        return _failed(parsed, Reason.INVALID_SPEC, problem, context)
+    application = catalogs.applications.get(spec.application)
+    observed = context.snapshot.generic("HelmRelease", context.settings.system_namespace, helm_release_name(parsed.name))
+    names = instance_names(application=application, instance_name=name, observed_release=observed)
+    settings = context.settings
+    hosts = hostnames(instance_name=name, application=application.name, domain=settings.domain, local_domain=settings.local_domain, exposure=spec.access.exposure)
+    return _Candidate(parsed, requirement, application, names, hosts, observed)
+
+
+def _failed(parsed: Parsed[Any], reason: Reason, message: str, context: _Context) -> _Result:
+    kept = _kept(context.snapshot, parsed.name)
+    status = status_update(parsed, phase=InstancePhase.FAILED, reason=reason, message=message, now=context.now)
+    return _Result(outcome=InstanceOutcome(parsed.name, kept), status=status, kept=kept)
+
+
+def _claimants(intent: Intent, candidates: list[_Candidate], results: Mapping[str, _Result], context: _Context) -> list[Claimant]:
+    """What every instance that is not disabled asks for and holds. Pure."""
+    claimants = []
+    for candidate in candidates:
+        parsed, names = candidate.parsed, candidate.names
+        namespace = parsed.spec.target_namespace
+        wants = (
+            *(hostname(h) for h in candidate.hosts if h is not None),
+            release(namespace, names.release),
+            backend_service(namespace, names.backend_service),
+        )
+        holds: tuple[Claim, ...] = ()
+        observed = candidate.observed_release
+        if observed is not None:
+            held_namespace = release_namespace_of(spec=observed.spec, namespace=observed.meta.namespace or "")
+            held = release_name_of(spec=observed.spec, name=observed.meta.name)
+            holds = (release(held_namespace, held), backend_service(held_namespace, candidate.application.backend_service_for(held)))
+        claimants.append(Claimant(parsed.obj.meta.namespace or "", parsed.name, parsed.obj.meta.creation_timestamp, wants, holds))
+    for parsed in intent.app_instances:
+        result = results.get(parsed.name)
+        if result is not None and result.kept:
+            claimants.append(Claimant(parsed.obj.meta.namespace or "", parsed.name, parsed.obj.meta.creation_timestamp, holds=_held_by(result.kept, context)))
+    return claimants
+
+
+def _held_by(kept: tuple[DesiredObject, ...], context: _Context) -> tuple[Claim, ...]:
+    """The names objects kept as last applied hold: release, Services and hostnames. Pure."""
+    held: list[Claim] = []
+    for obj in kept:
+        spec = obj.body.get("spec") or {}
+        if obj.kind == "HelmRelease":
+            held.append(release(release_namespace_of(spec=spec, namespace=obj.namespace or ""), release_name_of(spec=spec, name=obj.name)))
+        if obj.kind == "HTTPRoute":
+            held += [hostname(str(h)) for h in spec.get("hostnames") or () if h not in context.dashboard_hosts]
+            refs = [ref for rule in spec.get("rules") or () for ref in rule.get("backendRefs") or ()]
+            held += [backend_service(str(ref.get("namespace") or ""), str(ref.get("name"))) for ref in refs]
+    return tuple(held)
+
+
+def _conflicted(candidate: _Candidate, conflict: Conflict, resolution: Resolution, context: _Context) -> _Result:
+    """A Conflict: what the instance runs stays as last applied, except routes on a hostname another holds."""
+    parsed = candidate.parsed
+    ref = _ref(parsed)
+    kept = tuple(o for o in _kept(context.snapshot, parsed.name) if not _route_on_held_host(o, resolution, ref))
+    holder_namespace, _, holder_name = conflict.holder.partition("/")
+    extra = {
+        "kind": candidate.application.output_kind,
+        "name": candidate.names.instance_name,
+        "namespace": parsed.spec.target_namespace,
+        "accessGuardReady": False,
+        "conflictsWith": {"kind": "AppInstance", "namespace": holder_namespace, "name": holder_name},
+    }
+    status = status_update(parsed, phase=InstancePhase.CONFLICT, reason=conflict.reason, message=conflict.message, now=context.now, extra=extra)
+    return _Result(outcome=InstanceOutcome(parsed.name, kept), status=status)
+
+
+def _route_on_held_host(obj: DesiredObject, resolution: Resolution, ref: str) -> bool:
+    if obj.kind != "HTTPRoute":
+        return False
+    return any(resolution.held_by_another(hostname(str(h)), ref) for h in obj.body["spec"].get("hostnames") or ())
+
+
 def _kept(snapshot: Snapshot, instance: str) -> tuple[DesiredObject, ...]:
     wanted = fit(instance, LABEL_VALUE_LIMIT)
     kept = []
@@ -83,145 +285,112 @@ def _as_observed(obj: GenericObject) -> DesiredObject:
     return DesiredObject.of(body)
 
 
-def _guard_ready(desired: tuple[DesiredObject, ...], snapshot: Snapshot) -> bool:
-    """Every SecurityPolicy of the instance is the planned one and accepted for its generation
-    (planning.readiness.security_policy_readiness)."""
-    policies = [o for o in desired if o.kind == "SecurityPolicy"]
-    return bool(policies) and all(_policy_readiness(policy, snapshot).ready for policy in policies)
-
-
-def _policy_readiness(policy: DesiredObject, snapshot: Snapshot) -> Verdict:
-    observed = snapshot.generic("SecurityPolicy", policy.namespace or "", policy.name)
-    return security_policy_readiness(observed, planned_hash=policy.body["metadata"]["annotations"][SPEC_HASH_ANNOTATION])
-
-
-def plan_instances(
-    *,
-    intent: Intent,
-    requirements: tuple[Requirement, ...],
-    modules: ModulePlan,
-    snapshot: Snapshot,
-    catalogs: Catalogs,
-    settings: PlanSettings,
-    source: SourceRef,
-    now: datetime,
-    access_settings: AccessSettings = AccessSettings(),
-) -> InstancePlan:
-    by_requester = {r.requester: r for r in requirements}
-    outcomes: list[InstanceOutcome] = []
-    statuses: list[StatusUpdate] = []
-    summaries: list[InstanceSummary] = []
-    for parsed in intent.app_instances:
-        if parsed.error is not None:
-            statuses.append(status_update(parsed, phase="Failed", reason=Reason.INVALID_SPEC, message=str(parsed.error), now=now))
-            outcomes.append(InstanceOutcome(parsed.name, _kept(snapshot, parsed.name)))
-            continue
-        if not parsed.enabled:
-            statuses.append(status_update(parsed, phase="Disabled", reason=Reason.DISABLED, message="AppInstance is disabled; its release and routes are removed.", now=now))
-            continue
-        requirement = by_requester[f"AppInstance/{parsed.name}"]
-        if requirement.problem is not None:
-            statuses.append(status_update(parsed, phase="Failed", reason=requirement.problem, message=requirement.problem_message, now=now))
-            outcomes.append(InstanceOutcome(parsed.name, _kept(snapshot, parsed.name)))
-            continue
-        outcome, status, summary = _instance(parsed, requirement, modules, snapshot, catalogs, settings, source, now, access_settings)
-        outcomes.append(outcome)
-        statuses.append(status)
-        summaries.append(summary)
-    return InstancePlan(outcomes=tuple(outcomes), statuses=tuple(statuses), summaries=tuple(summaries))
-
-
-def _instance(parsed, requirement, modules, snapshot, catalogs, settings, source, now, access_settings):
+def _instance(candidate: _Candidate, context: _Context) -> _Result:
+    """Objects, status and summary of an instance that holds its names. Pure."""
+    parsed, application, names = candidate.parsed, candidate.application, candidate.names
     spec = parsed.spec
-    application = catalogs.applications.get(spec.application)
-    instance_name = str(spec.values.get("name") or parsed.name)
-    local_host, public_host = hostnames(
-        instance_name=instance_name,
-        application=application.name,
-        domain=settings.domain,
-        local_domain=settings.local_domain,
-        exposure=spec.access.exposure,
-    )
-    url = f"http://{local_host}/"
-    explicit_none = spec.access.authentication == "none" and authentication_is_explicit(thaw(parsed.obj.spec))
-    authentication = "none" if explicit_none else "sso"
-    extra: dict[str, Any] = {
-        "kind": application.output_kind,
-        "name": instance_name,
-        "namespace": spec.target_namespace,
-        "url": url,
-        "authentication": authentication,
-        "accessGuardReady": False,
-        "unauthenticated": "explicitly requested by spec.access.authentication: none" if authentication == "none" else None,
-    }
+    extra = _status_fields(candidate)
 
-    def done(phase: str, reason: str, message: str, objects: tuple[DesiredObject, ...] = ()):
-        status = status_update(parsed, phase=phase, reason=reason, message=message, now=now, extra=extra)
-        summary = InstanceSummary(
-            application=application.name,
-            name=instance_name,
-            status={"phase": phase, "namespace": spec.target_namespace, "kind": application.output_kind, "name": instance_name, "url": url, "message": message},
-        )
-        return InstanceOutcome(parsed.name, objects), status, summary
+    def done(phase: str, reason: str, message: str, objects: tuple[DesiredObject, ...] = ()) -> _Result:
+        status = status_update(parsed, phase=phase, reason=reason, message=message, now=context.now, extra=extra)
+        fields = {"phase": phase, "namespace": spec.target_namespace, "kind": application.output_kind, "name": names.instance_name, "url": extra["url"], "message": message}
+        summary = InstanceSummary(application=application.name, name=names.instance_name, status=fields)
+        return _Result(outcome=InstanceOutcome(parsed.name, objects), status=status, summary=summary)
 
-    waiting = waiting_on_modules(requirement.modules, modules)
+    waiting = waiting_on_modules(candidate.requirement.modules, context.modules)
     if waiting is not None:
         phase, reason, message = waiting
-        return done(phase, reason, message, _kept(snapshot, parsed.name))
-    missing = sorted(set(application.required_crds + GATEWAY_CRDS + (HELM_RELEASE_CRD,)) - snapshot.served_crds)
+        return done(phase, reason, message, _kept(context.snapshot, parsed.name))
+    missing = sorted(set(application.required_crds + GATEWAY_CRDS + (HELM_RELEASE_CRD,)) - context.snapshot.served_crds)
     if missing:
-        return done("WaitingForCRD", Reason.WAITING_FOR_CRD, f"Waiting for CRD {', '.join(missing)} to be served; no release is created until then.")
+        return done(InstancePhase.WAITING_FOR_CRD, Reason.WAITING_FOR_CRD, f"Waiting for CRD {', '.join(missing)} to be served; no release is created until then.")
+    declared = _declared(candidate, extra["authentication"], context)
+    extra["accessGuardReady"] = declared.guard_ready
+    extra["helmRelease"] = f"{declared.release.namespace}/{declared.release.name}"
+    phase, reason, message = instance_phase(release=declared.release_gate, guard=declared.guard, routes=declared.routes, display_name=application.display_name)
+    return done(phase, reason, message, declared.objects)
 
-    def access(guard_ready: bool) -> InstanceAccess:
-        hosts = (local_host, public_host)
-        return _instance_access(parsed, application, instance_name, hosts, authentication, settings, access_settings, guard_ready=guard_ready)
 
-    guard_ready = _guard_ready(access_objects(access(False), access_settings, field_manager=settings.field_manager), snapshot)
-    extra["accessGuardReady"] = guard_ready
-    gateway = access_objects(access(guard_ready), access_settings, field_manager=settings.field_manager)
-    release = helm_release(
-        instance=parsed.name,
-        application=application,
+def _status_fields(candidate: _Candidate) -> dict[str, Any]:
+    """The kind-specific status fields of a candidate, before its objects are judged. Pure."""
+    parsed, names = candidate.parsed, candidate.names
+    spec = parsed.spec
+    explicit_none = spec.access.authentication == "none" and authentication_is_explicit(thaw(parsed.obj.spec))
+    return {
+        "kind": candidate.application.output_kind,
+        "name": names.instance_name,
+        "namespace": spec.target_namespace,
+        "url": f"{URL_SCHEME}://{candidate.hosts[0]}/",
+        "authentication": "none" if explicit_none else "sso",
+        "accessGuardReady": False,
+        "unauthenticated": "explicitly requested by spec.access.authentication: none" if explicit_none else None,
+        "releaseName": names.release,
+        "backendService": f"{spec.target_namespace}/{names.backend_service}",
+    }
+
+
+@dataclass(frozen=True)
+class _Declared:
+    """The objects of an instance that holds its names, and the gates its readiness waits on."""
+
+    release: DesiredObject
+    gateway: tuple[DesiredObject, ...]
+    release_gate: Gate
+    guard: tuple[Gate, ...]
+    routes: tuple[Gate, ...]
+
+    @property
+    def objects(self) -> tuple[DesiredObject, ...]:
+        return (self.release, *self.gateway)
+
+    @property
+    def guard_ready(self) -> bool:
+        return bool(self.guard) and all(g.verdict.ready for g in self.guard)
+
+
+def _declared(candidate: _Candidate, authentication: str, context: _Context) -> _Declared:
+    """The HelmRelease and the Gateway objects, routes opened once the guard is accepted. Pure."""
+    settings, snapshot = context.settings, context.snapshot
+
+    def gateway(guard_ready: bool) -> tuple[DesiredObject, ...]:
+        access = _instance_access(candidate, authentication, context, guard_ready=guard_ready)
+        return access_objects(access, context.access_settings, field_manager=settings.field_manager)
+
+    guard = guard_gates(gateway(False), snapshot)
+    opened = gateway(bool(guard) and all(g.verdict.ready for g in guard))
+    spec = candidate.parsed.spec
+    release_object = helm_release(
+        instance=candidate.parsed.name,
+        release_name=candidate.names.release,
+        application=candidate.application,
         system_namespace=settings.system_namespace,
         target_namespace=spec.target_namespace,
         values=thaw(spec.values),
-        source=source,
+        source=context.source,
         field_manager=settings.field_manager,
     )
-    extra["helmRelease"] = f"{release.namespace}/{release.name}"
-    objects = (release, *gateway)
-    readiness = flux_readiness(snapshot.generic("HelmRelease", release.namespace or "", release.name))
-    guard_note = "" if guard_ready else " Routes reach the application once its access guard is accepted."
-    phase, reason, message = _release_phase(release.name, application.display_name, readiness)
-    return done(phase, reason, message + ("" if phase == "Degraded" else guard_note), objects)
+    observed = snapshot.generic("HelmRelease", release_object.namespace or "", release_object.name)
+    release_gate = Gate("HelmRelease", release_object.name, flux_readiness(observed))
+    return _Declared(release_object, opened, release_gate, guard, route_gates(opened, snapshot))
 
 
-def _instance_access(
-    parsed: Parsed[Any],
-    application: ApplicationEntry,
-    instance_name: str,
-    hosts: tuple[str, str | None],
-    authentication: str,
-    settings: PlanSettings,
-    access_settings: AccessSettings,
-    *,
-    guard_ready: bool,
-) -> InstanceAccess:
+def _instance_access(candidate: _Candidate, authentication: str, context: _Context, *, guard_ready: bool) -> InstanceAccess:
     """The access inputs of one valid, enabled instance. Pure."""
+    parsed = candidate.parsed
     spec = parsed.spec
     sharing = spec.access.sharing
     return InstanceAccess(
         instance=parsed.name,
-        application=application.name,
-        instance_name=instance_name,
+        application=candidate.application.name,
+        instance_name=candidate.names.instance_name,
         namespace=spec.target_namespace,
-        system_namespace=settings.system_namespace,
-        backend_service=application.backend_service_for(instance_name),
-        backend_port=application.backend_port,
-        callback_path=application.callback_path_for(parsed.name),
-        local_host=hosts[0],
-        public_host=hosts[1],
-        dashboard_hosts=tuple(f"{access_settings.dashboard_host_prefix}.{d}" for d in (settings.local_domain, settings.domain)),
+        system_namespace=context.settings.system_namespace,
+        backend_service=candidate.names.backend_service,
+        backend_port=candidate.application.backend_port,
+        callback_path=candidate.application.callback_path_for(parsed.name),
+        local_host=candidate.hosts[0],
+        public_host=candidate.hosts[1],
+        dashboard_hosts=context.dashboard_hosts,
         authentication=authentication,
         role=spec.access.role,
         sharing_mode=sharing.mode if sharing is not None else None,
@@ -229,18 +398,3 @@ def _instance_access(
         groups=tuple(sharing.groups) if sharing is not None else (),
         guard_ready=guard_ready,
     )
-
-
-def _release_phase(name: str, display_name: str, readiness: Verdict) -> tuple[str, str, str]:
-    """Phase, reason and message of an instance from its HelmRelease's readiness. Pure."""
-    if readiness.ready:
-        return READY, Reason.READY, f"{display_name} instance is ready."
-    if readiness.failed:
-        return "Degraded", Reason.HELM_RELEASE_FAILED, f"HelmRelease {name} is not ready ({readiness.reason}): {readiness.message}"
-    if readiness.reason in (Waiting.NOT_FOUND, Waiting.AWAITING_STATUS):
-        return "Reconciling", Reason.RECONCILING, f"HelmRelease {name} is being installed."
-    if readiness.reason == Waiting.SUSPENDED:
-        return "Reconciling", Reason.RECONCILING, f"HelmRelease {name} is suspended; Flux resumes it once unsuspended."
-    if readiness.reason == Waiting.STALE_GENERATION:
-        return "Reconciling", Reason.RECONCILING, f"HelmRelease {name} changed; {readiness.message}."
-    return "Reconciling", Reason.RECONCILING, f"Flux is reconciling HelmRelease {name}."

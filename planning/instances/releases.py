@@ -1,9 +1,10 @@
 """The Flux HelmRelease generated for one AppInstance (seed 000, Instance Mapping).
 
-Stored in the system namespace, installing into the instance's target namespace, its chart
-read from the GitRepository of Appliance.spec.source, its values the instance's own (an
-agentExecution block of Paperclip included). Helm owns what the chart renders; the program
-owns every Gateway object in front of it.
+Stored in the system namespace under the AppInstance's name, installing into the instance's
+target namespace as the Helm release `release_name` (planning.instances.names: unique per
+instance, kept once created), its chart read from the GitRepository of Appliance.spec.source,
+its values the instance's own (an agentExecution block of Paperclip included). Helm owns what
+the chart renders, named after the release; the program owns every Gateway object in front of it.
 """
 
 from __future__ import annotations
@@ -19,16 +20,18 @@ from planning.objects import DesiredObject
 HELM_RELEASE_API_VERSION = "helm.toolkit.fluxcd.io/v2"
 INSTANCE_LABEL = "appliance.magicstick.dev/app-instance"
 HELM_RELEASE_NAME_LIMIT = 53
-"""Helm release names are at most 53 characters."""
+"""Helm release names are at most 53 characters (the object's name once was its release name)."""
 
 
 def helm_release_name(instance: str) -> str:
+    """The HelmRelease object's name: the AppInstance's, as it always was. Pure."""
     return fit(instance, HELM_RELEASE_NAME_LIMIT)
 
 
 def helm_release(
     *,
     instance: str,
+    release_name: str,
     application: ApplicationEntry,
     system_namespace: str,
     target_namespace: str,
@@ -48,7 +51,7 @@ def helm_release(
         },
         "spec": {
             "interval": INTERVAL,
-            "releaseName": name,
+            "releaseName": release_name,
             "targetNamespace": target_namespace,
             "chart": {
                 "spec": {

@@ -28,7 +28,7 @@ from planning.labels import FIELD_MANAGER_ANNOTATION, MANAGED_BY, MANAGED_BY_VAL
 from planning.models.resolve import ResolvedLocalModel
 from planning.names import KUBEAI_MODEL_NAME_LIMIT, LABEL_VALUE_LIMIT, fit
 from planning.objects import DesiredObject
-from planning.snapshot import KubeAIModel
+from planning.snapshot import KubeAIModel, Snapshot
 
 MODEL_API_VERSION = "kubeai.org/v1"
 ACTIVATION_LABEL = "appliance.magicstick.dev/model-activation"
@@ -36,6 +36,11 @@ ACTIVATION_ANNOTATION = "appliance.magicstick.dev/activation"
 VISION_ANNOTATION = "appliance.magicstick.dev/vision-attention"
 MAX_CPU_PROFILES = 64
 """Bound of the runtime-profile store: at most this many profiles are the program's own."""
+PROFILE_STORE_NAMESPACE = "flux-system"
+PROFILE_STORE_CONFIG_MAP = "magicstick-runtime-profiles"
+PROFILE_STORE_KEY = "values.json"
+"""The runtime-profile store: a Helm values document `{"resourceProfiles": {<name>: <profile>}}`."""
+CPU_PROFILE_PREFIX = "magicstick-cpu-"
 MODEL_SERVER_PORT = 8000
 """KubeAI's model server containers (vLLM and Ollama alike) listen on port 8000."""
 SCALE_DOWN_DELAY_SECONDS = 30
@@ -63,7 +68,29 @@ def cpu_profile(resolved: ResolvedLocalModel) -> CpuProfile:
     if limits:
         body["limits"] = limits
     digest = hashlib.sha256(json.dumps(body, sort_keys=True).encode()).hexdigest()[:10]
-    return CpuProfile(name=f"magicstick-cpu-{resolved.engine.lower()}-{digest}", body=freeze(body))
+    return CpuProfile(name=f"{CPU_PROFILE_PREFIX}{resolved.engine.lower()}-{digest}", body=freeze(body))
+
+
+def applied_cpu_profile(observed: KubeAIModel, *, snapshot: Snapshot) -> CpuProfile | None:
+    """The CPU profile the observed Model runs on, as the runtime-profile store holds it, or
+    None (not a CPU profile of ours, or not in the store). Pure.
+
+    A Model kept as it runs (invariant 6, deferrals) keeps its profile: without it the store
+    entry would be removed and KubeAI could no longer schedule the Model.
+    """
+    reference = observed.spec.get("resourceProfile")
+    name = reference.partition(":")[0] if isinstance(reference, str) else ""
+    if not name.startswith(CPU_PROFILE_PREFIX):
+        return None
+    store = snapshot.config_map(PROFILE_STORE_NAMESPACE, PROFILE_STORE_CONFIG_MAP)
+    text = store.data.get(PROFILE_STORE_KEY) if store is not None else None
+    try:
+        document = json.loads(text) if isinstance(text, str) else None
+    except json.JSONDecodeError:
+        return None
+    profiles = document.get("resourceProfiles") if isinstance(document, dict) else None
+    body = profiles.get(name) if isinstance(profiles, dict) else None
+    return CpuProfile(name=name, body=freeze(body)) if isinstance(body, dict) else None
 
 
 def _vision_overrides(resolved: ResolvedLocalModel, catalogs: Catalogs) -> tuple[list[str], dict[str, str], set[str], set[str]]:

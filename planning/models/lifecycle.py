@@ -24,7 +24,7 @@ from typing import Any
 from planning.conditions import rfc3339
 from planning.models.recovery import RecoveryDecision, RecoveryState, TerminalPod, decide_recovery
 from planning.readiness import kubeai_model_readiness
-from planning.snapshot import KubeAIModel, Pod
+from planning.snapshot import KubeAIModel, OllamaObservation, Pod
 
 POD_CREATION_TIMEOUT = timedelta(minutes=2)
 TERMINAL_PHASES = frozenset({"Failed", "Succeeded"})
@@ -84,6 +84,7 @@ def model_lifecycle(
     engine: str,
     now: datetime,
     alias_missing_on: tuple[str, ...],
+    ollama_unreachable: tuple[OllamaObservation, ...] = (),
     published: bool,
 ) -> Lifecycle:
     """The phase of a local model whose KubeAI Model exists. Pure."""
@@ -116,6 +117,9 @@ def model_lifecycle(
         return lifecycle("WaitingForPod", "WaitingForPod", f"Waiting for a Pod of the KubeAI Model; {replicas}.", timer)
     if ready == 0:
         return lifecycle("Starting", "WaitingForReplica", f"Pod created, no replica ready yet; {replicas}.")
+    if ollama_unreachable:
+        answers = "; ".join(f"{seen.pod}: {seen.error}" for seen in ollama_unreachable)
+        return lifecycle("Degraded", "OllamaUnreachable", f"Ollama does not answer on {answers}; {replicas}.")
     if alias_missing_on:
         return lifecycle(
             "Starting",

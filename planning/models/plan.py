@@ -19,11 +19,21 @@ from typing import Any
 from api.hostoperations import TERMINAL_PHASES as HOST_TERMINAL_PHASES
 from api.validation import SpecError
 from catalogs import Catalogs
+from planning.frozen import thaw
 from planning.conditions import READY, rfc3339, status_update
 from planning.hardware.capacity import AcceleratorCapacity, published_resource
 from planning.intent import Intent, Parsed
 from planning.labels import FIELD_MANAGER_ANNOTATION, MANAGED_BY, MANAGED_BY_VALUE
-from planning.models.kubeai import ACTIVATION_LABEL, MAX_CPU_PROFILES, CpuProfile, cpu_profile, kept_model, kubeai_model, model_name
+from planning.models.kubeai import (
+    ACTIVATION_LABEL,
+    MAX_CPU_PROFILES,
+    CpuProfile,
+    applied_cpu_profile,
+    cpu_profile,
+    kept_model,
+    kubeai_model,
+    model_name,
+)
 from planning.models.lifecycle import Lifecycle, model_lifecycle
 from planning.models.recovery import TerminalPod
 from planning.models.resolve import ResolvedLocalModel, resolve_local
@@ -31,9 +41,10 @@ from planning.modules import ModulePlan, waiting_on_modules
 from planning.names import LABEL_VALUE_LIMIT, fit
 from planning.objects import DesiredObject, StatusUpdate
 from planning.reasons import Reason
-from planning.requirements import Requirement
+from planning.requirements import Requirement, requester_of
 from planning.settings import PlanSettings
-from planning.snapshot import KubeAIModel, Snapshot
+from planning.snapshot import KubeAIModel, OllamaObservation, OllamaProbe, Snapshot
+from planning.unreadable import Hold, model_hold
 
 MODEL_CATALOG_CONFIG_MAP = "magicstick-model-catalog"
 MODEL_CATALOG_KEY = "models.json"
@@ -95,11 +106,13 @@ def published_models(snapshot: Snapshot, namespace: str) -> frozenset[str]:
 
 
 def clear_cache_pending(snapshot: Snapshot, namespace: str) -> str | None:
-    """The pending or active clear-model-cache HostOperation, if any."""
+    """The pending or active clear-model-cache HostOperation, if any. A phase that is not a
+    terminal phase's name (absent, or of another shape) counts as pending. Pure."""
     for operation in snapshot.of_kind("HostOperation", namespace):
         if operation.spec.get("action") != CLEAR_MODEL_CACHE:
             continue
-        if (operation.status.get("phase") or "Pending") not in HOST_TERMINAL_PHASES:
+        phase = operation.status.get("phase")
+        if not isinstance(phase, str) or phase not in HOST_TERMINAL_PHASES:
             return operation.meta.name
     return None
 
@@ -162,6 +175,7 @@ def plan_models(
     settings: PlanSettings,
     now: datetime,
 ) -> ModelPlan:
+    """Every ModelActivation's outcome and status, in name order. Pure."""
     by_requester = {r.requester: r for r in requirements}
     published = published_models(snapshot, settings.system_namespace)
     deferral = clear_cache_pending(snapshot, settings.system_namespace)
@@ -171,42 +185,42 @@ def plan_models(
     external_entries: list[dict[str, Any]] = []
     for parsed in intent.model_activations:
         observed = _observed_model(snapshot, parsed)
-        kept = kept_model(observed) if observed is not None else None
-        if parsed.error is not None:
-            statuses.append(status_update(parsed, phase="Failed", reason=Reason.INVALID_SPEC, message=str(parsed.error), now=now))
-            outcomes.append(ModelOutcome(activation=parsed.name, model=kept))
-            continue
-        if not parsed.enabled:
+        requirement = by_requester.get(requester_of(parsed))
+        if not parsed.enabled and parsed.error is None:
             statuses.append(status_update(parsed, phase="Disabled", reason=Reason.DISABLED, message="ModelActivation is disabled.", now=now))
             continue
-        requirement = by_requester[f"ModelActivation/{parsed.name}"]
-        if requirement.problem is not None:
-            statuses.append(status_update(parsed, phase="Failed", reason=requirement.problem, message=requirement.problem_message, now=now))
-            outcomes.append(ModelOutcome(activation=parsed.name, model=kept))
-            continue
-        spec = parsed.spec
-        if spec.type == "external":
+        if requirement is None or requirement.problem is not None:
+            reason, message = (Reason.INVALID_SPEC, str(parsed.error)) if requirement is None else (requirement.problem, requirement.problem_message)
+            statuses.append(status_update(parsed, phase="Failed", reason=reason, message=message, now=now))
+            outcome = _kept(parsed.name, observed, snapshot)
+            external_entries += applied_external_entries(snapshot, namespace=settings.system_namespace, activation=parsed.name)
+        elif parsed.spec.type == "external":
             outcome, status, entry = _external(parsed, requirement, modules, published, now)
             statuses.append(status)
-            if entry is not None:
-                external_entries.append(entry)
+            external_entries.append(entry)
             continue
-        outcome, status = _local(
-            parsed=parsed,
-            requirement=requirement,
-            modules=modules,
-            snapshot=snapshot,
-            observed=observed,
-            capacity=capacity,
-            catalogs=catalogs,
-            settings=settings,
-            published=published,
-            deferral=deferral,
-            profiles=profiles,
-            now=now,
-        )
+        else:
+            outcome, status = _local(
+                parsed=parsed,
+                requirement=requirement,
+                modules=modules,
+                snapshot=snapshot,
+                observed=observed,
+                capacity=capacity,
+                catalogs=catalogs,
+                settings=settings,
+                published=published,
+                deferral=deferral,
+                profiles=profiles,
+                now=now,
+            )
+            hold = model_hold(snapshot, parsed.spec.target_namespace, parsed.obj.status)
+            if hold is not None:
+                outcome, status = _held(parsed, outcome, status, hold, now)
+            statuses.append(status)
         outcomes.append(outcome)
-        statuses.append(status)
+        if outcome.cpu_profile is not None:
+            profiles.add(outcome.cpu_profile.name)
     return ModelPlan(
         outcomes=tuple(outcomes),
         statuses=tuple(statuses),
@@ -214,15 +228,52 @@ def plan_models(
     )
 
 
+HELD_FIELDS = frozenset(
+    {"modelRef", "catalogId", "computeTarget", "engine", "requestedKvCacheType", "resolvedResourceProfile",
+     "memoryRequiredMi", "vramRequiredMi", "cpuResources", "preset", "artifact"}
+)
+"""What the status of an activation in an unreadable namespace keeps: what its spec resolves to."""
+
+
+def _held(parsed: Parsed[Any], outcome: ModelOutcome, status: StatusUpdate, hold: Hold, now: datetime) -> tuple[ModelOutcome, StatusUpdate]:
+    """A local activation whose target namespace could not be read (planning/unreadable.py). Pure.
+
+    Its KubeAI Model and CPU profile stay declared, from the spec, only when its last status shows
+    them declared there; no Pod is deleted and no alias is set, since none was seen.
+    """
+    kept = ModelOutcome(outcome.activation, model=outcome.model, cpu_profile=outcome.cpu_profile) if hold.keeps_declared else ModelOutcome(outcome.activation)
+    fields = {key: value for key, value in status.status.items() if key in HELD_FIELDS}
+    return kept, hold.status(parsed, now=now, extra=thaw(fields))
+
+
+def _kept(activation: str, observed: KubeAIModel | None, snapshot: Snapshot) -> ModelOutcome:
+    """The Model as it runs, with the CPU profile it runs on (invariant 6, deferrals, waits). Pure."""
+    if observed is None:
+        return ModelOutcome(activation)
+    return ModelOutcome(activation, model=kept_model(observed), cpu_profile=applied_cpu_profile(observed, snapshot=snapshot))
+
+
+def applied_external_entries(snapshot: Snapshot, *, namespace: str, activation: str) -> list[dict[str, Any]]:
+    """The entry of `activation` in the generated external-model list as the cluster holds it
+    (at most one), so a rejected edit leaves the model routable (invariant 6). Pure."""
+    listing = snapshot.config_map(namespace, EXTERNAL_MODELS_CONFIG_MAP)
+    text = listing.data.get(EXTERNAL_MODELS_KEY) if listing is not None else None
+    try:
+        entries = json.loads(text) if isinstance(text, str) else []
+    except json.JSONDecodeError:
+        return []
+    if not isinstance(entries, list):
+        return []
+    return [e for e in entries if isinstance(e, dict) and e.get("id") == activation][:1]
+
+
 def _external(parsed: Parsed[Any], requirement: Requirement, modules: ModulePlan, published: frozenset[str], now: datetime):
     spec = parsed.spec.external
     extra = {"catalogId": parsed.name, "engine": "LiteLLM", "externalModel": spec.model}
-    entry = {
-        "id": parsed.name,
-        "model": spec.model,
-        "modelType": spec.model_type,
-        "apiKeySecretRef": {"name": spec.api_key_secret_ref.name, "key": spec.api_key_secret_ref.key, "namespace": parsed.spec.target_namespace},
-    }
+    entry: dict[str, Any] = {"id": parsed.name, "model": spec.model, "modelType": spec.model_type}
+    key = spec.api_key_secret_ref
+    if key is not None:
+        entry["apiKeySecretRef"] = {"name": key.name, "key": key.key, "namespace": parsed.spec.target_namespace}
     if spec.api_base:
         entry["apiBase"] = spec.api_base
     waiting = waiting_on_modules(requirement.modules, modules)
@@ -230,8 +281,8 @@ def _external(parsed: Parsed[Any], requirement: Requirement, modules: ModulePlan
         phase, reason, message = waiting
         return None, status_update(parsed, phase=phase, reason=reason, message=message, now=now, extra=extra), entry
     if parsed.name not in published:
-        return None, status_update(parsed, phase="Starting", reason="WaitingForModelCatalog", message="Registered with LiteLLM; waiting for the model catalog to publish it.", now=now, extra=extra), entry
-    return None, status_update(parsed, phase=READY, reason="Ready", message="Model is available in the generated model catalog.", now=now, extra=extra), entry
+        return None, status_update(parsed, phase="Starting", reason=Reason.WAITING_FOR_MODEL_CATALOG, message="Registered with LiteLLM; waiting for the model catalog to publish it.", now=now, extra=extra), entry
+    return None, status_update(parsed, phase=READY, reason=Reason.READY, message="Model is available in the generated model catalog.", now=now, extra=extra), entry
 
 
 def _external_models(entries: list[dict[str, Any]], settings: PlanSettings) -> DesiredObject:
@@ -271,60 +322,101 @@ def _local(
     """One local activation. `profiles` collects the CPU profiles admitted so far (activations
     come in name order, so the same ones keep theirs from run to run); one beyond the store's
     bound fails this activation instead of the run."""
-    kept = kept_model(observed) if observed is not None else None
+    kept = _kept(parsed.name, observed, snapshot)
     local = parsed.spec.local
-    namespace = parsed.spec.target_namespace
-    name = model_name(parsed.name)
     try:
         resolved = resolve_local(local, catalogs)
     except SpecError as error:
-        return ModelOutcome(parsed.name, model=kept), status_update(parsed, phase="Failed", reason=Reason.INVALID_SPEC, message=str(error), now=now)
-    engine = catalogs.engines.get(resolved.engine)
-    if not engine.uses_kubeai or local.realtime is not None:
+        return kept, status_update(parsed, phase="Failed", reason=Reason.INVALID_SPEC, message=str(error), now=now)
+    if not catalogs.engines.get(resolved.engine).uses_kubeai or local.realtime is not None:
         runtime = "realtime vLLM-Omni" if local.realtime is not None else resolved.engine
-        return ModelOutcome(parsed.name), status_update(
-            parsed, phase="Pending", reason="RuntimeNotManaged", message=f"The {runtime} runtime is not reconciled by this version.", now=now
-        )
-    waiting = waiting_on_modules(requirement.modules, modules)
+        message = f"The {runtime} runtime is not reconciled by this version."
+        return ModelOutcome(parsed.name), status_update(parsed, phase="Pending", reason=Reason.RUNTIME_NOT_MANAGED, message=message, now=now)
+    namespace, name = parsed.spec.target_namespace, model_name(parsed.name)
+    waiting = _waiting(requirement, modules, observed, deferral)
     if waiting is not None:
         phase, reason, message = waiting
-        return ModelOutcome(parsed.name, model=kept), status_update(parsed, phase=phase, reason=reason, message=message, now=now, extra=_resolved_fields(resolved, namespace, name, None))
-    if deferral is not None and observed is None:
-        return ModelOutcome(parsed.name), status_update(
-            parsed,
-            phase="Pending",
-            reason="DeferredByHostOperation",
-            message=f"HostOperation/{deferral} clears the model cache; new local runtimes wait until it ends.",
-            now=now,
-            extra=_resolved_fields(resolved, namespace, name, None),
-        )
-    if deferral is not None:
-        return ModelOutcome(parsed.name, model=kept), status_update(
-            parsed,
-            phase="Starting",
-            reason="DeferredByHostOperation",
-            message=f"HostOperation/{deferral} clears the model cache; the runtime is left as it is until it ends.",
-            now=now,
-            extra=_resolved_fields(resolved, namespace, name, observed.spec.get("resourceProfile")),
-        )
+        in_use = observed.spec.get("resourceProfile") if observed is not None and reason is Reason.DEFERRED_BY_HOST_OPERATION else None
+        return kept, status_update(parsed, phase=phase, reason=reason, message=message, now=now, extra=_resolved_fields(resolved, namespace, name, in_use))
     profile, profile_entry = _resource_profile(resolved, capacity, catalogs)
     fields = _resolved_fields(resolved, namespace, name, profile)
+    refused = _not_admitted(profile, profile_entry, profiles, requirement, resolved, catalogs)
+    if refused is not None:
+        phase, reason, message = refused
+        return kept, status_update(parsed, phase=phase, reason=reason, message=message, now=now, extra=fields)
+    outcome, phase, reason, message = _runtime(
+        parsed=parsed,
+        resolved=resolved,
+        profile=profile,
+        profile_entry=profile_entry,
+        observed=observed,
+        snapshot=snapshot,
+        catalogs=catalogs,
+        settings=settings,
+        published=published,
+        fields=fields,
+        now=now,
+    )
+    return outcome, status_update(parsed, phase=phase, reason=reason, message=message, now=now, extra=fields)
+
+
+def _waiting(
+    requirement: Requirement, modules: ModulePlan, observed: KubeAIModel | None, deferral: str | None
+) -> tuple[str, str, str] | None:
+    """Why a resolved activation waits before its runtime is considered: its modules, or a
+    clear-model-cache HostOperation (a new runtime waits, an existing one is left as it is). Pure."""
+    waiting = waiting_on_modules(requirement.modules, modules)
+    if waiting is not None:
+        return waiting
+    if deferral is None:
+        return None
+    if observed is None:
+        return "Pending", Reason.DEFERRED_BY_HOST_OPERATION, f"HostOperation/{deferral} clears the model cache; new local runtimes wait until it ends."
+    return "Starting", Reason.DEFERRED_BY_HOST_OPERATION, f"HostOperation/{deferral} clears the model cache; the runtime is left as it is until it ends."
+
+
+def _not_admitted(
+    profile: str | None,
+    profile_entry: CpuProfile | None,
+    profiles: set[str],
+    requirement: Requirement,
+    resolved: ResolvedLocalModel,
+    catalogs: Catalogs,
+) -> tuple[str, str, str] | None:
+    """Why the activation gets no runtime yet: the profile store is full, or no GPU of its target
+    is published (naming missing hardware when the requirement knows it). Admits a new CPU profile
+    into `profiles` otherwise."""
     if profile_entry is not None and profile_entry.name not in profiles:
         if len(profiles) >= MAX_CPU_PROFILES:
-            return ModelOutcome(parsed.name, model=kept), status_update(
-                parsed,
-                phase="Failed",
-                reason="RuntimeProfileStoreFull",
-                message=f"The runtime-profile store holds at most {MAX_CPU_PROFILES} CPU profiles; use the memory and CPU settings of an existing model to share its profile.",
-                now=now,
-                extra=fields,
+            return "Failed", Reason.RUNTIME_PROFILE_STORE_FULL, (
+                f"The runtime-profile store holds at most {MAX_CPU_PROFILES} CPU profiles; "
+                "use the memory and CPU settings of an existing model to share its profile."
             )
         profiles.add(profile_entry.name)
     if profile is None:
         resources = " or ".join(catalogs.compute_targets.get(resolved.compute_target).resource_names)
-        return ModelOutcome(parsed.name, model=kept), status_update(
-            parsed, phase="WaitingForGPU", reason="WaitingForGPU", message=f"No node publishes an allocatable {resources} yet.", now=now, extra=fields
-        )
+        return "WaitingForGPU", Reason.WAITING_FOR_GPU, requirement.missing_hardware_message or f"No node publishes an allocatable {resources} yet."
+    return None
+
+
+def _runtime(
+    *,
+    parsed: Parsed[Any],
+    resolved: ResolvedLocalModel,
+    profile: str,
+    profile_entry: CpuProfile | None,
+    observed: KubeAIModel | None,
+    snapshot: Snapshot,
+    catalogs: Catalogs,
+    settings: PlanSettings,
+    published: frozenset[str],
+    fields: dict[str, Any],
+    now: datetime,
+) -> tuple[ModelOutcome, str, str, str]:
+    """The KubeAI Model of one admitted activation and where its lifecycle stands: the outcome,
+    phase, reason and message; `fields` gains the lifecycle's status fields."""
+    namespace = parsed.spec.target_namespace
+    name = model_name(parsed.name)
     desired = kubeai_model(
         activation=parsed.name,
         system_namespace=settings.system_namespace,
@@ -336,9 +428,8 @@ def _local(
         field_manager=settings.field_manager,
     )
     if observed is None:
-        return ModelOutcome(parsed.name, model=desired, cpu_profile=profile_entry), status_update(
-            parsed, phase="WaitingForPod", reason="WaitingForPod", message=f"KubeAI Model {namespace}/{name} is being created ({resolved.engine}).", now=now, extra=fields
-        )
+        created = ModelOutcome(parsed.name, model=desired, cpu_profile=profile_entry)
+        return created, "WaitingForPod", Reason.WAITING_FOR_POD, f"KubeAI Model {namespace}/{name} is being created ({resolved.engine})."
     pods = snapshot.pods_of(observed)
     ready_pods = tuple(p.meta.name for p in pods if p.ready and not p.terminating)
     alias, missing = _alias(resolved, namespace, name, ready_pods, snapshot)
@@ -350,6 +441,7 @@ def _local(
         engine=resolved.engine,
         now=now,
         alias_missing_on=missing,
+        ollama_unreachable=_unreachable(namespace, ready_pods, snapshot),
         published=name in published,
     )
     fields.update(_lifecycle_fields(lifecycle, resolved, namespace, ready_pods, snapshot, now, parsed.obj.status))
@@ -357,7 +449,7 @@ def _local(
     if lifecycle.recovery.delete is not None and lifecycle.recovery.attempt is not None:
         deletion = PodDeletion(namespace=namespace, pod=lifecycle.recovery.delete, attempt=lifecycle.recovery.attempt)
     outcome = ModelOutcome(parsed.name, model=desired, cpu_profile=profile_entry, pod_deletion=deletion, alias=alias if missing else None)
-    return outcome, status_update(parsed, phase=lifecycle.phase, reason=lifecycle.reason, message=lifecycle.message, now=now, extra=fields)
+    return outcome, lifecycle.phase, lifecycle.reason, lifecycle.message
 
 
 def _alias(resolved: ResolvedLocalModel, namespace: str, name: str, ready_pods: tuple[str, ...], snapshot: Snapshot) -> tuple[AliasRequest, tuple[str, ...]]:
@@ -371,6 +463,12 @@ def _alias(resolved: ResolvedLocalModel, namespace: str, name: str, ready_pods: 
         if seen is None or alias not in seen.tags:
             missing.append(pod)
     return AliasRequest(namespace=namespace, pods=ready_pods, source=source, alias=alias), tuple(missing)
+
+
+def _unreachable(namespace: str, ready_pods: tuple[str, ...], snapshot: Snapshot) -> tuple[OllamaObservation, ...]:
+    """The Ready Pods whose Ollama did not answer this run's probe (providers/ollama.py). Pure."""
+    seen = (snapshot.ollama_of(namespace, pod) for pod in ready_pods)
+    return tuple(o for o in seen if o is not None and o.probe is OllamaProbe.UNREACHABLE)
 
 
 def _ollama_tag(name: str) -> str:

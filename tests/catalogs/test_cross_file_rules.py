@@ -153,6 +153,20 @@ def test_two_applications_with_the_same_name_are_rejected(override, load_error):
     )
 
 
+def test_an_application_name_that_extends_another_by_a_dash_is_rejected_so_release_names_cannot_coincide(override, load_error):
+    def add_hermes_web(document):
+        document["applications"].append({**entry_named(document, "applications", "hermes"), "name": "hermes-web"})
+
+    directory = override("applications.yaml", add_hermes_web)
+    expect(
+        load_error(directory),
+        file=directory / "applications.yaml",
+        entry="hermes-web",
+        field="name",
+        says="starts with 'hermes-'",
+    )
+
+
 def test_a_compute_target_module_must_be_catalogued(override, load_error):
     directory = override(
         "compute-targets.yaml",

@@ -192,14 +192,32 @@ def test_a_callback_path_must_contain_the_instance_placeholder(override, load_er
     assert (error.entry, error.field) == ("hermes", "callbackPath")
 
 
-def test_a_backend_service_template_may_use_only_the_name_placeholder(override, load_error):
+def test_a_backend_service_template_may_use_only_the_release_placeholder(override, load_error):
     directory = override(
         "applications.yaml",
-        lambda d: entry_named(d, "applications", "hermes").update(backendService="{namespace}-{name}"),
+        lambda d: entry_named(d, "applications", "hermes").update(backendService="{namespace}-{release}"),
     )
     error = load_error(directory)
     assert (error.entry, error.field) == ("hermes", "backendService")
     assert "unknown placeholder(s) ['namespace']" in error.message
+
+
+@pytest.mark.parametrize(
+    ("template", "problem"),
+    [
+        ("{name}", "unknown placeholder(s) ['name']"),
+        ("hermes", "must contain '{release}'"),
+        ("{release}-a-very-long-suffix", "at most 10 characters"),
+        ("{release}_web", "lower-case letters, digits and '-'"),
+        ("{release}-", "lower-case letters, digits and '-'"),
+    ],
+    ids=["instance-name-alone", "no-placeholder", "suffix-too-long", "underscore", "trailing-dash"],
+)
+def test_a_backend_service_template_must_derive_a_service_name_from_the_release_name(override, load_error, template, problem):
+    directory = override("applications.yaml", lambda d: entry_named(d, "applications", "hermes").update(backendService=template))
+    error = load_error(directory)
+    assert (error.entry, error.field) == ("hermes", "backendService")
+    assert problem in error.message
 
 
 @pytest.mark.parametrize("port", [0, 65536])

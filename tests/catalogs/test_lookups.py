@@ -78,12 +78,13 @@ def test_an_artifact_knows_its_url_scheme():
     assert CATALOGS.presets.get("qwen3635b").variant("VLLM", "amd-gpu").artifact().scheme == "hf"
 
 
-def test_an_application_resolves_its_backend_service_and_callback_path_per_instance():
+def test_an_application_resolves_its_backend_service_per_release_and_its_callback_path_per_instance():
     paperclip = CATALOGS.applications.get("paperclip")
-    assert (paperclip.backend_service_for("default"), paperclip.callback_path_for("default")) == (
-        "default",
+    assert (paperclip.backend_service_for("paperclip-default"), paperclip.callback_path_for("default")) == (
+        "paperclip-default",
         "/oauth2/paperclip/default/callback",
     )
+    assert CATALOGS.applications.get("kubeopencode").backend_service_for("kubeopencode-team") == "kubeopencode-team-server"
 
 
 def test_an_unknown_application_has_no_modules():

@@ -52,8 +52,8 @@ def test_the_installed_command_streams_pure_yaml_and_keeps_the_summary_on_stderr
     )
     assert done.returncode == EXIT_OK, done.stderr
     assert list(yaml.safe_load_all(done.stdout)) == _documents_of(demo_render)
-    assert "wrote 32 resources" not in done.stdout
-    assert done.stderr.strip().splitlines()[-1].startswith("wrote 32 resources, 13 statuses and 3 dynamic resources to standard output")
+    assert "wrote 31 resources" not in done.stdout
+    assert done.stderr.strip().splitlines()[-1].startswith("wrote 31 resources, 13 statuses and 3 dynamic resources to standard output")
 
 
 def test_a_bad_snapshot_on_stdin_exits_2_naming_standard_input(monkeypatch, capsys):
@@ -74,8 +74,8 @@ def test_the_summary_counts_the_rendered_statuses_by_phase(tmp_path, capsys):
     assert main(["render", "-f", str(DEMO), "-o", str(tmp_path / "out"), "--now", NOW]) == EXIT_OK
     line = capsys.readouterr().out.strip()
     assert line == (
-        f"wrote 32 resources, 13 statuses and 3 dynamic resources under {tmp_path / 'out'}; "
-        "phases: Ready 8, Reconciling 2, Starting 1, WaitingForModules 2"
+        f"wrote 31 resources, 13 statuses and 3 dynamic resources under {tmp_path / 'out'}; "
+        "phases: Ready 7, Reconciling 3, Starting 1, WaitingForGPU 1, WaitingForModules 1"
     )
 
 
@@ -83,7 +83,7 @@ def test_the_summary_names_a_failed_object_with_its_reason(tmp_path, capsys):
     snapshot = snapshot_with(tmp_path, INVALID_MODEL)
     assert main(["render", "-f", str(snapshot), "-o", str(tmp_path / "out"), "--now", NOW]) == EXIT_OK
     line = capsys.readouterr().out.strip()
-    assert "phases: Failed 1, Ready 8," in line
+    assert "phases: Failed 1, Ready 7," in line
     assert line.endswith("; unhealthy: ModelActivation ai-system/broken Failed: InvalidSpec")
 
 
@@ -111,7 +111,7 @@ def test_verbose_render_says_each_stage_on_stderr_in_one_line(tmp_path, capsys):
     assert stages[0] == f"reading the snapshot: {len(demo_objects())} objects"
     assert stages[1] == "planning"
     assert stages[2].startswith("declaring: ") and stages[2].endswith(" resources")
-    assert stages[3] == "writing: 48 files"
+    assert stages[3] == "writing: 47 files"
     assert len(stages) == 4
 
 

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from contextlib import ExitStack
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
@@ -24,6 +26,7 @@ from providers.kinds import (
 )
 from providers.kube import KubeAccess, KubeClient, open_client
 from tests.cluster.apiserver import ADMIN_USER, ClusterInfo, install_crds
+from tests.live.ollama_double import OllamaDouble, proxyable_host_address, running_ollama
 from tests.live.world import delete_all, ensure_namespace
 
 SHARED_NAMESPACES = ("ai-system", "flux-system", "identity-system", "node-feature-discovery", "kube-amd-gpu", "ai")
@@ -64,3 +67,23 @@ def clean_shared_namespaces(own_crds: ClusterInfo, admin: KubeClient) -> None:
         )
     for node in admin.list(NODE):
         admin.delete(NODE, node["metadata"]["name"])
+
+
+StartOllama = Callable[..., OllamaDouble]
+
+
+@pytest.fixture(scope="session")
+def host_address() -> str:
+    """An address of this host the API server's pod proxy agrees to reach (not loopback)."""
+    return proxyable_host_address()
+
+
+@pytest.fixture
+def start_ollama(host_address: str) -> Iterator[StartOllama]:
+    """Start Ollama doubles on this host's address; all are released and stopped when the test ends."""
+    with ExitStack() as stack:
+
+        def start(**state: Any) -> OllamaDouble:
+            return stack.enter_context(running_ollama(host_address, **state))
+
+        yield start

@@ -5,14 +5,23 @@
   empty body, as Ollama does; 404 with Ollama's {"error": ...} when the source is missing;
 - GET /api/ps lists `loaded`, which a test sets to the models it wants running.
 
+An `unresponsive` double plays a hung Ollama: it accepts the connection and reads the request,
+counts it, then answers nothing until `release` is set (the block's end sets it). No sleep:
+the test decides when it answers.
+
 `running_ollama(host)` serves it on a random port of `host` in a thread. The socket is
 bound and listening before the context is entered, so it is ready at once.
 It is a double of Ollama, not of Kubernetes: it knows nothing of Pods or proxies.
+`proxyable_host_address()` is where to listen so that the API server's pod proxy dials it.
 """
 
 from __future__ import annotations
 
+import fcntl
+import ipaddress
 import json
+import socket
+import struct
 import threading
 from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping, Sequence
@@ -25,6 +34,24 @@ COPY = "/api/copy"
 PS = "/api/ps"
 SHUTDOWN_POLL_SECONDS = 0.02
 """How often the serving thread looks for a shutdown request; it bounds the time a stop takes."""
+SIOCGIFADDR = 0x8915
+
+
+def proxyable_host_address() -> str:
+    """An IPv4 address of this host that is neither loopback nor link-local (Linux interfaces).
+
+    The pod proxy refuses loopback and link-local pod IPs ("address not allowed").
+    """
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as probe:
+        for _, name in socket.if_nameindex():
+            try:
+                answer = fcntl.ioctl(probe.fileno(), SIOCGIFADDR, struct.pack("256s", name.encode()[:15]))
+            except OSError:
+                continue
+            address = ipaddress.IPv4Address(answer[20:24])
+            if not (address.is_loopback or address.is_link_local):
+                return str(address)
+    raise RuntimeError("this host has no IPv4 address the apiserver's pod proxy accepts (only loopback or link-local)")
 
 
 def tag_of(name: str) -> str:
@@ -35,12 +62,17 @@ def tag_of(name: str) -> str:
 class OllamaDouble:
     """The state behind one double: tags, loaded models, and the calls it has answered."""
 
-    def __init__(self, *, tags: Iterable[str] = (), loaded: Sequence[Mapping[str, Any]] = ()) -> None:
+    def __init__(
+        self, *, tags: Iterable[str] = (), loaded: Sequence[Mapping[str, Any]] = (), unresponsive: bool = False
+    ) -> None:
         self.tags: set[str] = {tag_of(name) for name in tags}
         self.loaded: list[dict[str, Any]] = [dict(model) for model in loaded]
         self.calls: Counter[str] = Counter()
         self.host = ""
         self.port = 0
+        self.unresponsive = unresponsive
+        self.release = threading.Event()
+        """Set when an unresponsive double may answer the requests it holds (at the latest, the block's end)."""
         self._lock = threading.Lock()
 
     @property
@@ -48,6 +80,11 @@ class OllamaDouble:
         return self.calls[f"POST {COPY}"]
 
     def answer(self, method: str, path: str, body: bytes) -> tuple[int, bytes]:
+        if self.unresponsive:
+            with self._lock:
+                self.calls[f"{method} {path}"] += 1
+            self.release.wait()
+            return 503, json.dumps({"error": "released at the end of the test"}).encode()
         with self._lock:
             self.calls[f"{method} {path}"] += 1
             if (method, path) == ("GET", TAGS):
@@ -82,12 +119,15 @@ def _handler(double: OllamaDouble) -> type[BaseHTTPRequestHandler]:
 
         def _reply(self, answer: tuple[int, bytes]) -> None:
             status, payload = answer
-            self.send_response(status)
-            if payload:
-                self.send_header("Content-Type", "application/json; charset=utf-8")
-            self.send_header("Content-Length", str(len(payload)))
-            self.end_headers()
-            self.wfile.write(payload)
+            try:
+                self.send_response(status)
+                if payload:
+                    self.send_header("Content-Type", "application/json; charset=utf-8")
+                self.send_header("Content-Length", str(len(payload)))
+                self.end_headers()
+                self.wfile.write(payload)
+            except (BrokenPipeError, ConnectionResetError):
+                return None
 
         def log_message(self, format: str, *args: Any) -> None:  # noqa: A002
             return None
@@ -97,11 +137,16 @@ def _handler(double: OllamaDouble) -> type[BaseHTTPRequestHandler]:
 
 @contextmanager
 def running_ollama(
-    host: str, *, tags: Iterable[str] = (), loaded: Sequence[Mapping[str, Any]] = ()
+    host: str,
+    *,
+    tags: Iterable[str] = (),
+    loaded: Sequence[Mapping[str, Any]] = (),
+    unresponsive: bool = False,
+    port: int = 0,
 ) -> Iterator[OllamaDouble]:
-    """An OllamaDouble listening on a random port of `host` until the block ends."""
-    double = OllamaDouble(tags=tags, loaded=loaded)
-    server = ThreadingHTTPServer((host, 0), _handler(double))
+    """An OllamaDouble listening on `port` of `host` (0: a random one) until the block ends."""
+    double = OllamaDouble(tags=tags, loaded=loaded, unresponsive=unresponsive)
+    server = ThreadingHTTPServer((host, port), _handler(double))
     double.host, double.port = host, int(server.server_address[1])
     thread = threading.Thread(
         target=server.serve_forever, kwargs={"poll_interval": SHUTDOWN_POLL_SECONDS}, name=f"ollama-double-{double.port}", daemon=True
@@ -110,6 +155,7 @@ def running_ollama(
     try:
         yield double
     finally:
+        double.release.set()
         server.shutdown()
         server.server_close()
         thread.join()

@@ -37,7 +37,6 @@ from tests.cluster.apiserver import ClusterInfo, install_crds
 from tests.live.world import (
     accept_gateway_objects,
     engine_apply,
-    kind_of,
     load,
     mark_helm_releases_ready,
     mark_kustomizations_ready,
@@ -117,6 +116,9 @@ def test_every_instance_reaches_its_access_guard_on_a_real_api_server_and_the_co
         assert routes and all(rule.get("backendRefs") for r in routes for rule in r.body["spec"]["rules"]), name
         stored_routes = [admin.get(HTTP_ROUTE, r.name, SYSTEM) for r in routes]
         assert all(rule.get("backendRefs") for r in stored_routes for rule in r["spec"]["rules"]), name
+        services = {(ref["namespace"], ref["name"]) for r in stored_routes for rule in r["spec"]["rules"] for ref in rule["backendRefs"]}
+        assert services == {("ai", name)}, "each instance reaches the Service its own release renders, never a shared one"
+        assert status["url"].startswith("https://"), name
 
     (policy,) = [o for o in converged.objects if o.kind == "SecurityPolicy" and o.name.startswith("openclaw-default")]
     stored = admin.get(SECURITY_POLICY, policy.name, SYSTEM)
@@ -158,3 +160,26 @@ def test_an_instance_is_reconciling_while_flux_has_not_observed_the_new_generati
 
     _converge(admin, admin_access)
     assert admin.get(APP_INSTANCE, "openclaw-default", SYSTEM)["status"]["phase"] == "Ready"
+
+
+def test_the_later_of_two_instances_asking_for_one_hostname_is_in_conflict_on_a_real_api_server(
+    clean_shared_namespaces, cluster: ClusterInfo, admin: KubeClient, admin_access: KubeAccess, tmp_path: Path
+):
+    (tmp_path / "operators.yaml").write_text(yaml.safe_dump_all([_operator_crd(*crd) for crd in OPERATOR_CRDS]))
+    install_crds(cluster, [tmp_path / "operators.yaml"])
+    scenario = _demo_scenario()
+    load(admin, scenario)
+    (openclaw,) = [o for o in scenario if o["metadata"]["name"] == "openclaw-default"]
+    # Created after it, and after it by name too: both rules (creation time, then name) agree
+    # whether or not the server stamps the two within one second.
+    load(admin, [{**openclaw, "metadata": {**openclaw["metadata"], "name": "openclaw-second"}}])
+
+    snapshot = read_snapshot(admin_access, system_namespace=SYSTEM)
+    assert all(o.meta.creation_timestamp for o in snapshot.of_kind("AppInstance", SYSTEM)), "the reader keeps creationTimestamp"
+    converged, _, _ = _converge(admin, admin_access)
+
+    second = admin.get(APP_INSTANCE, "openclaw-second", SYSTEM)["status"]
+    assert (second["phase"], second["reason"]) == ("Conflict", "HostnameConflict")
+    assert second["conflictsWith"] == {"kind": "AppInstance", "namespace": SYSTEM, "name": "openclaw-default"}
+    assert admin.get(APP_INSTANCE, "openclaw-default", SYSTEM)["status"]["phase"] == "Ready"
+    assert not [o for o in converged.objects if o.name.startswith("openclaw-second")]

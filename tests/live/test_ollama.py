@@ -8,25 +8,25 @@ double listens on another address of this host, which the apiserver dials like a
 
 from __future__ import annotations
 
-import fcntl
-import ipaddress
 import socket
-import struct
-from collections.abc import Callable, Iterator
-from contextlib import ExitStack
+from collections.abc import Iterator
+from collections import Counter
 from datetime import datetime, timezone
 from typing import Any
 
 import pytest
 
-from providers.kube import KubeAccess, KubeClient, KubeError, ResourceKind, ServerError, open_client
+from providers.kube import ConnectionFailure, Forbidden, KubeAccess, KubeClient, KubeConnectionError, KubeError, ResourceKind, ServerError, open_client
 from providers.ollama import (
     MIB,
     OLLAMA_PORT,
+    AliasResult,
     AliasState,
     MemorySample,
     OllamaAliasProvider,
     OllamaUnavailable,
+    PodFailure,
+    alias_problem,
     alias_state,
     copy_model,
     ensure_alias,
@@ -37,50 +37,17 @@ from providers.ollama import (
     observe_alias,
     proxy_path,
 )
-from tests.live.ollama_double import OllamaDouble, running_ollama
+from tests.live.ollama_double import OllamaDouble
+from providers.outcomes import Persistence, ProblemReason, problem_from
 from tests.live.world import LOADER
 from tests.providers.engine import LEGACY_ACCESS, configured, kubeconfig_config
 
 POD = ResourceKind(group="", version="v1", kind="Pod", plural="pods", namespaced=True)
 SERVICE_ACCOUNT = ResourceKind(group="", version="v1", kind="ServiceAccount", plural="serviceaccounts", namespaced=True)
 KUBELET = "test-kubelet"
-SIOCGIFADDR = 0x8915
 SOURCE = "qwen2.5:0.5b"
 ALIAS = "qwen2505bcpu"
 NOW = datetime(2026, 3, 4, 5, 6, 7, 890, tzinfo=timezone.utc)
-
-StartOllama = Callable[..., OllamaDouble]
-
-
-def proxyable_host_address() -> str:
-    """An IPv4 address of this host that is neither loopback nor link-local (Linux interfaces)."""
-    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as probe:
-        for _, name in socket.if_nameindex():
-            try:
-                answer = fcntl.ioctl(probe.fileno(), SIOCGIFADDR, struct.pack("256s", name.encode()[:15]))
-            except OSError:
-                continue
-            address = ipaddress.IPv4Address(answer[20:24])
-            if not (address.is_loopback or address.is_link_local):
-                return str(address)
-    raise RuntimeError("this host has no IPv4 address the apiserver's pod proxy accepts (only loopback or link-local)")
-
-
-@pytest.fixture(scope="session")
-def host_address() -> str:
-    return proxyable_host_address()
-
-
-@pytest.fixture
-def start_ollama(host_address: str) -> Iterator[StartOllama]:
-    """Start Ollama doubles on this host's address; all stop when the test ends."""
-    with ExitStack() as stack:
-
-        def start(**state: Any) -> OllamaDouble:
-            return stack.enter_context(running_ollama(host_address, **state))
-
-        yield start
-
 
 def ready_pod(client: KubeClient, namespace: str, name: str, *, ip: str, port: int) -> str:
     """Create a model Pod declaring `port` and report it Running and Ready at `ip`, as the kubelet would."""
@@ -254,23 +221,44 @@ def test_a_pod_the_apiserver_no_longer_knows_is_reported_gone(namespace, admin: 
 # --- failures ----------------------------------------------------------------------------------
 
 
+@pytest.fixture
+def closed_port(host_address: str) -> Iterator[int]:
+    """A port of this host's proxyable address where nothing listens: the pod proxy's dial is refused."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as closed:
+        closed.bind((host_address, 0))
+        yield int(closed.getsockname()[1])
+
+
 def test_a_pod_whose_ollama_cannot_be_reached_raises_ollama_unavailable_with_the_servers_message(
-    namespace, admin_access: KubeAccess, host_address
+    namespace, admin_access: KubeAccess, host_address, closed_port
 ):
     slept: list[float] = []
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as closed, open_client(admin_access, sleep=slept.append) as client:
-        closed.bind((host_address, 0))
-        port = int(closed.getsockname()[1])
-        pod = ready_pod(client, namespace, "model-qwen-0", ip=host_address, port=port)
+    with open_client(admin_access, sleep=slept.append) as client:
+        pod = ready_pod(client, namespace, "model-qwen-0", ip=host_address, port=closed_port)
 
         with pytest.raises(OllamaUnavailable) as raised:
-            ensure_alias(client, namespace, [pod], SOURCE, ALIAS, port=port)
+            list_tags(client, namespace, pod, port=closed_port)
 
     assert isinstance(raised.value, ServerError)
     assert raised.value.code >= 500
     assert "error trying to reach service" in raised.value.message
-    assert f"{host_address}:{port}" in raised.value.message
+    assert f"{host_address}:{closed_port}" in raised.value.message
     assert isinstance(raised.value.__cause__, ServerError)
+
+
+def test_a_pod_that_cannot_be_reached_is_reported_failed_while_the_other_pods_get_the_alias(
+    namespace, admin: KubeClient, host_address, closed_port, start_ollama
+):
+    double = start_ollama(tags=[SOURCE])
+    dead = ready_pod(admin, namespace, "model-qwen-0", ip=host_address, port=closed_port)
+    alive = pod_for(admin, namespace, double, "model-qwen-1")
+
+    result = ensure_alias(admin, namespace, [dead, alive], SOURCE, ALIAS, port=None)
+
+    assert (result.aliased, result.copied) == ((alive,), (alive,))
+    assert [failure.pod for failure in result.failed] == [dead]
+    assert isinstance(result.failed[0].error, OllamaUnavailable)
+    assert "error trying to reach service" in result.failed[0].detail
 
 
 def test_the_apiserver_refuses_to_proxy_to_a_loopback_pod_ip(namespace, admin: KubeClient):
@@ -482,5 +470,81 @@ def test_a_configured_provider_reads_and_deletes_an_alias_whose_state_names_a_ku
     read = provider.read(f"{namespace}/qwen2505bcpu:latest", old_state)
     provider.delete(read.id, old_state)
 
-    assert read.outs == {**inputs, "aliased": [pod], "waiting": []}
+    assert {key: value for key, value in read.outs.items() if key != "problem"} == {**inputs, "aliased": [pod], "waiting": []}
+    assert problem_from(read.outs["problem"]) is None
     assert dict(double.calls) == {"GET /api/tags": 1}
+
+
+# --- one Pod that fails never fails the alias (issue #11, points 3 and 5) -----------------------
+
+_PROXY = "/api/v1/namespaces/ai/pods/model-qwen-0:8000/proxy/api/tags"
+
+
+def _failed(error: KubeError) -> AliasResult:
+    return AliasResult(aliased=(), copied=(), waiting=(), gone=(), failed=(PodFailure("model-qwen-0", error),))
+
+
+@pytest.mark.parametrize(
+    ("error", "reason"),
+    [
+        (OllamaUnavailable(method="GET", path=_PROXY, code=503, reason="ServiceUnavailable", message="error trying to reach service"), ProblemReason.OLLAMA_UNREACHABLE),
+        (KubeConnectionError(method="GET", path=_PROXY, url="https://127.0.0.1:6443", failure=ConnectionFailure.TIMEOUT, cause="timed out after 3 s (waiting for the answer)"), ProblemReason.OLLAMA_UNREACHABLE),
+        (KubeConnectionError(method="GET", path=_PROXY, url="https://127.0.0.1:6443", failure=ConnectionFailure.REFUSED, cause="connection refused"), ProblemReason.CLUSTER_UNREACHABLE),
+        (Forbidden(method="GET", path=_PROXY, code=403, reason="Forbidden", message="pods \"model-qwen-0\" is forbidden"), ProblemReason.OLLAMA_ALIAS_REFUSED),
+        (KubeError(method="GET", path=_PROXY, code=400, reason="BadRequest", message="address not allowed"), ProblemReason.OLLAMA_ALIAS_REFUSED),
+    ],
+    ids=["5xx", "timeout", "api-server-refused", "forbidden", "address-not-allowed"],
+)
+def test_a_failed_pod_becomes_a_temporary_problem_with_a_typed_reason(error, reason):
+    problem = alias_problem(_failed(error))
+    assert problem is not None
+    assert (problem.reason, problem.persistence) == (reason, Persistence.TEMPORARY)
+    assert problem.message.startswith("Pod model-qwen-0: GET api/tags")
+
+
+def test_a_timeout_names_the_pod_proxy_not_the_api_servers_address():
+    error = KubeConnectionError(
+        method="GET", path=_PROXY, url="https://127.0.0.1:6443", failure=ConnectionFailure.TIMEOUT, cause="timed out after 3 s (waiting for the answer)"
+    )
+    assert alias_problem(_failed(error)).message == (
+        "Pod model-qwen-0: GET api/tags through the API server's pod proxy: timed out after 3 s (waiting for the answer)"
+    )
+
+
+def test_no_failed_pod_means_no_problem():
+    assert alias_problem(AliasResult(aliased=("p",), copied=(), waiting=(), gone=())) is None
+
+
+def test_a_stored_problem_is_tried_again_on_the_next_run_even_when_every_pod_is_aliased():
+    provider = OllamaAliasProvider()
+    news = provider.check({}, _inputs()).inputs
+    problem = {"reason": "OllamaUnreachable", "message": "Pod model-qwen-0: ...", "persistence": "Temporary"}
+    assert provider.diff("ai/qwen2505bcpu:latest", {**_converged(), "problem": problem}, news).changes is True
+    assert provider.diff("ai/qwen2505bcpu:latest", {**_converged(), "problem": {}}, news).changes is False
+
+
+def test_an_unreachable_pod_never_fails_the_alias_resource_and_the_next_run_completes_it(
+    namespace, admin: KubeClient, admin_access, host_address, start_ollama
+):
+    provider = _configured(admin_access)
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as closed:
+        closed.bind((host_address, 0))
+        port = int(closed.getsockname()[1])
+        pod = ready_pod(admin, namespace, "model-qwen-0", ip=host_address, port=port)
+        inputs = provider.check({}, _inputs(namespace=namespace, pods=[pod], port=float(port))).inputs
+
+        created = provider.create(inputs)
+
+    problem = problem_from(created.outs["problem"])
+    assert problem is not None and problem.reason is ProblemReason.OLLAMA_UNREACHABLE
+    assert problem.message.startswith(f"Pod {pod}: GET api/tags: 50")
+    assert f"{host_address}:{port}" in problem.message
+    assert created.outs["aliased"] == []
+    assert provider.diff(created.id, created.outs, inputs).changes is True
+
+    double = start_ollama(tags=[SOURCE], port=port)
+    updated = provider.update(created.id, created.outs, inputs).outs
+
+    assert (problem_from(updated["problem"]), updated["aliased"]) == (None, [pod])
+    assert provider.diff(created.id, updated, inputs).changes is False
+    assert double.calls == Counter({"GET /api/tags": 1, "POST /api/copy": 1})

@@ -13,6 +13,7 @@ import pytest
 from planning.models.recovery import TerminalPod, select_terminal_pods
 from providers.kube import KubeAccess, KubeClient, ResourceKind
 from providers.pod_recovery import POD, DeleteOutcome, PodRecoveryProvider, delete_exact_pod, delete_terminal_pod
+from tests.cluster.apiserver import READER_USER
 from tests.providers.engine import LEGACY_ACCESS, configured, kubeconfig_config
 
 MODEL = ResourceKind(group="kubeai.org", version="v1", kind="Model", plural="models", namespaced=True)
@@ -169,6 +170,52 @@ def test_the_provider_reports_a_conflict_and_leaves_the_changed_pod(namespace, a
     created = _configured(admin_access).create(_inputs(namespace, observed))
     assert created.outs["outcome"] == "Conflict"
     assert admin.get_or_none(POD, observed.name, namespace) is not None
+
+
+def test_a_conflict_is_a_permanent_problem_with_the_servers_answer_and_the_next_plans_new_preconditions_replace_the_attempt(
+    namespace, admin: KubeClient, admin_access
+):
+    model = create_model(admin, namespace)
+    create_model_pod(admin, namespace, model)
+    observed = the_terminal_pod(admin, namespace, model)
+    touch(admin, namespace, observed.name)
+    provider = _configured(admin_access)
+    inputs = provider.check({}, _inputs(namespace, observed)).inputs
+
+    created = provider.create(inputs)
+
+    problem = created.outs["problem"]
+    assert (problem["reason"], problem["persistence"]) == ("PodRecoveryConflict", "Permanent")
+    assert problem["message"].startswith("409 Conflict: ") and "ResourceVersion in the precondition" in problem["message"]
+    assert provider.diff(created.id, created.outs, inputs).changes is False
+    replanned = provider.check({}, _inputs(namespace, the_terminal_pod(admin, namespace, model))).inputs
+    assert provider.diff(created.id, created.outs, replanned).replaces == ["resourceVersion"]
+
+
+def test_a_deletion_the_api_server_refuses_is_a_temporary_problem_and_the_attempt_is_made_again(namespace, admin: KubeClient, cluster):
+    model = create_model(admin, namespace)
+    create_model_pod(admin, namespace, model)
+    observed = the_terminal_pod(admin, namespace, model)
+    provider = configured(PodRecoveryProvider(), kubeconfig_config(str(cluster.kubeconfig_path(READER_USER))))
+    inputs = provider.check({}, _inputs(namespace, observed)).inputs
+
+    created = provider.create(inputs)
+
+    assert created.outs["outcome"] == "Failed"
+    problem = created.outs["problem"]
+    assert (problem["reason"], problem["persistence"]) == ("PodRecoveryRefused", "Temporary")
+    assert problem["message"].startswith("403 Forbidden: ")
+    assert admin.get_or_none(POD, observed.name, namespace) is not None
+    again = provider.diff(created.id, created.outs, inputs)
+    assert again.changes and again.replaces == ["problem"]
+
+
+def test_a_deleted_pod_has_no_problem(namespace, admin: KubeClient, admin_access):
+    model = create_model(admin, namespace)
+    create_model_pod(admin, namespace, model)
+    provider = _configured(admin_access)
+    created = provider.create(provider.check({}, _inputs(namespace, the_terminal_pod(admin, namespace, model))).inputs)
+    assert (created.outs["outcome"], created.outs["problem"]) == ("Deleted", {})
 
 
 def test_reading_or_deleting_an_attempt_whose_state_names_a_kubeconfig_absent_here_touches_nothing(namespace, admin: KubeClient, admin_access):

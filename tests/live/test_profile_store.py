@@ -6,13 +6,17 @@ import json
 import re
 import threading
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 
 import httpx
 import pytest
 
+from planning.models.kubeai import MAX_CPU_PROFILES
+from providers import profile_store
 from providers.kinds import CONFIG_MAP
 from providers.kube import KubeAccess, KubeClient, open_client
 from providers.profile_store import (
+    DEFAULT_ATTEMPTS,
     MalformedProfileStore,
     ProfileStoreRef,
     RuntimeProfileProvider,
@@ -21,6 +25,7 @@ from providers.profile_store import (
     remove_profile,
     serialise,
 )
+from tests.cluster.apiserver import READER_USER
 from tests.live.world import load
 from tests.providers.engine import LEGACY_ACCESS, configured, kubeconfig_config
 
@@ -173,7 +178,7 @@ def test_the_provider_creates_updates_reads_and_deletes_its_entry(namespace, adm
 
     changed = provider_inputs(namespace, {**CPU_PROFILE, "limits": {"cpu": "8"}})
     updated = provider.update(created.id, created.outs, changed)
-    assert updated.outs == changed
+    assert updated.outs == {**changed, "problem": {}}
     assert read_profiles(stored(admin, ref))["magicstick-cpu-4"]["limits"] == {"cpu": "8"}
 
     read = provider.read(created.id, updated.outs)
@@ -219,3 +224,118 @@ def test_a_configured_provider_reads_and_deletes_an_entry_whose_state_names_a_ku
 
     assert (read.id, read.outs) == (entry_id, provider_inputs(namespace, CPU_PROFILE))
     assert read_profiles(stored(admin, ref)) == FOREIGN
+
+
+class RivalAfterEveryRead:
+    """The provider's own client, beside another writer that changes the store right after each
+    read of it: every compare-and-swap the provider tries then carries a stale resourceVersion,
+    and the API server answers 409, as it does when another tool writes in between."""
+
+    def __init__(self, client: KubeClient, rival: KubeClient, ref: ProfileStoreRef) -> None:
+        self._client = client
+        self._rival = rival
+        self._ref = ref
+        self.rival_writes = 0
+
+    def get_or_none(self, kind, name, namespace=None):
+        current = self._client.get_or_none(kind, name, namespace)
+        if (kind, name, namespace) == (CONFIG_MAP, self._ref.name, self._ref.namespace):
+            self.rival_writes += 1
+            put_profile(self._rival, self._ref, f"magicstick-rival-{self.rival_writes}", CPU_PROFILE)
+        return current
+
+    def __getattr__(self, name: str):
+        return getattr(self._client, name)
+
+
+def test_a_full_store_is_the_entrys_problem_not_an_error_and_the_write_is_tried_again(namespace, admin: KubeClient, admin_access: KubeAccess):
+    ref = store_in(namespace)
+    others = {f"magicstick-other-{index}": CPU_PROFILE for index in range(MAX_CPU_PROFILES)}
+    flux_bootstrap(admin, ref, {"resourceProfiles": {**FOREIGN, **others}})
+    version = stored(admin, ref)["metadata"]["resourceVersion"]
+    provider = configured_provider(admin_access)
+    inputs = provider_inputs(namespace, CPU_PROFILE)
+
+    created = provider.create(inputs)
+
+    problem = created.outs["problem"]
+    assert (problem["reason"], problem["persistence"]) == ("ProfileStoreFull", "Temporary")
+    assert f"the limit is {MAX_CPU_PROFILES}" in problem["message"]
+    assert stored(admin, ref)["metadata"]["resourceVersion"] == version
+    assert provider.diff(created.id, created.outs, inputs).changes is True
+
+
+def test_a_malformed_store_is_the_entrys_problem_left_untouched_and_the_write_lands_once_it_is_repaired(
+    namespace, admin: KubeClient, admin_access: KubeAccess
+):
+    ref = store_in(namespace)
+    store_data(admin, ref, {"values.json": "{oops"})
+    provider = configured_provider(admin_access)
+    inputs = provider_inputs(namespace, CPU_PROFILE)
+
+    created = provider.create(inputs)
+
+    problem = created.outs["problem"]
+    assert problem["reason"] == "ProfileStoreMalformed"
+    assert problem["message"].startswith(f"ConfigMap {namespace}/magicstick-runtime-profiles key values.json is not valid JSON")
+    assert stored(admin, ref)["data"] == {"values.json": "{oops"}
+    assert provider.diff(created.id, created.outs, inputs).changes is True
+
+    flux_bootstrap(admin, ref, {"resourceProfiles": FOREIGN})
+    retried = provider.update(created.id, created.outs, inputs)
+    assert retried.outs["problem"] == {}
+    assert read_profiles(stored(admin, ref)) == {**FOREIGN, "magicstick-cpu-4": CPU_PROFILE}
+
+
+def test_a_store_contended_on_every_attempt_is_the_entrys_problem_and_keeps_every_rival_write(
+    namespace, admin: KubeClient, admin_access: KubeAccess, monkeypatch
+):
+    ref = store_in(namespace)
+    flux_bootstrap(admin, ref, {"resourceProfiles": FOREIGN})
+    rivals: list[RivalAfterEveryRead] = []
+
+    @contextmanager
+    def contended_client(access: KubeAccess):
+        with open_client(access) as client:
+            rivals.append(RivalAfterEveryRead(client, admin, ref))
+            yield rivals[-1]
+
+    monkeypatch.setattr(profile_store, "open_client", contended_client)
+    provider = configured_provider(admin_access)
+    inputs = provider_inputs(namespace, CPU_PROFILE)
+
+    created = provider.create(inputs)
+
+    problem = created.outs["problem"]
+    assert (problem["reason"], problem["persistence"]) == ("ProfileStoreContended", "Temporary")
+    assert f"before each of {DEFAULT_ATTEMPTS} attempts" in problem["message"]
+    (rival,) = rivals
+    assert read_profiles(stored(admin, ref)) == {**FOREIGN, **{f"magicstick-rival-{n}": CPU_PROFILE for n in range(1, rival.rival_writes + 1)}}
+    assert provider.diff(created.id, created.outs, inputs).changes is True
+
+
+def test_a_store_the_api_server_refuses_to_show_is_the_entrys_problem_with_the_servers_status(namespace, cluster):
+    provider = configured(RuntimeProfileProvider(), kubeconfig_config(str(cluster.kubeconfig_path(READER_USER))))
+    inputs = provider_inputs(namespace, CPU_PROFILE)
+
+    created = provider.create(inputs)
+
+    problem = created.outs["problem"]
+    assert (problem["reason"], problem["persistence"]) == ("ProfileStoreRefused", "Temporary")
+    assert problem["message"].startswith("403 Forbidden: ")
+    assert provider.diff(created.id, created.outs, inputs).changes is True
+
+
+def test_deleting_an_entry_from_a_malformed_store_succeeds_and_leaves_the_store_untouched(namespace, admin: KubeClient, admin_access: KubeAccess):
+    ref = store_in(namespace)
+    store_data(admin, ref, {"values.json": "{oops"})
+    configured_provider(admin_access).delete("id", provider_inputs(namespace, CPU_PROFILE))
+    assert stored(admin, ref)["data"] == {"values.json": "{oops"}
+
+
+def test_a_successful_write_has_no_problem_and_asks_for_no_retry(namespace, admin_access: KubeAccess):
+    provider = configured_provider(admin_access)
+    inputs = provider_inputs(namespace, CPU_PROFILE)
+    created = provider.create(inputs)
+    assert created.outs["problem"] == {}
+    assert provider.diff(created.id, created.outs, inputs).changes is False

@@ -25,11 +25,11 @@ def _demo_objects() -> list[dict]:
 
 
 def _identity_only(meta: ObjectMeta) -> ObjectMeta:
-    return dataclasses.replace(meta, uid=None, resource_version=None, generation=0)
+    return dataclasses.replace(meta, uid=None, resource_version=None, generation=0, creation_timestamp=None)
 
 
 def _comparable(snapshot: Snapshot, crds: frozenset[str]) -> Snapshot:
-    """Drop what the server assigns (uid, resourceVersion, generation) and CRDs outside `crds`."""
+    """Drop what the server assigns (uid, resourceVersion, generation, creationTimestamp) and CRDs outside `crds`."""
 
     def strip(items):
         return tuple(dataclasses.replace(item, meta=_identity_only(item.meta)) for item in items)

@@ -38,7 +38,8 @@ def flux_system(admin: KubeClient, clean_shared_namespaces) -> KubeClient:
 def test_the_stale_kustomization_is_removed_and_a_second_removal_finds_it_gone(flux_system, admin_access: KubeAccess):
     uid = _kustomization(flux_system)["metadata"]["uid"]
     provider = configured(StaleRemovalProvider(), kubeconfig_config(admin_access.kubeconfig))
-    assert provider.create(_inputs(uid)).outs["outcome"] == RemovalOutcome.REMOVED
+    removed = provider.create(_inputs(uid)).outs
+    assert (removed["outcome"], removed["problem"]) == (RemovalOutcome.REMOVED, {})
     assert flux_system.get_or_none(KUSTOMIZATION, NAME, "flux-system") is None
     assert provider.create(_inputs(uid)).outs["outcome"] == RemovalOutcome.ALREADY_GONE
 
@@ -58,6 +59,9 @@ def test_a_refused_removal_is_an_outcome_with_the_servers_answer_and_is_tried_ag
     created = provider.create(_inputs(uid))
     assert created.outs["outcome"] == RemovalOutcome.FAILED
     assert created.outs["message"].startswith("403 Forbidden")
+    problem = created.outs["problem"]
+    assert (problem["reason"], problem["persistence"]) == ("StaleRemovalFailed", "Temporary")
+    assert problem["message"] == created.outs["message"]
     assert flux_system.get_or_none(KUSTOMIZATION, NAME, "flux-system") is not None
     again = provider.diff("id", created.outs, _inputs(uid))
     assert again.changes and again.replaces == ["outcome"]

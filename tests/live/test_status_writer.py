@@ -5,9 +5,11 @@ from __future__ import annotations
 import pytest
 
 from providers.kinds import MODULE_ACTIVATION
-from providers.kube import KubeAccess, KubeClient
+from providers.kube import KubeAccess, KubeClient, ResourceKind
+from providers.outcomes import ProblemReason, problem_output
 from providers.status_writer import STATUS_FIELD_MANAGER, StatusProvider, StatusTarget, write_status
-from tests.live.world import load
+from tests.cluster.apiserver import READER_USER
+from tests.live.world import load, wait_until_rbac_says
 from tests.planning.builders import activation
 from tests.providers.engine import LEGACY_ACCESS, configured, kubeconfig_config
 
@@ -153,3 +155,110 @@ def test_a_provider_never_configured_reaches_the_cluster_that_KUBECONFIG_names(
     load(admin, [_activation_in(namespace)])
     StatusProvider().create(_inputs(namespace, READY))
     assert admin.get(MODULE_ACTIVATION, "basis", namespace)["status"] == READY
+
+
+ROLE = ResourceKind(group="rbac.authorization.k8s.io", version="v1", kind="Role", plural="roles", namespaced=True)
+ROLE_BINDING = ResourceKind(group="rbac.authorization.k8s.io", version="v1", kind="RoleBinding", plural="rolebindings", namespaced=True)
+PLANNED_READY = {
+    "phase": "Ready",
+    "reason": "Ready",
+    "message": "Kustomization platform-basis is ready.",
+    "observedGeneration": 1,
+    "conditions": [
+        {"type": "Ready", "status": "True", "reason": "Ready", "message": "Kustomization platform-basis is ready.", "lastTransitionTime": "2026-01-01T00:00:00Z"}
+    ],
+}
+STORE_FULL = problem_output(ProblemReason.PROFILE_STORE_FULL, "cannot add resource profile 'magicstick-cpu-4': the limit is 64")
+
+
+def _reader_may_only_get_activations(admin: KubeClient, namespace: str) -> None:
+    """The reader may read ModuleActivations in `namespace`, and nothing more: no status writes."""
+    rule = {"apiGroups": ["appliance.magicstick.dev"], "resources": ["moduleactivations"], "verbs": ["get"]}
+    admin.apply(ROLE, {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role", "metadata": {"name": "reader", "namespace": namespace}, "rules": [rule]}, field_manager="test-rbac")
+    subject = {"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": READER_USER}
+    binding = {
+        "apiVersion": "rbac.authorization.k8s.io/v1",
+        "kind": "RoleBinding",
+        "metadata": {"name": "reader", "namespace": namespace},
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "reader"},
+        "subjects": [subject],
+    }
+    admin.apply(ROLE_BINDING, binding, field_manager="test-rbac")
+    wait_until_rbac_says(admin, user=READER_USER, verb="get", group="appliance.magicstick.dev", resource="moduleactivations", namespace=namespace, allowed=True)
+
+
+def test_a_status_write_refused_with_403_is_the_writes_problem_not_an_error_and_is_tried_again(own_crds, namespace, admin: KubeClient, cluster):
+    load(admin, [_activation_in(namespace)])
+    _reader_may_only_get_activations(admin, namespace)
+    provider = configured(StatusProvider(), kubeconfig_config(str(cluster.kubeconfig_path(READER_USER))))
+
+    created = provider.create(_inputs(namespace, READY))
+
+    problem = created.outs["problem"]
+    assert (problem["reason"], problem["persistence"]) == ("StatusWriteRefused", "Temporary")
+    assert problem["message"].startswith("403 Forbidden: ") and "status" in problem["message"]
+    assert "status" not in admin.get(MODULE_ACTIVATION, "basis", namespace)
+    assert provider.diff(created.id, created.outs, _inputs(namespace, READY)).changes is True
+
+
+def test_a_status_the_schema_refuses_with_422_is_a_permanent_problem_tried_again_only_when_the_status_changes(
+    own_crds, namespace, admin: KubeClient, admin_access
+):
+    load(admin, [_activation_in(namespace)])
+    provider = _configured(admin_access)
+    refused = {"phase": "Ready", "observedGeneration": 1.5}
+
+    created = provider.create(_inputs(namespace, refused))
+
+    problem = created.outs["problem"]
+    assert (problem["reason"], problem["persistence"]) == ("StatusWriteInvalid", "Permanent")
+    assert problem["message"].startswith("422 Invalid: ") and "observedGeneration" in problem["message"]
+    assert provider.diff(created.id, created.outs, _inputs(namespace, refused)).changes is False
+    assert provider.diff(created.id, created.outs, _inputs(namespace, READY)).changes is True
+    assert provider.update(created.id, created.outs, _inputs(namespace, READY)).outs["problem"] == {}
+    assert admin.get(MODULE_ACTIVATION, "basis", namespace)["status"] == READY
+
+
+def test_a_problem_of_the_objects_dynamic_resources_is_written_as_its_degraded_status_in_the_same_run(
+    own_crds, namespace, admin: KubeClient, admin_access
+):
+    load(admin, [_activation_in(namespace)])
+    provider = _configured(admin_access)
+
+    created = provider.create({**_inputs(namespace, PLANNED_READY), "problems": {"runtime-profile/magicstick-cpu-4": STORE_FULL}})
+
+    assert created.outs["problem"] == {}
+    status = admin.get(MODULE_ACTIVATION, "basis", namespace)["status"]
+    assert (status["phase"], status["reason"], status["message"]) == ("Degraded", "ProfileStoreFull", STORE_FULL["message"])
+    (ready,) = status["conditions"]
+    assert (ready["status"], ready["reason"], ready["message"]) == ("False", "ProfileStoreFull", STORE_FULL["message"])
+
+
+def test_a_problem_that_persists_writes_nothing_on_the_next_run_and_its_clearing_restores_the_planned_status(
+    own_crds, namespace, admin: KubeClient, admin_access
+):
+    load(admin, [_activation_in(namespace)])
+    provider = _configured(admin_access)
+    failing = {**_inputs(namespace, PLANNED_READY), "problems": {"runtime-profile/magicstick-cpu-4": STORE_FULL}}
+    created = provider.create(failing)
+    version = admin.get(MODULE_ACTIVATION, "basis", namespace)["metadata"]["resourceVersion"]
+
+    provider.update(created.id, created.outs, failing)
+    assert admin.get(MODULE_ACTIVATION, "basis", namespace)["metadata"]["resourceVersion"] == version
+
+    cleared = provider.check({}, {**_inputs(namespace, PLANNED_READY), "problems": {"runtime-profile/magicstick-cpu-4": None}}).inputs
+    assert provider.diff(created.id, created.outs, cleared).changes is True
+    provider.update(created.id, created.outs, cleared)
+    assert admin.get(MODULE_ACTIVATION, "basis", namespace)["status"] == PLANNED_READY
+
+
+def test_a_converged_run_without_problems_writes_nothing(own_crds, namespace, admin: KubeClient, admin_access):
+    load(admin, [_activation_in(namespace)])
+    provider = _configured(admin_access)
+    inputs = provider.check({}, _inputs(namespace, PLANNED_READY)).inputs
+    created = provider.create(inputs)
+    version = admin.get(MODULE_ACTIVATION, "basis", namespace)["metadata"]["resourceVersion"]
+
+    assert provider.diff(created.id, created.outs, provider.check({}, inputs).inputs).changes is False
+    assert provider.update(created.id, created.outs, inputs).outs["problem"] == {}
+    assert admin.get(MODULE_ACTIVATION, "basis", namespace)["metadata"]["resourceVersion"] == version

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from planning.labels import SEEDED
 from tests.planning.builders import (
     CATALOGS,
@@ -20,6 +22,7 @@ from tests.planning.builders import (
     runtime,
     status_of,
 )
+from tests.planning.hardware.nodes import node
 
 
 def module(result, name):
@@ -159,10 +162,16 @@ def test_an_external_model_requires_only_litellm_and_model_catalog():
     assert requested == {"litellm", "model-catalog"}
 
 
-def test_an_accelerator_model_adds_the_module_of_its_vendor():
-    for target, vendor in (("nvidia-gpu", "gpu"), ("amd-gpu", "amd-gpu"), ("intel-gpu", "intel-gpu")):
-        result = plan_of(appliance(), gpu_model("m", target))
-        assert "ModelActivation/m" in module(result, vendor).requested_by, target
+@pytest.mark.parametrize(("target", "vendor", "pci"), [("nvidia-gpu", "gpu", "nvidia"), ("amd-gpu", "amd-gpu", "amd"), ("intel-gpu", "intel-gpu", "intel")])
+def test_an_accelerator_model_adds_the_module_of_its_vendor_where_the_preflight_found_it(target, vendor, pci):
+    result = plan_of(appliance(), node("gpu-1", pci), gpu_model("m", target))
+    assert "ModelActivation/m" in module(result, vendor).requested_by
+
+
+@pytest.mark.parametrize(("target", "vendor"), [("nvidia-gpu", "gpu"), ("amd-gpu", "amd-gpu"), ("intel-gpu", "intel-gpu")])
+def test_an_accelerator_model_adds_the_module_of_its_vendor_where_an_activation_names_it(target, vendor):
+    result = plan_of(appliance(), activation(vendor), gpu_model("m", target))
+    assert "ModelActivation/m" in module(result, vendor).requested_by
 
 
 def test_a_disabled_model_or_instance_requires_nothing():

@@ -8,6 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from providers.outcomes import ProblemReason, problem_output
 from providers.profile_store import (
     MalformedProfileStore,
     ProfileStoreError,
@@ -177,5 +178,20 @@ def test_a_changed_profile_body_updates_the_entry_in_place():
 
 def test_an_unchanged_entry_has_no_diff():
     provider = RuntimeProfileProvider()
-    olds = provider.check({}, provider_inputs()).inputs
-    assert provider.diff("id", olds, dict(olds)).changes is False
+    news = provider.check({}, provider_inputs()).inputs
+    assert provider.diff("id", {**news, "problem": {}}, dict(news)).changes is False
+
+
+def test_an_entry_whose_write_met_a_temporary_problem_is_written_again_in_place():
+    provider = RuntimeProfileProvider()
+    news = provider.check({}, provider_inputs()).inputs
+    full = problem_output(ProblemReason.PROFILE_STORE_FULL, "the limit is 64")
+    diff = provider.diff("id", {**news, "problem": full}, dict(news))
+    assert (diff.changes, diff.replaces) == (True, [])
+
+
+def test_state_of_an_earlier_version_without_a_problem_output_is_updated_once():
+    provider = RuntimeProfileProvider()
+    news = provider.check({}, provider_inputs()).inputs
+    diff = provider.diff("id", dict(news), dict(news))
+    assert (diff.changes, diff.replaces) == (True, [])

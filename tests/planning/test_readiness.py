@@ -60,6 +60,7 @@ def kustomization(status: dict | None, *, generation: int, suspend: bool = False
 def release(status: dict | None, *, generation: int, suspend: bool = False) -> GenericObject:
     planned = helm_release(
         instance="openclaw-default",
+        release_name="openclaw-default",
         application=CATALOGS.applications.get("openclaw"),
         system_namespace=NS,
         target_namespace="ai",

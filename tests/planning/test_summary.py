@@ -46,3 +46,9 @@ def test_the_appliance_reason_and_message_come_from_its_ready_condition():
     )
     (problem,) = summarize([appliance]).problems
     assert problem.describe() == "Appliance ai-system/local is Degraded: ModulesDegraded: Module basis is failing."
+
+
+def test_an_object_in_conflict_needs_attention_but_does_not_count_as_failed():
+    summary = summarize([_status("AppInstance", "late", "Conflict", "HostnameConflict", "held by AppInstance ai-system/early")])
+    assert [p.describe() for p in summary.problems] == ["AppInstance ai-system/late is Conflict: HostnameConflict: held by AppInstance ai-system/early"]
+    assert summary.failed == 0

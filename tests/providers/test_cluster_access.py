@@ -49,19 +49,19 @@ CONVERGED: dict[str, Converged] = {
             "name": "basis",
             "status": {"phase": "Ready", "observedGeneration": 1.0},
         },
-        outputs_beyond_inputs={},
+        outputs_beyond_inputs={"problem": {}},
     ),
     "RuntimeProfile": Converged(
         inputs={"profileName": "magicstick-cpu-4", "profile": {"imageName": "cpu", "requests": {"cpu": "2"}}},
-        outputs_beyond_inputs={},
+        outputs_beyond_inputs={"problem": {}},
     ),
     "PodRecovery": Converged(
         inputs={"namespace": "ai", "pod": "model-qwen-0", "podUID": "u", "resourceVersion": "7", "attempt": 1.0},
-        outputs_beyond_inputs={"outcome": "Deleted"},
+        outputs_beyond_inputs={"outcome": "Deleted", "problem": {}},
     ),
     "OllamaAlias": Converged(
         inputs={"namespace": "ai", "pods": ["model-qwen-0"], "source": "qwen2.5:0.5b", "alias": "qwen", "port": 8000.0},
-        outputs_beyond_inputs={"aliased": ["model-qwen-0"], "waiting": []},
+        outputs_beyond_inputs={"aliased": ["model-qwen-0"], "waiting": [], "problem": {}},
     ),
 }
 

@@ -5,65 +5,18 @@ from __future__ import annotations
 import pytest
 
 from planning.frozen import thaw
-from planning.instances.plan import GATEWAY_CRDS, HELM_RELEASE_CRD
 from planning.readiness import SPEC_HASH_ANNOTATION, spec_hash
 from tests.planning.builders import (
     CATALOGS,
     accepted_policy,
     activation,
     as_stored,
-    appliance,
-    crd,
     observed_release,
     plan_of,
-    ready_modules,
-    runtime,
     status_of,
 )
+from tests.planning.instances.scene import PAPERCLIP_VALUES, converged, helm_release_of, instance, objects_of, platform
 from tests.support.crd_schema import upstream_registry
-
-PAPERCLIP_VALUES = {
-    "name": "default",
-    "model": "qwen3635b",
-    "agentExecution": {
-        "defaultModel": "litellm/qwen3635b",
-        "maxConcurrentAgents": 2,
-        "openCode": {"enabled": True},
-        "openClaw": {"enabled": False, "instanceRef": ""},
-        "hermes": {"enabled": False, "instanceRef": ""},
-    },
-}
-
-
-def instance(name: str, application: str, values: dict | None = None, **spec) -> dict:
-    body = {"application": application, "values": values if values is not None else {"name": "default", "model": "CHANGEME_MODEL"}}
-    body.update(spec)
-    return runtime("AppInstance", name, body)
-
-
-def platform(application: str, *, crds: bool = True) -> list[dict]:
-    entry = CATALOGS.applications.get(application)
-    modules = set(entry.required_modules) | set(CATALOGS.applications.common_modules)
-    for name in list(modules):
-        modules |= set(CATALOGS.modules.get(name).depends_on)
-    objects = [appliance(source={"kind": "GitRepository", "name": "magicstick-public", "namespace": "flux-system"}), *ready_modules(*sorted(modules))]
-    if crds:
-        served = {o["metadata"]["name"] for o in objects if o["kind"] == "CustomResourceDefinition"}
-        objects += [crd(n) for n in sorted({*entry.required_crds, *GATEWAY_CRDS, HELM_RELEASE_CRD} - served)]
-    return objects
-
-
-def objects_of(result, name: str) -> dict[str, list]:
-    found: dict[str, list] = {}
-    for outcome in result.instances.outcomes:
-        if outcome.instance == name:
-            for obj in outcome.objects:
-                found.setdefault(obj.kind, []).append(obj)
-    return found
-
-
-def helm_release_of(result, name: str):
-    return objects_of(result, name)["HelmRelease"][0]
 
 
 def release_observed(application: str, name: str, ready: str | None = "True", **observed) -> dict:
@@ -127,7 +80,7 @@ def test_defaults_are_namespace_ai_single_sign_on_role_user_and_both_hostnames()
     status = status_of(result, "AppInstance", "openclaw-default")
     assert status["namespace"] == "ai"
     assert status["authentication"] == "sso"
-    assert status["url"] == "http://default.openclaw.magicstick.local/"
+    assert status["url"] == "https://default.openclaw.magicstick.local/"
     hosts = {h for route in objects_of(result, "openclaw-default")["HTTPRoute"] for h in route.body["spec"]["hostnames"]}
     assert {"default.openclaw.magicstick.local", "default.openclaw.magicstick.example.com"} <= hosts
 
@@ -194,13 +147,14 @@ def test_hermes_routes_reach_its_dashboard_port():
     assert ports == {9119}
 
 
-def test_the_instance_is_ready_when_its_helm_release_is_ready_and_reports_it_in_the_appliance():
-    result = plan_of(*platform("openclaw"), instance("openclaw-default", "openclaw"), ready_release("openclaw-default"))
+def test_the_instance_is_ready_when_its_helm_release_guard_and_routes_are_and_reports_it_in_the_appliance():
+    result = plan_of(*converged(*platform("openclaw"), instance("openclaw-default", "openclaw")))
     status = status_of(result, "AppInstance", "openclaw-default")
-    assert status["phase"] == "Ready"
+    assert (status["phase"], status["accessGuardReady"]) == ("Ready", True)
     assert (status["kind"], status["name"], status["namespace"]) == ("OpenClawInstance", "default", "ai")
+    assert (status["releaseName"], status["backendService"]) == ("openclaw-default", "ai/openclaw-default")
     summary = status_of(result, "Appliance", "local")["instances"]["openclaw"]["default"]
-    assert summary == {"phase": "Ready", "namespace": "ai", "kind": "OpenClawInstance", "name": "default", "url": "http://default.openclaw.magicstick.local/", "message": status["message"]}
+    assert summary == {"phase": "Ready", "namespace": "ai", "kind": "OpenClawInstance", "name": "default", "url": "https://default.openclaw.magicstick.local/", "message": status["message"]}
 
 
 def test_a_failed_helm_release_makes_the_instance_degraded_with_its_message():
@@ -264,5 +218,5 @@ def test_the_appliance_waits_for_its_instances_once_its_modules_are_ready():
     condition = status_of(result, "Appliance", "local")["conditions"][0]
     assert (condition["status"], condition["reason"]) == ("False", "WaitingForInstances")
     assert condition["message"] == "Waiting for openclaw/default to become ready."
-    ready = plan_of(*platform("openclaw"), instance("openclaw-default", "openclaw"), ready_release("openclaw-default"))
+    ready = plan_of(*converged(*platform("openclaw"), instance("openclaw-default", "openclaw")))
     assert status_of(ready, "Appliance", "local")["phase"] == "Ready"
