@@ -66,6 +66,7 @@ CPU_OFFLOADING_TARGET = "nvidia-gpu"
 DNS_LABEL_PATTERN = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"
 QUANTITY_PATTERN = r"^[0-9]+(\.[0-9]+)?(Ki|Mi|Gi|Ti|Pi|Ei|k|M|G|T|P|E)?$"
 HTTPS_URL_PATTERN = r"^https://[^\s/?#]+([/?#]\S*)?$"
+HTTP_OR_HTTPS_URL_PATTERN = r"^https?://[^\s/?#]+([/?#]\S*)?$"
 
 _ENGINE = f"(has(self.engine) ? self.engine : '{DEFAULT_ENGINE}')"
 _TARGET = f"(has(self.computeTarget) ? self.computeTarget : '{DEFAULT_COMPUTE_TARGET}')"
@@ -333,6 +334,9 @@ class LocalModelSpec(ApiModel):
         return self.kv_cache_type if self.kv_cache_type is not None else DEFAULT_KV_CACHE_TYPE[self.engine]
 
 
+KEY_OVER_PLAIN_HTTP = "apiBase must use https:// when apiKeySecretRef is set: an API key is never sent in clear text"
+
+
 class SecretKeyRef(ApiModel):
     """A key inside a Secret in the activation's target namespace."""
 
@@ -341,12 +345,33 @@ class SecretKeyRef(ApiModel):
 
 
 class ExternalModelSpec(ApiModel):
-    """A model served by an external provider through LiteLLM. Keys live in Secrets only."""
+    """A model served by an external provider through LiteLLM. Keys live in Secrets only.
+
+    The key is optional: a local OpenAI-compatible endpoint needs none, and may then be reached
+    over plain http://. With a key, apiBase must be https://: a key never travels in clear text.
+    """
+
+    model_config = ApiModel.model_config | {
+        "json_schema_extra": {
+            "x-kubernetes-validations": [
+                _cel(
+                    "!has(self.apiBase) || !self.apiBase.startsWith('http://') || !has(self.apiKeySecretRef)",
+                    KEY_OVER_PLAIN_HTTP,
+                )
+            ]
+        }
+    }
 
     model: str = Field(min_length=1, max_length=253, description="Provider model, e.g. openai/gpt-4o-mini.")
-    api_base: str | None = Field(default=None, pattern=HTTPS_URL_PATTERN, max_length=2048)
+    api_base: str | None = Field(default=None, pattern=HTTP_OR_HTTPS_URL_PATTERN, max_length=2048)
     model_type: ExternalModelType = "chat"
     api_key_secret_ref: SecretKeyRef | None = None
+
+    @model_validator(mode="after")
+    def _no_key_over_plain_http(self) -> ExternalModelSpec:
+        if self.api_key_secret_ref is not None and self.api_base is not None and self.api_base.startswith("http://"):
+            raise ValueError(KEY_OVER_PLAIN_HTTP)
+        return self
 
     @model_validator(mode="before")
     @classmethod

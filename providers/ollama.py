@@ -523,7 +523,9 @@ class OllamaAliasProvider(ClusterResourceProvider):
         changed = replaces + [p for p in UPDATING_PROPERTIES if olds.get(p) != news.get(p)]
         if set(olds.get("aliased") or ()) != set(news.get("pods") or ()):
             changed.append("aliased")
-        if retry_requested(olds):
+        # State written before the `problem` output existed is updated once, as the runtime
+        # profile's is: a missing output reads as unknown in every preview.
+        if retry_requested(olds) or PROBLEM_OUTPUT not in olds:
             changed.append(PROBLEM_OUTPUT)
         return DiffResult(changes=bool(changed), replaces=replaces, delete_before_replace=False)
 

@@ -119,6 +119,16 @@ BROKEN_BY: dict[str, dict[str, Case]] = {
             ("external", "with local", {"type": "external", "local": {}, "external": {"model": "openai/example"}}),
         ]
     },
+    "ModelActivation spec.external: apiBase must use https:// when apiKeySecretRef is set: an API key is never sent in clear text": {
+        "a key sent over plain http": Case(
+            "ModelActivation",
+            {
+                "type": "external",
+                "external": {"model": "openai/example", "apiBase": "http://api.example.com/v1", "apiKeySecretRef": {"name": "k", "key": "api-key"}},
+            },
+            ("ExternalModelSpec._no_key_over_plain_http",),
+        ),
+    },
     "ModelActivation spec.local: engine VLLM accepts kvCacheType auto, or fp8 on nvidia-gpu or amd-gpu": {
         "fp8 on cpu": kv_case(engine="VLLM", computeTarget="cpu", kvCacheType="fp8"),
         "fp8 on intel-gpu": kv_case(engine="VLLM", computeTarget="intel-gpu", kvCacheType="fp8"),
@@ -392,6 +402,17 @@ ACCEPTED: dict[str, Case] = {
         {
             "type": "external",
             "external": {"model": "openai/example", "apiKeySecretRef": {"name": "k", "key": "api-key"}},
+        },
+    ),
+    "a keyless local endpoint over plain http": Case(
+        "ModelActivation",
+        {"type": "external", "external": {"model": "openai/local", "apiBase": "http://llm.example.local:8080/v1"}},
+    ),
+    "a key sent to an https endpoint": Case(
+        "ModelActivation",
+        {
+            "type": "external",
+            "external": {"model": "openai/example", "apiBase": "https://api.example.com/v1", "apiKeySecretRef": {"name": "k", "key": "api-key"}},
         },
     ),
     "sharing mode all with empty lists": Case(

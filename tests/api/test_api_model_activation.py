@@ -360,12 +360,23 @@ def test_vram_rejects_other_text(vram: str) -> None:
     assert rejection("ModelActivation", local_model(vram=vram)).field == "spec.local.vram"
 
 
-@pytest.mark.parametrize(
-    "api_base", ["http://api.example.com/v1", "ftp://api.example.com", "api.example.com/v1", "https://"]
-)
-def test_external_api_base_must_be_an_https_url(api_base: str) -> None:
+@pytest.mark.parametrize("api_base", ["ftp://api.example.com", "api.example.com/v1", "https://", "http://"])
+def test_external_api_base_must_be_an_http_or_https_url(api_base: str) -> None:
     spec = {"type": "external", "external": {"model": "openai/example", "apiBase": api_base}}
     assert rejection("ModelActivation", spec).field == "spec.external.apiBase"
+
+
+def test_a_keyless_local_endpoint_may_be_reached_over_plain_http() -> None:
+    spec = {"type": "external", "external": {"model": "openai/local", "apiBase": "http://llm.example.local:8080/v1"}}
+    assert parse_spec("ModelActivation", spec).external.api_base == "http://llm.example.local:8080/v1"
+
+
+def test_an_api_key_is_never_sent_over_plain_http() -> None:
+    secret = {"name": "external-openai-api-key", "key": "api-key"}
+    spec = {"type": "external", "external": {"model": "openai/example", "apiBase": "http://api.example.com/v1", "apiKeySecretRef": secret}}
+    error = rejection("ModelActivation", spec)
+    assert error.field == "spec.external"
+    assert "https://" in error.rule and "clear text" in error.rule
 
 
 @pytest.mark.parametrize("field", ["apiKey", "api_key"])

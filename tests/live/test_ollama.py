@@ -382,7 +382,7 @@ def test_check_names_each_invalid_property(changes, failing):
 
 def _converged() -> dict[str, Any]:
     checked = OllamaAliasProvider().check({}, _inputs()).inputs
-    return {**checked, "aliased": ["model-qwen-0"], "waiting": []}
+    return {**checked, "aliased": ["model-qwen-0"], "waiting": [], "problem": {}}
 
 
 @pytest.mark.parametrize(
@@ -405,6 +405,14 @@ def test_a_converged_alias_shows_no_change():
     provider = OllamaAliasProvider()
     news = provider.check({}, _inputs()).inputs
     assert provider.diff("ai/qwen2505bcpu:latest", _converged(), news).changes is False
+
+
+def test_alias_state_written_before_the_problem_output_existed_is_updated_once():
+    provider = OllamaAliasProvider()
+    news = provider.check({}, _inputs()).inputs
+    older = {key: value for key, value in _converged().items() if key != "problem"}
+    diff = provider.diff("ai/qwen2505bcpu:latest", older, news)
+    assert (diff.changes, diff.replaces) == (True, [])
 
 
 def test_an_alias_missing_on_some_pod_is_tried_again_on_the_next_run():
