@@ -252,6 +252,8 @@ class LocalModelSpec(ApiModel):
         default=None, description="NVIDIA CPU weight offloading; omitted keeps legacy behaviour."
     )
     allow_memory_risk: bool | None = None
+    """Accept insufficient or unknown memory estimates: skips only the host-coverage check
+    (planning.models.memory); no request, limit or cache setting changes."""
     vllm: VllmSettings | None = None
     freetoken: FreeTokenSettings | None = None
     realtime: RealtimeSettings | None = None

@@ -38,6 +38,15 @@ class PciDeviceStatus(ApiModel):
     pci_class: str = Field(alias="class")
     subsystem_vendor: str | None = None
     subsystem_device: str | None = None
+    memory_architecture: Literal["unified", "discrete"] | None = None
+    """Present for a GPU that shares system RAM (an APU): ``unified``."""
+    shared_pool_id: str | None = None
+    """The memory pool a unified GPU shares with Linux: the Node UID."""
+    gpu_allocation_mode: Literal["firmware-reserved", "shared-gtt", "unknown"] | None = None
+    physical_memory_mi: int | None = Field(default=None, ge=1)
+    """OS-visible MemTotal of the pool in MiB, not installed-memory inventory."""
+    gpu_accessible_mi: int | None = Field(default=None, ge=1)
+    """Conservative GTT/TTM bound of GPU-accessible memory within the pool, in MiB."""
 
 
 class HardwareOperatorStatus(ApiModel):
@@ -61,6 +70,23 @@ class HardwareOperatorStatus(ApiModel):
     """How many nodes `compatibleNodes` stands for: the list names the first of them by name."""
     device_count: int = 0
     """How many GPUs `devices` stands for: the list holds the first of them."""
+
+
+class MemoryEstimateStatus(ApiModel):
+    """ModelActivation.status.memoryEstimate: the estimator object (planning.models.memory), in MiB.
+
+    An unknown value is omitted (null), never 0.
+    """
+
+    ram_minimum_mi: int = Field(ge=0)
+    ram_recommended_mi: int = Field(ge=0)
+    ram_maximum_mi: int | None = Field(default=None, ge=1)
+    gpu_minimum_mi: int | None = Field(default=None, ge=0)
+    gpu_recommended_mi: int | None = Field(default=None, ge=0)
+    fits_vram: bool | None = None
+    weights_mi: int | None = Field(default=None, ge=1)
+    cache_mi: int | None = Field(default=None, ge=0)
+    runtime_mi: int = Field(ge=0)
 
 
 class ModuleStatus(ApiModel):

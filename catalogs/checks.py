@@ -14,6 +14,7 @@ from typing import Protocol, TypeVar
 from catalogs.errors import DOCUMENT, CatalogError
 from catalogs.keys import normalise_key
 from catalogs.types import (
+    ArtifactEntry,
     ApplicationCatalog,
     Catalogs,
     ComputeTargetCatalog,
@@ -264,6 +265,19 @@ def check_presets(
                         message=f"engine {engine.name} loads {_listed(s + '://' for s in engine.url_schemes)} "
                         f"URLs, not '{artifact.url}'",
                     )
+                _budget_holds_weights(artifact, variant.compute_target, file=file, entry=preset.name, at=f"{at}.artifacts[{artifact_index}]")
+
+
+def _budget_holds_weights(artifact: ArtifactEntry, compute_target: str, *, file: str, entry: str, at: str) -> None:
+    """An artifact's default budget (memoryRequiredMi on CPU, vramMi elsewhere) holds its weights."""
+    field, budget = ("memoryRequiredMi", artifact.memory_required_mi) if compute_target == "cpu" else ("vramMi", artifact.vram_mi)
+    if artifact.weights_mi is not None and budget is not None and budget < artifact.weights_mi:
+        raise CatalogError(
+            file=file,
+            entry=entry,
+            field=f"{at}.{field}",
+            message=f"the default budget of {budget} MiB cannot hold the {artifact.weights_mi} MiB of weights (weightsMi)",
+        )
 
 
 def check_gpu_compatibility(

@@ -310,6 +310,8 @@ class EngineEntry(NamedEntry):
     url_schemes: tuple[Literal["hf", "ollama"], ...] = Field(min_length=1)
     compute_targets: tuple[KebabName, ...] = Field(min_length=1)
     default_memory_mi: PositiveMi
+    runtime_memory_mi: PositiveMi = 1024
+    """Host RAM of the engine's own process (interpreter, libraries, buffers), in MiB."""
     cpu_defaults: CpuDefaults
     kv_cache_types: dict[KebabName, tuple[str, ...]] = {}
     default_kv_cache_type: str | None = Field(default=None, validate_default=True)
@@ -449,6 +451,10 @@ class ArtifactEntry(CatalogModel):
     quantization: str | None = None
     memory_required_mi: PositiveMi | None = None
     vram_mi: PositiveMi | None = None
+    weights_mi: PositiveMi | None = None
+    """Memory the loaded weights take, in MiB; the memory estimate is unknown without it."""
+    kv_cache_mi_per_1k_tokens: PositiveMi | None = Field(default=None, alias="kvCacheMiPer1kTokens")
+    """KV cache of one sequence per 1,000 tokens at 16-bit cache precision, in MiB."""
 
     @property
     def scheme(self) -> str:

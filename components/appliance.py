@@ -2,7 +2,7 @@
 and one Module per module that has a Kustomization.
 
 The status write of an object takes the `problem` outputs of the object's dynamic resources:
-a ModelActivation those of its runtime profile, Pod recovery and Ollama alias; the Appliance
+a ModelActivation those of its runtime profile, offloading profile, Pod recovery and Ollama alias; the Appliance
 those of the stale removals (components/status.py)."""
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from typing import Any
 import pulumi
 from pulumi.dynamic import Resource
 
-from components.dynamic import DynamicProviders, RuntimeProfile, runtime_profile_name
+from components.dynamic import DynamicProviders, OffloadingProfile, RuntimeProfile, offloading_profile_name, runtime_profile_name
 from components.hardware import HardwareProvider, HardwareProviderArgs
 from components.instance import AppInstance, AppInstanceArgs
 from components.model import Model, ModelArgs
@@ -87,24 +87,30 @@ class Appliance(pulumi.ComponentResource):
         profiles = {
             profile.name: RuntimeProfile(profile, provider=providers.runtime_profile, opts=child) for profile in plan.models.cpu_profiles
         }
-        self.operations.extend(profiles.values())
+        offloading = {
+            profile.name: OffloadingProfile(profile, provider=providers.offloading_profile, opts=child)
+            for profile in plan.models.offloading_profiles
+        }
+        self.operations.extend([*profiles.values(), *offloading.values()])
         problems: dict[tuple[str, str], Problems] = {}
         for outcome in plan.models.outcomes:
             found: Problems = {}
-            profile = None
+            needs: list[Resource] = []
             if outcome.cpu_profile is not None:
-                profile = profiles[outcome.cpu_profile.name]
-                found[runtime_profile_name(outcome.cpu_profile).name] = profile.problem
-            model = self._model(outcome, providers, profile)
+                needs.append(profiles[outcome.cpu_profile.name])
+                found[runtime_profile_name(outcome.cpu_profile).name] = profiles[outcome.cpu_profile.name].problem
+            if outcome.offloading_profile is not None:
+                needs.append(offloading[outcome.offloading_profile.name])
+                found[offloading_profile_name(outcome.offloading_profile).name] = offloading[outcome.offloading_profile.name].problem
+            model = self._model(outcome, providers, tuple(needs))
             if model is not None:
                 self.operations.extend(model.operations.values())
                 found |= model.problems
             problems[("ModelActivation", outcome.activation)] = found
         return problems
 
-    def _model(self, outcome: ModelOutcome, providers: DynamicProviders, profile: RuntimeProfile | None) -> Model | None:
+    def _model(self, outcome: ModelOutcome, providers: DynamicProviders, needs: tuple[Resource, ...]) -> Model | None:
         if outcome.model is None and outcome.pod_deletion is None and outcome.alias is None:
             return None
-        needs = (profile,) if profile is not None else ()
         args = ModelArgs(outcome=outcome, providers=providers, depends_on=needs)
         return Model(outcome.activation, args, opts=pulumi.ResourceOptions(parent=self))

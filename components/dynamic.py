@@ -25,7 +25,8 @@ import pulumi
 from pulumi.dynamic import Resource, ResourceProvider
 
 from planning.frozen import thaw
-from planning.models.kubeai import MODEL_SERVER_PORT, CpuProfile
+from planning.models.kubeai import MODEL_SERVER_PORT, PROFILE_STORE_CONFIG_MAP, PROFILE_STORE_KEY, PROFILE_STORE_NAMESPACE, CpuProfile
+from planning.models.offloading import OFFLOADING_CONFIG_MAP, OFFLOADING_KEY, OFFLOADING_NAMESPACE
 from planning.models.plan import AliasRequest, PodDeletion
 from planning.objects import NAME_SEPARATOR
 
@@ -42,6 +43,7 @@ class DynamicProviders:
     pod_recovery: ResourceProvider
     ollama_alias: ResourceProvider
     stale_removal: ResourceProvider
+    offloading_profile: ResourceProvider
 
 
 @dataclass(frozen=True)
@@ -69,6 +71,11 @@ def runtime_profile_name(profile: CpuProfile) -> LogicalName:
     return LogicalName.of("runtime-profile", profile.name, previous=f"runtime-profile-{profile.name}")
 
 
+def offloading_profile_name(profile: CpuProfile) -> LogicalName:
+    """`offloading-profile/<profile>`: a new kind of resource, with no earlier name. Pure."""
+    return LogicalName(name=NAME_SEPARATOR.join(("offloading-profile", profile.name)))
+
+
 def pod_recovery_name(deletion: PodDeletion) -> LogicalName:
     """`pod-recovery/<namespace>/<pod>/<attempt>`. Pure."""
     parts = (deletion.namespace, deletion.pod.name, str(deletion.attempt))
@@ -78,6 +85,18 @@ def pod_recovery_name(deletion: PodDeletion) -> LogicalName:
 def ollama_alias_name(activation: str) -> LogicalName:
     """`ollama-alias/<ModelActivation name>`. Pure."""
     return LogicalName.of("ollama-alias", activation, previous=f"{activation}-ollama-alias")
+
+
+def _store_entry(profile: CpuProfile, *, namespace: str, config_map: str, key: str) -> dict[str, Any]:
+    """The inputs of one profile entry in a shared JSON store (a key of one ConfigMap). Pure."""
+    return {
+        "namespace": namespace,
+        "configMap": config_map,
+        "key": key,
+        "profileName": profile.name,
+        "profile": thaw(profile.body),
+        PROBLEM: None,
+    }
 
 
 class RuntimeProfile(Resource, module="magicstick", name="RuntimeProfile"):
@@ -92,15 +111,25 @@ class RuntimeProfile(Resource, module="magicstick", name="RuntimeProfile"):
         provider: ResourceProvider,
         opts: pulumi.ResourceOptions,
     ) -> None:
-        props = {
-            "namespace": "flux-system",
-            "configMap": "magicstick-runtime-profiles",
-            "key": "values.json",
-            "profileName": profile.name,
-            "profile": thaw(profile.body),
-            PROBLEM: None,
-        }
+        props = _store_entry(profile, namespace=PROFILE_STORE_NAMESPACE, config_map=PROFILE_STORE_CONFIG_MAP, key=PROFILE_STORE_KEY)
         name = runtime_profile_name(profile)
+        super().__init__(provider, name.name, props, name.options(opts))
+
+
+class OffloadingProfile(Resource, module="magicstick", name="OffloadingProfile"):
+    """One entry of the offloading store (flux-system/magicstick-offloading-profiles)."""
+
+    problem: pulumi.Output[Any]
+
+    def __init__(
+        self,
+        profile: CpuProfile,
+        *,
+        provider: ResourceProvider,
+        opts: pulumi.ResourceOptions,
+    ) -> None:
+        props = _store_entry(profile, namespace=OFFLOADING_NAMESPACE, config_map=OFFLOADING_CONFIG_MAP, key=OFFLOADING_KEY)
+        name = offloading_profile_name(profile)
         super().__init__(provider, name.name, props, name.options(opts))
 
 

@@ -18,7 +18,7 @@ class ModelArgs:
     """The planned runtime of one activation."""
     providers: DynamicProviders
     depends_on: tuple[pulumi.Resource, ...] = ()
-    """What must exist first: the runtime profile the Model names."""
+    """What must exist first: the store entries (runtime or offloading profile) the Model names."""
 
 
 class Model(pulumi.ComponentResource):

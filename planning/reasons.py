@@ -38,6 +38,12 @@ class Reason(StrEnum):
     RUNTIME_NOT_MANAGED = "RuntimeNotManaged"
     DEFERRED_BY_HOST_OPERATION = "DeferredByHostOperation"
     RUNTIME_PROFILE_STORE_FULL = "RuntimeProfileStoreFull"
+    WAITING_FOR_OFFLOADING_PROFILE = "WaitingForOffloadingProfile"
+    OFFLOADING_PROFILE_STORE_FULL = "OffloadingProfileStoreFull"
+    INSUFFICIENT_MEMORY = "InsufficientMemory"
+    INSUFFICIENT_VRAM = "InsufficientVRAM"
+    MEMORY_ESTIMATE_UNKNOWN = "MemoryEstimateUnknown"
+    MEMORY_BUDGET_UNKNOWN = "MemoryBudgetUnknown"
 
 
 LISTED_NAMES_IN_MESSAGE = 5

@@ -15,6 +15,7 @@ from program.observe import observe
 from program.problems import warn_on_problems
 from program.report import log_run
 from program.settings import Settings
+from providers.offloading_store import OffloadingProfileProvider
 from providers.ollama import OllamaAliasProvider
 from providers.pod_recovery import PodRecoveryProvider
 from providers.profile_store import RuntimeProfileProvider
@@ -64,6 +65,7 @@ def run() -> Plan:
                 pod_recovery=PodRecoveryProvider(),
                 ollama_alias=OllamaAliasProvider(),
                 stale_removal=StaleRemovalProvider(),
+                offloading_profile=OffloadingProfileProvider(),
             ),
         ),
         opts=pulumi.ResourceOptions(providers=[provider]),

@@ -30,6 +30,12 @@ Rules:
 
 The inputs name the entry and its profile, nothing else: each method builds its own client
 from the cluster access the stack's configuration names (providers/cluster_access.py).
+
+The same discipline serves every such store: a StoreSettings names a store's default location,
+field manager, bound and the metadata it is created with. RUNTIME_STORE is the runtime-profile
+store; providers/offloading_store.py configures the offloading store. A store the program
+creates never starts from anything but absence (`bootstrap_store` creates an empty map and
+leaves an existing ConfigMap alone).
 """
 
 from __future__ import annotations
@@ -37,8 +43,8 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
-from typing import Any, Final
+from dataclasses import dataclass, field
+from typing import Any, ClassVar, Final
 
 from pulumi.dynamic import CheckFailure, CheckResult, CreateResult, DiffResult, ReadResult, UpdateResult
 
@@ -94,6 +100,24 @@ class ProfileStoreRef:
 
     def __str__(self) -> str:
         return f"ConfigMap {self.namespace}/{self.name} key {self.key}"
+
+
+@dataclass(frozen=True)
+class StoreSettings:
+    """One compare-and-swap store of KubeAI resource profiles."""
+
+    ref: ProfileStoreRef
+    """Where it lives unless the inputs say otherwise."""
+    field_manager: str
+    max_owned: int
+    """At most this many `magicstick-` entries."""
+    labels: Mapping[str, str] = field(default_factory=dict)
+    """Labels of a ConfigMap the program creates."""
+    annotations: Mapping[str, str] = field(default_factory=dict)
+    """Annotations of a ConfigMap the program creates."""
+
+
+RUNTIME_STORE: Final = StoreSettings(ref=ProfileStoreRef(), field_manager=STORE_FIELD_MANAGER, max_owned=DEFAULT_MAX_OWNED)
 
 
 def profile_name_problem(name: Any) -> str | None:
@@ -157,7 +181,7 @@ def read_profiles(config_map: Mapping[str, Any], *, key: str = DEFAULT_KEY) -> d
     return dict(read_document(config_map, key=key).get(PROFILES_FIELD) or {})
 
 
-def with_profile(profiles: Mapping[str, Any], name: str, body: Mapping[str, Any], *, max_owned: int) -> dict[str, Any] | None:
+def with_profile(profiles: Mapping[str, Any], name: str, body: Mapping[str, Any], *, max_owned: int, where: str = "the store") -> dict[str, Any] | None:
     """`profiles` with entry `name` set to `body`; None when it already is (nothing to write). Pure.
 
     Raises ProfileStoreError for a name the program does not own, and ProfileStoreFull when a
@@ -172,7 +196,7 @@ def with_profile(profiles: Mapping[str, Any], name: str, body: Mapping[str, Any]
         owned = sum(1 for existing in profiles if existing.startswith(OWNED_PREFIX))
         if owned >= max_owned:
             raise ProfileStoreFull(
-                f"cannot add resource profile {name!r}: the store already holds {owned} {OWNED_PREFIX}* profiles "
+                f"cannot add resource profile {name!r}: {where} already holds {owned} {OWNED_PREFIX}* profiles "
                 f"and the limit is {max_owned}"
             )
     return {**profiles, name: body}
@@ -197,23 +221,45 @@ def put_profile(
     name: str,
     body: Mapping[str, Any],
     *,
-    max_owned: int = DEFAULT_MAX_OWNED,
+    max_owned: int | None = None,
     attempts: int = DEFAULT_ATTEMPTS,
+    store: StoreSettings = RUNTIME_STORE,
 ) -> bool:
     """Make entry `name` hold `body`, by compare-and-swap. True when something was written.
 
-    A missing ConfigMap is created holding only this entry. Each lost attempt means another
-    writer's write landed in between, so `attempts` larger than the number of concurrent
-    writes always suffices.
+    A missing ConfigMap is created holding only this entry, with the store's labels and
+    annotations. Each lost attempt means another writer's write landed in between, so
+    `attempts` larger than the number of concurrent writes always suffices. `max_owned`
+    defaults to the store's bound.
     """
+    bound = store.max_owned if max_owned is None else max_owned
     return _compare_and_swap(
-        client, ref, lambda profiles: with_profile(profiles, name, body, max_owned=max_owned), attempts=attempts, create=True
+        client,
+        ref,
+        lambda profiles: with_profile(profiles, name, body, max_owned=bound, where=str(ref)),
+        attempts=attempts,
+        create=True,
+        store=store,
     )
 
 
-def remove_profile(client: KubeClient, ref: ProfileStoreRef, name: str, attempts: int = DEFAULT_ATTEMPTS) -> bool:
+def remove_profile(
+    client: KubeClient, ref: ProfileStoreRef, name: str, attempts: int = DEFAULT_ATTEMPTS, *, store: StoreSettings = RUNTIME_STORE
+) -> bool:
     """Remove entry `name`, by compare-and-swap. True when something was written; absence is success."""
-    return _compare_and_swap(client, ref, lambda profiles: without_profile(profiles, name), attempts=attempts, create=False)
+    return _compare_and_swap(client, ref, lambda profiles: without_profile(profiles, name), attempts=attempts, create=False, store=store)
+
+
+def bootstrap_store(client: KubeClient, ref: ProfileStoreRef, *, store: StoreSettings = RUNTIME_STORE) -> bool:
+    """Create the store holding an empty `resourceProfiles` map when it is absent. True when it
+    was created; an existing ConfigMap, whatever it holds, is left exactly as it is."""
+    if client.get_or_none(CONFIG_MAP, ref.name, ref.namespace) is not None:
+        return False
+    try:
+        _create(client, ref, serialise({PROFILES_FIELD: {}}), store)
+    except Conflict:
+        return False
+    return True
 
 
 def read_profile(client: KubeClient, ref: ProfileStoreRef, name: str) -> dict[str, Any] | None:
@@ -231,6 +277,7 @@ def _compare_and_swap(
     *,
     attempts: int,
     create: bool,
+    store: StoreSettings,
 ) -> bool:
     if attempts < 1:
         raise ValueError(f"attempts must be at least 1, not {attempts}")
@@ -244,9 +291,9 @@ def _compare_and_swap(
         text = serialise({**document, PROFILES_FIELD: profiles})
         try:
             if current is None:
-                _create(client, ref, text)
+                _create(client, ref, text, store)
             else:
-                _swap(client, ref, text, current["metadata"]["resourceVersion"])
+                _swap(client, ref, text, current["metadata"]["resourceVersion"], store)
         except Conflict as error:
             lost = error
             continue
@@ -259,23 +306,27 @@ def _compare_and_swap(
     raise ProfileStoreContended(f"{ref}: another writer changed it before each of {attempts} attempts") from lost
 
 
-def _create(client: KubeClient, ref: ProfileStoreRef, text: str) -> None:
-    metadata = {"name": ref.name, "namespace": ref.namespace}
+def _create(client: KubeClient, ref: ProfileStoreRef, text: str, store: StoreSettings) -> None:
+    metadata: dict[str, Any] = {"name": ref.name, "namespace": ref.namespace}
+    if store.labels:
+        metadata["labels"] = dict(store.labels)
+    if store.annotations:
+        metadata["annotations"] = dict(store.annotations)
     body = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": metadata, "data": {ref.key: text}}
     client.request(
         "POST",
         CONFIG_MAP.collection_path(ref.namespace),
-        params={"fieldManager": STORE_FIELD_MANAGER},
+        params={"fieldManager": store.field_manager},
         body=body,
         content_type="application/json",
     )
 
 
-def _swap(client: KubeClient, ref: ProfileStoreRef, text: str, resource_version: str) -> None:
+def _swap(client: KubeClient, ref: ProfileStoreRef, text: str, resource_version: str, store: StoreSettings) -> None:
     client.request(
         "PATCH",
         CONFIG_MAP.object_path(ref.name, ref.namespace),
-        params={"fieldManager": STORE_FIELD_MANAGER},
+        params={"fieldManager": store.field_manager},
         body={"metadata": {"resourceVersion": resource_version}, "data": {ref.key: text}},
         content_type=MERGE_PATCH,
     )
@@ -296,6 +347,7 @@ class RuntimeProfileEntry:
 
     @classmethod
     def from_inputs(cls, props: Mapping[str, Any]) -> RuntimeProfileEntry:
+        """Inputs `check` has normalised (every store property present)."""
         return cls(
             ref=ProfileStoreRef(namespace=props["namespace"], name=props["configMap"], key=props["key"]),
             profile_name=props["profileName"],
@@ -313,14 +365,20 @@ def _known(value: Any) -> bool:
 
 
 class RuntimeProfileProvider(ClusterResourceProvider):
-    """Keeps one owned KubeAI resource profile in the shared runtime-profile store."""
+    """Keeps one owned KubeAI resource profile in the shared runtime-profile store.
+
+    Subclasses keep entries of another store by setting STORE (providers/offloading_store.py).
+    """
+
+    STORE: ClassVar[StoreSettings] = RUNTIME_STORE
 
     def check(self, _olds: dict[str, Any], news: dict[str, Any]) -> CheckResult:
+        defaults = self.STORE.ref
         inputs = {
             **without_legacy_access(news),
-            "namespace": news.get("namespace") or DEFAULT_NAMESPACE,
-            "configMap": news.get("configMap") or DEFAULT_CONFIG_MAP,
-            "key": news.get("key") or DEFAULT_KEY,
+            "namespace": news.get("namespace") or defaults.namespace,
+            "configMap": news.get("configMap") or defaults.name,
+            "key": news.get("key") or defaults.key,
         }
         failures: list[CheckFailure] = []
         ref_values = (inputs["namespace"], inputs["configMap"], inputs["key"])
@@ -367,7 +425,7 @@ class RuntimeProfileProvider(ClusterResourceProvider):
         entry = RuntimeProfileEntry.from_inputs(props)
         try:
             with open_client(self.cluster_access()) as client:
-                remove_profile(client, entry.ref, entry.profile_name)
+                remove_profile(client, entry.ref, entry.profile_name, store=self.STORE)
         except MalformedProfileStore:
             return
 
@@ -375,7 +433,7 @@ class RuntimeProfileProvider(ClusterResourceProvider):
         """Write the entry; the problem that kept it from the store, or None."""
         try:
             with open_client(self.cluster_access()) as client:
-                put_profile(client, entry.ref, entry.profile_name, entry.profile)
+                put_profile(client, entry.ref, entry.profile_name, entry.profile, store=self.STORE)
         except (ProfileStoreFull, MalformedProfileStore, ProfileStoreContended, KubeError) as error:
             return store_problem(error)
         return None

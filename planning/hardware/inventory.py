@@ -9,11 +9,14 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from api.status import PciDeviceStatus
 from planning.hardware.nodes import GPU_PCI_CLASSES
 from planning.snapshot import Node, NodeFeature
+
+if TYPE_CHECKING:
+    from planning.hardware.memory import HostMemory
 
 PCI_DEVICE_FEATURE = "pci.device"
 
@@ -28,7 +31,8 @@ class PciGpu:
     subsystem_vendor: str | None = None
     subsystem_device: str | None = None
 
-    def to_status(self) -> PciDeviceStatus:
+    def to_status(self, memory: HostMemory | None = None) -> PciDeviceStatus:
+        """The device's status entry; a unified pool adds its memory layout. Pure."""
         return PciDeviceStatus(
             node=self.node,
             node_uid=self.node_uid,
@@ -37,6 +41,7 @@ class PciGpu:
             pci_class=self.pci_class,
             subsystem_vendor=self.subsystem_vendor,
             subsystem_device=self.subsystem_device,
+            **(memory.to_status() if memory is not None else {}),
         )
 
 

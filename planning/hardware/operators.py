@@ -21,11 +21,12 @@ observed and the operator's CRD served) or another installation's; requested is 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from api.status import HardwareOperatorStatus
 from catalogs import Catalogs, ModuleEntry
 from planning.hardware.capacity import AcceleratorCapacity, accelerator_capacity
 from planning.hardware.inventory import PciGpu, gpus_by_node
+from planning.hardware.memory import HostMemory, memory_by_node, pool_for_target
 from planning.hardware.nodes import NodeGpus, node_gpus
 from planning.intent import Intent
 from planning.labels import MODULE, is_generated
@@ -51,6 +52,12 @@ class Hardware:
     nodes: tuple[NodeGpus, ...]
     gpus: Mapping[str, tuple[PciGpu, ...]]
     capacity: tuple[AcceleratorCapacity, ...]
+    memory: Mapping[str, HostMemory] = field(default_factory=dict)
+    """Node name -> memory layout (unified pools), for every node with a listed GPU."""
+
+    def target_memory(self, compute_target: str) -> HostMemory:
+        """The memory layout a model of `compute_target` runs on (planning.hardware.memory.pool_for_target)."""
+        return pool_for_target(capacity=self.capacity, memory=self.memory, compute_target=compute_target)
 
 
 @dataclass(frozen=True)
@@ -68,10 +75,12 @@ class VendorDecision:
 
 
 def observe_hardware(snapshot: Snapshot, catalogs: Catalogs) -> Hardware:
+    gpus = gpus_by_node(snapshot.nodes, snapshot.node_features)
     return Hardware(
         nodes=tuple(node_gpus(node) for node in snapshot.nodes),
-        gpus=gpus_by_node(snapshot.nodes, snapshot.node_features),
+        gpus=gpus,
         capacity=accelerator_capacity(snapshot.nodes, catalogs),
+        memory=memory_by_node(snapshot.nodes, gpus, catalogs),
     )
 
 

@@ -12,6 +12,11 @@ Engine settings map as follows:
 CPU models run on a count-one profile materialised in the runtime-profile store: RAM is the
 resolved memoryRequiredMi (whole 16 MiB units), CPU the resolved request and limit. Its name
 is a hash of its content, so identical profiles are shared.
+
+Accelerator models run on a count-one clone of their target's engine profile (ENGINE_PROFILES,
+the catalog's resource profile for the published resource) in the same store: only the CPU
+request and limit change, so what status.cpuResources reports is what runs. GPU resources,
+image and tolerations stay as the engine profile has them.
 """
 
 from __future__ import annotations
@@ -41,18 +46,84 @@ PROFILE_STORE_CONFIG_MAP = "magicstick-runtime-profiles"
 PROFILE_STORE_KEY = "values.json"
 """The runtime-profile store: a Helm values document `{"resourceProfiles": {<name>: <profile>}}`."""
 CPU_PROFILE_PREFIX = "magicstick-cpu-"
+OWNED_PROFILE_PREFIX = "magicstick-"
 MODEL_SERVER_PORT = 8000
 """KubeAI's model server containers (vLLM and Ollama alike) listen on port 8000."""
 SCALE_DOWN_DELAY_SECONDS = 30
 TARGET_REQUESTS = 100
 
 
+GPU_TOLERATIONS: Mapping[str, tuple[Mapping[str, str], ...]] = {
+    resource: ({"key": resource, "operator": "Exists", "effect": "NoSchedule"},)
+    for resource in ("nvidia.com/gpu", "amd.com/gpu", "gpu.intel.com/xe", "gpu.intel.com/i915")
+}
+
+
+def _engine_profile(image: str, resource: str) -> Mapping[str, Any]:
+    return freeze({"imageName": image, "requests": {resource: "1"}, "limits": {resource: "1"}, "tolerations": list(GPU_TOLERATIONS[resource])})
+
+
+ENGINE_PROFILES: Mapping[str, Mapping[str, Any]] = freeze(
+    {
+        "magicstick-nvidia-gpu": _engine_profile("nvidia-gpu", "nvidia.com/gpu"),
+        "magicstick-amd-gpu": _engine_profile("amd-gpu", "amd.com/gpu"),
+        "magicstick-intel-gpu-xe": _engine_profile("intel-gpu", "gpu.intel.com/xe"),
+        "magicstick-intel-gpu-i915": _engine_profile("intel-gpu", "gpu.intel.com/i915"),
+    }
+)
+"""The engine profiles the compute-target catalog names, as the Git-owned inline values of the
+KubeAI HelmRelease define them: one whole device, the vendor's image and toleration. The
+program never writes these; it clones them (CPU policy, offloading)."""
+
+
 @dataclass(frozen=True)
 class CpuProfile:
-    """A count-one KubeAI resource profile for one CPU model configuration."""
+    """A count-one KubeAI resource profile the program keeps in one of its stores.
+
+    `name` is a hash of `body`, so identical profiles are shared. The runtime-profile store holds
+    CPU models' profiles and accelerator models' CPU clones; the offloading store
+    (planning/models/offloading.py) holds offloading profiles.
+    """
 
     name: str
     body: Mapping[str, Any]
+
+
+StoreProfile = CpuProfile
+"""The general name of a store entry; CpuProfile is kept for existing callers."""
+
+
+def content_name(prefix: str, body: Mapping[str, Any]) -> str:
+    """`<prefix><10 hex digits of the body's hash>`. Pure and deterministic."""
+    digest = hashlib.sha256(json.dumps(thaw(body), sort_keys=True).encode()).hexdigest()[:10]
+    return f"{prefix}{digest}"
+
+
+def with_cpu(body: Mapping[str, Any], *, request_millicores: int, limit_millicores: int) -> dict[str, Any]:
+    """`body` with its CPU request and limit set (limit 0: none); nothing else changes. Pure."""
+    clone = thaw(body)
+    requests = dict(clone.get("requests") or {})
+    limits = dict(clone.get("limits") or {})
+    requests["cpu"] = f"{request_millicores}m"
+    limits.pop("cpu", None)
+    if limit_millicores > 0:
+        limits["cpu"] = f"{limit_millicores}m"
+    clone["requests"] = requests
+    if limits:
+        clone["limits"] = limits
+    else:
+        clone.pop("limits", None)
+    return clone
+
+
+def accelerator_profile(resolved: ResolvedLocalModel, engine_profile: str) -> CpuProfile | None:
+    """The count-one clone of `engine_profile` with the resolved CPU policy; None for a profile
+    ENGINE_PROFILES does not know (then the Model names the engine profile itself). Pure."""
+    body = ENGINE_PROFILES.get(engine_profile)
+    if body is None:
+        return None
+    clone = with_cpu(body, request_millicores=resolved.cpu_request_millicores, limit_millicores=resolved.cpu_limit_millicores)
+    return CpuProfile(name=content_name(f"{engine_profile}-", clone), body=freeze(clone))
 
 
 def model_name(activation: str) -> str:
@@ -72,25 +143,37 @@ def cpu_profile(resolved: ResolvedLocalModel) -> CpuProfile:
 
 
 def applied_cpu_profile(observed: KubeAIModel, *, snapshot: Snapshot) -> CpuProfile | None:
-    """The CPU profile the observed Model runs on, as the runtime-profile store holds it, or
-    None (not a CPU profile of ours, or not in the store). Pure.
+    """The profile of ours the observed Model runs on, as the runtime-profile store holds it, or
+    None (not a profile of ours, or not in the store). Pure.
 
     A Model kept as it runs (invariant 6, deferrals) keeps its profile: without it the store
     entry would be removed and KubeAI could no longer schedule the Model.
     """
+    return stored_profile(observed, snapshot=snapshot, namespace=PROFILE_STORE_NAMESPACE, config_map=PROFILE_STORE_CONFIG_MAP)
+
+
+def stored_profile(observed: KubeAIModel, *, snapshot: Snapshot, namespace: str, config_map: str) -> CpuProfile | None:
+    """The store entry (ConfigMap `namespace/config_map`, key values.json) the observed Model
+    names, when it is one of ours (`magicstick-`, not an engine profile). Pure."""
     reference = observed.spec.get("resourceProfile")
     name = reference.partition(":")[0] if isinstance(reference, str) else ""
-    if not name.startswith(CPU_PROFILE_PREFIX):
+    if not name.startswith(OWNED_PROFILE_PREFIX) or name in ENGINE_PROFILES:
         return None
-    store = snapshot.config_map(PROFILE_STORE_NAMESPACE, PROFILE_STORE_CONFIG_MAP)
+    return observed_store_profiles(snapshot, namespace=namespace, config_map=config_map).get(name)
+
+
+def observed_store_profiles(snapshot: Snapshot, *, namespace: str, config_map: str) -> dict[str, CpuProfile]:
+    """Every entry of one profile store as the snapshot shows it; empty when absent or malformed. Pure."""
+    store = snapshot.config_map(namespace, config_map)
     text = store.data.get(PROFILE_STORE_KEY) if store is not None else None
     try:
         document = json.loads(text) if isinstance(text, str) else None
     except json.JSONDecodeError:
-        return None
+        return {}
     profiles = document.get("resourceProfiles") if isinstance(document, dict) else None
-    body = profiles.get(name) if isinstance(profiles, dict) else None
-    return CpuProfile(name=name, body=freeze(body)) if isinstance(body, dict) else None
+    if not isinstance(profiles, dict):
+        return {}
+    return {name: CpuProfile(name=name, body=freeze(body)) for name, body in profiles.items() if isinstance(body, dict)}
 
 
 def _vision_overrides(resolved: ResolvedLocalModel, catalogs: Catalogs) -> tuple[list[str], dict[str, str], set[str], set[str]]:
@@ -146,9 +229,12 @@ def kubeai_model(
     catalogs: Catalogs,
     observed: KubeAIModel | None,
     field_manager: str,
+    extra_args: tuple[str, ...] = (),
 ) -> DesiredObject:
+    """`extra_args` are appended to the engine's (the offloading arguments). Pure."""
     name = model_name(activation)
     args, env = engine_settings(resolved, catalogs, observed)
+    args = [*args, *extra_args]
     annotations = {ACTIVATION_ANNOTATION: f"{system_namespace}/{activation}", FIELD_MANAGER_ANNOTATION: field_manager}
     if resolved.vision_attention is not None:
         annotations[VISION_ANNOTATION] = resolved.vision_attention

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
 
@@ -28,6 +28,7 @@ from planning.models.kubeai import (
     ACTIVATION_LABEL,
     MAX_CPU_PROFILES,
     CpuProfile,
+    accelerator_profile,
     applied_cpu_profile,
     cpu_profile,
     kept_model,
@@ -35,6 +36,14 @@ from planning.models.kubeai import (
     model_name,
 )
 from planning.models.lifecycle import Lifecycle, model_lifecycle
+from planning.models.offloading import (
+    MAX_OFFLOADING_PROFILES,
+    OFFLOADING_PROFILE_PREFIX,
+    Offloading,
+    applied_offloading_profile,
+    decide_offloading,
+    observed_offloading_profiles,
+)
 from planning.models.recovery import TerminalPod
 from planning.models.resolve import ResolvedLocalModel, resolve_local
 from planning.modules import ModulePlan, waiting_on_modules
@@ -73,6 +82,9 @@ class ModelOutcome:
     activation: str
     model: DesiredObject | None = None
     cpu_profile: CpuProfile | None = None
+    """The entry of the runtime-profile store the Model runs on (CPU models, accelerator CPU clones)."""
+    offloading_profile: CpuProfile | None = None
+    """The entry of the offloading store the Model runs on (planning/models/offloading.py)."""
     pod_deletion: PodDeletion | None = None
     alias: AliasRequest | None = None
 
@@ -86,6 +98,11 @@ class ModelPlan:
     @property
     def cpu_profiles(self) -> tuple[CpuProfile, ...]:
         found = {o.cpu_profile.name: o.cpu_profile for o in self.outcomes if o.cpu_profile is not None}
+        return tuple(found[name] for name in sorted(found))
+
+    @property
+    def offloading_profiles(self) -> tuple[CpuProfile, ...]:
+        found = {o.offloading_profile.name: o.offloading_profile for o in self.outcomes if o.offloading_profile is not None}
         return tuple(found[name] for name in sorted(found))
 
     @property
@@ -151,17 +168,29 @@ def _resolved_fields(resolved: ResolvedLocalModel, namespace: str, name: str, pr
     return fields
 
 
-def _resource_profile(resolved: ResolvedLocalModel, capacity: tuple[AcceleratorCapacity, ...], catalogs: Catalogs) -> tuple[str | None, CpuProfile | None]:
-    """The `<profile>:<count>` the Model asks for, or (None, None) while no GPU resource is published."""
+def _engine_profile(resolved: ResolvedLocalModel, capacity: tuple[AcceleratorCapacity, ...], catalogs: Catalogs) -> str | None:
+    """The catalog's engine profile for the published resource of an accelerator target; None
+    on CPU or while no GPU resource is published. Pure."""
+    if resolved.on_cpu:
+        return None
+    resource = published_resource(capacity, resolved.compute_target, catalogs)
+    if resource is None:
+        return None
+    return catalogs.compute_targets.get(resolved.compute_target).resource_profile(engine=resolved.engine, resource=resource)
+
+
+def _resource_profile(resolved: ResolvedLocalModel, engine_profile: str | None, offloading: Offloading) -> tuple[str | None, CpuProfile | None]:
+    """The `<profile>:<count>` the Model asks for and the runtime-store entry it needs; (None,
+    None) while no GPU resource is published. An offloading profile lives in the other store."""
     if resolved.on_cpu:
         profile = cpu_profile(resolved)
         return f"{profile.name}:1", profile
-    resource = published_resource(capacity, resolved.compute_target, catalogs)
-    if resource is None:
+    if engine_profile is None:
         return None, None
-    target = catalogs.compute_targets.get(resolved.compute_target)
-    name = target.resource_profile(engine=resolved.engine, resource=resource)
-    return (f"{name}:1", None) if name else (None, None)
+    if offloading.profile is not None:
+        return f"{offloading.profile.name}:1", None
+    clone = accelerator_profile(resolved, engine_profile)
+    return (f"{clone.name}:1", clone) if clone is not None else (f"{engine_profile}:1", None)
 
 
 def plan_models(
@@ -219,8 +248,7 @@ def plan_models(
                 outcome, status = _held(parsed, outcome, status, hold, now)
             statuses.append(status)
         outcomes.append(outcome)
-        if outcome.cpu_profile is not None:
-            profiles.add(outcome.cpu_profile.name)
+        profiles.update(p.name for p in (outcome.cpu_profile, outcome.offloading_profile) if p is not None)
     return ModelPlan(
         outcomes=tuple(outcomes),
         statuses=tuple(statuses),
@@ -230,7 +258,7 @@ def plan_models(
 
 HELD_FIELDS = frozenset(
     {"modelRef", "catalogId", "computeTarget", "engine", "requestedKvCacheType", "resolvedResourceProfile",
-     "memoryRequiredMi", "vramRequiredMi", "cpuResources", "preset", "artifact"}
+     "memoryRequiredMi", "vramRequiredMi", "cpuResources", "preset", "artifact", "cpuOffloading"}
 )
 """What the status of an activation in an unreadable namespace keeps: what its spec resolves to."""
 
@@ -241,7 +269,11 @@ def _held(parsed: Parsed[Any], outcome: ModelOutcome, status: StatusUpdate, hold
     Its KubeAI Model and CPU profile stay declared, from the spec, only when its last status shows
     them declared there; no Pod is deleted and no alias is set, since none was seen.
     """
-    kept = ModelOutcome(outcome.activation, model=outcome.model, cpu_profile=outcome.cpu_profile) if hold.keeps_declared else ModelOutcome(outcome.activation)
+    kept = (
+        ModelOutcome(outcome.activation, model=outcome.model, cpu_profile=outcome.cpu_profile, offloading_profile=outcome.offloading_profile)
+        if hold.keeps_declared
+        else ModelOutcome(outcome.activation)
+    )
     fields = {key: value for key, value in status.status.items() if key in HELD_FIELDS}
     return kept, hold.status(parsed, now=now, extra=thaw(fields))
 
@@ -250,7 +282,12 @@ def _kept(activation: str, observed: KubeAIModel | None, snapshot: Snapshot) -> 
     """The Model as it runs, with the CPU profile it runs on (invariant 6, deferrals, waits). Pure."""
     if observed is None:
         return ModelOutcome(activation)
-    return ModelOutcome(activation, model=kept_model(observed), cpu_profile=applied_cpu_profile(observed, snapshot=snapshot))
+    return ModelOutcome(
+        activation,
+        model=kept_model(observed),
+        cpu_profile=applied_cpu_profile(observed, snapshot=snapshot),
+        offloading_profile=applied_offloading_profile(observed, snapshot=snapshot),
+    )
 
 
 def applied_external_entries(snapshot: Snapshot, *, namespace: str, activation: str) -> list[dict[str, Any]]:
@@ -338,17 +375,22 @@ def _local(
         phase, reason, message = waiting
         in_use = observed.spec.get("resourceProfile") if observed is not None and reason is Reason.DEFERRED_BY_HOST_OPERATION else None
         return kept, status_update(parsed, phase=phase, reason=reason, message=message, now=now, extra=_resolved_fields(resolved, namespace, name, in_use))
-    profile, profile_entry = _resource_profile(resolved, capacity, catalogs)
-    fields = _resolved_fields(resolved, namespace, name, profile)
+    engine_profile = _engine_profile(resolved, capacity, catalogs)
+    offloading = decide_offloading(local, resolved, engine_profile)
+    profile, profile_entry = _resource_profile(resolved, engine_profile, offloading)
+    fields = _resolved_fields(resolved, namespace, name, profile) | _offloading_fields(offloading, local.memory_required_mi)
     refused = _not_admitted(profile, profile_entry, profiles, requirement, resolved, catalogs)
+    refused = refused or _offloading_not_admitted(offloading, profiles, snapshot)
     if refused is not None:
         phase, reason, message = refused
-        return kept, status_update(parsed, phase=phase, reason=reason, message=message, now=now, extra=fields)
+        held = replace(kept, offloading_profile=offloading.profile) if reason is Reason.WAITING_FOR_OFFLOADING_PROFILE else kept
+        return held, status_update(parsed, phase=phase, reason=reason, message=message + offloading.note, now=now, extra=fields)
     outcome, phase, reason, message = _runtime(
         parsed=parsed,
         resolved=resolved,
         profile=profile,
         profile_entry=profile_entry,
+        offloading=offloading,
         observed=observed,
         snapshot=snapshot,
         catalogs=catalogs,
@@ -357,7 +399,39 @@ def _local(
         fields=fields,
         now=now,
     )
-    return outcome, status_update(parsed, phase=phase, reason=reason, message=message, now=now, extra=fields)
+    return outcome, status_update(parsed, phase=phase, reason=reason, message=message + offloading.note, now=now, extra=fields)
+
+
+def _offloading_fields(offloading: Offloading, budget_mi: int | None) -> dict[str, Any]:
+    """Status fields of the applied offloading intent: none when cpuOffloading is omitted. Pure."""
+    if offloading.requested is None:
+        return {}
+    fields: dict[str, Any] = {"cpuOffloading": offloading.requested}
+    if offloading.enabled:
+        fields["memoryRequiredMi"] = budget_mi
+    return fields
+
+
+def _offloading_not_admitted(offloading: Offloading, profiles: set[str], snapshot: Snapshot) -> tuple[str, str, str] | None:
+    """Why an offloading activation gets no Model yet: the offloading store is full, or does not
+    hold its profile yet (Helm must reconcile KubeAI with it first). Admits the profile into
+    `profiles` otherwise. Pure but for `profiles`."""
+    entry = offloading.profile
+    if entry is None:
+        return None
+    if entry.name not in profiles:
+        if sum(1 for name in profiles if name.startswith(OFFLOADING_PROFILE_PREFIX)) >= MAX_OFFLOADING_PROFILES:
+            return "Failed", Reason.OFFLOADING_PROFILE_STORE_FULL, (
+                f"The offloading store holds at most {MAX_OFFLOADING_PROFILES} profiles; "
+                "use the memory and CPU settings of an existing offloading model to share its profile."
+            )
+        profiles.add(entry.name)
+    if entry.name not in observed_offloading_profiles(snapshot):
+        return "Pending", Reason.WAITING_FOR_OFFLOADING_PROFILE, (
+            f"Offloading profile {entry.name} is being written to the offloading store; "
+            "the KubeAI Model is created once Helm has reconciled KubeAI with it."
+        )
+    return None
 
 
 def _waiting(
@@ -387,7 +461,7 @@ def _not_admitted(
     is published (naming missing hardware when the requirement knows it). Admits a new CPU profile
     into `profiles` otherwise."""
     if profile_entry is not None and profile_entry.name not in profiles:
-        if len(profiles) >= MAX_CPU_PROFILES:
+        if sum(1 for name in profiles if not name.startswith(OFFLOADING_PROFILE_PREFIX)) >= MAX_CPU_PROFILES:
             return "Failed", Reason.RUNTIME_PROFILE_STORE_FULL, (
                 f"The runtime-profile store holds at most {MAX_CPU_PROFILES} CPU profiles; "
                 "use the memory and CPU settings of an existing model to share its profile."
@@ -405,6 +479,7 @@ def _runtime(
     resolved: ResolvedLocalModel,
     profile: str,
     profile_entry: CpuProfile | None,
+    offloading: Offloading,
     observed: KubeAIModel | None,
     snapshot: Snapshot,
     catalogs: Catalogs,
@@ -426,9 +501,10 @@ def _runtime(
         catalogs=catalogs,
         observed=observed,
         field_manager=settings.field_manager,
+        extra_args=offloading.args,
     )
     if observed is None:
-        created = ModelOutcome(parsed.name, model=desired, cpu_profile=profile_entry)
+        created = ModelOutcome(parsed.name, model=desired, cpu_profile=profile_entry, offloading_profile=offloading.profile)
         return created, "WaitingForPod", Reason.WAITING_FOR_POD, f"KubeAI Model {namespace}/{name} is being created ({resolved.engine})."
     pods = snapshot.pods_of(observed)
     ready_pods = tuple(p.meta.name for p in pods if p.ready and not p.terminating)
@@ -448,7 +524,9 @@ def _runtime(
     deletion = None
     if lifecycle.recovery.delete is not None and lifecycle.recovery.attempt is not None:
         deletion = PodDeletion(namespace=namespace, pod=lifecycle.recovery.delete, attempt=lifecycle.recovery.attempt)
-    outcome = ModelOutcome(parsed.name, model=desired, cpu_profile=profile_entry, pod_deletion=deletion, alias=alias if missing else None)
+    outcome = ModelOutcome(
+        parsed.name, model=desired, cpu_profile=profile_entry, offloading_profile=offloading.profile, pod_deletion=deletion, alias=alias if missing else None
+    )
     return outcome, lifecycle.phase, lifecycle.reason, lifecycle.message
 
 

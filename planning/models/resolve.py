@@ -10,11 +10,15 @@ before any KubeAI Model exists, naming the field and the rule.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+
+from typing import Any
 
 from api.models import LocalModelSpec
 from api.validation import SpecError
-from catalogs import Catalogs, EngineEntry
+from catalogs import ArtifactEntry, Catalogs, EngineEntry
+from planning.hardware.memory import DISCRETE, HostMemory
+from planning.models.memory import MemoryBudget, MemoryEstimate, MemoryInputs, admit_memory, estimate_memory, offload_mi
 from planning.requirements import check_cpu_resources
 
 MEMORY_UNIT_MI = 16
@@ -52,10 +56,24 @@ class ResolvedLocalModel:
     replicas: int
     context_window: int | None
     max_num_seqs: int | None
+    memory_estimate: MemoryEstimate | None = None
+    """The estimator object (planning.models.memory); status.memoryEstimate carries it."""
+    cpu_offload_mi: int | None = None
+    """The vLLM weight-offload budget with cpuOffloading, recomputed from the estimate (a
+    client's value only when the estimate is unknown); 0 for Ollama; None without offloading."""
 
     @property
     def on_cpu(self) -> bool:
         return self.compute_target == "cpu"
+
+    def memory_status(self) -> dict[str, Any]:
+        """ModelActivation status fields of the estimate: memoryEstimate and, on a unified pool,
+        memoryArchitecture, sharedPoolId and gpuAllocationMode. Pure."""
+        if self.memory_estimate is None:
+            return {}
+        host = self.memory_estimate.host.to_status()
+        pool = {key: host[key] for key in ("memoryArchitecture", "sharedPoolId", "gpuAllocationMode") if key in host}
+        return {"memoryEstimate": self.memory_estimate.to_status(), **pool}
 
 
 def round_up_memory(memory_mi: int) -> int:
@@ -63,10 +81,27 @@ def round_up_memory(memory_mi: int) -> int:
     return -(-memory_mi // MEMORY_UNIT_MI) * MEMORY_UNIT_MI
 
 
-def resolve_local(local: LocalModelSpec, catalogs: Catalogs) -> ResolvedLocalModel:
-    """Raises SpecError naming the field and the rule when the catalogs cannot serve `local`."""
+def resolve_local(local: LocalModelSpec, catalogs: Catalogs, *, host: HostMemory = DISCRETE) -> ResolvedLocalModel:
+    """Raises SpecError naming the field and the rule when the catalogs cannot serve `local`.
+    The result carries the memory estimate, not yet admitted (resolve_admitted). `host`: the
+    memory layout of the node the model runs on. Pure."""
+    resolved, _estimate, _budget = _with_memory(_resolve(local, catalogs), local, catalogs, host)
+    return resolved
+
+
+def resolve_admitted(local: LocalModelSpec, catalogs: Catalogs, *, host: HostMemory = DISCRETE) -> ResolvedLocalModel:
+    """resolve_local, then memory admission: raises MemoryRejected (a SpecError with a
+    memory Reason) when a budget is insufficient or unknown and allowMemoryRisk is not true. Pure."""
+    resolved, estimate, budget = _with_memory(_resolve(local, catalogs), local, catalogs, host)
+    admit_memory(estimate, budget, allow_risk=bool(local.allow_memory_risk))
+    return resolved
+
+
+def _resolve(local: LocalModelSpec, catalogs: Catalogs) -> ResolvedLocalModel:
     engine = _engine(local, catalogs)
-    url, precision, quantization, feature, artifact_memory, artifact_vram, artifact_id = _source(local, engine, catalogs)
+    url, feature, entry = _source(local, engine, catalogs)
+    precision, quantization = (entry.precision, entry.quantization) if entry else (None, None)
+    artifact_memory, artifact_vram, artifact_id = (entry.memory_required_mi, entry.vram_mi, entry.id) if entry else (None, None, None)
     kv_cache_type = local.kv_cache_type or engine.default_kv_cache_type or "auto"
     allowed = engine.allowed_kv_cache_types(local.compute_target)
     if kv_cache_type not in allowed:
@@ -102,6 +137,61 @@ def resolve_local(local: LocalModelSpec, catalogs: Catalogs) -> ResolvedLocalMod
     )
 
 
+def _with_memory(
+    resolved: ResolvedLocalModel, local: LocalModelSpec, catalogs: Catalogs, host: HostMemory
+) -> tuple[ResolvedLocalModel, MemoryEstimate, MemoryBudget]:
+    """`resolved` with its memory estimate (on a unified pool, one RAM request) and the
+    budgets admission checks. A CPU model never sits on a GPU pool. Pure."""
+    host = DISCRETE if resolved.on_cpu else host
+    engine = catalogs.engines.get(resolved.engine)
+    entry = _artifact_entry(local, catalogs)
+    offloading = bool(local.cpu_offloading)
+    estimate = estimate_memory(
+        MemoryInputs(
+            weights_mi=entry.weights_mi if entry else None,
+            kv_cache_mi_per_1k_tokens=entry.kv_cache_mi_per_1k_tokens if entry else None,
+            runtime_mi=engine.runtime_memory_mi if engine else 0,
+            kv_cache_type=resolved.kv_cache_type,
+            on_cpu=resolved.on_cpu,
+            kv_cache_memory_bytes=resolved.kv_cache_memory_bytes,
+            context_window=resolved.context_window,
+            max_num_seqs=resolved.max_num_seqs,
+            cpu_offloading=offloading,
+            vram_mi=resolved.vram_mi,
+            host=host,
+        )
+    )
+    memory = resolved.memory_required_mi
+    if host.unified and not resolved.on_cpu:
+        memory = round_up_memory(local.memory_required_mi or estimate.ram_recommended_mi)
+    budget = MemoryBudget(
+        ram_mi=local.memory_required_mi if offloading or (host.unified and not resolved.on_cpu) else memory,
+        vram_mi=resolved.vram_mi,
+        covers_host=resolved.on_cpu or offloading or host.unified,
+        cpu_offloading=offloading,
+        vram_field="spec.local.vram" if local.vram_mi is None and local.vram else "spec.local.vramMi",
+        request_mi=memory,
+    )
+    offload = _offload(resolved, local, estimate) if offloading else None
+    return replace(resolved, memory_required_mi=memory, memory_estimate=estimate, cpu_offload_mi=offload), estimate, budget
+
+
+def _offload(resolved: ResolvedLocalModel, local: LocalModelSpec, estimate: MemoryEstimate) -> int:
+    """The weight-offload budget with cpuOffloading: 0 for Ollama (GPU-first auto-fit); for
+    vLLM recomputed from the estimate, the client's value only when it cannot be. Pure."""
+    if resolved.engine == "OLlama":
+        return 0
+    computed = offload_mi(estimate, resolved.vram_mi)
+    return computed if computed is not None else (local.cpu_offload_mi or 0)
+
+
+def _artifact_entry(local: LocalModelSpec, catalogs: Catalogs) -> ArtifactEntry | None:
+    """The catalog artifact `local` runs, or None for a url model (already resolved). Pure."""
+    preset = catalogs.presets.get(local.preset) if local.preset else None
+    variant = preset.variant(local.engine, local.compute_target) if preset else None
+    return variant.artifact(local.artifact) if variant else None
+
+
 def _engine(local: LocalModelSpec, catalogs: Catalogs) -> EngineEntry:
     engine = catalogs.engines.get(local.engine)
     if engine is None:
@@ -114,16 +204,14 @@ def _engine(local: LocalModelSpec, catalogs: Catalogs) -> EngineEntry:
     return engine
 
 
-def _source(
-    local: LocalModelSpec, engine: EngineEntry, catalogs: Catalogs
-) -> tuple[str, str | None, str | None, str, int | None, int | None, str | None]:
+def _source(local: LocalModelSpec, engine: EngineEntry, catalogs: Catalogs) -> tuple[str, str, ArtifactEntry | None]:
     if local.preset is None:
         if local.url is None:
             raise SpecError("spec.local.preset", "a local model needs a preset or a url")
         scheme = _URL_SCHEMES.get(engine.name)
         if scheme and not local.url.startswith(f"{scheme}://"):
             raise SpecError("spec.local.url", f"engine {engine.name} loads {scheme}:// references, not '{local.url}'")
-        return local.url, None, None, _FEATURES["chat"], None, None, None
+        return local.url, _FEATURES["chat"], None
     if local.url is not None:
         raise SpecError("spec.local.url", "set either preset or url, not both: a preset's artifact decides the url")
     preset = catalogs.presets.get(local.preset)
@@ -143,15 +231,7 @@ def _source(
             "spec.local.artifact",
             f"'{local.artifact}' is not an artifact of preset {preset.name} for {engine.name} on {local.compute_target} (known: {known})",
         )
-    return (
-        artifact.url,
-        artifact.precision,
-        artifact.quantization,
-        _FEATURES[preset.model_type],
-        artifact.memory_required_mi,
-        artifact.vram_mi,
-        artifact.id,
-    )
+    return artifact.url, _FEATURES[preset.model_type], artifact
 
 
 def _vision_attention(local: LocalModelSpec, catalogs: Catalogs) -> str | None:

@@ -380,3 +380,31 @@ def test_a_reference_broken_by_a_user_file_is_reported_in_the_shipped_file_that_
         field="requiredModules",
         says="'agent-sandbox' is not a catalogued module",
     )
+
+
+def test_an_artifact_default_budget_must_hold_its_weights(override, load_error):
+    def tiny_vram(document):
+        variant_of(document, "qwen3635b", "VLLM", "amd-gpu")["artifacts"][0]["vramMi"] = 1024
+
+    directory = override("presets.yaml", tiny_vram)
+    expect(
+        load_error(directory),
+        file=directory / "presets.yaml",
+        entry="qwen3635b",
+        field="variants[1].artifacts[0].vramMi",
+        says="the default budget of 1024 MiB cannot hold the 68608 MiB of weights (weightsMi)",
+    )
+
+
+def test_a_cpu_artifact_default_ram_must_hold_its_weights(override, load_error):
+    def tiny_ram(document):
+        variant_of(document, "qwen2505bcpu", "VLLM", "cpu")["artifacts"][0]["memoryRequiredMi"] = 512
+
+    directory = override("presets.yaml", tiny_ram)
+    expect(
+        load_error(directory),
+        file=directory / "presets.yaml",
+        entry="qwen2505bcpu",
+        field="variants[0].artifacts[0].memoryRequiredMi",
+        says="cannot hold the 960 MiB of weights",
+    )

@@ -290,3 +290,29 @@ def test_only_a_hardware_provider_may_name_a_pci_vendor(override, load_error):
     error = load_error(directory)
     assert error.entry == "litellm"
     assert "pciVendor is only for hardwareProvider modules" in error.message
+
+
+@pytest.mark.parametrize("fact", ["weightsMi", "kvCacheMiPer1kTokens"])
+def test_an_artifact_memory_fact_must_be_positive(override, load_error, fact):
+    directory = override(
+        "presets.yaml", lambda d: variant_of(d, "qwen2505bcpu", "VLLM", "cpu")["artifacts"][0].update({fact: 0})
+    )
+    error = load_error(directory)
+    assert (error.entry, error.field) == ("qwen2505bcpu", f"variants[0].artifacts[0].{fact}")
+
+
+def test_an_engine_runtime_memory_must_be_positive(override, load_error):
+    error = load_error(override("engines.yaml", lambda d: entry_named(d, "engines", "VLLM").update(runtimeMemoryMi=0)))
+    assert (error.entry, error.field) == ("VLLM", "runtimeMemoryMi")
+
+
+def test_every_shipped_artifact_gives_its_memory_facts():
+    catalogs = load_catalogs()
+    missing = [
+        f"{preset.name}/{variant.engine}/{variant.compute_target}/{artifact.id}"
+        for preset in catalogs.presets.entries
+        for variant in preset.variants
+        for artifact in variant.artifacts
+        if artifact.weights_mi is None or artifact.kv_cache_mi_per_1k_tokens is None
+    ]
+    assert missing == []

@@ -176,6 +176,16 @@ class TestTheRbac:
 
         assert writes == UNNAMED_CLUSTER_WIDE_WRITES
 
+    @pytest.mark.parametrize("store", ["magicstick-runtime-profiles", "magicstick-offloading-profiles"])
+    def test_each_profile_store_may_be_read_and_patched_by_name_in_flux_system(self, rbac, store):
+        for verb in ("get", "patch"):
+            assert allows(rbac, Permission(verb, "", "configmaps", "flux-system"), store)
+
+    def test_the_offloading_store_grant_names_only_the_offloading_store(self, rbac):
+        named = [rule for rule, _ in bound_rules(rbac) if "magicstick-offloading-profiles" in rule.get("resourceNames", [])]
+
+        assert [(rule["resourceNames"], sorted(rule["verbs"])) for rule in named] == [(["magicstick-offloading-profiles"], ["get", "patch"])]
+
     def test_the_device_config_rule_names_only_the_managed_device_config(self, rbac):
         named = [rule for rule, _ in bound_rules(rbac) if "deviceconfigs" in rule.get("resources", []) and rule.get("resourceNames")]
 

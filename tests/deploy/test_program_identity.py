@@ -20,10 +20,12 @@ from planning.frozen import thaw
 from planning.kustomizations import SourceRef, module_kustomization
 from planning.settings import FIELD_MANAGER, FLUX_NAMESPACE
 from planning.hardware.amd import ELIGIBLE_LABEL, device_config, node_eligibility_patch
-from providers.kinds import CRD, KUSTOMIZATION, MODULE_ACTIVATION, NODE
+from providers.kinds import CONFIG_MAP, CRD, KUSTOMIZATION, MODULE_ACTIVATION, NODE
 from providers.kube import Forbidden, KubeAccess, KubeClient, NotFound
 from providers.kube.client import APPLY_PATCH
 from providers.live_reader import read_snapshot
+from providers.offloading_store import OFFLOADING_STORE
+from providers.profile_store import put_profile, read_profiles, remove_profile
 from providers.status_writer import StatusTarget, write_status
 from tests.cluster.apiserver import TestIdentity
 from tests.live.world import DEVICE_CONFIG, NAMESPACE
@@ -100,6 +102,18 @@ class TestWhatTheProgramDoesIsAllowed:
 
         assert answered["spec"]["path"] == body["spec"]["path"]
         assert admin.get_or_none(KUSTOMIZATION, body["metadata"]["name"], FLUX_NAMESPACE) == before
+
+    def test_the_offloading_store_is_created_and_changed_by_compare_and_swap(self, program: KubeClient, admin: KubeClient):
+        ref = OFFLOADING_STORE.ref
+        profile = {"imageName": "nvidia-gpu", "requests": {"memory": "24576Mi"}, "limits": {"memory": "24576Mi"}}
+        try:
+            assert put_profile(program, ref, "magicstick-offload-a", profile, store=OFFLOADING_STORE) is True
+            assert put_profile(program, ref, "magicstick-offload-b", profile, store=OFFLOADING_STORE) is True
+            assert remove_profile(program, ref, "magicstick-offload-a", store=OFFLOADING_STORE) is True
+            assert set(read_profiles(admin.get(CONFIG_MAP, ref.name, ref.namespace))) == {"magicstick-offload-b"}
+        finally:
+            with contextlib.suppress(NotFound):
+                admin.delete(CONFIG_MAP, ref.name, ref.namespace)
 
     def test_the_amd_eligibility_label_is_applied_to_a_node_as_a_dry_run(self, program: KubeClient, admin: KubeClient):
         admin.apply(NODE, {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "identity-test-node"}}, field_manager=LOADER)
