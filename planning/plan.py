@@ -122,6 +122,7 @@ def plan(
         catalogs=catalogs,
         settings=settings,
         now=now,
+        memory=hardware.memory,
     )
     instances = plan_instances(
         intent=intent,

@@ -209,7 +209,7 @@ def operator_status(
         compatible_node_count=len(decision.compatible_nodes),
         allocatable_resources=allocatable,
         resource_names=published,
-        devices=[gpu.to_status() for gpu in devices[:LISTED_DEVICES]],
+        devices=[gpu.to_status(hardware.memory.get(gpu.node)) for gpu in devices[:LISTED_DEVICES]],
         device_count=len(devices),
         message=message,
     )

@@ -171,14 +171,6 @@ def _gpu_host_ram(inputs: MemoryInputs, weights: int | None, model: int | None, 
     return runtime + spill, _sum(runtime, weights)
 
 
-def offload_mi(estimate: MemoryEstimate, vram_mi: int | None) -> int | None:
-    """The vLLM weight-offload budget: the weights that do not fit the VRAM beside the cache,
-    in 16 MiB units; None when the estimate or the budget is unknown. Pure."""
-    if estimate.weights_mi is None or estimate.cache_mi is None or vram_mi is None:
-        return None
-    return round_up(max(0, estimate.weights_mi + estimate.cache_mi - vram_mi))
-
-
 @dataclass(frozen=True)
 class MemoryBudget:
     """The budgets an activation gives, with the fields that carry them."""

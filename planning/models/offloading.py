@@ -86,7 +86,7 @@ def decide_offloading(local: LocalModelSpec, resolved: ResolvedLocalModel, engin
         return Offloading(requested=False, args=("--cpu-offload-gb=0",) if vllm else ())
     profile = offloading_profile(resolved, engine_profile, local.memory_required_mi or 0) if engine_profile else None
     if vllm:
-        return Offloading(requested=True, profile=profile, args=(f"--cpu-offload-gb={cpu_offload_gib(local.cpu_offload_mi or 0)}",))
+        return Offloading(requested=True, profile=profile, args=(f"--cpu-offload-gb={cpu_offload_gib(resolved.cpu_offload_mi or 0)}",))
     note = " ollamaGpuLayers is ignored: Ollama offloads by GPU-first auto-fit." if local.ollama_gpu_layers is not None else ""
     return Offloading(requested=True, profile=profile, note=note)
 

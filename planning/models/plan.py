@@ -14,6 +14,7 @@ import json
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from datetime import datetime
+from types import MappingProxyType
 from typing import Any
 
 from api.hostoperations import TERMINAL_PHASES as HOST_TERMINAL_PHASES
@@ -22,6 +23,7 @@ from catalogs import Catalogs
 from planning.frozen import thaw
 from planning.conditions import READY, rfc3339, status_update
 from planning.hardware.capacity import AcceleratorCapacity, published_resource
+from planning.hardware.memory import HostMemory, pool_for_target
 from planning.intent import Intent, Parsed
 from planning.labels import FIELD_MANAGER_ANNOTATION, MANAGED_BY, MANAGED_BY_VALUE
 from planning.models.kubeai import (
@@ -45,7 +47,8 @@ from planning.models.offloading import (
     observed_offloading_profiles,
 )
 from planning.models.recovery import TerminalPod
-from planning.models.resolve import ResolvedLocalModel, resolve_local
+from planning.models.memory import MemoryRejected
+from planning.models.resolve import ResolvedLocalModel, resolve_admitted
 from planning.modules import ModulePlan, waiting_on_modules
 from planning.names import LABEL_VALUE_LIMIT, fit
 from planning.objects import DesiredObject, StatusUpdate
@@ -165,6 +168,7 @@ def _resolved_fields(resolved: ResolvedLocalModel, namespace: str, name: str, pr
     if resolved.preset is not None:
         fields["preset"] = resolved.preset
         fields["artifact"] = resolved.artifact
+    fields.update(resolved.memory_status())
     return fields
 
 
@@ -203,6 +207,7 @@ def plan_models(
     catalogs: Catalogs,
     settings: PlanSettings,
     now: datetime,
+    memory: Mapping[str, HostMemory] = MappingProxyType({}),
 ) -> ModelPlan:
     """Every ModelActivation's outcome and status, in name order. Pure."""
     by_requester = {r.requester: r for r in requirements}
@@ -236,6 +241,7 @@ def plan_models(
                 snapshot=snapshot,
                 observed=observed,
                 capacity=capacity,
+                host=pool_for_target(capacity=capacity, memory=memory, compute_target=parsed.spec.local.compute_target),
                 catalogs=catalogs,
                 settings=settings,
                 published=published,
@@ -349,6 +355,7 @@ def _local(
     snapshot: Snapshot,
     observed: KubeAIModel | None,
     capacity: tuple[AcceleratorCapacity, ...],
+    host: HostMemory,
     catalogs: Catalogs,
     settings: PlanSettings,
     published: frozenset[str],
@@ -362,9 +369,10 @@ def _local(
     kept = _kept(parsed.name, observed, snapshot)
     local = parsed.spec.local
     try:
-        resolved = resolve_local(local, catalogs)
+        resolved = resolve_admitted(local, catalogs, host=host)
     except SpecError as error:
-        return kept, status_update(parsed, phase="Failed", reason=Reason.INVALID_SPEC, message=str(error), now=now)
+        reason = error.reason if isinstance(error, MemoryRejected) else Reason.INVALID_SPEC
+        return kept, status_update(parsed, phase="Failed", reason=reason, message=str(error), now=now)
     if not catalogs.engines.get(resolved.engine).uses_kubeai or local.realtime is not None:
         runtime = "realtime vLLM-Omni" if local.realtime is not None else resolved.engine
         message = f"The {runtime} runtime is not reconciled by this version."

@@ -18,7 +18,7 @@ from api.models import LocalModelSpec
 from api.validation import SpecError
 from catalogs import ArtifactEntry, Catalogs, EngineEntry
 from planning.hardware.memory import DISCRETE, HostMemory
-from planning.models.memory import MemoryBudget, MemoryEstimate, MemoryInputs, admit_memory, estimate_memory, offload_mi
+from planning.models.memory import MemoryBudget, MemoryEstimate, MemoryInputs, admit_memory, estimate_memory
 from planning.requirements import check_cpu_resources
 
 MEMORY_UNIT_MI = 16
@@ -172,17 +172,15 @@ def _with_memory(
         vram_field="spec.local.vram" if local.vram_mi is None and local.vram else "spec.local.vramMi",
         request_mi=memory,
     )
-    offload = _offload(resolved, local, estimate) if offloading else None
+    offload = _offload(resolved, local) if offloading else None
     return replace(resolved, memory_required_mi=memory, memory_estimate=estimate, cpu_offload_mi=offload), estimate, budget
 
 
-def _offload(resolved: ResolvedLocalModel, local: LocalModelSpec, estimate: MemoryEstimate) -> int:
+def _offload(resolved: ResolvedLocalModel, local: LocalModelSpec) -> int:
     """The weight-offload budget with cpuOffloading: 0 for Ollama (GPU-first auto-fit); for
-    vLLM recomputed from the estimate, the client's value only when it cannot be. Pure."""
-    if resolved.engine == "OLlama":
-        return 0
-    computed = offload_mi(estimate, resolved.vram_mi)
-    return computed if computed is not None else (local.cpu_offload_mi or 0)
+    vLLM the administrator's `cpuOffloadMi`, which the API requires of a CR with offloading
+    (seed 001: only the dashboard's API derives it, and the program is not that API). Pure."""
+    return 0 if resolved.engine == "OLlama" else (local.cpu_offload_mi or 0)
 
 
 def _artifact_entry(local: LocalModelSpec, catalogs: Catalogs) -> ArtifactEntry | None:

@@ -37,10 +37,11 @@ def test_a_cpu_vllm_budget_covering_the_estimate_is_admitted_and_carries_the_est
     assert resolved.memory_status()["memoryEstimate"]["ramMinimumMi"] == 960 + 512 + 1536
 
 
-def test_a_client_supplied_offload_budget_is_recomputed_from_the_estimate() -> None:
-    local = _local(computeTarget="nvidia-gpu", cpuOffloading=True, memoryRequiredMi=8192, cpuOffloadMi=99999, vramMi=512)
-    resolved = resolve_admitted(local, CATALOGS)
-    assert resolved.cpu_offload_mi == 512  # weights 960 + cache 50 - VRAM 512, in 16 MiB units
+def test_an_offload_budget_an_administrator_writes_in_the_cr_is_used_as_written() -> None:
+    """Seed 001: a CR written directly must supply the vLLM offload budget; only the dashboard's
+    API recomputes it, and the program is not that API."""
+    local = _local(computeTarget="nvidia-gpu", cpuOffloading=True, memoryRequiredMi=8192, cpuOffloadMi=2048, vramMi=512)
+    assert resolve_admitted(local, CATALOGS).cpu_offload_mi == 2048
 
 
 def test_a_vram_budget_below_the_gpu_minimum_is_refused_unless_the_risk_is_allowed() -> None:

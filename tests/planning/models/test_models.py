@@ -87,10 +87,24 @@ def test_cpu_memory_defaults_to_the_engine_default(engine, expected):
 
 
 def test_cpu_memory_is_rounded_up_to_16_mib_units_in_the_runtime_profile():
-    result = plan_of(*platform(), local_model("m", memoryRequiredMi=1000))
-    assert status(result)["memoryRequiredMi"] == 1008
+    result = plan_of(*platform(), local_model("m", memoryRequiredMi=4001))
+    assert status(result)["memoryRequiredMi"] == 4016
     (profile,) = result.models.cpu_profiles
-    assert profile.body["requests"]["memory"] == "1008Mi"
+    assert profile.body["requests"]["memory"] == "4016Mi"
+
+
+def test_a_cpu_budget_below_the_estimated_minimum_fails_the_activation_with_the_numbers():
+    result = plan_of(*platform(), local_model("m", memoryRequiredMi=1000))
+    failed = status(result)
+    assert (failed["phase"], failed["reason"]) == ("Failed", "InsufficientMemory")
+    assert "memoryRequiredMi" in failed["message"]
+    assert model_of(result, "m") is None
+
+
+def test_allow_memory_risk_lets_a_budget_below_the_estimate_through_unchanged():
+    result = plan_of(*platform(), local_model("m", memoryRequiredMi=1000, allowMemoryRisk=True))
+    assert status(result)["memoryRequiredMi"] == 1008
+    assert status(result)["memoryEstimate"]["ramMinimumMi"] > 1008
 
 
 def test_cpu_resources_take_engine_defaults_then_overrides_into_a_count_one_profile():
@@ -418,13 +432,13 @@ def test_an_unchanged_memory_sample_keeps_its_sampled_at_so_a_converged_run_writ
 def test_a_cpu_profile_beyond_the_store_bound_fails_its_activation_not_the_run():
     from planning.models.kubeai import MAX_CPU_PROFILES
 
-    activations = [local_model(f"m{i:03d}", memoryRequiredMi=1024 + 16 * i) for i in range(MAX_CPU_PROFILES + 1)]
+    activations = [local_model(f"m{i:03d}", memoryRequiredMi=4096 + 16 * i) for i in range(MAX_CPU_PROFILES + 1)]
     result = plan_of(*platform(), *activations)
     assert len(result.models.cpu_profiles) == MAX_CPU_PROFILES
     last = status_of(result, "ModelActivation", f"m{MAX_CPU_PROFILES:03d}")
     assert last["reason"] == "RuntimeProfileStoreFull"
     assert model_of(result, f"m{MAX_CPU_PROFILES:03d}") is None
-    shared = plan_of(*platform(), *activations, local_model("zz-shares", memoryRequiredMi=1024))
+    shared = plan_of(*platform(), *activations, local_model("zz-shares", memoryRequiredMi=4096))
     assert status_of(shared, "ModelActivation", "zz-shares")["phase"] == "WaitingForPod"
 
 
