@@ -19,7 +19,7 @@ components hand these outputs, unread, to the status write of the object they co
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import Any, ClassVar, Final
 
 import pulumi
 from pulumi.dynamic import Resource, ResourceProvider
@@ -87,50 +87,43 @@ def ollama_alias_name(activation: str) -> LogicalName:
     return LogicalName.of("ollama-alias", activation, previous=f"{activation}-ollama-alias")
 
 
-def _store_entry(profile: CpuProfile, *, namespace: str, config_map: str, key: str) -> dict[str, Any]:
-    """The inputs of one profile entry in a shared JSON store (a key of one ConfigMap). Pure."""
-    return {
-        "namespace": namespace,
-        "configMap": config_map,
-        "key": key,
-        "profileName": profile.name,
-        "profile": thaw(profile.body),
-        PROBLEM: None,
-    }
+class _ProfileStoreEntry(Resource):
+    """One entry of a shared KubeAI profile store; subclasses name the store and the resource."""
+
+    problem: pulumi.Output[Any]
+    STORE: ClassVar[tuple[str, str, str]]
+    """Namespace, ConfigMap and key of the store."""
+
+    @staticmethod
+    def logical_name(profile: CpuProfile) -> LogicalName:
+        raise NotImplementedError
+
+    def __init__(self, profile: CpuProfile, *, provider: ResourceProvider, opts: pulumi.ResourceOptions) -> None:
+        namespace, config_map, key = self.STORE
+        props = {
+            "namespace": namespace,
+            "configMap": config_map,
+            "key": key,
+            "profileName": profile.name,
+            "profile": thaw(profile.body),
+            PROBLEM: None,
+        }
+        name = self.logical_name(profile)
+        super().__init__(provider, name.name, props, name.options(opts))
 
 
-class RuntimeProfile(Resource, module="magicstick", name="RuntimeProfile"):
+class RuntimeProfile(_ProfileStoreEntry, module="magicstick", name="RuntimeProfile"):
     """One entry of the KubeAI runtime-profile store (flux-system/magicstick-runtime-profiles)."""
 
-    problem: pulumi.Output[Any]
-
-    def __init__(
-        self,
-        profile: CpuProfile,
-        *,
-        provider: ResourceProvider,
-        opts: pulumi.ResourceOptions,
-    ) -> None:
-        props = _store_entry(profile, namespace=PROFILE_STORE_NAMESPACE, config_map=PROFILE_STORE_CONFIG_MAP, key=PROFILE_STORE_KEY)
-        name = runtime_profile_name(profile)
-        super().__init__(provider, name.name, props, name.options(opts))
+    STORE = (PROFILE_STORE_NAMESPACE, PROFILE_STORE_CONFIG_MAP, PROFILE_STORE_KEY)
+    logical_name = staticmethod(runtime_profile_name)
 
 
-class OffloadingProfile(Resource, module="magicstick", name="OffloadingProfile"):
+class OffloadingProfile(_ProfileStoreEntry, module="magicstick", name="OffloadingProfile"):
     """One entry of the offloading store (flux-system/magicstick-offloading-profiles)."""
 
-    problem: pulumi.Output[Any]
-
-    def __init__(
-        self,
-        profile: CpuProfile,
-        *,
-        provider: ResourceProvider,
-        opts: pulumi.ResourceOptions,
-    ) -> None:
-        props = _store_entry(profile, namespace=OFFLOADING_NAMESPACE, config_map=OFFLOADING_CONFIG_MAP, key=OFFLOADING_KEY)
-        name = offloading_profile_name(profile)
-        super().__init__(provider, name.name, props, name.options(opts))
+    STORE = (OFFLOADING_NAMESPACE, OFFLOADING_CONFIG_MAP, OFFLOADING_KEY)
+    logical_name = staticmethod(offloading_profile_name)
 
 
 class PodRecovery(Resource, module="magicstick", name="PodRecovery"):

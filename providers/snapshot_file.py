@@ -8,7 +8,7 @@ annotation SYSTEM_NAMESPACE_ANNOTATION of its own metadata (kubectl ignores a Li
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -85,16 +85,21 @@ def _count(documents: Iterable[Any]) -> int:
     return total
 
 
-def _recorded_namespace(documents: Iterable[Any], *, source: str) -> str | None:
-    recorded = set()
+def _list_annotations(documents: Iterable[Any], key: str) -> Iterator[Any]:
+    """The value of annotation `key` on every List document that carries it."""
     for document in documents:
         if not _is_list(document):
             continue
         metadata = document.get("metadata")
         annotations = metadata.get("annotations") if isinstance(metadata, Mapping) else None
-        value = annotations.get(SYSTEM_NAMESPACE_ANNOTATION) if isinstance(annotations, Mapping) else None
-        if value is None:
-            continue
+        value = annotations.get(key) if isinstance(annotations, Mapping) else None
+        if value is not None:
+            yield value
+
+
+def _recorded_namespace(documents: Iterable[Any], *, source: str) -> str | None:
+    recorded = set()
+    for value in _list_annotations(documents, SYSTEM_NAMESPACE_ANNOTATION):
         if not isinstance(value, str) or not _NAMESPACE.fullmatch(value):
             raise SnapshotFileError(f"{source}: List annotation {SYSTEM_NAMESPACE_ANNOTATION}: {value!r} is not a namespace name")
         recorded.add(value)
@@ -106,12 +111,6 @@ def _recorded_namespace(documents: Iterable[Any], *, source: str) -> str | None:
 def _recorded_unreadable(documents: Iterable[Any]) -> tuple[UnreadableNamespace, ...]:
     """The unreadable namespaces the Lists record (UNREADABLE_ANNOTATION); SnapshotError when malformed."""
     found: list[UnreadableNamespace] = []
-    for document in documents:
-        if not _is_list(document):
-            continue
-        metadata = document.get("metadata")
-        annotations = metadata.get("annotations") if isinstance(metadata, Mapping) else None
-        value = annotations.get(UNREADABLE_ANNOTATION) if isinstance(annotations, Mapping) else None
-        if value is not None:
-            found += unreadable_from_annotation(value, f"List annotation {UNREADABLE_ANNOTATION}")
+    for value in _list_annotations(documents, UNREADABLE_ANNOTATION):
+        found += unreadable_from_annotation(value, f"List annotation {UNREADABLE_ANNOTATION}")
     return tuple(found)

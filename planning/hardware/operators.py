@@ -26,7 +26,7 @@ from api.status import HardwareOperatorStatus
 from catalogs import Catalogs, ModuleEntry
 from planning.hardware.capacity import AcceleratorCapacity, accelerator_capacity
 from planning.hardware.inventory import PciGpu, gpus_by_node
-from planning.hardware.memory import HostMemory, memory_by_node, pool_for_target
+from planning.hardware.memory import HostMemory, memory_by_node
 from planning.hardware.nodes import NodeGpus, node_gpus
 from planning.intent import Intent
 from planning.labels import MODULE, is_generated
@@ -54,10 +54,6 @@ class Hardware:
     capacity: tuple[AcceleratorCapacity, ...]
     memory: Mapping[str, HostMemory] = field(default_factory=dict)
     """Node name -> memory layout (unified pools), for every node with a listed GPU."""
-
-    def target_memory(self, compute_target: str) -> HostMemory:
-        """The memory layout a model of `compute_target` runs on (planning.hardware.memory.pool_for_target)."""
-        return pool_for_target(capacity=self.capacity, memory=self.memory, compute_target=compute_target)
 
 
 @dataclass(frozen=True)

@@ -12,6 +12,7 @@ from planning.hardware.memory import (
     PHYSICAL_MEMORY_ANNOTATION,
     is_unified,
     node_memory,
+    pool_for_target,
 )
 from planning.hardware.operators import observe_hardware
 from planning.snapshot import Snapshot
@@ -69,14 +70,14 @@ def test_a_discrete_gpu_node_has_no_shared_pool() -> None:
 
 def test_a_target_published_only_by_one_unified_node_runs_on_its_pool() -> None:
     hardware = _memory(_apu(allocatable={"amd.com/gpu": "1"}), node_feature("apu-1", STRIX_HALO))
-    assert hardware.target_memory("amd-gpu").shared_pool_id == "uid-apu-1"
-    assert hardware.target_memory("nvidia-gpu").unified is False
+    assert pool_for_target(capacity=hardware.capacity, memory=hardware.memory, compute_target="amd-gpu").shared_pool_id == "uid-apu-1"
+    assert pool_for_target(capacity=hardware.capacity, memory=hardware.memory, compute_target="nvidia-gpu").unified is False
 
 
 def test_a_target_published_by_a_unified_and_a_discrete_node_is_treated_as_discrete() -> None:
     other = node("dgpu-1", "amd", allocatable={"amd.com/gpu": "1"})
     hardware = _memory(_apu(allocatable={"amd.com/gpu": "1"}), node_feature("apu-1", STRIX_HALO), other, node_feature("dgpu-1", DISCRETE_AMD))
-    assert hardware.target_memory("amd-gpu").unified is False
+    assert pool_for_target(capacity=hardware.capacity, memory=hardware.memory, compute_target="amd-gpu").unified is False
 
 
 def test_a_unified_device_status_carries_the_memory_layout_of_its_pool() -> None:
