@@ -28,11 +28,19 @@ from catalogs.types import (
     PresetEntry,
     PresetVariant,
     ProfileEngine,
+    FreeTokenRuntime,
+    RealtimeProfile,
+    RealtimeRuntime,
+    RuntimeCatalog,
     VisionAttentionMapping,
 )
 
 __all__ = [
     "CATALOG_FILES",
+    "FreeTokenRuntime",
+    "RealtimeProfile",
+    "RealtimeRuntime",
+    "RuntimeCatalog",
     "ApplicationCatalog",
     "ApplicationEntry",
     "ArtifactEntry",

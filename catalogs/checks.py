@@ -22,6 +22,7 @@ from catalogs.types import (
     GpuCompatibilityCatalog,
     ModuleCatalog,
     PresetCatalog,
+    RuntimeCatalog,
 )
 
 EntryT_co = TypeVar("EntryT_co", covariant=True)
@@ -37,6 +38,7 @@ class CatalogFiles:
     compute_targets: str = "compute-targets.yaml"
     presets: str = "presets.yaml"
     gpu_compatibility: str = "gpu-compatibility.yaml"
+    runtimes: str = "runtimes.yaml"
 
 
 def _listed(names: Iterable[str]) -> str:
@@ -312,6 +314,13 @@ def check_gpu_compatibility(
                 )
 
 
+def check_runtimes(runtimes: RuntimeCatalog, targets: ComputeTargetCatalog, *, file: str) -> None:
+    """Realtime profiles are named once and run on catalogued compute targets. Pure."""
+    _no_duplicates((p.name for p in runtimes.realtime.profiles), file=file, field="realtime.profiles[].name")
+    for profile in runtimes.realtime.profiles:
+        _lookup(targets, profile.compute_target, what="compute target", file=file, entry=profile.name, field="computeTarget")
+
+
 def check_catalogs(catalogs: Catalogs, files: CatalogFiles | None = None) -> None:
     """Every rule across all catalogs, in a fixed order; the first broken one raises. Pure."""
     files = files or CatalogFiles()
@@ -327,3 +336,4 @@ def check_catalogs(catalogs: Catalogs, files: CatalogFiles | None = None) -> Non
         catalogs.compute_targets,
         file=files.gpu_compatibility,
     )
+    check_runtimes(catalogs.runtimes, catalogs.compute_targets, file=files.runtimes)

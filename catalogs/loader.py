@@ -23,6 +23,7 @@ from catalogs.types import (
     GpuCompatibilityCatalog,
     ModuleCatalog,
     PresetCatalog,
+    RuntimeCatalog,
 )
 
 CATALOG_FILES: Mapping[str, tuple[str, type[BaseModel]]] = MappingProxyType(
@@ -33,6 +34,7 @@ CATALOG_FILES: Mapping[str, tuple[str, type[BaseModel]]] = MappingProxyType(
         "compute_targets": ("compute-targets.yaml", ComputeTargetCatalog),
         "presets": ("presets.yaml", PresetCatalog),
         "gpu_compatibility": ("gpu-compatibility.yaml", GpuCompatibilityCatalog),
+        "runtimes": ("runtimes.yaml", RuntimeCatalog),
     }
 )
 """Catalog attribute -> (file name, catalog type), in load order."""

@@ -574,6 +574,88 @@ class GpuCompatibilityCatalog(CatalogModel):
         return next((profile for profile in self.profiles if profile.id == profile_id), None)
 
 
+PLACEHOLDER_TAG = "CHANGEME"
+"""An image tagged so in a shipped catalog is a placeholder the administrator replaces."""
+
+
+class FreeTokenRuntime(CatalogModel):
+    """How a FreeToken activation becomes a container: image, command line and bounded choices.
+
+    Every flag the program passes comes from here; an activation only chooses among the keys.
+    """
+
+    image: Image
+    port: int = Field(ge=1, le=65535)
+    command: tuple[str, ...] = Field(min_length=1)
+    args: tuple[str, ...] = ()
+    model_arg: str = Field(min_length=1)
+    port_arg: str = Field(min_length=1)
+    context_window_arg: str = Field(min_length=1)
+    max_num_seqs_arg: str = Field(min_length=1)
+    readiness_path: str = Field(pattern=r"^/\S*$")
+    memory_strategies: dict[KebabName, tuple[str, ...]] = Field(min_length=1)
+    default_memory_strategy: KebabName = "auto"
+    advanced_flags: dict[str, str] = {}
+    """Keys an activation may set under freetoken.advanced, and the flag each becomes."""
+
+    @field_validator("default_memory_strategy")
+    @classmethod
+    def _default_strategy_listed(cls, default: str, info: ValidationInfo) -> str:
+        strategies = info.data.get("memory_strategies") or {}
+        if default not in strategies:
+            raise ValueError(f"'{default}' is not one of the memoryStrategies {sorted(strategies)}")
+        return default
+
+    @property
+    def image_is_placeholder(self) -> bool:
+        return self.image.endswith(":" + PLACEHOLDER_TAG)
+
+
+class RealtimeProfile(NamedEntry):
+    """A vLLM-Omni realtime profile: one backend, its default image and GPU plans."""
+
+    name: KebabName
+    display_name: str = Field(min_length=1)
+    backend: Literal["cuda", "rocm", "xpu", "cpu"]
+    compute_target: KebabName
+    image: Image | None = None
+    """The catalog-default image; None when an activation must give runtimeImage (CPU, XPU)."""
+    runtime_class_name: KebabName | None = None
+    gpu_counts: tuple[int, ...] = Field(min_length=1)
+    """The exclusive-allocation plans offered: GPUs per runtime (0 only on CPU)."""
+    system_memory_mi: PositiveMi
+
+    @model_validator(mode="after")
+    def _backend_rules(self) -> "RealtimeProfile":
+        if self.runtime_class_name is not None and self.backend != "cuda":
+            raise ValueError("only a cuda profile takes runtimeClassName (the NVIDIA RuntimeClass)")
+        if self.backend == "cpu" and self.gpu_counts != (0,):
+            raise ValueError("a cpu profile requests no GPU: gpuCounts must be [0]")
+        if self.backend != "cpu" and any(count < 1 for count in self.gpu_counts):
+            raise ValueError("a GPU profile's gpuCounts are whole devices, at least 1")
+        if self.backend == "cpu" and self.compute_target != "cpu" or self.backend != "cpu" and self.compute_target == "cpu":
+            raise ValueError("computeTarget cpu goes with backend cpu, and only with it")
+        return self
+
+
+class RealtimeRuntime(CatalogModel):
+    """The vLLM-Omni version the bootstrap is written for, its port and its profiles."""
+
+    version: str = Field(min_length=1)
+    port: int = Field(ge=1, le=65535)
+    profiles: tuple[RealtimeProfile, ...] = Field(min_length=1)
+
+    def get(self, name: str) -> RealtimeProfile | None:
+        return next((profile for profile in self.profiles if profile.name == name), None)
+
+
+class RuntimeCatalog(CatalogModel):
+    """The direct runtimes (runtimes.yaml): FreeToken and the realtime vLLM-Omni runtime."""
+
+    freetoken: FreeTokenRuntime
+    realtime: RealtimeRuntime
+
+
 class Catalogs(CatalogModel):
     """Every catalog of one load, checked against each other."""
 
@@ -583,3 +665,4 @@ class Catalogs(CatalogModel):
     compute_targets: ComputeTargetCatalog
     presets: PresetCatalog
     gpu_compatibility: GpuCompatibilityCatalog
+    runtimes: RuntimeCatalog

@@ -110,7 +110,7 @@ class Appliance(pulumi.ComponentResource):
         return problems
 
     def _model(self, outcome: ModelOutcome, providers: DynamicProviders, needs: tuple[Resource, ...]) -> Model | None:
-        if outcome.model is None and outcome.pod_deletion is None and outcome.alias is None:
+        if outcome.model is None and outcome.pod_deletion is None and outcome.alias is None and outcome.runtime is None:
             return None
         args = ModelArgs(outcome=outcome, providers=providers, depends_on=needs)
         return Model(outcome.activation, args, opts=pulumi.ResourceOptions(parent=self))

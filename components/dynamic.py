@@ -25,10 +25,12 @@ import pulumi
 from pulumi.dynamic import Resource, ResourceProvider
 
 from planning.frozen import thaw
+from planning.models.direct import DirectRuntime
 from planning.models.kubeai import MODEL_SERVER_PORT, PROFILE_STORE_CONFIG_MAP, PROFILE_STORE_KEY, PROFILE_STORE_NAMESPACE, CpuProfile
 from planning.models.offloading import OFFLOADING_CONFIG_MAP, OFFLOADING_KEY, OFFLOADING_NAMESPACE
 from planning.models.plan import AliasRequest, PodDeletion
 from planning.objects import NAME_SEPARATOR
+from planning.settings import FIELD_MANAGER
 
 PROBLEM: Final = "problem"
 """The output every dynamic provider of the program sets (providers/outcomes.py PROBLEM_OUTPUT)."""
@@ -44,6 +46,7 @@ class DynamicProviders:
     ollama_alias: ResourceProvider
     stale_removal: ResourceProvider
     offloading_profile: ResourceProvider
+    direct_runtime: ResourceProvider
 
 
 @dataclass(frozen=True)
@@ -85,6 +88,12 @@ def pod_recovery_name(deletion: PodDeletion) -> LogicalName:
 def ollama_alias_name(activation: str) -> LogicalName:
     """`ollama-alias/<ModelActivation name>`. Pure."""
     return LogicalName.of("ollama-alias", activation, previous=f"{activation}-ollama-alias")
+
+
+def direct_runtime_name(runtime: DirectRuntime) -> LogicalName:
+    """`<runtime>/<namespace>/<activation>` (DirectRuntime.logical_name): a new kind of resource,
+    with no earlier name. Pure."""
+    return LogicalName(name=runtime.logical_name)
 
 
 class _ProfileStoreEntry(Resource):
@@ -175,4 +184,33 @@ class OllamaAlias(Resource, module="magicstick", name="OllamaAlias"):
             PROBLEM: None,
         }
         name = logical_name if isinstance(logical_name, LogicalName) else LogicalName(logical_name)
+        super().__init__(provider, name.name, props, name.options(opts))
+
+
+class DirectRuntimeResource(Resource, module="magicstick", name="DirectRuntime"):
+    """The objects of one activation's direct runtime (FreeToken, realtime vLLM-Omni), applied
+    together in their order (providers/direct_runtime.py).
+
+    `field_manager` is the program's (planning/settings.py FIELD_MANAGER), the one its
+    pulumi-kubernetes objects are applied under.
+    """
+
+    problem: pulumi.Output[Any]
+
+    def __init__(
+        self,
+        runtime: DirectRuntime,
+        *,
+        provider: ResourceProvider,
+        opts: pulumi.ResourceOptions,
+        field_manager: str = FIELD_MANAGER,
+    ) -> None:
+        props = {
+            "runtime": runtime.kind.value,
+            "namespace": runtime.namespace,
+            "objects": [thaw(obj.body) for obj in runtime.objects],
+            "fieldManager": field_manager,
+            PROBLEM: None,
+        }
+        name = direct_runtime_name(runtime)
         super().__init__(provider, name.name, props, name.options(opts))

@@ -1,4 +1,5 @@
-"""Model: one ModelActivation's runtime objects (the KubeAI Model, an alias, a Pod recovery)."""
+"""Model: one ModelActivation's runtime objects (the KubeAI Model, an alias, a Pod recovery, or
+the direct runtime of FreeToken and realtime vLLM-Omni)."""
 
 from __future__ import annotations
 
@@ -7,8 +8,17 @@ from typing import Any
 
 import pulumi
 
-from components.dynamic import DynamicProviders, OllamaAlias, PodRecovery, ollama_alias_name, pod_recovery_name
+from components.dynamic import (
+    DirectRuntimeResource,
+    DynamicProviders,
+    OllamaAlias,
+    PodRecovery,
+    direct_runtime_name,
+    ollama_alias_name,
+    pod_recovery_name,
+)
 from components.objects import declare
+from planning.labels import FIELD_MANAGER_ANNOTATION
 from planning.models.plan import ModelOutcome
 
 
@@ -24,7 +34,7 @@ class ModelArgs:
 class Model(pulumi.ComponentResource):
     TYPE = "magicstick:index:Model"
 
-    operations: dict[str, PodRecovery | OllamaAlias]
+    operations: dict[str, PodRecovery | OllamaAlias | DirectRuntimeResource]
     """The activation's dynamic resources by logical name; each has the output `problem`."""
 
     def __init__(self, name: str, args: ModelArgs, opts: pulumi.ResourceOptions | None = None) -> None:
@@ -42,6 +52,12 @@ class Model(pulumi.ComponentResource):
             alias = ollama_alias_name(name)
             self.operations[alias.name] = OllamaAlias(
                 outcome.alias, logical_name=alias, provider=args.providers.ollama_alias, opts=after_model
+            )
+        if outcome.runtime is not None:
+            runtime = outcome.runtime
+            manager = runtime.objects[0].body["metadata"]["annotations"][FIELD_MANAGER_ANNOTATION]
+            self.operations[direct_runtime_name(runtime).name] = DirectRuntimeResource(
+                runtime, provider=args.providers.direct_runtime, opts=pulumi.ResourceOptions(parent=self), field_manager=manager
             )
         self.register_outputs({"model": outcome.model.identity if outcome.model is not None else None})
 

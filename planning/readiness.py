@@ -48,7 +48,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
-from planning.snapshot import Condition, FluxKustomization, GenericObject, KubeAIModel
+from planning.snapshot import Condition, FluxKustomization, GenericObject, KubeAIModel, Workload
 
 SPEC_HASH_ANNOTATION = "appliance.magicstick.dev/spec-hash"
 """The hash (`spec_hash`) of the spec the program planned, set by the program beside that spec."""
@@ -211,3 +211,23 @@ def kubeai_model_readiness(model: KubeAIModel | None) -> Verdict:
     if model.replicas_ready > 0:
         return READY
     return Verdict(Readiness.IN_PROGRESS, Waiting.NO_READY_REPLICA, "no replica ready yet", model.meta.generation)
+
+
+def deployment_rollout(workload: Workload | None, *, planned_hash: str) -> Verdict:
+    """Readiness of a direct runtime's Deployment: the planned spec (by its spec-hash annotation),
+    observed by its controller at the current generation, every replica updated and one
+    available. A rollout past its progress deadline is Failed. Pure."""
+    if workload is None:
+        return NOT_FOUND
+    generation = workload.meta.generation
+    if workload.meta.annotations.get(SPEC_HASH_ANNOTATION) != planned_hash:
+        return Verdict(Readiness.IN_PROGRESS, Waiting.NOT_CURRENT, "the planned Deployment is not applied yet", generation)
+    if workload.observed_generation != generation:
+        return _stale(generation, workload.observed_generation)
+    progressing = next((c for c in workload.conditions if c.type == "Progressing"), None)
+    if progressing is not None and progressing.status == "False":
+        return Verdict(Readiness.FAILED, progressing.reason, progressing.message, generation, workload.observed_generation)
+    if workload.updated_replicas < workload.desired_replicas or workload.available_replicas < 1:
+        message = f"{workload.available_replicas} of {workload.desired_replicas} replica(s) available, {workload.updated_replicas} updated"
+        return Verdict(Readiness.IN_PROGRESS, Waiting.NO_READY_REPLICA, message, generation, workload.observed_generation)
+    return Verdict(Readiness.READY, generation=generation, observed_generation=workload.observed_generation)

@@ -35,7 +35,6 @@ class Reason(StrEnum):
     WAITING_FOR_GPU = "WaitingForGPU"
     WAITING_FOR_POD = "WaitingForPod"
     WAITING_FOR_MODEL_CATALOG = "WaitingForModelCatalog"
-    RUNTIME_NOT_MANAGED = "RuntimeNotManaged"
     DEFERRED_BY_HOST_OPERATION = "DeferredByHostOperation"
     RUNTIME_PROFILE_STORE_FULL = "RuntimeProfileStoreFull"
     WAITING_FOR_OFFLOADING_PROFILE = "WaitingForOffloadingProfile"
@@ -44,6 +43,13 @@ class Reason(StrEnum):
     INSUFFICIENT_VRAM = "InsufficientVRAM"
     MEMORY_ESTIMATE_UNKNOWN = "MemoryEstimateUnknown"
     MEMORY_BUDGET_UNKNOWN = "MemoryBudgetUnknown"
+    RUNTIME_IMAGE_NOT_SET = "RuntimeImageNotSet"
+    WAITING_FOR_ROLLOUT = "WaitingForRollout"
+    ROLLOUT_FAILED = "RolloutFailed"
+    WAITING_FOR_RUNTIME_HEALTH = "WaitingForRuntimeHealth"
+    GPU_NODE_NOT_FOUND = "GpuNodeNotFound"
+    GPU_DEVICE_NOT_FOUND = "GpuDeviceNotFound"
+    IMMUTABLE_FIELD = "ImmutableField"
 
 
 LISTED_NAMES_IN_MESSAGE = 5

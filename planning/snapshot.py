@@ -211,6 +211,35 @@ class ConfigMap:
     data: FrozenMap = field(default_factory=lambda: EMPTY)
 
 
+@dataclass(frozen=True)
+class Workload:
+    """A Deployment of a direct runtime (apps/v1), with the rollout counts its controller reports."""
+
+    meta: ObjectMeta
+    spec: FrozenMap = field(default_factory=lambda: EMPTY)
+    observed_generation: int | None = None
+    replicas: int = 0
+    updated_replicas: int = 0
+    available_replicas: int = 0
+    conditions: tuple[Condition, ...] = ()
+
+    @property
+    def desired_replicas(self) -> int:
+        """spec.replicas, which the API server defaults to 1."""
+        value = self.spec.get("replicas", 1)
+        return value if isinstance(value, int) else 1
+
+
+@dataclass(frozen=True)
+class HealthObservation:
+    """What one Ready Pod of a direct runtime answered on its upstream health endpoint."""
+
+    namespace: str
+    pod: str
+    healthy: bool
+    error: str = ""
+
+
 # --- begin: unreadable namespaces (issue #11, point 4; owned by providers/live_reader.py) ---
 UNREADABLE_FIELDS = ("namespace", "apiVersion", "kind", "resource", "verb", "message")
 """The wire form of an UnreadableNamespace (a snapshot file records it in a List annotation)."""
@@ -220,7 +249,8 @@ UNREADABLE_FIELDS = ("namespace", "apiVersion", "kind", "resource", "verb", "mes
 class UnreadableNamespace:
     """A namespace that only some objects target, whose LIST the server refused (403).
 
-    Nothing in it was read: its KubeAI Models, Pods and ReferenceGrants are unknown, not
+    Nothing in it was read: its KubeAI Models, Pods, ReferenceGrants and direct runtimes
+    (Deployments, ConfigMaps) are unknown, not
     absent. `resource` is the refused resource as RBAC names it (`models.kubeai.org`, `pods`),
     `verb` the refused verb, `message` the server's Status (`403 Forbidden: ...`).
     """
@@ -257,14 +287,21 @@ UNREADABLE_ANNOTATION = "appliance.magicstick.dev/unreadable-namespaces"
 """On a snapshot file's List: a JSON array of UnreadableNamespace wire forms (magicstick snapshot)."""
 
 
-def unreadable_from_annotation(value: Any, identity: str) -> tuple[UnreadableNamespace, ...]:
-    """Pure. The records an UNREADABLE_ANNOTATION value holds; SnapshotError naming `identity` otherwise."""
+def json_array_annotation(value: Any, annotation: str, identity: str) -> list[Any]:
+    """Pure. The JSON array a List annotation of a snapshot file holds; SnapshotError naming
+    `identity` and `annotation` otherwise."""
     try:
         listed = json.loads(value) if isinstance(value, str) else None
     except json.JSONDecodeError as error:
-        raise SnapshotError(identity, f"annotation {UNREADABLE_ANNOTATION} is not JSON: {error.msg}") from error
+        raise SnapshotError(identity, f"annotation {annotation} is not JSON: {error.msg}") from error
     if not isinstance(listed, list):
-        raise SnapshotError(identity, f"annotation {UNREADABLE_ANNOTATION} must be a JSON array")
+        raise SnapshotError(identity, f"annotation {annotation} must be a JSON array")
+    return listed
+
+
+def unreadable_from_annotation(value: Any, identity: str) -> tuple[UnreadableNamespace, ...]:
+    """Pure. The records an UNREADABLE_ANNOTATION value holds; SnapshotError naming `identity` otherwise."""
+    listed = json_array_annotation(value, UNREADABLE_ANNOTATION, identity)
     return tuple(UnreadableNamespace.from_wire(raw, identity) for raw in listed)
 
 
@@ -284,6 +321,9 @@ class Snapshot:
     pods: tuple[Pod, ...] = ()
     generated: tuple[GenericObject, ...] = ()
     ollama: tuple[OllamaObservation, ...] = ()
+    workloads: tuple[Workload, ...] = ()
+    health: tuple[HealthObservation, ...] = ()
+    """Health answers of Ready direct-runtime Pods; a Pod not listed was not asked this run."""
     served_crds: frozenset[str] = field(default_factory=frozenset)
     unreadable: tuple[UnreadableNamespace, ...] = ()
     """Namespaces only some objects target whose read the server refused; sorted by namespace."""
@@ -321,6 +361,15 @@ class Snapshot:
     def ollama_of(self, namespace: str, pod: str) -> OllamaObservation | None:
         return next((o for o in self.ollama if o.namespace == namespace and o.pod == pod), None)
 
+    def health_of(self, namespace: str, pod: str) -> HealthObservation | None:
+        return next((h for h in self.health if h.namespace == namespace and h.pod == pod), None)
+
+    def pods_labelled(self, namespace: str, selector: Mapping[str, str]) -> tuple[Pod, ...]:
+        """The Pods of `namespace` whose labels include every pair of `selector`."""
+        return tuple(
+            p for p in self.pods if p.meta.namespace == namespace and all(p.meta.labels.get(k) == v for k, v in selector.items())
+        )
+
     def kustomization(self, namespace: str, name: str) -> FluxKustomization | None:
         return next(
             (k for k in self.kustomizations if k.meta.namespace == namespace and k.meta.name == name),
@@ -333,6 +382,7 @@ class Snapshot:
         objects: Iterable[Mapping[str, Any]],
         ollama: Iterable[OllamaObservation] = (),
         unreadable: Iterable[UnreadableNamespace] = (),
+        health: Iterable[HealthObservation] = (),
     ) -> Snapshot:
         """Build a snapshot from raw objects; kinds the program does not read are ignored.
 
@@ -347,6 +397,7 @@ class Snapshot:
         models: list[KubeAIModel] = []
         pods: list[Pod] = []
         generated: list[GenericObject] = []
+        workloads: list[Workload] = []
         crds: set[str] = set()
         seen: dict[tuple[str, str], int] = {}
         for index, raw in enumerate(_flatten(objects)):
@@ -391,6 +442,8 @@ class Snapshot:
                         conditions=_conditions(status, identity),
                     )
                 )
+            elif api_version == "apps/v1" and kind == "Deployment":
+                workloads.append(_workload(raw, meta, identity))
             elif api_version == "v1" and kind == "Pod":
                 pods.append(_pod(raw, meta, identity))
             elif api_version == "v1" and kind == "ConfigMap":
@@ -408,6 +461,8 @@ class Snapshot:
             pods=tuple(sorted(pods, key=_sort_key)),
             generated=tuple(sorted(generated, key=lambda o: (o.kind, o.meta.namespace or "", o.meta.name))),
             ollama=tuple(sorted(ollama, key=lambda o: (o.namespace, o.pod))),
+            workloads=tuple(sorted(workloads, key=_sort_key)),
+            health=tuple(sorted(health, key=lambda h: (h.namespace, h.pod))),
             served_crds=frozenset(crds),
             unreadable=tuple(sorted(unreadable, key=lambda u: u.namespace)),
         )
@@ -525,6 +580,29 @@ def _kubeai_model(raw: Mapping[str, Any], meta: ObjectMeta, identity: str) -> Ku
         spec=_mapping(raw, "spec", identity),
         replicas_all=int(replicas.get("all") or 0),
         replicas_ready=int(replicas.get("ready") or 0),
+    )
+
+
+def _workload(raw: Mapping[str, Any], meta: ObjectMeta, identity: str) -> Workload:
+    status = _mapping(raw, "status", identity)
+
+    def count(key: str) -> int:
+        value = status.get(key, 0)
+        if not isinstance(value, int):
+            raise SnapshotError(identity, f"status.{key} must be an integer")
+        return value
+
+    observed = status.get("observedGeneration")
+    if observed is not None and not isinstance(observed, int):
+        raise SnapshotError(identity, "status.observedGeneration must be an integer")
+    return Workload(
+        meta=meta,
+        spec=_mapping(raw, "spec", identity),
+        observed_generation=observed,
+        replicas=count("replicas"),
+        updated_replicas=count("updatedReplicas"),
+        available_replicas=count("availableReplicas"),
+        conditions=_conditions(status, identity),
     )
 
 

@@ -15,6 +15,7 @@ from program.observe import observe
 from program.problems import warn_on_problems
 from program.report import log_run
 from program.settings import Settings
+from providers.direct_runtime import DirectRuntimeProvider
 from providers.offloading_store import OffloadingProfileProvider
 from providers.ollama import OllamaAliasProvider
 from providers.pod_recovery import PodRecoveryProvider
@@ -66,6 +67,7 @@ def run() -> Plan:
                 ollama_alias=OllamaAliasProvider(),
                 stale_removal=StaleRemovalProvider(),
                 offloading_profile=OffloadingProfileProvider(),
+                direct_runtime=DirectRuntimeProvider(),
             ),
         ),
         opts=pulumi.ResourceOptions(providers=[provider]),

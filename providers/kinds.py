@@ -19,6 +19,7 @@ APPLIANCE_SETUP = _appliance_kind("ApplianceSetup", "appliancesetups")
 
 NODE = ResourceKind(group="", version="v1", kind="Node", plural="nodes", namespaced=False)
 CONFIG_MAP = ResourceKind(group="", version="v1", kind="ConfigMap", plural="configmaps", namespaced=True)
+SERVICE = ResourceKind(group="", version="v1", kind="Service", plural="services", namespaced=True)
 CRD = ResourceKind(
     group="apiextensions.k8s.io", version="v1", kind="CustomResourceDefinition", plural="customresourcedefinitions", namespaced=False
 )
@@ -30,6 +31,7 @@ NODE_FEATURE = ResourceKind(group="nfd.k8s-sigs.io", version="v1alpha1", kind="N
 
 KUBEAI_MODEL = ResourceKind(group="kubeai.org", version="v1", kind="Model", plural="models", namespaced=True)
 POD = ResourceKind(group="", version="v1", kind="Pod", plural="pods", namespaced=True)
+DEPLOYMENT = ResourceKind(group="apps", version="v1", kind="Deployment", plural="deployments", namespaced=True)
 
 HELM_RELEASE = ResourceKind(group="helm.toolkit.fluxcd.io", version="v2", kind="HelmRelease", plural="helmreleases", namespaced=True)
 HTTP_ROUTE = ResourceKind(group="gateway.networking.k8s.io", version="v1", kind="HTTPRoute", plural="httproutes", namespaced=True)

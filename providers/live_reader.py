@@ -18,26 +18,36 @@ still stops the run.
 Secrets are never read. NodeFeatures are read across namespaces: Node Feature Discovery keeps
 them in its own namespace, which the installation chooses.
 
-Ollama: the Ready Pods of Ollama Models are asked their tags and loaded models through the pod
-proxy, bounded per run (providers/ollama.py, ProbeLimits); a Pod that does not answer is that
-model's status, never a failed observation.
+Direct runtimes (FreeToken, realtime vLLM-Omni; planning/models/direct.py) label every object
+and Pod with RUNTIME_LABEL: in each target namespace their Deployments, Pods and ConfigMaps are
+three more LISTs selected on that key. A Pod that carries both the KubeAI `model` label and
+RUNTIME_LABEL is selected by two LISTs and kept once (`distinct`).
+
+Probes, bounded per run (providers/ollama.py, ProbeLimits: one attempt, a short timeout, a few
+Pods at once, a budget): the Ready Pods of Ollama Models are asked their tags and loaded models,
+the Ready Pods of the realtime runtime their upstream `/health`, both through the API server's
+pod proxy. A Pod that does not answer is that model's status, never a failed observation.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import threading
+from collections.abc import Callable, Iterable, Sequence
+from concurrent.futures import ThreadPoolExecutor, wait
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import Any, Final, TypeVar
 
+from planning.models.direct import RUNTIME_LABEL, DirectRuntimeKind
 from planning.models.kubeai import MODEL_SERVER_PORT
 from planning.settings import FLUX_NAMESPACE
-from planning.snapshot import OllamaObservation, Snapshot, SnapshotError, UnreadableNamespace
+from planning.snapshot import HealthObservation, OllamaObservation, Snapshot, SnapshotError, UnreadableNamespace
 from providers.kinds import (
     APPLIANCE,
     APPLIANCE_SETUP,
     APP_INSTANCE,
     CONFIG_MAP,
     CRD,
+    DEPLOYMENT,
     HELM_RELEASE,
     HOST_OPERATION,
     HTTP_ROUTE,
@@ -52,7 +62,7 @@ from providers.kinds import (
     SECURITY_POLICY,
 )
 from providers.kube import Forbidden, KubeAccess, KubeClient, KubeError, ResourceKind, open_client
-from providers.ollama import ProbeLimits, ProbeTarget, probe_pods
+from providers.ollama import ProbeLimits, ProbeTarget, failure_detail, probe_pods, proxy_path
 
 SETUP_NAMESPACE = "identity-system"
 LIST: Final = "list"
@@ -83,8 +93,8 @@ class LiveObjects:
 DEFAULT_MODEL_NAMESPACE = "ai"
 MODEL_POD_SELECTOR = "model"
 """KubeAI labels every model Pod with `model: <Model name>`; the selector keeps other Pods out."""
-PER_NAMESPACE_KINDS: Final = (KUBEAI_MODEL, POD, REFERENCE_GRANT)
-"""What is read in each namespace a ModelActivation or an AppInstance targets, in this order."""
+RUNTIME_SELECTOR: Final = RUNTIME_LABEL
+"""Direct runtimes label every object and Pod with RUNTIME_LABEL; selecting on the key keeps other objects out."""
 
 Served = dict[tuple[str, str], frozenset[str] | None]
 """Discovery answers of one observation: the plurals served per (group, version); None: not served."""
@@ -96,16 +106,28 @@ def run_namespaces(system_namespace: str) -> frozenset[str]:
 
 
 def namespace_reads(namespace: str) -> tuple[Read, ...]:
-    """The LISTs of one target namespace, in a fixed order. Pure."""
-    return (Read(KUBEAI_MODEL, namespace), Read(POD, namespace, MODEL_POD_SELECTOR), Read(REFERENCE_GRANT, namespace))
+    """The LISTs of one target namespace, in a fixed order. Pure.
+
+    KubeAI Models, their Pods and ReferenceGrants, then the Deployments, Pods and ConfigMaps
+    of direct runtimes: six LISTs, whatever the namespace holds.
+    """
+    return (
+        Read(KUBEAI_MODEL, namespace),
+        Read(POD, namespace, MODEL_POD_SELECTOR),
+        Read(REFERENCE_GRANT, namespace),
+        Read(DEPLOYMENT, namespace, RUNTIME_SELECTOR),
+        Read(POD, namespace, RUNTIME_SELECTOR),
+        Read(CONFIG_MAP, namespace, RUNTIME_SELECTOR),
+    )
 
 
 def reads(system_namespace: str, model_namespaces: Iterable[str] = (DEFAULT_MODEL_NAMESPACE,)) -> tuple[Read, ...]:
     """Every LIST one observation makes, in a fixed order.
 
-    KubeAI Models, their Pods and ReferenceGrants are read in each namespace a ModelActivation
-    or an AppInstance targets; their number grows with namespaces, never with objects. The
-    Gateway routes and policies live in the system namespace, beside the shared Gateway.
+    KubeAI Models, their Pods, ReferenceGrants and the objects of direct runtimes are read in
+    each namespace a ModelActivation or an AppInstance targets (`namespace_reads`); their number
+    grows with namespaces, never with objects. The Gateway routes and policies live in the
+    system namespace, beside the shared Gateway.
     """
     per_namespace = tuple(read for namespace in sorted(set(model_namespaces)) for read in namespace_reads(namespace))
     return (
@@ -231,6 +253,108 @@ def observe_ollama(
     return probe_pods(access, ollama_pods(objects), limits=limits, port=port)
 
 
+HEALTH_PATH: Final = "health"
+"""The upstream health endpoint of the realtime runtime (vLLM-Omni), relative to its port."""
+HEALTH_PORT_NAME: Final = "http"
+"""The container port the realtime runtime serves on, and its Service targets by name."""
+
+
+@dataclass(frozen=True)
+class HealthTarget:
+    """One Ready Pod of the realtime runtime to ask, and the container port it serves on."""
+
+    namespace: str
+    pod: str
+    port: int
+
+
+def realtime_pods(objects: Iterable[dict[str, Any]]) -> tuple[HealthTarget, ...]:
+    """The Ready Pods labelled as the realtime runtime that declare a port named `http`, in the order listed. Pure.
+
+    The port is that of the first container that declares one; a Pod without one is not asked.
+    """
+    targets = []
+    for pod in objects:
+        if pod.get("kind") != "Pod" or not _ready(pod):
+            continue
+        metadata = pod["metadata"]
+        if (metadata.get("labels") or {}).get(RUNTIME_LABEL) != DirectRuntimeKind.REALTIME.label:
+            continue
+        port = _named_port(pod, HEALTH_PORT_NAME)
+        if port is not None:
+            targets.append(HealthTarget(namespace=metadata["namespace"], pod=metadata["name"], port=port))
+    return tuple(targets)
+
+
+def _named_port(pod: dict[str, Any], name: str) -> int | None:
+    for container in (pod.get("spec") or {}).get("containers") or ():
+        for port in container.get("ports") or ():
+            number = port.get("containerPort")
+            if port.get("name") == name and isinstance(number, int) and not isinstance(number, bool):
+                return number
+    return None
+
+
+def observe_health(
+    access: KubeAccess, objects: Iterable[dict[str, Any]], *, limits: ProbeLimits = ProbeLimits()
+) -> tuple[HealthObservation, ...]:
+    """What every Ready realtime Pod answers on `/health`, through the API server's pod proxy.
+
+    Bounded as the Ollama probes are (`limits`, `within_budget`). A 2xx is healthy; any other
+    answer, or none, is unhealthy with the status or the cause in `error`. A Pod not answered
+    within the budget has no observation: it was not read this run.
+    """
+    targets = realtime_pods(objects)
+    if not targets:
+        return ()
+    with open_client(limits.access(access)) as client:
+        answers = within_budget([_health_probe(client, target) for target in targets], limits=limits, name="health-probe")
+    return tuple(answer for answer in answers if answer is not None)
+
+
+def _health_probe(client: KubeClient, target: HealthTarget) -> Callable[[], HealthObservation]:
+    def ask() -> HealthObservation:
+        path = proxy_path(target.namespace, target.pod, HEALTH_PATH, port=target.port)
+        try:
+            client.request("GET", path)
+        except KubeError as error:
+            return HealthObservation(namespace=target.namespace, pod=target.pod, healthy=False, error=failure_detail(error))
+        except ValueError:
+            # A 2xx whose body is not JSON (plain text, as some servers answer /health): the
+            # status is the answer.
+            pass
+        return HealthObservation(namespace=target.namespace, pod=target.pod, healthy=True)
+
+    return ask
+
+
+T = TypeVar("T")
+
+
+def within_budget(asks: Sequence[Callable[[], T]], *, limits: ProbeLimits, name: str) -> tuple[T | None, ...]:
+    """Run `asks`, `limits.parallelism` at a time, for at most `limits.budget_seconds` together.
+
+    One result per ask, in order; None for an ask not finished within the budget. An ask not
+    started when the budget runs out is never started. Each ask bounds its own requests
+    (`ProbeLimits.access`) and never raises for one Pod.
+    """
+    if not asks:
+        return ()
+    stop = threading.Event()
+
+    def unless_stopped(ask: Callable[[], T]) -> T | None:
+        return None if stop.is_set() else ask()
+
+    pool = ThreadPoolExecutor(max_workers=limits.parallelism, thread_name_prefix=name)
+    try:
+        futures = [pool.submit(unless_stopped, ask) for ask in asks]
+        done, _ = wait(futures, timeout=limits.budget_seconds)
+    finally:
+        stop.set()
+        pool.shutdown(wait=False, cancel_futures=True)
+    return tuple(future.result() if future in done else None for future in futures)
+
+
 def _ready(pod: dict[str, Any]) -> bool:
     status = pod.get("status") or {}
     return status.get("phase") == "Running" and any(
@@ -241,8 +365,7 @@ def _ready(pod: dict[str, Any]) -> bool:
 def read_live_objects(client: KubeClient, system_namespace: str) -> LiveObjects:
     """Everything one observation LISTs: the fixed kinds, the run namespaces, then the target namespaces."""
     served: Served = {}
-    fixed = [r for r in reads(system_namespace, ()) if r.kind not in PER_NAMESPACE_KINDS]
-    objects = read_objects(client, fixed, served)
+    objects = read_objects(client, reads(system_namespace, ()), served)
     needed = run_namespaces(system_namespace)
     targets = model_namespaces(objects, system_namespace)
     run_reads = [read for namespace in targets if namespace in needed for read in namespace_reads(namespace)]
@@ -252,7 +375,24 @@ def read_live_objects(client: KubeClient, system_namespace: str) -> LiveObjects:
         found = read_target_namespace(client, namespace, served)
         objects += found.objects
         unreadable += found.unreadable
-    return LiveObjects(objects=objects, unreadable=tuple(unreadable))
+    return LiveObjects(objects=distinct(objects), unreadable=tuple(unreadable))
+
+
+def distinct(objects: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
+    """`objects` with each object once, first copy kept, in order. Pure.
+
+    Two LISTs can select one object: a Pod with both the `model` label and RUNTIME_LABEL, a
+    runtime's ConfigMap in a target namespace that is also the system namespace.
+    """
+    seen: set[tuple[str, str, str, str]] = set()
+    kept = []
+    for obj in objects:
+        metadata = obj["metadata"]
+        key = (obj["apiVersion"], obj["kind"], metadata.get("namespace") or "", metadata["name"])
+        if key not in seen:
+            seen.add(key)
+            kept.append(obj)
+    return kept
 
 
 def read_snapshot(access: KubeAccess, *, system_namespace: str, probes: ProbeLimits = ProbeLimits()) -> Snapshot:
@@ -260,7 +400,8 @@ def read_snapshot(access: KubeAccess, *, system_namespace: str, probes: ProbeLim
     with open_client(access) as client:
         live = read_live_objects(client, system_namespace)
     ollama = observe_ollama(access, live.objects, limits=probes)
+    health = observe_health(access, live.objects, limits=probes)
     try:
-        return Snapshot.from_objects(live.objects, ollama=ollama, unreadable=live.unreadable)
+        return Snapshot.from_objects(live.objects, ollama=ollama, unreadable=live.unreadable, health=health)
     except SnapshotError as error:
         raise SnapshotReadError(f"the cluster returned an unreadable object: {error}") from error

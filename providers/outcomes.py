@@ -66,6 +66,19 @@ class ProblemReason(StrEnum):
     """The Pod is no longer the one observed; the next run observes it again."""
     POD_RECOVERY_REFUSED = "PodRecoveryRefused"
     STALE_REMOVAL_FAILED = "StaleRemovalFailed"
+    REALTIME_PERMISSION_DENIED = "RealtimePermissionDenied"
+    """The API server refused a write of the realtime runtime (403): its Role is missing or narrower."""
+    REALTIME_API_REJECTED = "RealtimeApiRejected"
+    """The API server rejected a realtime object (400, 422, admission, another 4xx)."""
+    REALTIME_API_UNAVAILABLE = "RealtimeApiUnavailable"
+    """No usable answer (5xx, 429, no connection): the runtime is Starting, tried again next run."""
+    FREETOKEN_PERMISSION_DENIED = "FreeTokenPermissionDenied"
+    FREETOKEN_API_REJECTED = "FreeTokenApiRejected"
+    FREETOKEN_API_UNAVAILABLE = "FreeTokenApiUnavailable"
+
+
+STARTING_REASONS: Final = frozenset({ProblemReason.REALTIME_API_UNAVAILABLE, ProblemReason.FREETOKEN_API_UNAVAILABLE})
+"""Problems that leave their object Starting rather than Degraded: an API outage, not a fault."""
 
 
 class Persistence(StrEnum):

@@ -8,25 +8,28 @@ from typing import Any
 
 import yaml
 
-from planning.snapshot import UNREADABLE_ANNOTATION, UnreadableNamespace
+from planning.snapshot import UNREADABLE_ANNOTATION, HealthObservation, UnreadableNamespace
 from providers.kube import KubeAccess, open_client
-from providers.live_reader import read_live_objects
-from providers.snapshot_file import SYSTEM_NAMESPACE_ANNOTATION
+from providers.live_reader import observe_health, read_live_objects
+from providers.ollama import ProbeLimits
+from providers.snapshot_file import HEALTH_ANNOTATION, SYSTEM_NAMESPACE_ANNOTATION, health_annotation
 
 _VOLATILE_METADATA = ("managedFields",)
 
 
-def capture(access: KubeAccess, *, system_namespace: str) -> dict[str, Any]:
+def capture(access: KubeAccess, *, system_namespace: str, probes: ProbeLimits = ProbeLimits()) -> dict[str, Any]:
     """Every object one observation reads, as the `List` document snapshot_document builds.
 
     The same LISTs as a run, so the file renders what the program would see, including the
-    target namespaces the server refused (recorded in UNREADABLE_ANNOTATION); what Ollama Pods
-    answer through the pod proxy (tags, memory) is not an object and is not captured. Secrets
-    are never among them.
+    target namespaces the server refused (recorded in UNREADABLE_ANNOTATION) and what the Ready
+    realtime Pods answer on `/health` (HEALTH_ANNOTATION), probed within `probes` as a run
+    does. What Ollama Pods answer through the pod proxy (tags, memory) is not captured. Secrets
+    are never among the objects.
     """
     with open_client(access) as client:
         live = read_live_objects(client, system_namespace)
-    return snapshot_document(live.objects, system_namespace=system_namespace, unreadable=live.unreadable)
+    health = observe_health(access, live.objects, limits=probes)
+    return snapshot_document(live.objects, system_namespace=system_namespace, unreadable=live.unreadable, health=health)
 
 
 def snapshot_document(
@@ -34,12 +37,13 @@ def snapshot_document(
     *,
     system_namespace: str,
     unreadable: Iterable[UnreadableNamespace] = (),
+    health: Iterable[HealthObservation] = (),
 ) -> dict[str, Any]:
     """Pure. A `kubectl`-valid `List` of `objects` recording `system_namespace` in an annotation.
 
     managedFields are dropped (they are large and the plan reads none); the objects passed in
-    are not modified. Unreadable namespaces, when there are any, are recorded in a second
-    annotation, sorted by namespace, so one cluster state gives one text.
+    are not modified. Unreadable namespaces and health observations, when there are any, are
+    recorded in annotations of their own, sorted, so one cluster state gives one text.
     """
     items = []
     for obj in objects:
@@ -52,6 +56,9 @@ def snapshot_document(
     refused = sorted(unreadable, key=lambda u: u.namespace)
     if refused:
         annotations[UNREADABLE_ANNOTATION] = json.dumps([u.to_wire() for u in refused], sort_keys=True)
+    observed = tuple(health)
+    if observed:
+        annotations[HEALTH_ANNOTATION] = health_annotation(observed)
     return {"apiVersion": "v1", "kind": "List", "metadata": {"annotations": annotations}, "items": items}
 
 

@@ -1,23 +1,41 @@
 """Read a snapshot file: Kubernetes objects as `kubectl get -o yaml` prints them.
 
 The file holds one or more YAML documents; each is an object or a `List` of objects. A `List`
-written by `magicstick snapshot` records the system namespace it was taken with in the
-annotation SYSTEM_NAMESPACE_ANNOTATION of its own metadata (kubectl ignores a List's metadata).
+written by `magicstick snapshot` records, in annotations of its own metadata (kubectl ignores a
+List's metadata), what the objects alone do not hold:
+- SYSTEM_NAMESPACE_ANNOTATION: the system namespace it was taken with;
+- UNREADABLE_ANNOTATION: the target namespaces the server refused, a JSON array
+  (planning/snapshot.py UnreadableNamespace.to_wire);
+- HEALTH_ANNOTATION: what the Ready realtime Pods answered on `/health`, a JSON array of
+  `{"namespace", "pod", "healthy", "error"}` sorted by namespace and Pod (`health_to_wire`).
 """
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
 
 import yaml
 
-from planning.snapshot import UNREADABLE_ANNOTATION, Snapshot, SnapshotError, UnreadableNamespace, unreadable_from_annotation
+from planning.snapshot import (
+    UNREADABLE_ANNOTATION,
+    HealthObservation,
+    Snapshot,
+    SnapshotError,
+    UnreadableNamespace,
+    json_array_annotation,
+    unreadable_from_annotation,
+)
 
 SYSTEM_NAMESPACE_ANNOTATION = "appliance.magicstick.dev/system-namespace"
+HEALTH_ANNOTATION: Final = "appliance.magicstick.dev/health-observations"
+"""On a snapshot file's List: a JSON array of health observations (`health_to_wire`)."""
+HEALTH_FIELDS: Final = ("namespace", "pod", "healthy", "error")
+"""The wire form of a HealthObservation, every field always written."""
 _NAMESPACE = re.compile(r"[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?")
 
 
@@ -57,7 +75,9 @@ def parse_snapshot_text(text: str, *, source: str) -> SnapshotFile:
         problem = " ".join(str(getattr(error, "problem", None) or error).split())
         raise SnapshotFileError(f"{source}: not valid YAML{where}: {problem}") from error
     try:
-        snapshot = Snapshot.from_objects(documents, unreadable=_recorded_unreadable(documents))
+        snapshot = Snapshot.from_objects(
+            documents, unreadable=_recorded_unreadable(documents), health=_recorded_health(documents)
+        )
     except SnapshotError as error:
         raise SnapshotFileError(f"{source}: {error}") from error
     return SnapshotFile(
@@ -114,3 +134,51 @@ def _recorded_unreadable(documents: Iterable[Any]) -> tuple[UnreadableNamespace,
     for value in _list_annotations(documents, UNREADABLE_ANNOTATION):
         found += unreadable_from_annotation(value, f"List annotation {UNREADABLE_ANNOTATION}")
     return tuple(found)
+
+
+def _recorded_health(documents: Iterable[Any]) -> tuple[HealthObservation, ...]:
+    """The health observations the Lists record (HEALTH_ANNOTATION); SnapshotError when malformed."""
+    found: list[HealthObservation] = []
+    for value in _list_annotations(documents, HEALTH_ANNOTATION):
+        found += health_from_annotation(value, f"List annotation {HEALTH_ANNOTATION}")
+    seen: set[tuple[str, str]] = set()
+    for observation in found:
+        key = (observation.namespace, observation.pod)
+        if key in seen:
+            raise SnapshotError(f"List annotation {HEALTH_ANNOTATION}", f"Pod {key[0]}/{key[1]} is recorded twice")
+        seen.add(key)
+    return tuple(found)
+
+
+def health_to_wire(observation: HealthObservation) -> dict[str, Any]:
+    """Pure."""
+    values = (observation.namespace, observation.pod, observation.healthy, observation.error)
+    return dict(zip(HEALTH_FIELDS, values, strict=True))
+
+
+def health_annotation(observations: Iterable[HealthObservation]) -> str:
+    """Pure. The HEALTH_ANNOTATION value: sorted by namespace and Pod, keys sorted, so one state gives one text."""
+    ordered = sorted(observations, key=lambda h: (h.namespace, h.pod))
+    return json.dumps([health_to_wire(h) for h in ordered], sort_keys=True)
+
+
+def health_from_wire(raw: Any, identity: str, index: int) -> HealthObservation:
+    """Pure. Raises SnapshotError naming `identity`, the record's index and the field that is wrong."""
+    where = f"health observation {index}"
+    if not isinstance(raw, Mapping):
+        raise SnapshotError(identity, f"{where} must be a mapping")
+    for key in ("namespace", "pod"):
+        if not isinstance(raw.get(key), str) or not raw[key]:
+            raise SnapshotError(identity, f"{where}: {key} must be a non-empty string")
+    if not isinstance(raw.get("healthy"), bool):
+        raise SnapshotError(identity, f"{where}: healthy must be true or false")
+    error = raw.get("error", "")
+    if not isinstance(error, str):
+        raise SnapshotError(identity, f"{where}: error must be a string")
+    return HealthObservation(namespace=raw["namespace"], pod=raw["pod"], healthy=raw["healthy"], error=error)
+
+
+def health_from_annotation(value: Any, identity: str) -> tuple[HealthObservation, ...]:
+    """Pure. The records a HEALTH_ANNOTATION value holds; SnapshotError naming `identity` otherwise."""
+    listed = json_array_annotation(value, HEALTH_ANNOTATION, identity)
+    return tuple(health_from_wire(raw, identity, index) for index, raw in enumerate(listed))

@@ -33,7 +33,7 @@ from pulumi.dynamic import CheckFailure, CheckResult, CreateResult, DiffResult, 
 from planning.conditions import READY, condition
 from providers.cluster_access import ClusterResourceProvider, without_legacy_access
 from providers.kinds import APPLIANCE_KINDS
-from providers.outcomes import Problem, ProblemReason, is_unknown, kube_problem, problem_from, retry_requested, with_problem
+from providers.outcomes import STARTING_REASONS, Problem, ProblemReason, is_unknown, kube_problem, problem_from, retry_requested, with_problem
 from providers.pulumi_values import restore_integers
 from providers.kube import KubeClient, KubeError, NotFound, open_client
 
@@ -48,6 +48,7 @@ class Phase(StrEnum):
 
     DEGRADED = "Degraded"
     FAILED = "Failed"
+    STARTING = "Starting"
 
 
 @dataclass(frozen=True)
@@ -85,7 +86,8 @@ def status_with_problems(
 ) -> dict[str, Any]:
     """The status to write: `status`, or when `problems` happened, that object's failure. Pure.
 
-    Degraded with the first problem's reason and every problem's message; a Failed status stays
+    Degraded with the first problem's reason and every problem's message (Starting when every
+    problem is an API outage of a direct runtime, STARTING_REASONS); a Failed status stays
     Failed with its reason (the user must act on it first) and names the problems after its
     message. Ready turns False; its lastTransitionTime is kept from `status`, else from
     `previous` (the object's current status) when Ready was already False there, else `now`.
@@ -98,7 +100,8 @@ def status_with_problems(
         phase, reason = Phase.FAILED, str(status.get("reason") or problems[0].reason)
         message = f"{status['message']} Also: {told}" if status.get("message") else told
     else:
-        phase, reason, message = Phase.DEGRADED, str(problems[0].reason), _told(problems)
+        outage = all(problem.reason in STARTING_REASONS for problem in problems)
+        phase, reason, message = Phase.STARTING if outage else Phase.DEGRADED, str(problems[0].reason), _told(problems)
     merged = {**status, "phase": phase.value}
     merged |= {key: value for key, value in (("reason", reason), ("message", message)) if key in status}
     if "conditions" in status:

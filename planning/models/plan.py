@@ -37,6 +37,9 @@ from planning.models.kubeai import (
     kubeai_model,
     model_name,
 )
+from planning.models.direct import DirectRuntime
+from planning.models.direct_plan import direct_kind, kept_direct, plan_direct
+from planning.models.ignored import ignored_fields_note
 from planning.models.lifecycle import Lifecycle, model_lifecycle
 from planning.models.offloading import (
     MAX_OFFLOADING_PROFILES,
@@ -90,6 +93,10 @@ class ModelOutcome:
     """The entry of the offloading store the Model runs on (planning/models/offloading.py)."""
     pod_deletion: PodDeletion | None = None
     alias: AliasRequest | None = None
+    runtime: DirectRuntime | None = None
+    """The Deployment (and Service, stage ConfigMap) of a direct runtime (planning/models/direct.py)."""
+    catalog_entries: tuple[dict[str, Any], ...] = ()
+    """Entries of the generated model list: a serving direct runtime's in-cluster endpoint."""
 
 
 @dataclass(frozen=True)
@@ -154,22 +161,12 @@ def _observed_model(snapshot: Snapshot, parsed: Parsed[Any]) -> KubeAIModel | No
 
 
 def _resolved_fields(resolved: ResolvedLocalModel, namespace: str, name: str, profile: str | None) -> dict[str, Any]:
-    fields: dict[str, Any] = {
-        "modelRef": f"{namespace}/{name}",
-        "catalogId": name,
-        "computeTarget": resolved.compute_target,
-        "engine": resolved.engine,
+    return resolved.status_fields(model_ref=f"{namespace}/{name}", catalog_id=name) | {
         "requestedKvCacheType": resolved.kv_cache_type,
         "resolvedResourceProfile": profile,
         "memoryRequiredMi": resolved.memory_required_mi,
         "vramRequiredMi": resolved.vram_mi,
-        "cpuResources": {"requestMillicores": resolved.cpu_request_millicores, "limitMillicores": resolved.cpu_limit_millicores},
     }
-    if resolved.preset is not None:
-        fields["preset"] = resolved.preset
-        fields["artifact"] = resolved.artifact
-    fields.update(resolved.memory_status())
-    return fields
 
 
 def _engine_profile(resolved: ResolvedLocalModel, capacity: tuple[AcceleratorCapacity, ...], catalogs: Catalogs) -> str | None:
@@ -227,6 +224,7 @@ def plan_models(
             reason, message = (Reason.INVALID_SPEC, str(parsed.error)) if requirement is None else (requirement.problem, requirement.problem_message)
             statuses.append(status_update(parsed, phase="Failed", reason=reason, message=message, now=now))
             outcome = _kept(parsed.name, observed, snapshot)
+            outcome = replace(outcome, runtime=kept_direct(snapshot, _target_namespace(parsed), parsed.name, catalogs, settings))
             external_entries += applied_external_entries(snapshot, namespace=settings.system_namespace, activation=parsed.name)
         elif parsed.spec.type == "external":
             outcome, status, entry = _external(parsed, requirement, modules, published, now)
@@ -253,6 +251,7 @@ def plan_models(
             if hold is not None:
                 outcome, status = _held(parsed, outcome, status, hold, now)
             statuses.append(status)
+            external_entries += outcome.catalog_entries
         outcomes.append(outcome)
         profiles.update(p.name for p in (outcome.cpu_profile, outcome.offloading_profile) if p is not None)
     return ModelPlan(
@@ -264,7 +263,8 @@ def plan_models(
 
 HELD_FIELDS = frozenset(
     {"modelRef", "catalogId", "computeTarget", "engine", "requestedKvCacheType", "resolvedResourceProfile",
-     "memoryRequiredMi", "vramRequiredMi", "cpuResources", "preset", "artifact", "cpuOffloading"}
+     "memoryRequiredMi", "vramRequiredMi", "cpuResources", "preset", "artifact", "cpuOffloading",
+     "runtime", "realtimeProfile", "gpuCount", "memoryStrategy"}
 )
 """What the status of an activation in an unreadable namespace keeps: what its spec resolves to."""
 
@@ -276,7 +276,14 @@ def _held(parsed: Parsed[Any], outcome: ModelOutcome, status: StatusUpdate, hold
     them declared there; no Pod is deleted and no alias is set, since none was seen.
     """
     kept = (
-        ModelOutcome(outcome.activation, model=outcome.model, cpu_profile=outcome.cpu_profile, offloading_profile=outcome.offloading_profile)
+        ModelOutcome(
+            outcome.activation,
+            model=outcome.model,
+            cpu_profile=outcome.cpu_profile,
+            offloading_profile=outcome.offloading_profile,
+            runtime=outcome.runtime,
+            catalog_entries=outcome.catalog_entries,
+        )
         if hold.keeps_declared
         else ModelOutcome(outcome.activation)
     )
@@ -366,6 +373,23 @@ def _local(
     """One local activation. `profiles` collects the CPU profiles admitted so far (activations
     come in name order, so the same ones keep theirs from run to run); one beyond the store's
     bound fails this activation instead of the run."""
+    kind = direct_kind(parsed, catalogs)
+    if kind is not None:
+        running = kept_direct(snapshot, parsed.spec.target_namespace, parsed.name, catalogs, settings) is not None
+        direct = plan_direct(
+            kind=kind,
+            parsed=parsed,
+            waiting=_waiting(requirement, modules, running=running, deferral=deferral),
+            snapshot=snapshot,
+            capacity=capacity,
+            host=host,
+            catalogs=catalogs,
+            settings=settings,
+            published=published,
+            applied_entries=tuple(applied_external_entries(snapshot, namespace=settings.system_namespace, activation=parsed.name)),
+            now=now,
+        )
+        return ModelOutcome(parsed.name, runtime=direct.runtime, catalog_entries=direct.catalog_entries), direct.status
     kept = _kept(parsed.name, observed, snapshot)
     local = parsed.spec.local
     try:
@@ -373,12 +397,8 @@ def _local(
     except SpecError as error:
         reason = error.reason if isinstance(error, MemoryRejected) else Reason.INVALID_SPEC
         return kept, status_update(parsed, phase="Failed", reason=reason, message=str(error), now=now)
-    if not catalogs.engines.get(resolved.engine).uses_kubeai or local.realtime is not None:
-        runtime = "realtime vLLM-Omni" if local.realtime is not None else resolved.engine
-        message = f"The {runtime} runtime is not reconciled by this version."
-        return ModelOutcome(parsed.name), status_update(parsed, phase="Pending", reason=Reason.RUNTIME_NOT_MANAGED, message=message, now=now)
     namespace, name = parsed.spec.target_namespace, model_name(parsed.name)
-    waiting = _waiting(requirement, modules, observed, deferral)
+    waiting = _waiting(requirement, modules, running=observed is not None, deferral=deferral)
     if waiting is not None:
         phase, reason, message = waiting
         in_use = observed.spec.get("resourceProfile") if observed is not None and reason is Reason.DEFERRED_BY_HOST_OPERATION else None
@@ -407,7 +427,8 @@ def _local(
         fields=fields,
         now=now,
     )
-    return outcome, status_update(parsed, phase=phase, reason=reason, message=message + offloading.note, now=now, extra=fields)
+    note = offloading.note + ignored_fields_note(local)
+    return outcome, status_update(parsed, phase=phase, reason=reason, message=message + note, now=now, extra=fields)
 
 
 def _offloading_fields(offloading: Offloading, budget_mi: int | None) -> dict[str, Any]:
@@ -442,9 +463,7 @@ def _offloading_not_admitted(offloading: Offloading, profiles: set[str], snapsho
     return None
 
 
-def _waiting(
-    requirement: Requirement, modules: ModulePlan, observed: KubeAIModel | None, deferral: str | None
-) -> tuple[str, str, str] | None:
+def _waiting(requirement: Requirement, modules: ModulePlan, *, running: bool, deferral: str | None) -> tuple[str, str, str] | None:
     """Why a resolved activation waits before its runtime is considered: its modules, or a
     clear-model-cache HostOperation (a new runtime waits, an existing one is left as it is). Pure."""
     waiting = waiting_on_modules(requirement.modules, modules)
@@ -452,7 +471,7 @@ def _waiting(
         return waiting
     if deferral is None:
         return None
-    if observed is None:
+    if not running:
         return "Pending", Reason.DEFERRED_BY_HOST_OPERATION, f"HostOperation/{deferral} clears the model cache; new local runtimes wait until it ends."
     return "Starting", Reason.DEFERRED_BY_HOST_OPERATION, f"HostOperation/{deferral} clears the model cache; the runtime is left as it is until it ends."
 

@@ -33,7 +33,6 @@ _FEATURES = {
     "rerank": "Reranking",
     "transcription": "SpeechToText",
 }
-_URL_SCHEMES = {"VLLM": "hf", "OLlama": "ollama"}
 
 
 @dataclass(frozen=True)
@@ -46,7 +45,8 @@ class ResolvedLocalModel:
     feature: str
     engine: str
     compute_target: str
-    kv_cache_type: str
+    kv_cache_type: str | None
+    """None for an engine without KV-cache choices (FreeToken)."""
     memory_required_mi: int | None
     kv_cache_memory_bytes: int | None
     cpu_request_millicores: int
@@ -65,6 +65,21 @@ class ResolvedLocalModel:
     @property
     def on_cpu(self) -> bool:
         return self.compute_target == "cpu"
+
+    def status_fields(self, *, model_ref: str, catalog_id: str) -> dict[str, Any]:
+        """The ModelActivation status fields of what the activation resolves to, every runtime
+        alike: where it runs, its engine, CPU policy, preset and memory estimate. Pure."""
+        fields: dict[str, Any] = {
+            "modelRef": model_ref,
+            "catalogId": catalog_id,
+            "computeTarget": self.compute_target,
+            "engine": self.engine,
+            "cpuResources": {"requestMillicores": self.cpu_request_millicores, "limitMillicores": self.cpu_limit_millicores},
+        }
+        if self.preset is not None:
+            fields["preset"] = self.preset
+            fields["artifact"] = self.artifact
+        return fields | self.memory_status()
 
     def memory_status(self) -> dict[str, Any]:
         """ModelActivation status fields of the estimate: memoryEstimate and, on a unified pool,
@@ -102,9 +117,9 @@ def _resolve(local: LocalModelSpec, catalogs: Catalogs) -> ResolvedLocalModel:
     url, feature, entry = _source(local, engine, catalogs)
     precision, quantization = (entry.precision, entry.quantization) if entry else (None, None)
     artifact_memory, artifact_vram, artifact_id = (entry.memory_required_mi, entry.vram_mi, entry.id) if entry else (None, None, None)
-    kv_cache_type = local.kv_cache_type or engine.default_kv_cache_type or "auto"
+    kv_cache_type = local.kv_cache_type or engine.default_kv_cache_type
     allowed = engine.allowed_kv_cache_types(local.compute_target)
-    if kv_cache_type not in allowed:
+    if kv_cache_type is not None and kv_cache_type not in allowed:
         raise SpecError(
             "spec.local.kvCacheType",
             f"'{kv_cache_type}' is not supported by {engine.name} on {local.compute_target} (supported: {', '.join(allowed) or 'none'})",
@@ -206,9 +221,9 @@ def _source(local: LocalModelSpec, engine: EngineEntry, catalogs: Catalogs) -> t
     if local.preset is None:
         if local.url is None:
             raise SpecError("spec.local.preset", "a local model needs a preset or a url")
-        scheme = _URL_SCHEMES.get(engine.name)
-        if scheme and not local.url.startswith(f"{scheme}://"):
-            raise SpecError("spec.local.url", f"engine {engine.name} loads {scheme}:// references, not '{local.url}'")
+        if not any(local.url.startswith(f"{scheme}://") for scheme in engine.url_schemes):
+            schemes = " or ".join(f"{scheme}://" for scheme in engine.url_schemes)
+            raise SpecError("spec.local.url", f"engine {engine.name} loads {schemes} references, not '{local.url}'")
         return local.url, _FEATURES["chat"], None
     if local.url is not None:
         raise SpecError("spec.local.url", "set either preset or url, not both: a preset's artifact decides the url")

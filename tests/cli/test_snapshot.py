@@ -15,8 +15,10 @@ import yaml
 from cli.errors import RenderInputError
 from cli.main import EXIT_BAD_INPUT, main
 from cli.snapshot import replace_file
+from planning.snapshot import HealthObservation
 from providers.snapshot_capture import snapshot_document, snapshot_text
 from providers.snapshot_file import (
+    HEALTH_ANNOTATION,
     SYSTEM_NAMESPACE_ANNOTATION,
     SnapshotFileError,
     load_snapshot_file,
@@ -71,6 +73,58 @@ def test_an_unusable_recorded_namespace_names_the_file(annotations, expected):
     with pytest.raises(SnapshotFileError) as raised:
         parse_snapshot_text(yaml.safe_dump_all(lists), source="s.yaml")
     assert str(raised.value) == f"s.yaml: {expected}"
+
+
+HEALTH = (
+    HealthObservation(namespace="team-x", pod="omni-1", healthy=False, error="GET health: 503 Service Unavailable: engine is not running"),
+    HealthObservation(namespace="ai", pod="omni-0", healthy=True),
+)
+
+
+def test_the_snapshot_document_records_the_health_observations_sorted_in_an_annotation():
+    document = snapshot_document([NODE], system_namespace="ai-system", health=HEALTH)
+    assert document["metadata"]["annotations"][HEALTH_ANNOTATION] == (
+        '[{"error": "", "healthy": true, "namespace": "ai", "pod": "omni-0"}, '
+        '{"error": "GET health: 503 Service Unavailable: engine is not running", "healthy": false, "namespace": "team-x", "pod": "omni-1"}]'
+    )
+
+
+def test_the_snapshot_document_has_no_health_annotation_when_no_pod_was_asked():
+    assert HEALTH_ANNOTATION not in snapshot_document([NODE], system_namespace="ai-system")["metadata"]["annotations"]
+
+
+def test_a_captured_file_reads_back_with_its_health_observations():
+    text = snapshot_text(snapshot_document(demo_objects(), system_namespace="stick-system", health=HEALTH))
+    loaded = parse_snapshot_text(text, source="captured.yaml")
+    assert loaded.snapshot.health == tuple(sorted(HEALTH, key=lambda h: (h.namespace, h.pod)))
+    assert loaded.snapshot.health_of("team-x", "omni-1") == HEALTH[0]
+
+
+def _with_health(value: object) -> str:
+    document = {"apiVersion": "v1", "kind": "List", "metadata": {"annotations": {HEALTH_ANNOTATION: value}}, "items": [NODE]}
+    return yaml.safe_dump(document)
+
+
+@pytest.mark.parametrize(
+    ("value", "expected"),
+    [
+        ("not json", f"annotation {HEALTH_ANNOTATION} is not JSON: Expecting value"),
+        ('{"pod": "omni-0"}', f"annotation {HEALTH_ANNOTATION} must be a JSON array"),
+        ("[42]", "health observation 0 must be a mapping"),
+        ('[{"pod": "omni-0", "healthy": true}]', "health observation 0: namespace must be a non-empty string"),
+        ('[{"namespace": "ai", "pod": "", "healthy": true}]', "health observation 0: pod must be a non-empty string"),
+        ('[{"namespace": "ai", "pod": "omni-0", "healthy": "yes"}]', "health observation 0: healthy must be true or false"),
+        ('[{"namespace": "ai", "pod": "omni-0", "healthy": false, "error": 503}]', "health observation 0: error must be a string"),
+        (
+            '[{"namespace": "ai", "pod": "omni-0", "healthy": true}, {"namespace": "ai", "pod": "omni-0", "healthy": false}]',
+            "Pod ai/omni-0 is recorded twice",
+        ),
+    ],
+)
+def test_a_malformed_health_record_names_the_file_the_annotation_and_the_field(value, expected):
+    with pytest.raises(SnapshotFileError) as raised:
+        parse_snapshot_text(_with_health(value), source="s.yaml")
+    assert str(raised.value).startswith(f"s.yaml: List annotation {HEALTH_ANNOTATION}: {expected}")
 
 
 def test_replacing_a_snapshot_file_writes_the_whole_text_and_leaves_no_temporary_file(tmp_path):

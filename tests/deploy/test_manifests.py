@@ -113,14 +113,16 @@ class TestTheServiceAccount:
 
 
 class TestTheRbac:
-    def test_it_holds_one_cluster_role_and_one_role_per_appliance_namespace_each_bound_to_the_service_account(self, rbac):
+    def test_it_holds_one_cluster_role_one_role_per_appliance_namespace_and_the_realtime_runtime_role_each_bound_to_the_service_account(
+        self, rbac
+    ):
         assert {obj["apiVersion"] for obj in rbac} == {RBAC_API_VERSION}
         roles = {
             (obj["kind"], obj["metadata"].get("namespace"), obj["metadata"]["name"]) for obj in rbac if obj["kind"].endswith("Role")
         }
         bindings = [obj for obj in rbac if obj["kind"].endswith("Binding")]
 
-        assert roles == {("ClusterRole", None, "magicstick-program")} | {
+        assert roles == {("ClusterRole", None, "magicstick-program"), ("Role", "ai", "magicstick-realtime-runtime")} | {
             ("Role", namespace, "magicstick-program") for namespace in APPLIANCE_NAMESPACES
         }
         for binding in bindings:

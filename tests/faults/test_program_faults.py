@@ -18,7 +18,7 @@ from tests.faults.conftest import ATTEMPTS, Faulty, instant
 from tests.faults.proxy import Action, Answer, Fault, Reset
 
 MODULE_ACTIVATIONS = "/apis/appliance.magicstick.dev/v1alpha1/namespaces/[^/]+/moduleactivations"
-MODEL_PODS = "/api/v1/namespaces/ai/pods"
+PODS_IN_AI = "/api/v1/namespaces/ai/pods"
 NODES = "/api/v1/nodes"
 KUSTOMIZATIONS = "/apis/kustomize.toolkit.fluxcd.io/v1/namespaces/flux-system/kustomizations"
 
@@ -43,18 +43,22 @@ def test_a_step_through_transient_faults_declares_what_a_step_without_them_decla
         NODES: Answer(429, retry_after="0"),
         MODULE_ACTIVATIONS: Answer(503),
         KUSTOMIZATIONS: Reset(),
-        MODEL_PODS: Answer(500),
+        PODS_IN_AI: Answer(500),
     }
+    fault_free = {path: faulty.proxy.count("GET", path) for path in once}
     faulty.proxy.plan(*(Fault("GET", path, action) for path, action in once.items()))
 
     assert run_step(faulty, world, RecordingMonitor()) == undisturbed
     assert any(urn.endswith("Kustomization::kustomization/flux-system/platform-basis") for urn in undisturbed)
-    assert {path: faulty.proxy.count("GET", path) for path in once} == {path: 1 + 2 for path in once}, "once fault-free, twice faulted"
+    assert fault_free[PODS_IN_AI] == 2, "the Pods of KubeAI Models, then those of direct runtimes"
+    assert {path: faulty.proxy.count("GET", path) for path in once} == {
+        path: 2 * fault_free[path] + 1 for path in once
+    }, "each request once fault-free; faulted, each again and the faulted one retried"
 
 
 FAILING_READS: dict[str, tuple[str, Action, str]] = {
     "moduleactivations-503": (MODULE_ACTIVATIONS, Answer(503), r"reading ModuleActivation .* failed: 503 ServiceUnavailable"),
-    "model-pods-reset": (MODEL_PODS, Reset(), r"reading Pod \(v1\) in namespace ai failed: cannot reach .*Server disconnected"),
+    "model-pods-reset": (PODS_IN_AI, Reset(), r"reading Pod \(v1\) in namespace ai failed: cannot reach .*Server disconnected"),
 }
 
 

@@ -19,7 +19,7 @@ FLUX_CONFIG_MAPS = "/api/v1/namespaces/flux-system/configmaps"
 KUSTOMIZATIONS = "/apis/kustomize.toolkit.fluxcd.io/v1/namespaces/flux-system/kustomizations"
 APPLIANCES = "/apis/appliance.magicstick.dev/v1alpha1/namespaces/[^/]+/appliances"
 KUBEAI_DISCOVERY = "/apis/kubeai.org/v1"
-MODEL_PODS = "/api/v1/namespaces/ai/pods"
+PODS_IN_AI = "/api/v1/namespaces/ai/pods"
 
 
 def test_every_list_that_fails_once_is_retried_once_and_the_snapshot_is_the_fault_free_one(faulty: Faulty, world: str):
@@ -28,15 +28,19 @@ def test_every_list_that_fails_once_is_retried_once_and_the_snapshot_is_the_faul
         CRDS_DISCOVERY: Answer(429, retry_after="0"),
         NODES: Answer(500),
         FLUX_CONFIG_MAPS: Answer(503),
-        MODEL_PODS: Reset(),
+        PODS_IN_AI: Reset(),
         KUSTOMIZATIONS: Reset(ResetStage.MID_BODY),
         APPLIANCES: Hold(),
         KUBEAI_DISCOVERY: Answer(503),
     }
+    fault_free = {path: faulty.proxy.count("GET", path) for path in once}
     faulty.proxy.plan(*(Fault("GET", path, action) for path, action in once.items()))
 
     assert read_snapshot(faulty.access, system_namespace=world) == expected
-    assert {path: faulty.proxy.count("GET", path) for path in once} == {path: 1 + 2 for path in once}, "once fault-free, twice faulted"
+    assert fault_free[PODS_IN_AI] == 2, "the Pods of KubeAI Models, then those of direct runtimes"
+    assert {path: faulty.proxy.count("GET", path) for path in once} == {
+        path: 2 * fault_free[path] + 1 for path in once
+    }, "each request once fault-free; faulted, each again and the faulted one retried"
 
 
 PERSISTENT: dict[str, tuple[Action, str]] = {
@@ -105,3 +109,24 @@ def test_a_refusal_in_a_target_namespace_is_recorded_once_and_the_read_goes_on(f
 
     assert [(u.namespace, u.kind) for u in snapshot.unreadable] == [(TARGET, "Pod")]
     assert faulty.proxy.count("GET", pods) == 1
+
+
+def test_a_refused_list_of_runtime_deployments_in_a_target_namespace_is_recorded_and_nothing_there_is_kept(
+    faulty: Faulty, world: str, admin: KubeClient
+):
+    targeting(world, admin)
+    deployments = f"/apis/apps/v1/namespaces/{TARGET}/deployments"
+    faulty.proxy.plan(Fault("GET", deployments, Answer(403), on=None))
+
+    snapshot = read_snapshot(faulty.access, system_namespace=world)
+
+    assert [(u.namespace, u.kind, u.resource, u.verb) for u in snapshot.unreadable] == [(TARGET, "Deployment", "deployments.apps", "list")]
+    assert [p for p in snapshot.pods if p.meta.namespace == TARGET] == []
+    assert faulty.proxy.count("GET", f"/api/v1/namespaces/{TARGET}/configmaps") == 0, "nothing more is listed there"
+
+
+def test_a_refused_list_of_runtime_deployments_in_a_namespace_every_run_needs_stops_the_read(faulty: Faulty, world: str):
+    faulty.proxy.plan(Fault("GET", "/apis/apps/v1/namespaces/ai/deployments", Answer(403), on=None))
+
+    with pytest.raises(SnapshotReadError, match=r"^reading Deployment \(apps/v1\) in namespace ai failed: 403 Forbidden"):
+        read_snapshot(faulty.access, system_namespace=world)

@@ -27,7 +27,7 @@ from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
+from typing import Any, Protocol
 
 TAGS = "/api/tags"
 COPY = "/api/copy"
@@ -118,16 +118,7 @@ def _handler(double: OllamaDouble) -> type[BaseHTTPRequestHandler]:
             self._reply(double.answer("POST", self.path, self.rfile.read(length)))
 
         def _reply(self, answer: tuple[int, bytes]) -> None:
-            status, payload = answer
-            try:
-                self.send_response(status)
-                if payload:
-                    self.send_header("Content-Type", "application/json; charset=utf-8")
-                self.send_header("Content-Length", str(len(payload)))
-                self.end_headers()
-                self.wfile.write(payload)
-            except (BrokenPipeError, ConnectionResetError):
-                return None
+            send_reply(self, *answer, content_type="application/json; charset=utf-8")
 
         def log_message(self, format: str, *args: Any) -> None:  # noqa: A002
             return None
@@ -146,14 +137,41 @@ def running_ollama(
 ) -> Iterator[OllamaDouble]:
     """An OllamaDouble listening on `port` of `host` (0: a random one) until the block ends."""
     double = OllamaDouble(tags=tags, loaded=loaded, unresponsive=unresponsive)
-    server = ThreadingHTTPServer((host, port), _handler(double))
+    with serving(double, _handler(double), host=host, port=port, name="ollama-double"):
+        yield double
+
+
+def send_reply(handler: BaseHTTPRequestHandler, status: int, payload: bytes, *, content_type: str) -> None:
+    """Answer `status` with `payload`; a client that hung up is not an error of the double."""
+    try:
+        handler.send_response(status)
+        if payload:
+            handler.send_header("Content-Type", content_type)
+        handler.send_header("Content-Length", str(len(payload)))
+        handler.end_headers()
+        handler.wfile.write(payload)
+    except (BrokenPipeError, ConnectionResetError):
+        return None
+
+
+class Releasable(Protocol):
+    host: str
+    port: int
+    release: threading.Event
+
+
+@contextmanager
+def serving(double: Releasable, handler: type[BaseHTTPRequestHandler], *, host: str, port: int = 0, name: str) -> Iterator[None]:
+    """Serve `handler` on `port` of `host` (0: a random one) in a thread until the block ends;
+    `double` learns its address, and its held answers are released at the end."""
+    server = ThreadingHTTPServer((host, port), handler)
     double.host, double.port = host, int(server.server_address[1])
     thread = threading.Thread(
-        target=server.serve_forever, kwargs={"poll_interval": SHUTDOWN_POLL_SECONDS}, name=f"ollama-double-{double.port}", daemon=True
+        target=server.serve_forever, kwargs={"poll_interval": SHUTDOWN_POLL_SECONDS}, name=f"{name}-{double.port}", daemon=True
     )
     thread.start()
     try:
-        yield double
+        yield
     finally:
         double.release.set()
         server.shutdown()

@@ -19,6 +19,7 @@ def _role(*, with_kustomizations: bool) -> dict:
     rules = [
         {"apiGroups": ["apiextensions.k8s.io"], "resources": ["customresourcedefinitions"], "verbs": _READ},
         {"apiGroups": [""], "resources": ["nodes", "configmaps", "pods"], "verbs": _READ},
+        {"apiGroups": ["apps"], "resources": ["deployments"], "verbs": _READ},
         {"apiGroups": ["kubeai.org"], "resources": ["models"], "verbs": _READ},
         {"apiGroups": ["helm.toolkit.fluxcd.io"], "resources": ["helmreleases"], "verbs": _READ},
         {"apiGroups": ["gateway.networking.k8s.io"], "resources": ["httproutes", "referencegrants"], "verbs": _READ},
