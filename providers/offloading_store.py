@@ -18,19 +18,16 @@ from __future__ import annotations
 from typing import ClassVar, Final
 
 from planning.models.offloading import MAX_OFFLOADING_PROFILES, OFFLOADING_CONFIG_MAP, OFFLOADING_KEY, OFFLOADING_NAMESPACE
-from providers.profile_store import ProfileStoreRef, RuntimeProfileProvider, StoreSettings
+from providers.profile_store import STORE_ANNOTATIONS, STORE_LABELS, ProfileStoreRef, RuntimeProfileProvider, StoreSettings
 
-FLUX_SSA_ANNOTATION: Final = "kustomize.toolkit.fluxcd.io/ssa"
-IF_NOT_PRESENT: Final = "IfNotPresent"
-FLUX_WATCH_LABEL: Final = "reconcile.fluxcd.io/watch"
 OFFLOADING_FIELD_MANAGER: Final = "magicstick-offloading-profiles"
 
 OFFLOADING_STORE: Final = StoreSettings(
     ref=ProfileStoreRef(namespace=OFFLOADING_NAMESPACE, name=OFFLOADING_CONFIG_MAP, key=OFFLOADING_KEY),
     field_manager=OFFLOADING_FIELD_MANAGER,
     max_owned=MAX_OFFLOADING_PROFILES,
-    labels={FLUX_WATCH_LABEL: "Enabled"},
-    annotations={FLUX_SSA_ANNOTATION: IF_NOT_PRESENT},
+    labels=STORE_LABELS,
+    annotations=STORE_ANNOTATIONS,
 )
 
 

@@ -44,6 +44,7 @@ import json
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from types import MappingProxyType
 from typing import Any, ClassVar, Final
 
 from pulumi.dynamic import CheckFailure, CheckResult, CreateResult, DiffResult, ReadResult, UpdateResult
@@ -117,7 +118,23 @@ class StoreSettings:
     """Annotations of a ConfigMap the program creates."""
 
 
-RUNTIME_STORE: Final = StoreSettings(ref=ProfileStoreRef(), field_manager=STORE_FIELD_MANAGER, max_owned=DEFAULT_MAX_OWNED)
+FLUX_SSA_ANNOTATION: Final = "kustomize.toolkit.fluxcd.io/ssa"
+IF_NOT_PRESENT: Final = "IfNotPresent"
+FLUX_PRUNE_ANNOTATION: Final = "kustomize.toolkit.fluxcd.io/prune"
+FLUX_WATCH_LABEL: Final = "reconcile.fluxcd.io/watch"
+STORE_LABELS: Final = MappingProxyType({FLUX_WATCH_LABEL: "Enabled"})
+"""A change of a store reconciles the KubeAI HelmRelease that reads it at once."""
+STORE_ANNOTATIONS: Final = MappingProxyType({FLUX_SSA_ANNOTATION: IF_NOT_PRESENT, FLUX_PRUNE_ANNOTATION: "disabled"})
+"""The same metadata as the GitOps bootstrap (magic-cluster/apps/ai/kubeai/stores.yaml): Flux
+never resets the store's content, nor removes it with the module."""
+
+RUNTIME_STORE: Final = StoreSettings(
+    ref=ProfileStoreRef(),
+    field_manager=STORE_FIELD_MANAGER,
+    max_owned=DEFAULT_MAX_OWNED,
+    labels=STORE_LABELS,
+    annotations=STORE_ANNOTATIONS,
+)
 
 
 def profile_name_problem(name: Any) -> str | None:

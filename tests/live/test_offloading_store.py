@@ -10,14 +10,21 @@ from concurrent.futures import ThreadPoolExecutor
 from providers.kinds import CONFIG_MAP
 from providers.kube import KubeAccess, KubeClient, open_client
 from providers.offloading_store import (
-    FLUX_SSA_ANNOTATION,
-    FLUX_WATCH_LABEL,
-    IF_NOT_PRESENT,
     OFFLOADING_FIELD_MANAGER,
     OFFLOADING_STORE,
     OffloadingProfileProvider,
 )
-from providers.profile_store import ProfileStoreRef, bootstrap_store, put_profile, read_profiles, serialise
+from providers.profile_store import (
+    FLUX_SSA_ANNOTATION,
+    FLUX_WATCH_LABEL,
+    IF_NOT_PRESENT,
+    STORE_ANNOTATIONS,
+    ProfileStoreRef,
+    bootstrap_store,
+    put_profile,
+    read_profiles,
+    serialise,
+)
 from tests.providers.engine import configured, kubeconfig_config
 
 WRITERS = 20
@@ -104,7 +111,7 @@ def test_a_store_the_program_creates_first_carries_the_flux_annotations(namespac
     ref = store_in(namespace)
     put(admin, ref, "magicstick-offload-a", OFFLOAD_PROFILE)
     created = stored(admin, ref)
-    assert created["metadata"]["annotations"] == {FLUX_SSA_ANNOTATION: IF_NOT_PRESENT}
+    assert created["metadata"]["annotations"] == dict(STORE_ANNOTATIONS)
     assert created["metadata"]["labels"] == {FLUX_WATCH_LABEL: "Enabled"}
     managers = {entry["manager"] for entry in created["metadata"]["managedFields"]}
     assert managers == {OFFLOADING_FIELD_MANAGER}
