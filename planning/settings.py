@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+
+from planning.access_settings import AccessSettings
 
 DEFAULT_SYSTEM_NAMESPACE = "ai-system"
 FLUX_NAMESPACE = "flux-system"
@@ -16,3 +18,5 @@ class PlanSettings:
     domain: str = "magicstick.example.com"
     local_domain: str = "magicstick.local"
     field_manager: str = FIELD_MANAGER
+    access: AccessSettings = field(default_factory=AccessSettings)
+    """Single sign-on, the shared Gateway and the access guard (planning.instances.access)."""

@@ -52,6 +52,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from planning.access_settings import AccessSettings
 from planning.instances.releases import INSTANCE_LABEL
 from planning.labels import FIELD_MANAGER_ANNOTATION, MANAGED_BY, MANAGED_BY_VALUE
 from planning.names import LABEL_VALUE_LIMIT, fit
@@ -80,32 +81,6 @@ GUARD_PATH_PREFIX = "/instances"
 Authentication = Literal["sso", "none"]
 Role = Literal["user", "viewer", "operator", "admin"]
 SharingMode = Literal["all", "selected"]
-
-
-@dataclass(frozen=True)
-class AccessSettings:
-    """Installation-wide access settings. The defaults are example values (invariant 10)."""
-
-    gateway_name: str = "magicstick"
-    gateway_namespace: str = "ai-system"
-    dashboard_host_prefix: str = "dashboard"
-    """Dashboard hosts are `<prefix>.<domain>` and `<prefix>.<local domain>`."""
-    oidc_issuer: str = "https://auth.magicstick.example.com/realms/magicstick"
-    oidc_client_id: str = "magicstick-apps"
-    oidc_client_secret: str = "magicstick-oidc-client"
-    """Name of the Secret (key `client-secret`) in the gateway namespace; only referenced."""
-    roles_claim: str = "roles"
-    groups_claim: str = "groups"
-    subject_claim: str = "sub"
-    guard_service: str = "magicstick-access-guard"
-    guard_namespace: str = "ai-system"
-    """A namespace other than `gateway_namespace` needs a ReferenceGrant for the guard."""
-    guard_port: int = 8080
-    callback_timeout: str = "15s"
-
-    @property
-    def jwks_uri(self) -> str:
-        return f"{self.oidc_issuer.rstrip('/')}/protocol/openid-connect/certs"
 
 
 @dataclass(frozen=True)

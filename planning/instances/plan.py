@@ -85,8 +85,7 @@ class _Context:
 
     @property
     def dashboard_hosts(self) -> tuple[str, ...]:
-        prefix = self.access_settings.dashboard_host_prefix
-        return tuple(f"{prefix}.{d}" for d in (self.settings.local_domain, self.settings.domain))
+        return self.access_settings.dashboard_hosts_for(domain=self.settings.domain, local_domain=self.settings.local_domain)
 
 
 @dataclass(frozen=True)
@@ -122,10 +121,9 @@ def plan_instances(
     settings: PlanSettings,
     source: SourceRef,
     now: datetime,
-    access_settings: AccessSettings = AccessSettings(),
 ) -> InstancePlan:
     """Every instance's objects and status, and the Appliance's summary of them. Pure."""
-    context = _Context(modules, snapshot, settings, source, now, access_settings)
+    context = _Context(modules, snapshot, settings, source, now, settings.access)
     by_requester = {r.requester: r for r in requirements}
     results: dict[str, _Result] = {}
     candidates: list[_Candidate] = []
