@@ -17,8 +17,11 @@ from cli.errors import RenderInputError
 from cli.output import check_output_directory, replace_directory, write_stream
 from cli.progress import Progress
 from cli.render import STDIN, RenderOptions, render_files, summary
+from cli.settings_file import SettingsFile, load_settings_file
 from cli.snapshot import write_snapshot
+from planning.access_settings import AccessSettings
 from planning.settings import DEFAULT_SYSTEM_NAMESPACE
+from program.access_config import ACCESS_KEYS, AccessKey
 
 EXIT_OK = 0
 EXIT_FINDING = 1
@@ -26,8 +29,12 @@ EXIT_BAD_INPUT = 2
 DISTRIBUTION = "magicstick"
 
 _RENDER_EPILOG = """\
-The system namespace is --namespace when given, else the one the snapshot records (a snapshot
-taken by `magicstick snapshot --namespace N` records N), else ai-system.
+The system namespace is --namespace when given, else the settings file's systemNamespace, else
+the one the snapshot records (a snapshot taken by `magicstick snapshot --namespace N` records N),
+else ai-system. --settings FILE gives `magicstick:` config keys (access keys, systemNamespace,
+domain, localDomain) as a YAML mapping (`oidcIssuer: https://...`) or as a Pulumi stack file
+(`config: {magicstick:oidcIssuer: ...}`); a flag wins over the file. Lists (--oidc-scopes,
+--dashboard-hosts) are comma-separated or a JSON array.
 Exit status: 0 rendered; 1 with --strict when an object's status is Failed; 2 unusable input
 or output directory (one line on stderr). OUT must be absent, empty or a previous render
 (it holds a .magicstick-render marker); it is replaced whole, atomically."""
@@ -66,8 +73,24 @@ def _run_flags() -> argparse.ArgumentParser:
     flags.add_argument("--namespace", default=None, help="magicstick:systemNamespace (wins over the namespace the snapshot records)")
     flags.add_argument("--domain", default=None, help="magicstick:domain (default: magicstick.example.com)")
     flags.add_argument("--local-domain", default=None, help="magicstick:localDomain (default: magicstick.local)")
+    flags.add_argument(
+        "--settings",
+        type=Path,
+        default=None,
+        metavar="FILE",
+        help="magicstick: config keys from a YAML file: a mapping (oidcIssuer: ...) or a Pulumi stack file; flags win over it",
+    )
     flags.add_argument("-v", "--verbose", action="store_true", help="one line per stage on stderr (default: only on a terminal)")
+    access = flags.add_argument_group("single sign-on, Gateway and access guard (magicstick: config keys, see Pulumi.yaml)")
+    for entry in ACCESS_KEYS:
+        access.add_argument(entry.flag, dest=entry.key, default=None, metavar=entry.metavar, help=_access_help(entry))
     return flags
+
+
+def _access_help(entry: AccessKey) -> str:
+    default = getattr(AccessSettings(), entry.field)
+    shown = ",".join(default) if isinstance(default, tuple) else default
+    return f"magicstick:{entry.key}: {entry.summary}" + (f" (default: {shown})" if shown else "")
 
 
 def _add_render(commands: argparse._SubParsersAction, flags: argparse.ArgumentParser) -> None:
@@ -110,16 +133,33 @@ def _add_snapshot(commands: argparse._SubParsersAction) -> None:
         default=DEFAULT_SYSTEM_NAMESPACE,
         help="the system namespace, recorded in the file for render (default: ai-system)",
     )
+    command.add_argument(
+        "--gateway-namespace",
+        default=None,
+        help="magicstick:gatewayNamespace: where the routes, policies and access guard are read (default: the system namespace)",
+    )
     command.add_argument("-v", "--verbose", action="store_true", help="one line per stage on stderr (default: only on a terminal)")
 
 
 def _options(arguments: argparse.Namespace) -> RenderOptions:
+    """The run's settings: each flag given, else the settings file's value for its key."""
+    file = load_settings_file(arguments.settings) if arguments.settings is not None else SettingsFile()
+    flags = {
+        "systemNamespace": arguments.namespace,
+        "domain": arguments.domain,
+        "localDomain": arguments.local_domain,
+        **{entry.key: getattr(arguments, entry.key) for entry in ACCESS_KEYS},
+    }
+    given = {key: value for key, value in flags.items() if value is not None}
+    values = {**file.values, **given}
     return RenderOptions(
         catalog_dir=arguments.catalogs,
         now=arguments.now,
-        namespace=arguments.namespace,
-        domain=arguments.domain,
-        local_domain=arguments.local_domain,
+        namespace=values.get("systemNamespace"),
+        domain=values.get("domain"),
+        local_domain=values.get("localDomain"),
+        access={entry.key: values[entry.key] for entry in ACCESS_KEYS if entry.key in values},
+        sources={key: name for key, name in file.names.items() if key not in given},
     )
 
 
@@ -144,8 +184,9 @@ def _diff(arguments: argparse.Namespace) -> int:
     if arguments.old == STDIN and arguments.new == STDIN:
         raise RenderInputError("OLD and NEW cannot both be standard input")
     progress = Progress.for_terminal(command="magicstick diff", verbose=arguments.verbose)
-    old = load_side(arguments.old, options=_options(arguments), progress=progress)
-    new = load_side(arguments.new, options=_options(arguments), progress=progress)
+    options = _options(arguments)
+    old = load_side(arguments.old, options=options, progress=progress)
+    new = load_side(arguments.new, options=options, progress=progress)
     difference = compare(old, new)
     sys.stdout.writelines(difference.lines())
     return EXIT_OK if difference.equal else EXIT_FINDING
@@ -157,6 +198,7 @@ def _snapshot(arguments: argparse.Namespace) -> int:
         kubeconfig=arguments.kubeconfig,
         context=arguments.context,
         system_namespace=arguments.namespace,
+        gateway_namespace=arguments.gateway_namespace,
         out=arguments.out,
         progress=progress,
     )

@@ -10,12 +10,13 @@ Secret values never reach a file: Secret data and Pulumi secrets are masked.
 
 from __future__ import annotations
 
+import json
 import re
 import sys
 import tempfile
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -32,6 +33,7 @@ from planning.summary import RunSummary
 from components.status import StatusWrite
 from planning.frozen import thaw
 from program import main as program
+from program.access_config import ACCESS_KEYS, access_settings
 from program.settings import SettingsError, parse_now
 from providers.snapshot_file import SnapshotFile, SnapshotFileError, load_snapshot_file, parse_snapshot_text
 
@@ -45,6 +47,7 @@ _KUBERNETES_PREFIX = "kubernetes:"
 _SECRET_SIG = "4dabf18193072939515e22adb298388d"
 _DNS_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?")
 _DNS_SUBDOMAIN = re.compile(r"[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?(\.[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?)*")
+_ACCESS_FLAGS = {entry.key: entry.flag for entry in ACCESS_KEYS}
 
 
 @dataclass(frozen=True)
@@ -57,6 +60,10 @@ class RenderOptions:
     """systemNamespace; None: the one the snapshot records, else the default."""
     domain: str | None = None
     local_domain: str | None = None
+    access: Mapping[str, Any] = field(default_factory=dict)
+    """The access keys (program.access_config.ACCESS_KEYS) that are set: a string, or a list."""
+    sources: Mapping[str, str] = field(default_factory=dict)
+    """How an error names a value that no flag gave (a settings file's `<file>: <key>`), by key."""
 
 
 @dataclass(frozen=True)
@@ -78,6 +85,7 @@ def render(
     namespace: str | None = None,
     domain: str | None = None,
     local_domain: str | None = None,
+    access: Mapping[str, Any] | None = None,
     progress: Progress = QUIET,
     write_file: FileWriter = write_text_file,
 ) -> RenderResult:
@@ -86,7 +94,9 @@ def render(
     `write_file` writes each file (tests pass one that fails). Raises RenderInputError.
     """
     check_output_directory(out)
-    options = RenderOptions(catalog_dir=catalog_dir, now=now, namespace=namespace, domain=domain, local_domain=local_domain)
+    options = RenderOptions(
+        catalog_dir=catalog_dir, now=now, namespace=namespace, domain=domain, local_domain=local_domain, access=access or {}
+    )
     result = render_files(snapshot=snapshot, options=options, progress=progress)
     progress.stage(f"writing: {len(result.files)} files")
     replace_directory(out=out, files=result.files, write_file=write_file)
@@ -163,9 +173,16 @@ def _config(snapshot: Path, options: RenderOptions, *, recorded_namespace: str |
         parse_now(options.now)
     except (CatalogError, SettingsError) as error:
         raise RenderInputError(str(error)) from error
-    _check_name("--namespace", options.namespace, _DNS_LABEL)
-    _check_name("--domain", options.domain, _DNS_SUBDOMAIN)
-    _check_name("--local-domain", options.local_domain, _DNS_SUBDOMAIN)
+    _check_name(options.sources.get("systemNamespace", "--namespace"), options.namespace, _DNS_LABEL)
+    _check_name(options.sources.get("domain", "--domain"), options.domain, _DNS_SUBDOMAIN)
+    _check_name(options.sources.get("localDomain", "--local-domain"), options.local_domain, _DNS_SUBDOMAIN)
+    unknown = sorted(set(options.access) - set(_ACCESS_FLAGS))
+    if unknown:
+        raise RenderInputError(f"{unknown[0]}: not an access setting")
+    try:
+        access_settings(options.access, name=lambda key: options.sources.get(key, _ACCESS_FLAGS[key]))
+    except SettingsError as error:
+        raise RenderInputError(str(error)) from error
     values = {
         "snapshotFile": str(snapshot),
         "catalogDir": str(options.catalog_dir) if options.catalog_dir is not None else None,
@@ -173,8 +190,14 @@ def _config(snapshot: Path, options: RenderOptions, *, recorded_namespace: str |
         "systemNamespace": options.namespace if options.namespace is not None else recorded_namespace,
         "domain": options.domain,
         "localDomain": options.local_domain,
+        **{key: _config_text(value) for key, value in options.access.items()},
     }
     return {key: value for key, value in values.items() if value is not None}
+
+
+def _config_text(value: Any) -> str | None:
+    """A value as Pulumi passes config to the program: a string; a list as a JSON array."""
+    return json.dumps(list(value)) if isinstance(value, (list, tuple)) else value
 
 
 def _check_name(flag: str, value: str | None, pattern: re.Pattern[str]) -> None:

@@ -24,6 +24,7 @@ def write_snapshot(
     context: str | None,
     system_namespace: str,
     out: str,
+    gateway_namespace: str | None = None,
     progress: Progress = QUIET,
 ) -> int:
     """Capture the cluster into `out` ("-": standard output); returns how many objects.
@@ -32,7 +33,8 @@ def write_snapshot(
     """
     progress.stage(f"reading the cluster (system namespace {system_namespace})")
     try:
-        document = capture(KubeAccess(kubeconfig=kubeconfig, context=context), system_namespace=system_namespace)
+        access = KubeAccess(kubeconfig=kubeconfig, context=context)
+        document = capture(access, system_namespace=system_namespace, gateway_namespace=gateway_namespace)
     except (KubeConfigError, SnapshotReadError, KubeError) as error:
         raise RenderInputError(str(error)) from error
     count = len(document["items"])

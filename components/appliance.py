@@ -13,6 +13,7 @@ from typing import Any
 import pulumi
 from pulumi.dynamic import Resource
 
+from components.access_guard import AccessGuard, AccessGuardArgs
 from components.dynamic import DynamicProviders, OffloadingProfile, RuntimeProfile, offloading_profile_name, runtime_profile_name
 from components.hardware import HardwareProvider, HardwareProviderArgs
 from components.instance import AppInstance, AppInstanceArgs
@@ -62,6 +63,8 @@ class Appliance(pulumi.ComponentResource):
         for provider in plan.hardware_providers:
             HardwareProvider(provider.module, HardwareProviderArgs(objects=provider.objects), opts=child)
         problems = self._models(plan, args.providers)
+        if plan.instances.guard:
+            AccessGuard("access-guard", AccessGuardArgs(objects=plan.instances.guard), opts=child)
         for instance in plan.instances.outcomes:
             if instance.objects:
                 AppInstance(instance.instance, AppInstanceArgs(outcome=instance), opts=child)

@@ -35,8 +35,7 @@ class AccessSettings:
     subject_claim: str = "sub"
     guard_image: str = GUARD_IMAGE_PLACEHOLDER
     guard_service: str = "magicstick-access-guard"
-    guard_namespace: str = "ai-system"
-    """A namespace other than `gateway_namespace` needs a ReferenceGrant for the guard."""
+    """The guard runs in the gateway namespace, beside the routes and policies that use it."""
     guard_port: int = 8080
     callback_timeout: str = "15s"
 

@@ -20,4 +20,5 @@ def observe(settings: Settings) -> Snapshot:
     """The snapshot file when one is configured, else one read of the live cluster."""
     if settings.snapshot_file is not None:
         return read_snapshot_file(settings.snapshot_file)
-    return read_snapshot(kube_access(settings), system_namespace=settings.plan.system_namespace)
+    plan = settings.plan
+    return read_snapshot(kube_access(settings), system_namespace=plan.system_namespace, gateway_namespace=plan.access.gateway_namespace)

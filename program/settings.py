@@ -1,6 +1,7 @@
 """Settings of one run, read from the stack's Pulumi config (namespace `magicstick`).
 
-Every key is documented in Pulumi.yaml; this module only reads and types them.
+Every key is documented in Pulumi.yaml; this module only reads and types them. The access keys
+(single sign-on, the shared Gateway, the access guard) are checked by program.access_config.
 """
 
 from __future__ import annotations
@@ -12,12 +13,15 @@ from pathlib import Path
 import pulumi
 
 from planning.settings import DEFAULT_SYSTEM_NAMESPACE, PlanSettings
+from program.access_config import ACCESS_KEYS, CONFIG_NAMESPACE, access_settings
+from program.errors import SettingsError
 
-CONFIG_NAMESPACE = "magicstick"
+__all__ = ["CONFIG_KEYS", "CONFIG_NAMESPACE", "RUN_KEYS", "Settings", "SettingsError", "parse_now"]
 
-
-class SettingsError(Exception):
-    """A config value is unusable; the message names the key."""
+RUN_KEYS = ("kubeconfig", "context", "systemNamespace", "domain", "localDomain", "catalogDir", "snapshotFile", "now")
+"""The keys of the run itself; the access keys are program.access_config.ACCESS_KEYS."""
+CONFIG_KEYS = RUN_KEYS + tuple(entry.key for entry in ACCESS_KEYS)
+"""Every `magicstick:` key, as Pulumi.yaml declares them."""
 
 
 @dataclass(frozen=True)
@@ -39,6 +43,7 @@ class Settings:
                 system_namespace=config.get("systemNamespace") or DEFAULT_SYSTEM_NAMESPACE,
                 domain=config.get("domain") or PlanSettings.domain,
                 local_domain=config.get("localDomain") or PlanSettings.local_domain,
+                access=access_settings({entry.key: config.get(entry.key) for entry in ACCESS_KEYS}),
             ),
             kubeconfig=config.get("kubeconfig"),
             context=config.get("context"),

@@ -38,6 +38,8 @@ HTTP_ROUTE = ResourceKind(group="gateway.networking.k8s.io", version="v1", kind=
 REFERENCE_GRANT = ResourceKind(
     group="gateway.networking.k8s.io", version="v1beta1", kind="ReferenceGrant", plural="referencegrants", namespaced=True
 )
+ENVOY_PROXY = ResourceKind(group="gateway.envoyproxy.io", version="v1alpha1", kind="EnvoyProxy", plural="envoyproxies", namespaced=True)
+POD_DISRUPTION_BUDGET = ResourceKind(group="policy", version="v1", kind="PodDisruptionBudget", plural="poddisruptionbudgets", namespaced=True)
 SECURITY_POLICY = ResourceKind(
     group="gateway.envoyproxy.io", version="v1alpha1", kind="SecurityPolicy", plural="securitypolicies", namespaced=True
 )

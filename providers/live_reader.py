@@ -37,6 +37,7 @@ from concurrent.futures import ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from typing import Any, Final, TypeVar
 
+from planning.instances.guard import GUARD_SELECTOR
 from planning.models.direct import RUNTIME_LABEL, DirectRuntimeKind
 from planning.models.kubeai import MODEL_SERVER_PORT
 from planning.settings import FLUX_NAMESPACE
@@ -100,9 +101,9 @@ Served = dict[tuple[str, str], frozenset[str] | None]
 """Discovery answers of one observation: the plurals served per (group, version); None: not served."""
 
 
-def run_namespaces(system_namespace: str) -> frozenset[str]:
+def run_namespaces(system_namespace: str, gateway_namespace: str | None = None) -> frozenset[str]:
     """The namespaces every run needs: a failed read in one of them stops the run. Pure."""
-    return frozenset({system_namespace, FLUX_NAMESPACE, SETUP_NAMESPACE, DEFAULT_MODEL_NAMESPACE})
+    return frozenset({system_namespace, gateway_namespace or system_namespace, FLUX_NAMESPACE, SETUP_NAMESPACE, DEFAULT_MODEL_NAMESPACE})
 
 
 def namespace_reads(namespace: str) -> tuple[Read, ...]:
@@ -121,13 +122,22 @@ def namespace_reads(namespace: str) -> tuple[Read, ...]:
     )
 
 
-def reads(system_namespace: str, model_namespaces: Iterable[str] = (DEFAULT_MODEL_NAMESPACE,)) -> tuple[Read, ...]:
+def gateway_reads(namespace: str) -> tuple[Read, ...]:
+    """The LISTs of the gateway namespace: the instances' routes and policies, and the access
+    guard's Deployment (selected by its component label). Pure."""
+    return (Read(HTTP_ROUTE, namespace), Read(SECURITY_POLICY, namespace), Read(DEPLOYMENT, namespace, GUARD_SELECTOR))
+
+
+def reads(
+    system_namespace: str, model_namespaces: Iterable[str] = (DEFAULT_MODEL_NAMESPACE,), gateway_namespace: str | None = None
+) -> tuple[Read, ...]:
     """Every LIST one observation makes, in a fixed order.
 
     KubeAI Models, their Pods, ReferenceGrants and the objects of direct runtimes are read in
     each namespace a ModelActivation or an AppInstance targets (`namespace_reads`); their number
-    grows with namespaces, never with objects. The Gateway routes and policies live in the
-    system namespace, beside the shared Gateway.
+    grows with namespaces, never with objects. The Gateway routes and policies, and the access
+    guard, live in the gateway namespace (`gateway_reads`; by default the system namespace),
+    beside the shared Gateway; every run needs it.
     """
     per_namespace = tuple(read for namespace in sorted(set(model_namespaces)) for read in namespace_reads(namespace))
     return (
@@ -144,8 +154,7 @@ def reads(system_namespace: str, model_namespaces: Iterable[str] = (DEFAULT_MODE
         Read(CONFIG_MAP, FLUX_NAMESPACE),
         Read(CONFIG_MAP, system_namespace),
         Read(HELM_RELEASE, system_namespace),
-        Read(HTTP_ROUTE, system_namespace),
-        Read(SECURITY_POLICY, system_namespace),
+        *gateway_reads(gateway_namespace or system_namespace),
     ) + per_namespace
 
 
@@ -362,11 +371,11 @@ def _ready(pod: dict[str, Any]) -> bool:
     )
 
 
-def read_live_objects(client: KubeClient, system_namespace: str) -> LiveObjects:
+def read_live_objects(client: KubeClient, system_namespace: str, gateway_namespace: str | None = None) -> LiveObjects:
     """Everything one observation LISTs: the fixed kinds, the run namespaces, then the target namespaces."""
     served: Served = {}
-    objects = read_objects(client, reads(system_namespace, ()), served)
-    needed = run_namespaces(system_namespace)
+    objects = read_objects(client, reads(system_namespace, (), gateway_namespace), served)
+    needed = run_namespaces(system_namespace, gateway_namespace)
     targets = model_namespaces(objects, system_namespace)
     run_reads = [read for namespace in targets if namespace in needed for read in namespace_reads(namespace)]
     objects += read_objects(client, run_reads, served)
@@ -395,10 +404,12 @@ def distinct(objects: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
     return kept
 
 
-def read_snapshot(access: KubeAccess, *, system_namespace: str, probes: ProbeLimits = ProbeLimits()) -> Snapshot:
+def read_snapshot(
+    access: KubeAccess, *, system_namespace: str, gateway_namespace: str | None = None, probes: ProbeLimits = ProbeLimits()
+) -> Snapshot:
     """One observation of the live cluster. Raises SnapshotReadError when what every run needs cannot be read."""
     with open_client(access) as client:
-        live = read_live_objects(client, system_namespace)
+        live = read_live_objects(client, system_namespace, gateway_namespace)
     ollama = observe_ollama(access, live.objects, limits=probes)
     health = observe_health(access, live.objects, limits=probes)
     try:

@@ -17,7 +17,9 @@ from providers.snapshot_file import HEALTH_ANNOTATION, SYSTEM_NAMESPACE_ANNOTATI
 _VOLATILE_METADATA = ("managedFields",)
 
 
-def capture(access: KubeAccess, *, system_namespace: str, probes: ProbeLimits = ProbeLimits()) -> dict[str, Any]:
+def capture(
+    access: KubeAccess, *, system_namespace: str, gateway_namespace: str | None = None, probes: ProbeLimits = ProbeLimits()
+) -> dict[str, Any]:
     """Every object one observation reads, as the `List` document snapshot_document builds.
 
     The same LISTs as a run, so the file renders what the program would see, including the
@@ -27,7 +29,7 @@ def capture(access: KubeAccess, *, system_namespace: str, probes: ProbeLimits = 
     are never among the objects.
     """
     with open_client(access) as client:
-        live = read_live_objects(client, system_namespace)
+        live = read_live_objects(client, system_namespace, gateway_namespace)
     health = observe_health(access, live.objects, limits=probes)
     return snapshot_document(live.objects, system_namespace=system_namespace, unreadable=live.unreadable, health=health)
 

@@ -76,6 +76,8 @@ STREAMING_TIMEOUT = "0s"
 """Disables Envoy's total request timeout (15 s by default) on application routes."""
 JWT_PROVIDER = "magicstick"
 ID_TOKEN_HEADER = "X-Magicstick-Id-Token"
+IDENTITY_HEADERS = ("x-magicstick-user", "x-magicstick-role", "x-magicstick-groups")
+"""What the guard answers an allowed request with (services/access_guard); Envoy adds them upstream."""
 GUARD_PATH_PREFIX = "/instances"
 
 Authentication = Literal["sso", "none"]
@@ -215,8 +217,11 @@ def _callback_rule(access: InstanceAccess, settings: AccessSettings) -> dict[str
 
 
 def _http_route(access: InstanceAccess, settings: AccessSettings, field_manager: str, name: str, hosts: tuple[str, ...], rule: dict[str, Any]) -> DesiredObject:
+    parent = {"group": GATEWAY_GROUP, "kind": "Gateway", "name": settings.gateway_name, "namespace": settings.gateway_namespace}
+    if settings.gateway_listener is not None:
+        parent["sectionName"] = settings.gateway_listener
     spec = {
-        "parentRefs": [{"group": GATEWAY_GROUP, "kind": "Gateway", "name": settings.gateway_name, "namespace": settings.gateway_namespace}],
+        "parentRefs": [parent],
         "hostnames": list(hosts),
         "rules": [rule],
     }
@@ -248,11 +253,16 @@ def _security_policy(access: InstanceAccess, settings: AccessSettings, field_man
 
 
 def _guard(access: InstanceAccess, settings: AccessSettings) -> dict[str, Any]:
+    """The guard in the gateway namespace; it receives the forwarded ID token (an HTTP check
+    request otherwise carries only Host, Method, Path, Content-Length and Authorization) and
+    answers an allowed request with the identity headers Envoy adds upstream."""
     return {
         "http": {
-            "backendRefs": [{"group": "", "kind": "Service", "name": settings.guard_service, "namespace": settings.guard_namespace, "port": settings.guard_port}],
+            "backendRefs": [{"group": "", "kind": "Service", "name": settings.guard_service, "namespace": settings.gateway_namespace, "port": settings.guard_port}],
             "path": f"{GUARD_PATH_PREFIX}/{access.system_namespace}/{access.instance}",
+            "headersToBackend": list(IDENTITY_HEADERS),
         },
+        "headersToExtAuth": [ID_TOKEN_HEADER.lower()],
         "failOpen": False,
     }
 
@@ -267,6 +277,7 @@ def _oidc(access: InstanceAccess, settings: AccessSettings) -> dict[str, Any]:
         "provider": {"issuer": settings.oidc_issuer},
         "clientID": settings.oidc_client_id,
         "clientSecret": {"group": "", "kind": "Secret", "name": settings.oidc_client_secret},
+        "scopes": list(settings.oidc_scopes),
         "redirectURL": f"https://%REQ(:authority)%{access.callback_path}",
         "logoutPath": _logout_path(access.callback_path),
         "forwardIDToken": {"header": ID_TOKEN_HEADER},

@@ -25,6 +25,7 @@ from catalogs import ApplicationEntry, Catalogs
 from planning.conditions import status_update
 from planning.frozen import thaw
 from planning.instances.access import AccessSettings, InstanceAccess, access_objects, hostnames
+from planning.instances.guard import ENVOY_PROXY_CRD, envoy_proxy, grant_document, grant_key, guard_objects, guard_readiness, kept_grants
 from planning.instances.claims import Claim, Claimant, Conflict, Resolution, backend_service, hostname, release, resolve
 from planning.instances.names import InstanceNames, instance_name_of, instance_name_problem, instance_names, release_name_of, release_namespace_of
 from planning.instances.reach import Gate, InstancePhase, guard_gates, instance_phase, route_gates
@@ -68,10 +69,12 @@ class InstancePlan:
     outcomes: tuple[InstanceOutcome, ...]
     statuses: tuple[StatusUpdate, ...]
     summaries: tuple[InstanceSummary, ...]
+    guard: tuple[DesiredObject, ...] = ()
+    """The access guard and the EnvoyProxy, shared by every instance (planning.instances.guard)."""
 
     @property
     def objects(self) -> tuple[DesiredObject, ...]:
-        return tuple(o for outcome in self.outcomes for o in outcome.objects)
+        return tuple(o for outcome in self.outcomes for o in outcome.objects) + self.guard
 
 
 @dataclass(frozen=True)
@@ -82,6 +85,8 @@ class _Context:
     source: SourceRef
     now: datetime
     access_settings: AccessSettings
+    guard: Gate
+    """The guard's rollout: every instance's access waits on it as on its own policy."""
 
     @property
     def dashboard_hosts(self) -> tuple[str, ...]:
@@ -109,6 +114,8 @@ class _Result:
     summary: InstanceSummary | None = None
     kept: tuple[DesiredObject, ...] = ()
     """Objects kept as last applied for a rejected spec: they hold their names (planning.instances.claims)."""
+    grant: str | None = None
+    """The instance's grant for the access guard, when its Gateway objects are planned now."""
 
 
 def plan_instances(
@@ -123,7 +130,9 @@ def plan_instances(
     now: datetime,
 ) -> InstancePlan:
     """Every instance's objects and status, and the Appliance's summary of them. Pure."""
-    context = _Context(modules, snapshot, settings, source, now, settings.access)
+    access = settings.access
+    rollout = guard_readiness(snapshot, access, guard_objects({}, access, field_manager=settings.field_manager))
+    context = _Context(modules, snapshot, settings, source, now, access, Gate("Deployment", access.guard_service, rollout))
     by_requester = {r.requester: r for r in requirements}
     results: dict[str, _Result] = {}
     candidates: list[_Candidate] = []
@@ -145,7 +154,30 @@ def plan_instances(
         outcomes=tuple(r.outcome for r in ordered if r.outcome is not None),
         statuses=tuple(r.status for r in ordered if r.status is not None),
         summaries=tuple(r.summary for r in ordered if r.summary is not None),
+        guard=_guard(intent, results, context),
     )
+
+
+def _guard(intent: Intent, results: Mapping[str, _Result], context: _Context) -> tuple[DesiredObject, ...]:
+    """The guard with every instance's grant, while any instance has Gateway objects. An
+    instance kept as last applied keeps its grant as the cluster holds it. Pure."""
+    system = context.settings.system_namespace
+    planned: dict[str, str] = {}
+    kept: set[str] = set()
+    for parsed in intent.app_instances:
+        result = results[parsed.name]
+        key = grant_key(system, parsed.name)
+        if result.grant is not None:
+            planned[key] = result.grant
+        elif result.outcome is not None and any(o.kind == "SecurityPolicy" for o in result.outcome.objects):
+            kept.add(key)
+    if not planned and not kept:
+        return ()
+    grants = kept_grants(context.snapshot, context.access_settings, frozenset(kept)) | planned
+    objects = guard_objects(grants, context.access_settings, field_manager=context.settings.field_manager)
+    if ENVOY_PROXY_CRD in context.snapshot.served_crds:
+        objects += (envoy_proxy(context.access_settings, field_manager=context.settings.field_manager),)
+    return objects
 
 
 STATUS_CORE = frozenset({"phase", "reason", "message", "observedGeneration", "conditions"})
@@ -306,7 +338,24 @@ def _instance(candidate: _Candidate, context: _Context) -> _Result:
     extra["accessGuardReady"] = declared.guard_ready
     extra["helmRelease"] = f"{declared.release.namespace}/{declared.release.name}"
     phase, reason, message = instance_phase(release=declared.release_gate, guard=declared.guard, routes=declared.routes, display_name=application.display_name)
-    return done(phase, reason, message, declared.objects)
+    if extra["authentication"] == "none":
+        message += " Sign-in is off (spec.access.authentication: none): the access guard stays in front and admits every request to this instance."
+    return replace(done(phase, reason, message, declared.objects), grant=_grant(candidate, extra["authentication"], context))
+
+
+def _grant(candidate: _Candidate, authentication: str, context: _Context) -> str:
+    access = candidate.parsed.spec.access
+    sharing = access.sharing
+    return grant_document(
+        system_namespace=context.settings.system_namespace,
+        instance=candidate.parsed.name,
+        authentication=authentication,
+        role=access.role,
+        sharing_mode=sharing.mode if sharing is not None else None,
+        users=tuple(sharing.users) if sharing is not None else (),
+        groups=tuple(sharing.groups) if sharing is not None else (),
+        settings=context.access_settings,
+    )
 
 
 def _status_fields(candidate: _Candidate) -> dict[str, Any]:
@@ -354,8 +403,8 @@ def _declared(candidate: _Candidate, authentication: str, context: _Context) -> 
         access = _instance_access(candidate, authentication, context, guard_ready=guard_ready)
         return access_objects(access, context.access_settings, field_manager=settings.field_manager)
 
-    guard = guard_gates(gateway(False), snapshot)
-    opened = gateway(bool(guard) and all(g.verdict.ready for g in guard))
+    guard = (*guard_gates(gateway(False), snapshot), context.guard)
+    opened = gateway(all(g.verdict.ready for g in guard))
     spec = candidate.parsed.spec
     release_object = helm_release(
         instance=candidate.parsed.name,

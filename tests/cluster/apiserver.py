@@ -92,6 +92,7 @@ UPSTREAM_CRD_FILES: Final = (
     "gateway-api/gateway.networking.k8s.io_httproutes.yaml",
     "gateway-api/gateway.networking.k8s.io_referencegrants.yaml",
     "envoy-gateway/gateway.envoyproxy.io_securitypolicies.yaml",
+    "envoy-gateway/gateway.envoyproxy.io_envoyproxies.yaml",
     "node-feature-discovery/nfd-api-crds.yaml",
     "nvidia-gpu-operator/nvidia.com_clusterpolicies.yaml",
     "rocm-gpu-operator/amd.com_deviceconfigs.yaml",

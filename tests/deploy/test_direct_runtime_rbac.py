@@ -20,7 +20,7 @@ from planning.models.direct import DirectRuntimeKind
 from providers.kinds import CONFIG_MAP, DEPLOYMENT, SERVICE
 from providers.kube import KubeAccess, KubeClient, NotFound
 from providers.status_writer import problems_of, status_with_problems
-from tests.deploy.manifests import SERVICE_ACCOUNT_USER, Permission, documents, granted
+from tests.deploy.manifests import SYSTEM_NAMESPACE, SERVICE_ACCOUNT_USER, Permission, documents, granted
 from tests.providers.direct_runtime_objects import identity, inputs, provider_for, runtime_objects
 
 WORKLOADS: Final = "ai"
@@ -57,10 +57,10 @@ class TestTheManifests:
     def test_the_direct_runtimes_deployments_and_services_in_ai_are_granted_by_the_programs_ai_role(self, rbac, permission):
         assert permission in granted(without_realtime_role(rbac))
 
-    def test_no_deployment_or_service_is_granted_outside_ai(self, rbac):
-        elsewhere = [p for p in granted(rbac) if p.resource in {"deployments", "services"} and p.namespace != WORKLOADS]
+    def test_deployments_and_services_are_granted_only_in_ai_and_beside_the_gateway_for_the_access_guard(self, rbac):
+        elsewhere = {p.namespace for p in granted(rbac) if p.resource in {"deployments", "services"} and p.namespace != WORKLOADS}
 
-        assert elsewhere == []
+        assert elsewhere == {SYSTEM_NAMESPACE}
 
 
 @pytest.fixture

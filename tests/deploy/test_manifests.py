@@ -11,7 +11,22 @@ import yaml
 
 from api.crdgen import load_committed_crds
 from components.appliance import WRITTEN_STATUS_KINDS
-from providers.kinds import APPLIANCE_KINDS, CONFIG_MAP, CRD, HELM_RELEASE, HTTP_ROUTE, KUBEAI_MODEL, KUSTOMIZATION, NODE, REFERENCE_GRANT, SECURITY_POLICY
+from providers.kinds import (
+    APPLIANCE_KINDS,
+    CONFIG_MAP,
+    CRD,
+    DEPLOYMENT,
+    ENVOY_PROXY,
+    HELM_RELEASE,
+    HTTP_ROUTE,
+    KUBEAI_MODEL,
+    KUSTOMIZATION,
+    NODE,
+    POD_DISRUPTION_BUDGET,
+    REFERENCE_GRANT,
+    SECURITY_POLICY,
+    SERVICE,
+)
 from providers.kube import ResourceKind
 from providers.live_reader import reads
 from tests.cluster.apiserver import REPO_ROOT
@@ -45,7 +60,10 @@ GOLDEN_RESOURCES = REPO_ROOT / "tests" / "golden" / "demo" / "resources"
 DEVICE_CONFIG = ResourceKind(group="amd.com", version="v1alpha1", kind="DeviceConfig", plural="deviceconfigs", namespaced=True)
 DECLARABLE = {
     (kind.api_version, kind.kind): kind
-    for kind in (CRD, KUSTOMIZATION, NODE, DEVICE_CONFIG, CONFIG_MAP, KUBEAI_MODEL, HELM_RELEASE, HTTP_ROUTE, REFERENCE_GRANT, SECURITY_POLICY, *APPLIANCE_KINDS.values())
+    for kind in (
+        CRD, KUSTOMIZATION, NODE, DEVICE_CONFIG, CONFIG_MAP, KUBEAI_MODEL, HELM_RELEASE, HTTP_ROUTE, REFERENCE_GRANT, SECURITY_POLICY,
+        DEPLOYMENT, SERVICE, POD_DISRUPTION_BUDGET, ENVOY_PROXY, *APPLIANCE_KINDS.values(),
+    )
 }
 UNNAMED_CLUSTER_WIDE_WRITES = {
     Permission("create", "apiextensions.k8s.io", "customresourcedefinitions"),

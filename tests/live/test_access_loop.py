@@ -4,7 +4,8 @@ The demo's OpenClaw and Paperclip AppInstances are loaded into the test kube-api
 each round: observe (the live reader) -> plan -> apply by server-side apply as the Pulumi
 engine would (`engine_apply`: no force unless the object asks for it) -> write the planned
 statuses -> play the controllers for the current generation only (Flux's Kustomizations and
-HelmReleases Ready, Envoy Gateway's SecurityPolicy ancestors and HTTPRoute parents Accepted).
+HelmReleases Ready, Envoy Gateway's SecurityPolicy ancestors and HTTPRoute parents Accepted,
+the access guard's Deployment rolled out).
 
 The server stores what the program applied plus the upstream CRDs' defaults, so the observed
 SecurityPolicy never equals the planned one: the guard opens because the policy carries the
@@ -29,6 +30,7 @@ from planning.frozen import thaw
 from planning.objects import DesiredObject
 from planning.plan import Plan, plan
 from planning.readiness import SPEC_HASH_ANNOTATION
+from planning.access_settings import AccessSettings
 from planning.settings import PlanSettings
 from providers.kinds import APP_INSTANCE, HELM_RELEASE, HTTP_ROUTE, SECURITY_POLICY
 from providers.kube import KubeAccess, KubeClient
@@ -40,10 +42,13 @@ from tests.live.world import (
     load,
     mark_helm_releases_ready,
     mark_kustomizations_ready,
+    roll_out_deployments,
     write_planned_statuses,
 )
 
 SYSTEM = "ai-system"
+SETTINGS = PlanSettings(system_namespace=SYSTEM, access=AccessSettings(guard_image="registry.example.com/magicstick/access-guard:0.1.0"))
+"""The demo's settings with an access guard image an administrator has built and set."""
 INSTANCES = ("openclaw-default", "paperclip-default")
 START = datetime(2026, 1, 1, tzinfo=timezone.utc)
 DEMO = Path(__file__).resolve().parents[2] / "examples" / "demo" / "snapshot.yaml"
@@ -77,11 +82,12 @@ def _demo_scenario() -> list[dict]:
 
 def _observe_and_plan(access: KubeAccess, now: datetime) -> Plan:
     snapshot = read_snapshot(access, system_namespace=SYSTEM)
-    return plan(snapshot=snapshot, catalogs=load_catalogs(), now=now, settings=PlanSettings(system_namespace=SYSTEM), own_crds=load_committed_crds())
+    return plan(snapshot=snapshot, catalogs=load_catalogs(), now=now, settings=SETTINGS, own_crds=load_committed_crds())
 
 
 def _play_controllers(client: KubeClient) -> int:
-    return mark_kustomizations_ready(client) + mark_helm_releases_ready(client, SYSTEM) + accept_gateway_objects(client, SYSTEM)
+    played = mark_kustomizations_ready(client) + mark_helm_releases_ready(client, SYSTEM) + accept_gateway_objects(client, SYSTEM)
+    return played + roll_out_deployments(client, SYSTEM)
 
 
 def _converge(client: KubeClient, access: KubeAccess) -> tuple[Plan, dict[str, DesiredObject], int]:

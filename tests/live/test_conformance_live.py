@@ -8,7 +8,7 @@ import yaml
 
 from cli.render import render
 from providers.kinds import CRD
-from tests.live.world import for_the_test_server, kind_of, load
+from tests.live.world import for_the_test_server, kind_of, load, served_kind
 from tests.support.crd_defaults import with_defaults, without_empty_string_defaults
 from tests.support.crd_schema import UnknownKindError, upstream_registry
 
@@ -26,7 +26,7 @@ def test_every_rendered_object_is_accepted_by_server_side_apply_with_dry_run(cle
     assert {o["kind"] for o in objects} >= {"CustomResourceDefinition", "Kustomization", "ModuleActivation", "SecurityPolicy", "HTTPRoute"}
     checked_upstream_only = set()
     for obj in objects:
-        kind = kind_of(obj)
+        kind = served_kind(kind_of(obj))
         body = for_the_test_server(obj, kind)
         if _has_empty_string(body):
             assert upstream_registry().errors(body) == [], obj["metadata"]["name"]
@@ -68,7 +68,7 @@ def test_the_crd_defaults_of_the_test_doubles_are_the_ones_the_server_stores(cle
     without their empty strings."""
     compared = set()
     for obj in _rendered(tmp_path, "resources"):
-        kind = kind_of(obj)
+        kind = served_kind(kind_of(obj))
         if kind is CRD or not _is_upstream(obj):
             continue
         body = for_the_test_server(obj, kind)

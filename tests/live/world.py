@@ -12,6 +12,8 @@ from providers.kinds import (
     APPLIANCE_KINDS,
     CONFIG_MAP,
     CRD,
+    DEPLOYMENT,
+    ENVOY_PROXY,
     HELM_RELEASE,
     HTTP_ROUTE,
     KUBEAI_MODEL,
@@ -19,8 +21,10 @@ from providers.kinds import (
     NODE,
     NODE_FEATURE,
     POD,
+    POD_DISRUPTION_BUDGET,
     REFERENCE_GRANT,
     SECURITY_POLICY,
+    SERVICE,
 )
 from providers.kube import Invalid, KubeClient, NotFound, ResourceKind
 from providers.profile_store import ProfileStoreRef, put_profile
@@ -51,8 +55,16 @@ _KINDS: dict[tuple[str, str], ResourceKind] = {
         HTTP_ROUTE,
         REFERENCE_GRANT,
         SECURITY_POLICY,
+        DEPLOYMENT,
+        SERVICE,
+        POD_DISRUPTION_BUDGET,
+        ENVOY_PROXY,
     )
 }
+POD_DISRUPTION_BUDGET_V1BETA1 = ResourceKind(
+    group="policy", version="v1beta1", kind="PodDisruptionBudget", plural="poddisruptionbudgets", namespaced=True
+)
+"""What the 1.20 test server serves of PodDisruptionBudgets (policy/v1 arrived in 1.21)."""
 
 
 def kind_of(obj: Mapping[str, Any]) -> ResourceKind:
@@ -247,18 +259,19 @@ def engine_apply(client: KubeClient, plan: Plan, applied: Mapping[str, DesiredOb
     generated objects are removed under their UID. Returns the
     declared objects by identity, the `applied` of the next call.
 
-    Two adaptations to the 1.20 test server, each equivalent on a current one (`for_the_test_server`).
+    Adaptations to the 1.20 test server, each equivalent on a current one (`for_the_test_server`,
+    `served_kind`).
     """
     declared = {obj.identity: obj for obj in plan.objects}
     for obj in declared.values():
-        kind = kind_of(obj.body)
+        kind = served_kind(kind_of(obj.body))
         if obj.ignore_spec_changes and client.get_or_none(kind, obj.name, obj.namespace) is not None:
             continue
         _apply_as_engine(client, kind, for_the_test_server(thaw(obj.body), kind))
     for identity, obj in applied.items():
         if identity not in declared and not obj.retain_on_delete:
             try:
-                client.delete(kind_of(obj.body), obj.name, obj.namespace)
+                client.delete(served_kind(kind_of(obj.body)), obj.name, obj.namespace)
             except NotFound:
                 pass
     for profile in plan.models.cpu_profiles:
@@ -266,6 +279,12 @@ def engine_apply(client: KubeClient, plan: Plan, applied: Mapping[str, DesiredOb
     for stale in plan.stale:
         remove_stale(client, StaleTarget(api_version=stale.api_version, kind=stale.kind, namespace=stale.namespace, name=stale.name, uid=stale.uid))
     return declared
+
+
+def served_kind(kind: ResourceKind) -> ResourceKind:
+    """`kind` as the 1.20 test server serves it: a policy/v1 PodDisruptionBudget is stored as
+    policy/v1beta1, whose `maxUnavailable` and `selector` mean the same."""
+    return POD_DISRUPTION_BUDGET_V1BETA1 if kind is POD_DISRUPTION_BUDGET else kind
 
 
 def for_the_test_server(body: dict[str, Any], kind: ResourceKind) -> dict[str, Any]:
@@ -279,6 +298,10 @@ def for_the_test_server(body: dict[str, Any], kind: ResourceKind) -> dict[str, A
     """
     if kind is CRD:
         return without_cel_rules(body)
+    if kind is POD_DISRUPTION_BUDGET_V1BETA1:
+        return {**body, "apiVersion": "policy/v1beta1"}
+    if body["apiVersion"] in ("v1", "apps/v1"):
+        return body
     try:
         return without_empty_string_defaults(body)
     except UnknownKindError:
@@ -356,3 +379,21 @@ def accept_gateway_objects(client: KubeClient, namespace: str) -> int:
             write_status_as(client, obj, status, field_manager=ENVOY_GATEWAY)
             accepted += 1
     return accepted
+
+
+DEPLOYMENT_CONTROLLER = "deployment-controller"
+
+
+def roll_out_deployments(client: KubeClient, namespace: str) -> int:
+    """Play the Deployment controller: every Deployment in `namespace` has rolled out its current
+    generation with every replica available, unless its status already says so."""
+    rolled = 0
+    for deployment in client.list(DEPLOYMENT, namespace=namespace):
+        generation = deployment["metadata"]["generation"]
+        if (deployment.get("status") or {}).get("observedGeneration") == generation:
+            continue
+        replicas = deployment["spec"].get("replicas", 1)
+        status = {"observedGeneration": generation, "replicas": replicas, "updatedReplicas": replicas, "readyReplicas": replicas, "availableReplicas": replicas}
+        write_status_as(client, deployment, status, field_manager=DEPLOYMENT_CONTROLLER)
+        rolled += 1
+    return rolled

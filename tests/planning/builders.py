@@ -11,6 +11,9 @@ from planning.frozen import thaw
 from planning.instances.access import InstanceAccess, hostnames
 from planning.objects import DesiredObject
 from planning.plan import Plan, plan
+from planning.access_settings import AccessSettings
+from planning.instances.guard import guard_objects
+from planning.settings import PlanSettings
 from planning.snapshot import Snapshot
 from tests.support.crd_defaults import with_defaults
 
@@ -88,10 +91,14 @@ def external_model(name: str) -> dict:
     )
 
 
+CORE_API_VERSIONS = frozenset({"v1", "apps/v1", "policy/v1"})
+"""Built-in kinds: no CRD defaults to apply (the server's own defaults are not played here)."""
+
+
 def as_stored(obj: dict | DesiredObject, *, generation: int = 1) -> dict:
     """`obj` as the API server stores it: its CRD's defaults applied, metadata.generation set."""
     body = thaw(obj.body) if isinstance(obj, DesiredObject) else obj
-    stored = with_defaults(body)
+    stored = body if body["apiVersion"] in CORE_API_VERSIONS else with_defaults(body)
     stored["metadata"]["generation"] = generation
     return stored
 
@@ -246,8 +253,24 @@ def with_flux(objects) -> list[dict]:
     return objects if served else [*objects, crd(FLUX_CRD)]
 
 
-def plan_of(*objects: dict, now: datetime = NOW, flux: bool = True) -> Plan:
-    return plan(snapshot=Snapshot.from_objects(with_flux(objects) if flux else objects), catalogs=CATALOGS, now=now)
+GUARD_IMAGE = "registry.example.com/magicstick/access-guard:0.1.0"
+SETTINGS = PlanSettings(access=AccessSettings(guard_image=GUARD_IMAGE))
+"""The plan settings of planning tests: the defaults, with an access guard image an
+administrator has built and set (the shipped default is a CHANGEME placeholder)."""
+
+
+def plan_of(*objects: dict, now: datetime = NOW, flux: bool = True, settings: PlanSettings = SETTINGS) -> Plan:
+    return plan(snapshot=Snapshot.from_objects(with_flux(objects) if flux else objects), catalogs=CATALOGS, now=now, settings=settings)
+
+
+def running_guard(settings: PlanSettings = SETTINGS, *, available: int = 2, generation: int = 1) -> dict:
+    """The access guard's Deployment as planned under `settings`, rolled out by its controller
+    for `generation` with `available` replicas available."""
+    planned = next(o for o in guard_objects({}, settings.access, field_manager=settings.field_manager) if o.kind == "Deployment")
+    stored = as_stored(planned, generation=generation)
+    replicas = stored["spec"]["replicas"]
+    stored["status"] = {"observedGeneration": generation, "replicas": replicas, "updatedReplicas": replicas, "availableReplicas": available}
+    return stored
 
 
 def status_of(result: Plan, kind: str, name: str) -> dict:

@@ -19,8 +19,9 @@ def world_after(result: Plan, previous: Iterable[dict]) -> tuple[dict, ...]:
     """The cluster after applying `result`, as the API server and the controllers leave it.
 
     Declared objects are stored with their CRD's defaults, their generation moves when their
-    spec does, Flux reports every Kustomization and HelmRelease Ready for its generation and
-    Envoy Gateway accepts every SecurityPolicy and HTTPRoute for its generation; the CPU
+    spec does, Flux reports every Kustomization and HelmRelease Ready for its generation,
+    Envoy Gateway accepts every SecurityPolicy and HTTPRoute for its generation and every
+    Deployment (the access guard) rolls out; the CPU
     profiles land in the runtime-profile store; statuses are written.
     """
     objects: dict[tuple[str, str, str], dict] = {}
@@ -63,6 +64,9 @@ def _stored(body: dict, before: dict | None) -> dict:
     elif stored["kind"] in ("SecurityPolicy", "HTTPRoute"):
         key = "ancestors" if stored["kind"] == "SecurityPolicy" else "parents"
         stored["status"] = gateway_status(key, "True", reason="Accepted", message="Accepted", observed_generation=generation)
+    elif stored["kind"] == "Deployment":
+        replicas = stored["spec"].get("replicas", 1)
+        stored["status"] = {"observedGeneration": generation, "replicas": replicas, "updatedReplicas": replicas, "availableReplicas": replicas}
     return stored
 
 

@@ -16,6 +16,7 @@ from tests.planning.builders import (
     observed_release,
     plan_of,
     ready_modules,
+    running_guard,
     runtime,
     status_of,
 )
@@ -79,12 +80,13 @@ def backend_services(result: Plan, name: str) -> set[tuple[str, str]]:
 
 def converged(*objects: dict, rounds: int = 3) -> list[dict]:
     """`objects` plus what the controllers report once the program's objects were applied:
-    every planned HelmRelease Ready, SecurityPolicy and HTTPRoute accepted for its generation,
+    every planned HelmRelease Ready, SecurityPolicy and HTTPRoute accepted for its generation, the
+    access guard rolled out,
     replayed until the plan's objects stop changing (the guard opens the routes in between)."""
     world = {_identity(o): o for o in objects}
     for _ in range(rounds):
         result = plan_of(*world.values())
-        world |= {_identity(o): o for o in (_as_reported(p) for outcome in result.instances.outcomes for p in outcome.objects)}
+        world |= {_identity(o): o for o in (_as_reported(p) for p in result.instances.objects)}
     return list(world.values())
 
 
@@ -100,6 +102,8 @@ def _as_reported(planned) -> dict:
         return accepted_policy(planned)
     if planned.kind == "HTTPRoute":
         return accepted_route(planned)
+    if planned.kind == "Deployment":
+        return running_guard()
     return as_stored(planned)
 
 

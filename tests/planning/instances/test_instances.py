@@ -13,6 +13,7 @@ from tests.planning.builders import (
     as_stored,
     observed_release,
     plan_of,
+    running_guard,
     status_of,
 )
 from tests.planning.instances.scene import PAPERCLIP_VALUES, converged, helm_release_of, instance, objects_of, platform
@@ -34,7 +35,7 @@ def policies_of(result, name: str) -> list:
 
 
 def guard_ready(*objects: dict) -> bool:
-    result = plan_of(*platform("openclaw"), instance("openclaw-default", "openclaw"), *objects)
+    result = plan_of(*platform("openclaw"), instance("openclaw-default", "openclaw"), running_guard(), *objects)
     return status_of(result, "AppInstance", "openclaw-default")["accessGuardReady"]
 
 
@@ -99,7 +100,7 @@ def test_routes_have_no_backend_until_the_guard_policies_are_accepted():
     assert status_of(first, "AppInstance", "openclaw-default")["accessGuardReady"] is False
 
     policies = [accepted_policy(p) for p in objects_of(first, "openclaw-default")["SecurityPolicy"]]
-    second = plan_of(*platform("openclaw"), instance("openclaw-default", "openclaw"), *policies)
+    second = plan_of(*platform("openclaw"), instance("openclaw-default", "openclaw"), *policies, running_guard())
     assert status_of(second, "AppInstance", "openclaw-default")["accessGuardReady"] is True
     backends = [ref for route in objects_of(second, "openclaw-default")["HTTPRoute"] for rule in route.body["spec"]["rules"] for ref in rule.get("backendRefs", ())]
     assert backends and all(ref["port"] == CATALOGS.applications.get("openclaw").backend_port for ref in backends)
@@ -134,7 +135,7 @@ def _without_spec_hash(observed: dict) -> dict:
 )
 def test_the_routes_stay_closed_until_the_current_policy_is_accepted(options, change):
     observed = change(accepted_policy(planned_policy(), **options))
-    result = plan_of(*platform("openclaw"), instance("openclaw-default", "openclaw"), observed)
+    result = plan_of(*platform("openclaw"), instance("openclaw-default", "openclaw"), observed, running_guard())
     assert status_of(result, "AppInstance", "openclaw-default")["accessGuardReady"] is False
     assert all("backendRefs" not in rule for route in objects_of(result, "openclaw-default")["HTTPRoute"] for rule in route.body["spec"]["rules"])
 
@@ -142,7 +143,7 @@ def test_the_routes_stay_closed_until_the_current_policy_is_accepted(options, ch
 def test_hermes_routes_reach_its_dashboard_port():
     first = plan_of(*platform("hermes"), instance("hermes-default", "hermes"))
     policies = [accepted_policy(p) for p in objects_of(first, "hermes-default")["SecurityPolicy"]]
-    result = plan_of(*platform("hermes"), instance("hermes-default", "hermes"), *policies)
+    result = plan_of(*platform("hermes"), instance("hermes-default", "hermes"), *policies, running_guard())
     ports = {ref["port"] for route in objects_of(result, "hermes-default")["HTTPRoute"] for rule in route.body["spec"]["rules"] for ref in rule.get("backendRefs", ())}
     assert ports == {9119}
 

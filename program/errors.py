@@ -1,0 +1,7 @@
+"""The error of the run's own settings: a `magicstick:` config value is unusable."""
+
+from __future__ import annotations
+
+
+class SettingsError(Exception):
+    """A config value is unusable; the message is one line naming the key and the rule it breaks."""

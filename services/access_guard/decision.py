@@ -1,0 +1,174 @@
+"""The decision table: one request of an instance in, allow (200) or deny (401/403) out.
+
+In the order a request meets them; the first that applies decides, and any error denies:
+
+| # | Condition                                                             | Answer | Reason                      |
+|---|-----------------------------------------------------------------------|--------|-----------------------------|
+| 1 | path not `/instances/<namespace>/<instance>[/...]`                    | 403    | not-an-instance-path        |
+| 2 | no grant file for the instance                                        | 403    | unknown-instance            |
+| 3 | grant unreadable or malformed                                         | 403    | malformed-grant             |
+| 4 | `authentication: none`                                                | 200    | unauthenticated-allowed     |
+| 5 | no token header, an empty one, or more than one                       | 401    | missing-token               |
+| 6 | token malformed, unsigned, foreign algorithm, unknown key, bad        | 401    | the token's rejection       |
+|   | signature, expired, not yet valid, foreign issuer, wrong audience,    |        | (tokens.Rejection)          |
+|   | no `exp`; no key set younger than the cache lifetime                  |        |                             |
+| 7 | the subject claim is missing or not a non-empty string                | 401    | missing-subject             |
+| 8 | roles or groups claim present but not a list of strings               | 403    | malformed-identity          |
+| 9 | no held role at or above `minimumRole` (admin>operator>user>viewer)    | 403    | insufficient-role           |
+|10 | sharing `selected` and neither the subject is a listed user nor one   | 403    | not-shared                  |
+|   | of the token's groups a listed group (an empty selection: nobody)     |        |                             |
+|11 | subject or a group not representable in a header (control character,  | 403    | unrepresentable-identity    |
+|   | or a comma inside a group name)                                       |        |                             |
+|12 | otherwise                                                             | 200    | allowed                     |
+
+An allow for SSO carries `X-Magicstick-User` (the subject), `X-Magicstick-Role` (the highest
+role held) and `X-Magicstick-Groups` (the token's groups, comma-joined, possibly empty);
+an allow for `authentication: none` carries the same three headers, empty: Envoy overwrites
+the request's headers only with those the guard sends, so empty ones keep a client from
+claiming an identity upstream of an instance without sign-in.
+"""
+
+from __future__ import annotations
+
+import enum
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from services.access_guard.grants import ROLES, Grant, GrantStore, MalformedGrant, UnknownInstance
+from services.access_guard.tokens import TokenRejected, TokenVerifier
+
+PATH_PREFIX = "/instances/"
+USER_HEADER = "X-Magicstick-User"
+ROLE_HEADER = "X-Magicstick-Role"
+GROUPS_HEADER = "X-Magicstick-Groups"
+
+ANONYMOUS_HEADERS: tuple[tuple[str, str], ...] = ((USER_HEADER, ""), (ROLE_HEADER, ""), (GROUPS_HEADER, ""))
+
+_UNSAFE = re.compile(r"[\x00-\x1f\x7f]")
+
+
+class Reason(enum.StrEnum):
+    """Why the guard decided as it did; token rejections add tokens.Rejection's values."""
+
+    ALLOWED = "allowed"
+    UNAUTHENTICATED_ALLOWED = "unauthenticated-allowed"
+    NOT_AN_INSTANCE_PATH = "not-an-instance-path"
+    UNKNOWN_INSTANCE = "unknown-instance"
+    MALFORMED_GRANT = "malformed-grant"
+    MISSING_TOKEN = "missing-token"
+    MISSING_SUBJECT = "missing-subject"
+    MALFORMED_IDENTITY = "malformed-identity"
+    INSUFFICIENT_ROLE = "insufficient-role"
+    NOT_SHARED = "not-shared"
+    UNREPRESENTABLE_IDENTITY = "unrepresentable-identity"
+
+
+@dataclass(frozen=True)
+class Decision:
+    status: int
+    """200 allow, 401 no valid identity, 403 not allowed."""
+    reason: str
+    """A Reason or a tokens.Rejection value."""
+    detail: str = ""
+    """For the log only: never sent, never holds the token."""
+    instance: str | None = None
+    subject: str | None = None
+    headers: tuple[tuple[str, str], ...] = ()
+
+    @property
+    def allowed(self) -> bool:
+        return self.status == 200
+
+
+def instance_of(path: str) -> tuple[str, str] | None:
+    """(`namespace`, `instance`) of a check path `/instances/<ns>/<instance>[/...|?...]`, or None. Pure."""
+    if not path.startswith(PATH_PREFIX):
+        return None
+    rest = path[len(PATH_PREFIX) :]
+    namespace, separator, rest = rest.partition("/")
+    if not separator:
+        return None
+    end = len(rest)
+    for mark in "/?":
+        index = rest.find(mark)
+        if index != -1:
+            end = min(end, index)
+    instance = rest[:end]
+    if not namespace or not instance:
+        return None
+    return namespace, instance
+
+
+def _claim(claims: Mapping[str, Any], name: str) -> object:
+    """The claim `name`, or the nested value of a dotted path (`realm_access.roles`). Pure."""
+    if name in claims:
+        return claims[name]
+    value: object = claims
+    for part in name.split("."):
+        if not isinstance(value, Mapping) or part not in value:
+            return None
+        value = value[part]
+    return value
+
+
+def _string_list(value: object) -> tuple[str, ...] | None:
+    if value is None:
+        return ()
+    if not isinstance(value, list) or not all(isinstance(item, str) for item in value):
+        return None
+    return tuple(value)
+
+
+def authorize(grant: Grant, claims: Mapping[str, Any]) -> Decision:
+    """Rows 7 to 12 of the table, for an SSO grant and verified claims. Pure."""
+    instance = grant.instance
+    if grant.claims is None or grant.minimum_role is None:
+        return Decision(403, Reason.MALFORMED_GRANT, "an SSO grant without claims or minimum role", instance)
+    subject = _claim(claims, grant.claims.subject)
+    if not isinstance(subject, str) or not subject:
+        return Decision(401, Reason.MISSING_SUBJECT, f"claim {grant.claims.subject!r} is not a non-empty string", instance)
+    roles = _string_list(_claim(claims, grant.claims.roles))
+    groups = _string_list(_claim(claims, grant.claims.groups))
+    if roles is None or groups is None:
+        return Decision(403, Reason.MALFORMED_IDENTITY, "the roles or groups claim is not a list of strings", instance, subject)
+    held = [role for role in ROLES if role in roles]
+    if not held or ROLES.index(held[0]) > ROLES.index(grant.minimum_role):
+        return Decision(403, Reason.INSUFFICIENT_ROLE, f"holds {held or 'no role'}, needs {grant.minimum_role} or above", instance, subject)
+    if grant.sharing_mode == "selected" and subject not in grant.users and grant.groups.isdisjoint(groups):
+        return Decision(403, Reason.NOT_SHARED, "neither a selected user nor in a selected group", instance, subject)
+    if _UNSAFE.search(subject) or any(_UNSAFE.search(group) or "," in group for group in groups):
+        return Decision(403, Reason.UNREPRESENTABLE_IDENTITY, "the subject or a group cannot travel in a header", instance, subject)
+    headers = ((USER_HEADER, subject), (ROLE_HEADER, held[0]), (GROUPS_HEADER, ",".join(groups)))
+    return Decision(200, Reason.ALLOWED, f"role {held[0]}", instance, subject, headers)
+
+
+class Guard:
+    """The whole table over the grant store and the token verifier. Thread-safe."""
+
+    def __init__(self, *, grants: GrantStore, verifier: TokenVerifier) -> None:
+        self._grants = grants
+        self._verifier = verifier
+
+    def decide(self, *, path: str, tokens: Sequence[str]) -> Decision:
+        """The decision for one check request: its path and every value of the token header."""
+        location = instance_of(path)
+        if location is None:
+            return Decision(403, Reason.NOT_AN_INSTANCE_PATH, "the path is not under /instances/<namespace>/<instance>")
+        instance = "/".join(location)
+        try:
+            grant = self._grants.lookup(*location)
+        except UnknownInstance as error:
+            return Decision(403, Reason.UNKNOWN_INSTANCE, str(error), instance)
+        except MalformedGrant as error:
+            return Decision(403, Reason.MALFORMED_GRANT, str(error), instance)
+        if grant.authentication == "none":
+            return Decision(200, Reason.UNAUTHENTICATED_ALLOWED, "authentication none", instance, headers=ANONYMOUS_HEADERS)
+        if len(tokens) != 1 or not tokens[0]:
+            return Decision(401, Reason.MISSING_TOKEN, f"{len(tokens)} token headers", instance)
+        try:
+            claims = self._verifier.verify(tokens[0].strip())
+        except TokenRejected as rejected:
+            return Decision(401, rejected.rejection, rejected.detail, instance)
+        return authorize(grant, claims)

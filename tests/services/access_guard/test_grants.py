@@ -1,0 +1,221 @@
+"""Which instances the guard knows: grants, paths, `authentication: none`, and live updates."""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Callable
+from typing import Any
+
+import httpx
+import pytest
+
+from tests.services.access_guard.checks import IDENTITY_HEADERS, bearer, check_path, logged_reasons, raw_status
+from tests.services.access_guard.issuer import IssuerKeys
+from tests.services.access_guard.process import GuardProcess
+from tests.services.access_guard.volume import ConfigMapVolume, file_name, grant
+
+
+def _with(name: str, **changes: Any) -> dict[str, Any]:
+    """The grant of `name` with keys changed (a None value removes the key)."""
+    document = grant(name)
+    for key, value in changes.items():
+        if value is None:
+            del document[key]
+        else:
+            document[key] = value
+    return document
+
+
+MALFORMED: list[tuple[str, Callable[[str], dict[str, Any] | str]]] = [
+    ("not-json", lambda instance: "{not json"),
+    ("a-json-array", lambda instance: "[]"),
+    ("empty", lambda instance: ""),
+    ("another-instance", lambda instance: _with(instance, instance="ai-system/someone-else")),
+    ("another-namespace", lambda instance: _with(instance, instance=f"other-system/{instance}")),
+    ("no-instance", lambda instance: _with(instance, instance=None)),
+    ("an-unknown-key", lambda instance: _with(instance, allowedMethods=["GET"])),
+    ("an-unknown-authentication", lambda instance: _with(instance, authentication="maybe")),
+    ("no-authentication", lambda instance: _with(instance, authentication=None)),
+    ("an-unknown-role", lambda instance: _with(instance, minimumRole="root")),
+    ("no-minimum-role", lambda instance: _with(instance, minimumRole=None)),
+    ("an-unknown-sharing-mode", lambda instance: _with(instance, sharing={"mode": "some"})),
+    ("users-that-are-not-strings", lambda instance: _with(instance, sharing={"mode": "selected", "users": [1]})),
+    ("users-with-mode-all", lambda instance: _with(instance, sharing={"mode": "all", "users": ["alice"]})),
+    ("no-sharing", lambda instance: _with(instance, sharing=None)),
+    ("no-claims", lambda instance: _with(instance, claims=None)),
+    ("claims-missing-groups", lambda instance: _with(instance, claims={"subject": "sub", "roles": "roles"})),
+    ("a-claim-name-not-a-string", lambda instance: _with(instance, claims={"subject": "sub", "roles": 3, "groups": "groups"})),
+    ("none-with-a-selected-sharing", lambda instance: _with(instance, authentication="none", sharing={"mode": "selected", "users": ["alice"]})),
+]
+
+
+@pytest.mark.parametrize("document", [make for _, make in MALFORMED], ids=[name for name, _ in MALFORMED])
+def test_a_malformed_grant_denies_every_request(
+    guard: GuardProcess,
+    client: httpx.Client,
+    volume: ConfigMapVolume,
+    keys: IssuerKeys,
+    new_instance: Callable[[], str],
+    document: Callable[[str], dict[str, Any] | str],
+) -> None:
+    instance = new_instance()
+    volume.put(instance, document(instance))
+    assert client.get(check_path(instance), headers=bearer(keys.token(roles=["admin"]))).status_code == 403
+    assert logged_reasons(guard, instance) == ["malformed-grant"]
+
+
+def test_an_unreadable_grant_file_denies(
+    guard: GuardProcess, client: httpx.Client, volume: ConfigMapVolume, keys: IssuerKeys, new_instance: Callable[[], str]
+) -> None:
+    instance = new_instance()
+    os.mkdir(volume.root / file_name(instance))
+    assert client.get(check_path(instance), headers=bearer(keys.token(roles=["admin"]))).status_code == 403
+    assert logged_reasons(guard, instance) == ["malformed-grant"]
+
+
+def test_an_instance_without_a_grant_is_forbidden(guard: GuardProcess, client: httpx.Client, keys: IssuerKeys, new_instance: Callable[[], str]) -> None:
+    instance = new_instance()
+    assert client.get(check_path(instance), headers=bearer(keys.token(roles=["admin"]))).status_code == 403
+    assert logged_reasons(guard, instance) == ["unknown-instance"]
+
+
+@pytest.mark.parametrize(
+    "path",
+    [
+        "/",
+        "/v1/chat/completions",
+        "/instances",
+        "/instances/",
+        "/instances/ai-system",
+        "/instances/ai-system/",
+        "/instances//{instance}/",
+        "/instance/ai-system/{instance}/",
+        "/INSTANCES/ai-system/{instance}/",
+        "/instances/AI-SYSTEM/{instance}/",
+        "/instances/ai-system/{instance_upper}/",
+        "/instances/ai-system/../ai-system/{instance}/",
+        "/instances/ai-system/%2e%2e/{instance}/",
+        "/instances/ai-system/{instance}%2F../",
+        "/instances/ai.system/{instance}/",
+        "/prefix/instances/ai-system/{instance}/",
+        "*",
+    ],
+)
+def test_a_path_that_names_no_instance_with_a_grant_is_forbidden(
+    guard: GuardProcess,
+    client: httpx.Client, volume: ConfigMapVolume, keys: IssuerKeys, new_instance: Callable[[], str], path: str
+) -> None:
+    instance = new_instance()
+    volume.put(instance, grant(instance, minimum_role="viewer"))
+    headers = bearer(keys.token(roles=["admin"]))
+    assert client.get(check_path(instance), headers=headers).status_code == 200
+    target = path.format(instance=instance, instance_upper=instance.upper())
+    assert raw_status(guard, target, headers) == 403
+
+
+@pytest.mark.parametrize(
+    "original", ["/", "", "?q=1", "/a/b?x=/instances/ai-system/other", "/%2e%2e/admin"], ids=["root", "none", "query", "nested", "encoded-dots"]
+)
+def test_every_original_path_of_a_granted_instance_is_decided_by_its_grant(
+    guard: GuardProcess, volume: ConfigMapVolume, keys: IssuerKeys, new_instance: Callable[[], str], original: str
+) -> None:
+    instance = new_instance()
+    volume.put(instance, grant(instance, minimum_role="operator"))
+    for roles, status in ((["operator"], 200), (["user"], 403)):
+        assert raw_status(guard, check_path(instance, original), bearer(keys.token(roles=roles))) == status
+
+
+@pytest.mark.parametrize(
+    "headers",
+    [{}, {"X-Magicstick-Id-Token": "not-a-jwt"}],
+    ids=["without-a-token", "with-an-invalid-token"],
+)
+def test_authentication_none_allows_with_empty_identity_headers_so_a_client_cannot_claim_one(
+    client: httpx.Client, volume: ConfigMapVolume, new_instance: Callable[[], str], headers: dict[str, str]
+) -> None:
+    instance = new_instance()
+    volume.put(instance, _with(instance, authentication="none"))
+    answer = client.get(check_path(instance), headers={**headers, "X-Magicstick-User": "admin"})
+    assert answer.status_code == 200
+    assert {name: answer.headers.get(name) for name in IDENTITY_HEADERS} == {name: "" for name in IDENTITY_HEADERS}
+
+
+def test_authentication_none_needs_no_role_sharing_or_claims(client: httpx.Client, volume: ConfigMapVolume, new_instance: Callable[[], str]) -> None:
+    instance = new_instance()
+    volume.put(instance, {"instance": f"ai-system/{instance}", "authentication": "none"})
+    assert client.get(check_path(instance)).status_code == 200
+
+
+def _dangle(volume: ConfigMapVolume, instance: str) -> None:
+    link = volume.root / file_name(instance)
+    volume.remove(instance)
+    link.symlink_to(os.path.join("..data", file_name(instance)))
+
+
+def _plain_file_removed(volume: ConfigMapVolume, instance: str) -> None:
+    (volume.root / file_name(instance)).unlink()
+
+
+REMOVALS: list[tuple[str, Callable[[ConfigMapVolume, str], None], bool]] = [
+    ("removed-by-the-kubelet-swap", lambda volume, instance: volume.remove(instance), False),
+    ("symlink-dangling-after-the-swap", _dangle, False),
+    ("plain-file-removed", _plain_file_removed, True),
+    ("corrupted", lambda volume, instance: volume.put(instance, "{"), False),
+]
+
+
+@pytest.mark.parametrize(("change", "plain"), [(change, plain) for _, change, plain in REMOVALS], ids=[name for name, _, _ in REMOVALS])
+def test_a_grant_removed_or_corrupted_while_running_denies_the_next_request(
+    client: httpx.Client,
+    volume: ConfigMapVolume,
+    keys: IssuerKeys,
+    new_instance: Callable[[], str],
+    change: Callable[[ConfigMapVolume, str], None],
+    plain: bool,
+) -> None:
+    instance = new_instance()
+    if plain:
+        (volume.root / file_name(instance)).write_text(json.dumps(grant(instance)), encoding="utf-8")
+    else:
+        volume.put(instance, grant(instance))
+    headers = bearer(keys.token())
+    assert client.get(check_path(instance), headers=headers).status_code == 200
+    change(volume, instance)
+    assert client.get(check_path(instance), headers=headers).status_code == 403
+
+
+def test_a_grant_raised_from_user_to_admin_denies_a_user_on_the_next_request(
+    client: httpx.Client, volume: ConfigMapVolume, keys: IssuerKeys, new_instance: Callable[[], str]
+) -> None:
+    instance = new_instance()
+    volume.put(instance, grant(instance, minimum_role="user"))
+    user, admin = bearer(keys.token(roles=["user"])), bearer(keys.token(roles=["admin"]))
+    assert client.get(check_path(instance), headers=user).status_code == 200
+    volume.put(instance, grant(instance, minimum_role="admin"))
+    assert client.get(check_path(instance), headers=user).status_code == 403
+    assert client.get(check_path(instance), headers=admin).status_code == 200
+
+
+def test_a_plain_grant_file_replaced_atomically_takes_effect_on_the_next_request(
+    client: httpx.Client, volume: ConfigMapVolume, keys: IssuerKeys, new_instance: Callable[[], str]
+) -> None:
+    instance = new_instance()
+    path = volume.root / file_name(instance)
+    path.write_text(json.dumps(grant(instance, minimum_role="user")), encoding="utf-8")
+    user = bearer(keys.token(roles=["user"]))
+    assert client.get(check_path(instance), headers=user).status_code == 200
+    replacement = volume.root / f".{file_name(instance)}.tmp"
+    replacement.write_text(json.dumps(grant(instance, minimum_role="admin")), encoding="utf-8")
+    os.replace(replacement, path)
+    assert client.get(check_path(instance), headers=user).status_code == 403
+
+
+def test_a_grant_added_while_running_allows_on_the_next_request(
+    client: httpx.Client, volume: ConfigMapVolume, keys: IssuerKeys, new_instance: Callable[[], str]
+) -> None:
+    instance = new_instance()
+    headers = bearer(keys.token())
+    assert client.get(check_path(instance), headers=headers).status_code == 403
+    volume.put(instance, grant(instance))
+    assert client.get(check_path(instance), headers=headers).status_code == 200
