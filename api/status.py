@@ -49,6 +49,89 @@ class PciDeviceStatus(ApiModel):
     """Conservative GTT/TTM bound of GPU-accessible memory within the pool, in MiB."""
 
 
+class EngineValidationStatus(ApiModel):
+    """One engine's stage in the last validation run of a compatibility profile (advisory)."""
+
+    state: Literal["NotRequested", "Blocked", "Pending", "Starting", "Running", "Passed", "Failed", "Interrupted", "NotRun", "Stale"]
+    run_id: str | None = Field(default=None, alias="runID")
+    image: str | None = None
+    image_id: str | None = Field(default=None, alias="imageID")
+    job: str | None = None
+    started_at: str | None = None
+    finished_at: str | None = None
+    reason: str | None = None
+    message: str | None = None
+
+
+class CompatibilityNodeStatus(ApiModel):
+    """Per-node evidence of a compatibility profile: what the node is and what the host reports."""
+
+    node: str
+    node_uid: str | None = Field(default=None, alias="nodeUID")
+    profile_id: str | None = None
+    profile_version: str | None = None
+    upstream_supported: bool
+    opted_in: bool
+    eligible: bool
+    pci_devices: list[str] = Field(default_factory=list)
+    expected_architecture: str | None = None
+    detected_architecture: str | None = None
+    host_driver_ready: bool = False
+    resource_registered: bool = False
+    host_fingerprint: str | None = None
+    host_boot_id: str | None = Field(default=None, alias="hostBootID")
+    evidence: str
+    """Current, Missing, Malformed, Foreign or Stale (planning.hardware.evidence)."""
+    engines: list[str] = Field(default_factory=list)
+    """Engines enabled on the node: consent, current evidence and a registered resource."""
+    reason: str
+    message: str
+
+
+class DeviceDiagnosticStatus(ApiModel):
+    """One queued or finished per-device diagnostic (device-validation-* annotation)."""
+
+    request: str
+    node: str
+    device: str
+    state: Literal["Queued", "Running", "Finished", "Stale", "Rejected"]
+    engines: dict[str, EngineValidationStatus] = Field(default_factory=dict)
+    message: str = ""
+
+
+class CompatibilityStatus(ApiModel):
+    """hardwareOperators.amd-gpu.compatibility: profile, node, host/resource and the optional
+    per-engine validation stages. Validation is advisory: it never gates Ready."""
+
+    catalog_version: str
+    profiles: list[str] = Field(default_factory=list)
+    profile_id: str
+    """The selected profile; empty for upstream-only support."""
+    profile_version: str | None = None
+    experimental: bool | None = None
+    opted_in: bool
+    upstream_supported: bool
+    eligible: bool
+    pci_devices: list[str] = Field(default_factory=list)
+    expected_architecture: str | None = None
+    detected_architecture: str | None = None
+    host_driver_ready: bool = False
+    resource_registered: bool = False
+    host_fingerprint: str | None = None
+    host_boot_id: str | None = Field(default=None, alias="hostBootID")
+    nodes: list[CompatibilityNodeStatus] = Field(default_factory=list)
+    validation_required: Literal[False] = False
+    validation_request: str | None = None
+    validation: dict[str, EngineValidationStatus] = Field(default_factory=dict)
+    device_diagnostics: list[DeviceDiagnosticStatus] = Field(default_factory=list)
+    runtime_ready: bool
+    runtime_images: dict[str, str] = Field(default_factory=dict)
+    """Engine -> the image KubeAI is configured with for AMD models: the validated digest from
+    flux-system/magicstick-gpu-runtime-images, else the catalog's release image (empty)."""
+    reason: str
+    message: str
+
+
 class HardwareOperatorStatus(ApiModel):
     """One entry of Appliance.status.hardwareOperators (gpu, amd-gpu, intel-gpu: always all three)."""
 
@@ -70,6 +153,8 @@ class HardwareOperatorStatus(ApiModel):
     """How many nodes `compatibleNodes` stands for: the list names the first of them by name."""
     device_count: int = 0
     """How many GPUs `devices` stands for: the list holds the first of them."""
+    compatibility: CompatibilityStatus | None = None
+    """amd-gpu only: Magic Stick's compatibility profiles (planning.hardware.compatibility)."""
 
 
 class MemoryEstimateStatus(ApiModel):

@@ -1,4 +1,4 @@
-"""Reading one catalog file into a YAML mapping, or a CatalogError naming the file."""
+"""Reading one catalog file (or its text) into a YAML mapping, or a CatalogError naming the file."""
 
 from __future__ import annotations
 
@@ -54,6 +54,15 @@ def read_document(source: Source) -> dict[str, Any]:
         text = source.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as error:
         raise CatalogError(file=file, entry=DOCUMENT, field="(file)", message=f"cannot be read: {error}") from error
+    return parse_document(text, file=file)
+
+
+def parse_document(text: str, *, file: str) -> dict[str, Any]:
+    """The top-level mapping of the YAML ``text``; errors name it ``file``. Pure.
+
+    YAML syntax errors, duplicate keys and documents that are not one mapping raise
+    :class:`CatalogError`.
+    """
     try:
         documents = list(yaml.load_all(text, Loader=_StrictLoader))
     except yaml.YAMLError as error:

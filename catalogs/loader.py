@@ -12,7 +12,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from catalogs.checks import CatalogFiles, check_catalogs
-from catalogs.documents import Source, read_document
+from catalogs.documents import Source, parse_document, read_document
 from catalogs.errors import DOCUMENT, CatalogError
 from catalogs.parsing import parse_catalog
 from catalogs.types import (
@@ -40,6 +40,17 @@ CATALOG_FILES: Mapping[str, tuple[str, type[BaseModel]]] = MappingProxyType(
 """Catalog attribute -> (file name, catalog type), in load order."""
 
 _FILE_NAMES = frozenset(name for name, _ in CATALOG_FILES.values())
+
+
+def parse_catalog_text(attribute: str, text: str, *, file: str) -> BaseModel:
+    """The catalog ``attribute`` (a key of CATALOG_FILES) parsed from YAML ``text``. Pure.
+
+    The same reading as a file's, for text that comes from elsewhere (a ConfigMap): a YAML
+    error or a schema error raises :class:`CatalogError` whose ``file`` is ``file``. Rules
+    across catalogs are not checked here: see ``check_catalogs``.
+    """
+    _, model = CATALOG_FILES[attribute]
+    return parse_catalog(model, parse_document(text, file=file), file=file)
 
 
 def shipped_directory() -> Traversable:

@@ -530,6 +530,10 @@ class ProfileEngine(CatalogModel):
 
     validation_image: Image
     timeout_seconds: int = Field(default=900, ge=60, le=3600)
+    run_as_user: int | None = Field(default=None, ge=1)
+    """Non-root user the image runs as; None only for an image that cannot run without root."""
+    supplemental_groups: tuple[int, ...] = ()
+    """Host groups that own the GPU device nodes (video, render) for a non-root user."""
 
 
 class GpuCompatibilityProfile(CatalogModel):

@@ -12,6 +12,7 @@ import sys
 from importlib import metadata
 from pathlib import Path
 
+from cli.backend import add_backend, run_backend
 from cli.diff import compare, load_side
 from cli.errors import RenderInputError
 from cli.output import check_output_directory, replace_directory, write_stream
@@ -62,6 +63,7 @@ def _parser() -> argparse.ArgumentParser:
     _add_render(commands, flags)
     _add_diff(commands, flags)
     _add_snapshot(commands)
+    add_backend(commands)
     return parser
 
 
@@ -206,7 +208,7 @@ def _snapshot(arguments: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-_COMMANDS = {"render": _render, "diff": _diff, "snapshot": _snapshot}
+_COMMANDS = {"render": _render, "diff": _diff, "snapshot": _snapshot, "backend": run_backend}
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -14,7 +14,7 @@ import pulumi
 from pulumi.dynamic import Resource
 
 from components.access_guard import AccessGuard, AccessGuardArgs
-from components.dynamic import DynamicProviders, OffloadingProfile, RuntimeProfile, offloading_profile_name, runtime_profile_name
+from components.dynamic import DynamicProviders, GpuValidationHistory, GpuValidationRun, OffloadingProfile, RuntimeProfile, offloading_profile_name, runtime_profile_name
 from components.hardware import HardwareProvider, HardwareProviderArgs
 from components.instance import AppInstance, AppInstanceArgs
 from components.model import Model, ModelArgs
@@ -62,6 +62,9 @@ class Appliance(pulumi.ComponentResource):
             Module(module, ModuleArgs(kustomization=kustomization), opts=child)
         for provider in plan.hardware_providers:
             HardwareProvider(provider.module, HardwareProviderArgs(objects=provider.objects), opts=child)
+        # Validation runs are advisory: their problems are logged (operations), never merged
+        # into a status write, so a failed diagnostic never marks hardware unavailable.
+        self._validation(plan, args.providers)
         problems = self._models(plan, args.providers)
         if plan.instances.guard:
             AccessGuard("access-guard", AccessGuardArgs(objects=plan.instances.guard), opts=child)
@@ -83,6 +86,20 @@ class Appliance(pulumi.ComponentResource):
                 "phase": next((s.status["phase"] for s in plan.statuses if s.kind == "Appliance"), None),
             }
         )
+
+    def _validation(self, plan: Plan, providers: DynamicProviders) -> None:
+        """The validation history store, and every validation run after it."""
+        if plan.validation_history is None:
+            return
+        history = GpuValidationHistory(
+            plan.validation_history.namespace,
+            bound=plan.validation_history.bound,
+            provider=providers.gpu_validation_history,
+            opts=pulumi.ResourceOptions(parent=self),
+        )
+        self.operations.append(history)
+        after = pulumi.ResourceOptions(parent=self, depends_on=[history])
+        self.operations.extend(GpuValidationRun(run, provider=providers.gpu_validation, opts=after) for run in plan.validation_runs)
 
     def _models(self, plan: Plan, providers: DynamicProviders) -> dict[tuple[str, str], Problems]:
         """The runtime profiles and Model components; each activation's problems, by (kind, name)."""

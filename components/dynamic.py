@@ -25,6 +25,8 @@ import pulumi
 from pulumi.dynamic import Resource, ResourceProvider
 
 from planning.frozen import thaw
+from planning.hardware.compatibility import ValidationRunPlan
+from planning.hardware.validation import RUNTIME_IMAGES_NAMESPACE
 from planning.models.direct import DirectRuntime
 from planning.models.kubeai import MODEL_SERVER_PORT, PROFILE_STORE_CONFIG_MAP, PROFILE_STORE_KEY, PROFILE_STORE_NAMESPACE, CpuProfile
 from planning.models.offloading import OFFLOADING_CONFIG_MAP, OFFLOADING_KEY, OFFLOADING_NAMESPACE
@@ -47,6 +49,8 @@ class DynamicProviders:
     stale_removal: ResourceProvider
     offloading_profile: ResourceProvider
     direct_runtime: ResourceProvider
+    gpu_validation: ResourceProvider
+    gpu_validation_history: ResourceProvider
 
 
 @dataclass(frozen=True)
@@ -214,3 +218,51 @@ class DirectRuntimeResource(Resource, module="magicstick", name="DirectRuntime")
         }
         name = direct_runtime_name(runtime)
         super().__init__(provider, name.name, props, name.options(opts))
+
+
+def gpu_validation_name(run: ValidationRunPlan) -> LogicalName:
+    """`gpu-validation/<run id>` or `device-validation/<run id>`: a new kind of resource, with
+    no earlier name. Pure."""
+    return LogicalName(name=run.logical_name)
+
+
+class GpuValidationRun(Resource, module="magicstick", name="GpuValidationRun"):
+    """One GPU validation run or device diagnostic, advanced a step per program run
+    (providers/gpu_validation.py). Its `problem` is logged, never merged into a status: engine
+    validation is advisory."""
+
+    problem: pulumi.Output[Any]
+
+    def __init__(self, run: ValidationRunPlan, *, provider: ResourceProvider, opts: pulumi.ResourceOptions) -> None:
+        props = {
+            "runId": run.run_id,
+            "profileId": run.profile_id,
+            "profileVersion": run.profile_version,
+            "host": run.host.to_wire(),
+            "hostCurrent": run.host_current,
+            "currentHost": run.current_host.to_wire() if run.current_host is not None else None,
+            "engines": [{"engine": e.engine, "image": e.image, "timeoutSeconds": e.timeout_seconds} for e in run.engines],
+            "security": {
+                name: {"runAsUser": s.run_as_user, "supplementalGroups": list(s.supplemental_groups)} for name, s in sorted(run.security.items())
+            },
+            "namespace": run.namespace,
+            "historyNamespace": run.history_namespace,
+            "device": run.device,
+            "runtimeImagesNamespace": RUNTIME_IMAGES_NAMESPACE,
+            "stages": None,
+            "complete": None,
+            PROBLEM: None,
+        }
+        name = gpu_validation_name(run)
+        super().__init__(provider, name.name, props, name.options(opts))
+
+
+class GpuValidationHistory(Resource, module="magicstick", name="GpuValidationHistory"):
+    """The validation history store (`<namespace>/magicstick-gpu-validation-history`): present,
+    bounded, never reset (providers/gpu_validation.py GpuValidationHistoryProvider)."""
+
+    problem: pulumi.Output[Any]
+
+    def __init__(self, namespace: str, *, bound: int, provider: ResourceProvider, opts: pulumi.ResourceOptions) -> None:
+        props = {"namespace": namespace, "bound": bound, PROBLEM: None}
+        super().__init__(provider, NAME_SEPARATOR.join(("gpu-validation-history", namespace)), props, opts)

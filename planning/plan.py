@@ -5,14 +5,17 @@ PURE: no I/O, no clock, no randomness. The same inputs give the same plan, byte 
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
 from catalogs import Catalogs
+from planning.catalog_overrides import CatalogProblem, keep_unknown_modules
 from planning.hardware.amd import MODULE as AMD_MODULE
 from planning.hardware.amd import amd_objects
+from planning.hardware.validation import MAX_HISTORY_RUNS
+from planning.hardware.compatibility import AmdCompatibility, ValidationRunPlan, compatibility_status, decide_compatibility, runtime_ready
 from planning.hardware.operators import (
     Hardware,
     VendorDecision,
@@ -28,6 +31,7 @@ from planning.models.plan import ModelPlan, plan_models
 from planning.instances.plan import InstancePlan, plan_instances
 from planning.modules import ModulePlan, appliance_source, plan_modules
 from planning.objects import DesiredObject, StatusUpdate
+from planning.operator import operator_report
 from planning.requirements import requirements
 from planning.settings import PlanSettings
 from planning.snapshot import Snapshot
@@ -43,6 +47,14 @@ class HardwareProviderPlan:
 
 
 @dataclass(frozen=True)
+class ValidationHistoryPlan:
+    """Where the GPU validation history lives and how many runs it keeps."""
+
+    namespace: str
+    bound: int = MAX_HISTORY_RUNS
+
+
+@dataclass(frozen=True)
 class Plan:
     """The desired state of one run."""
 
@@ -54,6 +66,10 @@ class Plan:
     statuses: tuple[StatusUpdate, ...]
     hardware: Hardware
     stale: tuple[StaleObject, ...] = ()
+    validation_runs: tuple[ValidationRunPlan, ...] = ()
+    """GPU validation runs and device diagnostics to declare (planning.hardware.compatibility)."""
+    validation_history: ValidationHistoryPlan | None = None
+    """The validation history store, declared while the amd-gpu module is requested."""
     """Generated objects in the cluster that nothing in the plan declares: removed (planning/stale.py)."""
 
     @property
@@ -100,7 +116,14 @@ def plan(
     now: datetime,
     settings: PlanSettings = PlanSettings(),
     own_crds: Iterable[Mapping[str, Any]] = (),
+    catalog_problems: Sequence[CatalogProblem] = (),
 ) -> Plan:
+    """Everything that should exist, and every status, for `snapshot` under `catalogs`.
+
+    `catalogs` are the catalogs in force, `catalog_problems` the catalog ConfigMaps that could
+    not be applied (planning.catalog_overrides.catalogs_in_force gives both): Appliance/local
+    is then Degraded (CatalogInvalid).
+    """
     intent = read_intent(snapshot, settings.system_namespace)
     hardware = observe_hardware(snapshot, catalogs)
     vendors = decide_vendors(hardware, snapshot, intent, catalogs)
@@ -113,6 +136,7 @@ def plan(
         settings=settings,
         hardware_requests=frozenset(v.module for v in vendors if v.request),
     )
+    modules = keep_unknown_modules(modules, snapshot, catalogs, catalog_problems)
     models = plan_models(
         intent=intent,
         requirements=needs,
@@ -137,9 +161,24 @@ def plan(
     statuses = list(module_activation_statuses(modules, now))
     statuses += with_required_modules(instances.statuses + models.statuses, requirements=needs)
     operators = hardware_operator_statuses(hardware=hardware, decisions=vendors, modules=modules, catalogs=catalogs, requirements=needs)
-    providers = _hardware_providers(hardware, vendors, modules, snapshot, catalogs, settings)
+    amd = _amd_compatibility(snapshot, intent, hardware, vendors, catalogs, settings, now)
+    if amd is not None and AMD_MODULE in operators:
+        kubeai = modules.outcome("kubeai")
+        ready = runtime_ready(snapshot, kubeai.phase if kubeai is not None else None)
+        compatibility = compatibility_status(amd, catalogs=catalogs, runtime_ready=ready)
+        operators[AMD_MODULE] = operators[AMD_MODULE].model_copy(update={"compatibility": compatibility})
+    providers = _hardware_providers(hardware, vendors, modules, snapshot, catalogs, settings, amd)
     appliance = appliance_status(
-        intent, modules, now, hardware_operators=operators, instances=instances.summaries, models=models.statuses
+        intent,
+        modules,
+        now,
+        hardware_operators=operators,
+        instances=instances.summaries,
+        models=models.statuses,
+        catalog_problems=catalog_problems,
+        operator=operator_report(
+            snapshot, settings, previous_status=intent.appliance.obj.status if intent.appliance else {}, now=now
+        ),
     )
     if appliance is not None:
         statuses.append(appliance)
@@ -152,6 +191,30 @@ def plan(
         instances=instances,
         statuses=bounded(sorted(statuses, key=lambda s: (s.kind, s.namespace, s.name))),
         hardware=hardware,
+        validation_runs=amd.runs if amd is not None and _amd_requested(modules) else (),
+        validation_history=ValidationHistoryPlan(settings.system_namespace) if _amd_requested(modules) else None,
+    )
+
+
+def _amd_requested(modules: ModulePlan) -> bool:
+    outcome = modules.outcome(AMD_MODULE)
+    return outcome is not None and outcome.phase != "Disabled"
+
+
+def _amd_compatibility(
+    snapshot: Snapshot,
+    intent: Any,
+    hardware: Hardware,
+    vendors: tuple[VendorDecision, ...],
+    catalogs: Catalogs,
+    settings: PlanSettings,
+    now: datetime,
+) -> AmdCompatibility | None:
+    decision = next((v for v in vendors if v.module == AMD_MODULE), None)
+    if decision is None:
+        return None
+    return decide_compatibility(
+        snapshot=snapshot, intent=intent, hardware=hardware, decision=decision, catalogs=catalogs, namespace=settings.system_namespace, now=now
     )
 
 
@@ -162,6 +225,7 @@ def _hardware_providers(
     snapshot: Snapshot,
     catalogs: Catalogs,
     settings: PlanSettings,
+    amd: AmdCompatibility | None = None,
 ) -> tuple[HardwareProviderPlan, ...]:
     providers = []
     for decision in vendors:
@@ -175,6 +239,8 @@ def _hardware_providers(
             snapshot=snapshot,
             catalogs=catalogs,
             field_manager=settings.field_manager,
+            admitted=amd.eligible_nodes if amd is not None else None,
+            node_labels={n.node: amd.labels_of(n.node) for n in amd.nodes} if amd is not None else None,
         )
         if objects:
             providers.append(HardwareProviderPlan(module=decision.module, objects=objects))

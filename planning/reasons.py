@@ -11,6 +11,7 @@ class Reason(StrEnum):
     READY = "Ready"
     DISABLED = "Disabled"
     INVALID_SPEC = "InvalidSpec"
+    CATALOG_INVALID = "CatalogInvalid"
     UNKNOWN_MODULE = "UnknownModule"
     UNKNOWN_APPLICATION = "UnknownApplication"
     DUPLICATE_ACTIVATION = "DuplicateActivation"

@@ -10,6 +10,8 @@ DEFAULT_SYSTEM_NAMESPACE = "ai-system"
 FLUX_NAMESPACE = "flux-system"
 FIELD_MANAGER = "magicstick"
 APPLIANCE_NAME = "local"
+DEFAULT_STACK_NAME = "magicstick"
+"""The Pulumi Kubernetes Operator Stack (pulumi.com/v1) the program runs under, in the system namespace."""
 
 
 @dataclass(frozen=True)
@@ -20,3 +22,5 @@ class PlanSettings:
     field_manager: str = FIELD_MANAGER
     access: AccessSettings = field(default_factory=AccessSettings)
     """Single sign-on, the shared Gateway and the access guard (planning.instances.access)."""
+    stack_name: str = DEFAULT_STACK_NAME
+    """The PKO Stack whose last update and Stalled condition Appliance/local.status shows (planning.operator)."""

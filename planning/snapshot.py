@@ -181,7 +181,8 @@ class OllamaObservation:
 
 @dataclass(frozen=True)
 class GenericObject:
-    """An object the program generates and reads back whole: HelmReleases and Gateway objects."""
+    """An object the program reads back whole: the HelmReleases and Gateway objects it generates,
+    and the Pulumi Kubernetes Operator Stack it runs under (planning.operator)."""
 
     api_version: str
     kind: str
@@ -201,6 +202,7 @@ GENERIC_KINDS = frozenset(
         ("gateway.networking.k8s.io/v1beta1", "ReferenceGrant"),
         ("gateway.networking.k8s.io/v1", "ReferenceGrant"),
         ("gateway.envoyproxy.io/v1alpha1", "SecurityPolicy"),
+        ("pulumi.com/v1", "Stack"),
     }
 )
 

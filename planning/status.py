@@ -27,9 +27,11 @@ from planning.conditions import READY, condition
 from planning.frozen import freeze, thaw
 from planning.intent import Intent, Parsed
 from planning.instances.plan import InstanceSummary
+from planning.catalog_overrides import CatalogProblem, catalog_message
 from planning.modules import ActivationOutcome, ModuleOutcome, ModulePlan
 from planning.objects import StatusUpdate
 from planning.names import fit
+from planning.operator import OPERATOR_FIELD, OperatorReport
 from planning.reasons import Reason, listed
 from planning.requirements import REQUIRED_MODULES_FIELD, Requirement
 
@@ -220,22 +222,29 @@ def appliance_status(
     hardware_operators: Mapping[str, HardwareOperatorStatus],
     instances: Iterable[InstanceSummary] = (),
     models: Iterable[StatusUpdate] = (),
+    catalog_problems: Iterable[CatalogProblem] = (),
+    operator: OperatorReport | None = None,
 ) -> StatusUpdate | None:
-    """Appliance/local.status: module and instance maps, hardware, aggregate phase, Ready condition.
+    """Appliance/local.status: module and instance maps, hardware, aggregate phase, Ready condition,
+    and, when the program runs under a PKO Stack, what the operator did (planning.operator).
 
     Ready needs every enabled module Ready and every enabled instance Ready; a failing module
-    makes the appliance Degraded.
+    makes the appliance Degraded, and so does a catalog ConfigMap that cannot be applied
+    (CatalogInvalid, planning.catalog_overrides).
     """
     appliance = intent.appliance
     if appliance is None:
         return None
     summaries = tuple(instances)
+    rejected = tuple(catalog_problems)
     active = [m for m in modules.modules if m.phase != "Disabled"]
     failing = sorted(m.name for m in active if m.phase in _FAILED_PHASES)
     waiting = sorted(m.name for m in active if m.phase != READY and m.phase not in _FAILED_PHASES)
     unready_instances = sorted(f"{i.application}/{i.name}" for i in summaries if i.status.get("phase") != READY)
     if appliance.error is not None:
         phase, ready, reason, message = "Degraded", False, Reason.INVALID_SPEC, str(appliance.error)
+    elif rejected:
+        phase, ready, reason, message = "Degraded", False, Reason.CATALOG_INVALID, catalog_message(rejected)
     elif failing:
         phase, ready, reason = "Degraded", False, Reason.MODULES_DEGRADED
         message = f"Module {', '.join(failing)} is failing."
@@ -250,6 +259,18 @@ def appliance_status(
         message = f"All {len(active)} enabled modules are ready."
     instance_listing, instances_summary = _instances(summaries)
     model_listing, models_summary = _models(models)
+    conditions = [
+        condition(
+            previous_status=appliance.obj.status,
+            condition_type=READY,
+            status=ready,
+            reason=str(reason),
+            message=message,
+            now=now,
+        )
+    ]
+    if operator is not None:
+        conditions.append(dict(operator.stalled))
     status = ApplianceStatus(
         phase=phase,
         observed_generation=appliance.obj.meta.generation,
@@ -259,15 +280,9 @@ def appliance_status(
         instances_summary=instances_summary,
         models=model_listing,
         models_summary=models_summary,
-        conditions=[
-            condition(
-                previous_status=appliance.obj.status,
-                condition_type=READY,
-                status=ready,
-                reason=str(reason),
-                message=message,
-                now=now,
-            )
-        ],
+        conditions=conditions,
     )
-    return _update(appliance, status.to_wire())
+    wire = status.to_wire()
+    if operator is not None:
+        wire[OPERATOR_FIELD] = thaw(operator.operator)
+    return _update(appliance, wire)

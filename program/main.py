@@ -9,6 +9,7 @@ from api.crdgen import load_committed_crds
 from catalogs import load_catalogs
 from components.appliance import Appliance, ApplianceArgs
 from components.dynamic import DynamicProviders
+from planning.catalog_overrides import CatalogsInForce, catalogs_in_force
 from planning.plan import Plan, plan
 from planning.settings import APPLIANCE_NAME
 from program.observe import observe
@@ -16,6 +17,7 @@ from program.problems import warn_on_problems
 from program.report import log_run
 from program.settings import Settings
 from providers.direct_runtime import DirectRuntimeProvider
+from providers.gpu_validation import GpuValidationHistoryProvider, GpuValidationProvider
 from providers.offloading_store import OffloadingProfileProvider
 from providers.ollama import OllamaAliasProvider
 from providers.pod_recovery import PodRecoveryProvider
@@ -43,12 +45,25 @@ def kubernetes_provider(settings: Settings) -> k8s.Provider:
     )
 
 
+def warn_on_catalogs(in_force: CatalogsInForce, desired: Plan) -> None:
+    """One warning per catalog ConfigMap that is not applied, when no Appliance/local status says
+    so (log_run already warns about a Degraded Appliance with its message)."""
+    if any(update.kind == "Appliance" for update in desired.statuses):
+        return
+    for problem in in_force.problems:
+        pulumi.log.warn(f"CatalogInvalid: {problem.describe()}")
+
+
 def run() -> Plan:
     settings = Settings.from_config()
     snapshot = observe(settings)
+    # Precedence per catalog: its ConfigMap in the system namespace, else magicstick:catalogDir's
+    # file, else the shipped file (planning.catalog_overrides).
+    in_force = catalogs_in_force(snapshot, load_catalogs(settings.catalog_dir), system_namespace=settings.plan.system_namespace)
     desired = plan(
         snapshot=snapshot,
-        catalogs=load_catalogs(settings.catalog_dir),
+        catalogs=in_force.catalogs,
+        catalog_problems=in_force.problems,
         now=settings.now,
         settings=settings.plan,
         own_crds=load_committed_crds(),
@@ -68,11 +83,14 @@ def run() -> Plan:
                 stale_removal=StaleRemovalProvider(),
                 offloading_profile=OffloadingProfileProvider(),
                 direct_runtime=DirectRuntimeProvider(),
+                gpu_validation=GpuValidationProvider(),
+                gpu_validation_history=GpuValidationHistoryProvider(),
             ),
         ),
         opts=pulumi.ResourceOptions(providers=[provider]),
     )
     log_run(desired)
+    warn_on_catalogs(in_force, desired)
     warn_on_problems(appliance.operations)
     pulumi.export("phase", next((s.status["phase"] for s in desired.statuses if s.kind == "Appliance"), None))
     return desired

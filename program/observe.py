@@ -21,4 +21,9 @@ def observe(settings: Settings) -> Snapshot:
     if settings.snapshot_file is not None:
         return read_snapshot_file(settings.snapshot_file)
     plan = settings.plan
-    return read_snapshot(kube_access(settings), system_namespace=plan.system_namespace, gateway_namespace=plan.access.gateway_namespace)
+    return read_snapshot(
+        kube_access(settings),
+        system_namespace=plan.system_namespace,
+        gateway_namespace=plan.access.gateway_namespace,
+        stack_name=plan.stack_name,
+    )

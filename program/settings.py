@@ -6,19 +6,30 @@ Every key is documented in Pulumi.yaml; this module only reads and types them. T
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 
 import pulumi
 
-from planning.settings import DEFAULT_SYSTEM_NAMESPACE, PlanSettings
+from planning.settings import DEFAULT_STACK_NAME, DEFAULT_SYSTEM_NAMESPACE, PlanSettings
 from program.access_config import ACCESS_KEYS, CONFIG_NAMESPACE, access_settings
 from program.errors import SettingsError
 
-__all__ = ["CONFIG_KEYS", "CONFIG_NAMESPACE", "RUN_KEYS", "Settings", "SettingsError", "parse_now"]
+__all__ = ["CONFIG_KEYS", "CONFIG_NAMESPACE", "RUN_KEYS", "Settings", "SettingsError", "parse_now", "parse_stack_name"]
 
-RUN_KEYS = ("kubeconfig", "context", "systemNamespace", "domain", "localDomain", "catalogDir", "snapshotFile", "now")
+RUN_KEYS = (
+    "kubeconfig",
+    "context",
+    "systemNamespace",
+    "domain",
+    "localDomain",
+    "catalogDir",
+    "snapshotFile",
+    "now",
+    "stackName",
+)
 """The keys of the run itself; the access keys are program.access_config.ACCESS_KEYS."""
 CONFIG_KEYS = RUN_KEYS + tuple(entry.key for entry in ACCESS_KEYS)
 """Every `magicstick:` key, as Pulumi.yaml declares them."""
@@ -44,6 +55,7 @@ class Settings:
                 domain=config.get("domain") or PlanSettings.domain,
                 local_domain=config.get("localDomain") or PlanSettings.local_domain,
                 access=access_settings({entry.key: config.get(entry.key) for entry in ACCESS_KEYS}),
+                stack_name=parse_stack_name(config.get("stackName")),
             ),
             kubeconfig=config.get("kubeconfig"),
             context=config.get("context"),
@@ -51,6 +63,23 @@ class Settings:
             snapshot_file=Path(snapshot_file) if snapshot_file else None,
             now=parse_now(config.get("now")),
         )
+
+
+STACK_NAME_LIMIT = 42
+"""PKO refuses a Stack whose name is longer (its CRD's validation rule)."""
+_DNS_SUBDOMAIN = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
+
+
+def parse_stack_name(value: str | None) -> str:
+    """The PKO Stack the program runs under: the configured name, else `magicstick`."""
+    if not value:
+        return DEFAULT_STACK_NAME
+    if len(value) > STACK_NAME_LIMIT or not _DNS_SUBDOMAIN.fullmatch(value):
+        raise SettingsError(
+            f"magicstick:stackName: '{value}' is not a Stack name (lower case letters, digits, '-' and '.', "
+            f"at most {STACK_NAME_LIMIT} characters)"
+        )
+    return value
 
 
 def parse_now(value: str | None) -> datetime:

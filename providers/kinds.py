@@ -32,6 +32,8 @@ NODE_FEATURE = ResourceKind(group="nfd.k8s-sigs.io", version="v1alpha1", kind="N
 KUBEAI_MODEL = ResourceKind(group="kubeai.org", version="v1", kind="Model", plural="models", namespaced=True)
 POD = ResourceKind(group="", version="v1", kind="Pod", plural="pods", namespaced=True)
 DEPLOYMENT = ResourceKind(group="apps", version="v1", kind="Deployment", plural="deployments", namespaced=True)
+JOB = ResourceKind(group="batch", version="v1", kind="Job", plural="jobs", namespaced=True)
+"""GPU validation Jobs (providers/gpu_validation.py): created, read and deleted by name."""
 
 HELM_RELEASE = ResourceKind(group="helm.toolkit.fluxcd.io", version="v2", kind="HelmRelease", plural="helmreleases", namespaced=True)
 HTTP_ROUTE = ResourceKind(group="gateway.networking.k8s.io", version="v1", kind="HTTPRoute", plural="httproutes", namespaced=True)
@@ -43,5 +45,8 @@ POD_DISRUPTION_BUDGET = ResourceKind(group="policy", version="v1", kind="PodDisr
 SECURITY_POLICY = ResourceKind(
     group="gateway.envoyproxy.io", version="v1alpha1", kind="SecurityPolicy", plural="securitypolicies", namespaced=True
 )
+
+STACK = ResourceKind(group="pulumi.com", version="v1", kind="Stack", plural="stacks", namespaced=True)
+"""The Pulumi Kubernetes Operator Stack the program runs under (read by name, planning.operator)."""
 
 APPLIANCE_KINDS = {k.kind: k for k in (APPLIANCE, MODULE_ACTIVATION, MODEL_ACTIVATION, APP_INSTANCE, HOST_OPERATION, APPLIANCE_SETUP)}

@@ -15,6 +15,14 @@ kind is listed there. Only the objects that target it are affected: planning deg
 removes nothing there, because nothing there was seen. Any other failure there (5xx, no answer)
 still stops the run.
 
+The Pulumi Kubernetes Operator Stack the program runs under (`pulumi.com/v1` Stack
+`magicstick:stackName` in the system namespace) is one GET by name (`stack_read`), after the
+LISTs: absent, or its CRD not served (a workstation run, PKO not installed), it is simply not
+in the snapshot. Only its identity and status are kept (`operator_stack_view`): its spec, and
+annotations such as kubectl's last-applied copy of it, hold stack configuration the plan never
+reads. Any other failure of that GET (403, 5xx) stops the run, as every read in the system
+namespace does.
+
 Secrets are never read. NodeFeatures are read across namespaces: Node Feature Discovery keeps
 them in its own namespace, which the installation chooses.
 
@@ -40,7 +48,7 @@ from typing import Any, Final, TypeVar
 from planning.instances.guard import GUARD_SELECTOR
 from planning.models.direct import RUNTIME_LABEL, DirectRuntimeKind
 from planning.models.kubeai import MODEL_SERVER_PORT
-from planning.settings import FLUX_NAMESPACE
+from planning.settings import DEFAULT_STACK_NAME, FLUX_NAMESPACE
 from planning.snapshot import HealthObservation, OllamaObservation, Snapshot, SnapshotError, UnreadableNamespace
 from providers.kinds import (
     APPLIANCE,
@@ -61,11 +69,14 @@ from providers.kinds import (
     POD,
     REFERENCE_GRANT,
     SECURITY_POLICY,
+    STACK,
 )
 from providers.kube import Forbidden, KubeAccess, KubeClient, KubeError, ResourceKind, open_client
 from providers.ollama import ProbeLimits, ProbeTarget, failure_detail, probe_pods, proxy_path
 
 SETUP_NAMESPACE = "identity-system"
+GET: Final = "get"
+"""The verb of the one read by name: the operator's Stack."""
 LIST: Final = "list"
 """The verb of every read (RBAC's name for a GET of a collection)."""
 
@@ -371,8 +382,62 @@ def _ready(pod: dict[str, Any]) -> bool:
     )
 
 
-def read_live_objects(client: KubeClient, system_namespace: str, gateway_namespace: str | None = None) -> LiveObjects:
-    """Everything one observation LISTs: the fixed kinds, the run namespaces, then the target namespaces."""
+@dataclass(frozen=True)
+class NamedRead:
+    """One GET of an object by name: its kind, namespace and name."""
+
+    kind: ResourceKind
+    namespace: str
+    name: str
+
+
+def stack_read(system_namespace: str, stack_name: str = DEFAULT_STACK_NAME) -> NamedRead:
+    """The GET of the operator's Stack. Pure."""
+    return NamedRead(STACK, system_namespace, stack_name)
+
+
+_STACK_METADATA: Final = ("name", "namespace", "uid", "generation", "resourceVersion", "creationTimestamp", "labels")
+
+
+def operator_stack_view(stack: dict[str, Any]) -> dict[str, Any]:
+    """The Stack as the snapshot keeps it: identity, kept metadata and status, no spec. Pure."""
+    metadata = stack.get("metadata") or {}
+    view: dict[str, Any] = {
+        "apiVersion": stack.get("apiVersion", STACK.api_version),
+        "kind": stack.get("kind", STACK.kind),
+        "metadata": {key: metadata[key] for key in _STACK_METADATA if key in metadata},
+    }
+    if "status" in stack:
+        view["status"] = stack["status"]
+    return view
+
+
+def read_operator_stack(client: KubeClient, read: NamedRead, served: Served) -> list[dict[str, Any]]:
+    """The operator's Stack (`operator_stack_view`), or [] when it or its API is absent.
+
+    Raises SnapshotReadError on any other failure.
+    """
+    kind = read.kind
+    key = (kind.group, kind.version)
+    try:
+        if key not in served:
+            served[key] = client.served_resources(kind.group, kind.version)
+        resources = served[key]
+        if resources is None or kind.plural not in resources:
+            return []
+        found = client.get_or_none(kind, read.name, read.namespace)
+    except KubeError as error:
+        raise SnapshotReadError(
+            f"reading {kind.kind} ({kind.api_version}) {read.name} in namespace {read.namespace} failed: {error.detail}"
+        ) from error
+    return [] if found is None else [operator_stack_view(found)]
+
+
+def read_live_objects(
+    client: KubeClient, system_namespace: str, gateway_namespace: str | None = None, *, stack_name: str = DEFAULT_STACK_NAME
+) -> LiveObjects:
+    """Everything one observation reads: the fixed kinds, the run namespaces, the target
+    namespaces, then the operator's Stack."""
     served: Served = {}
     objects = read_objects(client, reads(system_namespace, (), gateway_namespace), served)
     needed = run_namespaces(system_namespace, gateway_namespace)
@@ -384,6 +449,7 @@ def read_live_objects(client: KubeClient, system_namespace: str, gateway_namespa
         found = read_target_namespace(client, namespace, served)
         objects += found.objects
         unreadable += found.unreadable
+    objects += read_operator_stack(client, stack_read(system_namespace, stack_name), served)
     return LiveObjects(objects=distinct(objects), unreadable=tuple(unreadable))
 
 
@@ -405,11 +471,16 @@ def distinct(objects: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 def read_snapshot(
-    access: KubeAccess, *, system_namespace: str, gateway_namespace: str | None = None, probes: ProbeLimits = ProbeLimits()
+    access: KubeAccess,
+    *,
+    system_namespace: str,
+    gateway_namespace: str | None = None,
+    probes: ProbeLimits = ProbeLimits(),
+    stack_name: str = DEFAULT_STACK_NAME,
 ) -> Snapshot:
     """One observation of the live cluster. Raises SnapshotReadError when what every run needs cannot be read."""
     with open_client(access) as client:
-        live = read_live_objects(client, system_namespace, gateway_namespace)
+        live = read_live_objects(client, system_namespace, gateway_namespace, stack_name=stack_name)
     ollama = observe_ollama(access, live.objects, limits=probes)
     health = observe_health(access, live.objects, limits=probes)
     try:

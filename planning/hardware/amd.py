@@ -3,12 +3,16 @@
 The operator's Helm install (the amd-gpu module) runs the controller; the DeviceConfig decides
 where the device plugin runs. It selects nodes by Magic Stick's own eligibility label, which
 the program sets on eligible nodes (never AMD's own NFD support label): a node is eligible
-when it passes the preflight and NFD reports an AMD GPU on it, and it stays eligible while
-NFD reports nothing at all for it (a restart), so a device plugin is never withdrawn on a
-transient label loss. The default device plugin is used; the DRA driver stays off.
+when the compatibility rules admit it (planning.hardware.compatibility: upstream-supported and
+through the preflight, or through a selected, consented profile with current host evidence),
+and it stays eligible while NFD reports nothing at all for it (a restart), so a device plugin
+is never withdrawn on a transient label loss. The same patch carries the engine labels the
+node's profile enables. The default device plugin is used; the DRA driver stays off.
 """
 
 from __future__ import annotations
+
+from collections.abc import Mapping
 
 from catalogs import Catalogs
 from planning.hardware.nodes import NodeGpus
@@ -25,19 +29,23 @@ DEFAULT_NAMESPACE = "kube-amd-gpu"
 ELIGIBLE_LABEL = "appliance.magicstick.dev/amd-gpu-eligible"
 
 
-def eligible_nodes(decision: VendorDecision, nodes: tuple[NodeGpus, ...], snapshot: Snapshot) -> tuple[str, ...]:
+def eligible_nodes(
+    decision: VendorDecision, nodes: tuple[NodeGpus, ...], snapshot: Snapshot, admitted: tuple[str, ...] | None = None
+) -> tuple[str, ...]:
+    """`admitted`: the nodes the compatibility rules make eligible (default: every compatible node)."""
     labelled = {n.meta.name for n in snapshot.nodes if n.meta.labels.get(ELIGIBLE_LABEL) == "true"}
     silent = {n.name for n in nodes if not n.nfd_reporting and n.compatible}
-    return tuple(sorted(set(decision.compatible_nodes) | (labelled & silent)))
+    chosen = decision.compatible_nodes if admitted is None else admitted
+    return tuple(sorted(set(chosen) | (labelled & silent)))
 
 
-def node_eligibility_patch(node: str, field_manager: str) -> DesiredObject:
+def node_eligibility_patch(node: str, field_manager: str, extra_labels: Mapping[str, str] | None = None) -> DesiredObject:
     body = {
         "apiVersion": "v1",
         "kind": "Node",
         "metadata": {
             "name": node,
-            "labels": {ELIGIBLE_LABEL: "true"},
+            "labels": {ELIGIBLE_LABEL: "true", **dict(sorted((extra_labels or {}).items()))},
             "annotations": {FIELD_MANAGER_ANNOTATION: field_manager},
         },
     }
@@ -72,14 +80,19 @@ def amd_objects(
     snapshot: Snapshot,
     catalogs: Catalogs,
     field_manager: str,
+    admitted: tuple[str, ...] | None = None,
+    node_labels: Mapping[str, Mapping[str, str]] | None = None,
 ) -> tuple[DesiredObject, ...]:
-    """Eligibility labels and the DeviceConfig, while the amd-gpu module is requested.
+    """Eligibility (and engine) labels and the DeviceConfig, while the amd-gpu module is requested.
 
     The DeviceConfig is declared once its CRD is served (the operator's install brings it).
     """
     if not module_requested:
         return ()
-    objects = [node_eligibility_patch(node, field_manager) for node in eligible_nodes(decision, nodes, snapshot)]
+    labels = node_labels or {}
+    objects = [
+        node_eligibility_patch(node, field_manager, labels.get(node)) for node in eligible_nodes(decision, nodes, snapshot, admitted)
+    ]
     if DEVICE_CONFIG_CRD in snapshot.served_crds:
         entry = catalogs.modules.get(MODULE)
         objects.append(device_config(entry.target_namespace or DEFAULT_NAMESPACE, field_manager))

@@ -2,7 +2,7 @@
 
 from providers.kube.access import KubeAccess, open_client
 from providers.kube.retry import RetryPolicy
-from providers.kube.client import KubeClient, ResourceKind
+from providers.kube.client import Collection, KubeClient, ResourceKind
 from providers.kube.errors import (
     Conflict,
     ConnectionFailure,
@@ -17,10 +17,13 @@ from providers.kube.errors import (
     TooManyRequests,
     Unauthorized,
 )
+from providers.kube.watch import EventType, WatchEvent, WatchStream
 
 __all__ = [
+    "Collection",
     "Conflict",
     "ConnectionFailure",
+    "EventType",
     "Forbidden",
     "Gone",
     "Invalid",
@@ -35,5 +38,7 @@ __all__ = [
     "ServerError",
     "TooManyRequests",
     "Unauthorized",
+    "WatchEvent",
+    "WatchStream",
     "open_client",
 ]

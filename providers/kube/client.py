@@ -4,13 +4,16 @@ Bodies stay raw JSON. Every request is retried under the RetryPolicy on 429, 5xx
 connection errors; every failure raises a typed KubeError that keeps the server's Status, or,
 when no answer came, a KubeConnectionError naming the server's URL and what failed.
 A server whose certificate fails TLS verification is not retried: no wait makes it trusted.
+A watch is the exception: it is never retried here, because only its caller knows where to
+resume (see watch.py).
 """
 
 from __future__ import annotations
 
 import json
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import quote
@@ -19,10 +22,14 @@ import httpx
 
 from providers.kube.errors import ConnectionFailure, NotFound, ServerError, TooManyRequests, connection_error, error_for
 from providers.kube.retry import RetryPolicy
+from providers.kube.watch import WatchStream
 
 APPLY_PATCH = "application/apply-patch+yaml"
 MERGE_PATCH = "application/merge-patch+json"
 DEFAULT_PAGE_SIZE = 500
+WATCH_READ_MARGIN_SECONDS = 15.0
+"""How much longer than the watch's own timeoutSeconds a read may wait before the connection
+counts as dead: the server ends an idle watch at timeoutSeconds, so silence beyond is a fault."""
 
 
 @dataclass(frozen=True)
@@ -50,6 +57,14 @@ class ResourceKind:
 
     def object_path(self, name: str, namespace: str | None = None) -> str:
         return f"{self.collection_path(namespace)}/{quote(name)}"
+
+
+@dataclass(frozen=True)
+class Collection:
+    """The objects of one list and the resourceVersion the server read them at."""
+
+    items: list[dict[str, Any]]
+    resource_version: str
 
 
 class KubeClient:
@@ -121,6 +136,21 @@ class KubeClient:
         page_size: int = DEFAULT_PAGE_SIZE,
     ) -> list[dict[str, Any]]:
         """Every object of `kind`, following `continue` tokens; items get apiVersion and kind."""
+        return self.list_collection(kind, namespace=namespace, label_selector=label_selector, page_size=page_size).items
+
+    def list_collection(
+        self,
+        kind: ResourceKind,
+        *,
+        namespace: str | None = None,
+        label_selector: str | None = None,
+        page_size: int = DEFAULT_PAGE_SIZE,
+    ) -> Collection:
+        """`list`, with the resourceVersion of the collection: where a watch of it resumes.
+
+        Every page of one list is read at the first page's resourceVersion (the `continue` token
+        pins it), so the last page's is the whole list's.
+        """
         items: list[dict[str, Any]] = []
         token: str | None = None
         while True:
@@ -131,9 +161,59 @@ class KubeClient:
             )
             for item in page.get("items") or ():
                 items.append({"apiVersion": kind.api_version, "kind": kind.kind, **item})
-            token = (page.get("metadata") or {}).get("continue")
+            metadata = page.get("metadata") or {}
+            token = metadata.get("continue")
             if not token:
-                return items
+                return Collection(items=items, resource_version=str(metadata.get("resourceVersion") or ""))
+
+    @contextmanager
+    def watch(
+        self,
+        kind: ResourceKind,
+        *,
+        resource_version: str,
+        namespace: str | None = None,
+        label_selector: str | None = None,
+        timeout_seconds: int = 300,
+    ) -> Iterator[WatchStream]:
+        """One watch of a collection, from `resource_version` (exclusive), with bookmarks.
+
+        The server ends it after `timeout_seconds`; a read waits that long plus
+        WATCH_READ_MARGIN_SECONDS before the connection counts as dead. Not retried: raises
+        the typed KubeError of a refusal (Gone when `resource_version` is too old; the server
+        may also say so later, as an ERROR event the stream raises) and KubeConnectionError
+        when no answer came. The connection is closed on exit.
+        """
+        path = kind.collection_path(namespace)
+        params = {
+            "watch": "true",
+            "resourceVersion": resource_version,
+            "allowWatchBookmarks": "true",
+            "timeoutSeconds": timeout_seconds,
+            "labelSelector": label_selector,
+        }
+        configured = self._http.timeout
+        timeout = httpx.Timeout(
+            connect=configured.connect, read=timeout_seconds + WATCH_READ_MARGIN_SECONDS, write=configured.write, pool=configured.pool
+        )
+        request = self._http.build_request(
+            "GET", path, params={k: v for k, v in params.items() if v is not None}, headers={"Accept": "application/json"}, timeout=timeout
+        )
+        self.requests += 1
+        try:
+            response = self._http.send(request, stream=True)
+        except httpx.TransportError as error:
+            raise connection_error(error, method="GET", path=path, url=self.server, timeout=timeout) from error
+        try:
+            if not response.is_success:
+                try:
+                    response.read()
+                except httpx.TransportError as error:
+                    raise connection_error(error, method="GET", path=path, url=self.server, timeout=timeout) from error
+                raise error_for(response)
+            yield WatchStream(response, path=path, url=self.server, timeout=timeout)
+        finally:
+            response.close()
 
     def served_resources(self, group: str, version: str) -> frozenset[str] | None:
         """Plural names the server serves in group/version, or None when it serves no such version."""

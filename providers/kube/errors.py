@@ -125,6 +125,19 @@ def error_for(response: httpx.Response) -> KubeError:
     )
 
 
+def error_for_status(status: Any, *, method: str, path: str) -> KubeError:
+    """The typed error of a Status the server sent inside an answer: a watch's ERROR event. Pure.
+
+    A watch from a resourceVersion the server no longer holds is answered 200, then an ERROR
+    event whose Status has code 410; this gives it the class a 410 response would have.
+    """
+    body = status if isinstance(status, dict) else {}
+    raw_code = body.get("code")
+    code = raw_code if isinstance(raw_code, int) and not isinstance(raw_code, bool) else 500
+    cls = _BY_CODE.get(code, ServerError if code >= 500 else KubeError)
+    return cls(method=method, path=path, code=code, reason=str(body.get("reason") or "Unknown"), message=str(body.get("message") or ""))
+
+
 def _status_body(response: httpx.Response) -> dict[str, Any]:
     try:
         body = response.json()

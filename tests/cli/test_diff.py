@@ -41,14 +41,14 @@ def test_a_changed_object_exits_1_with_its_unified_diff(demo_render, tmp_path, c
 
 def test_added_and_removed_objects_are_listed_in_render_order(demo_render, tmp_path, capsys):
     new = _copy(demo_render, tmp_path)
-    (new / "resources" / "node.magicstick-node-1.yaml").unlink()
+    (new / "resources" / "service.ai-system.magicstick-access-guard.yaml").unlink()
     (new / "dynamic" / "extra.yaml").write_text("type: x\n")
     (new / "resources" / "aaa.yaml").write_text("kind: X\n")
     assert main(["diff", str(demo_render), str(new)]) == EXIT_FINDING
     assert capsys.readouterr().out == (
         "added: resources/aaa.yaml\n"
         "added: dynamic/extra.yaml\n"
-        "removed: resources/node.magicstick-node-1.yaml\n"
+        "removed: resources/service.ai-system.magicstick-access-guard.yaml\n"
         "2 added, 1 removed, 0 changed\n"
     )
 

@@ -53,7 +53,7 @@ def test_the_installed_command_streams_pure_yaml_and_keeps_the_summary_on_stderr
     assert done.returncode == EXIT_OK, done.stderr
     assert list(yaml.safe_load_all(done.stdout)) == _documents_of(demo_render)
     assert "wrote 36 resources" not in done.stdout
-    assert done.stderr.strip().splitlines()[-1].startswith("wrote 36 resources, 13 statuses and 3 dynamic resources to standard output")
+    assert done.stderr.strip().splitlines()[-1].startswith("wrote 35 resources, 13 statuses and 4 dynamic resources to standard output")
 
 
 def test_a_bad_snapshot_on_stdin_exits_2_naming_standard_input(monkeypatch, capsys):
@@ -74,7 +74,7 @@ def test_the_summary_counts_the_rendered_statuses_by_phase(tmp_path, capsys):
     assert main(["render", "-f", str(DEMO), "-o", str(tmp_path / "out"), "--now", NOW]) == EXIT_OK
     line = capsys.readouterr().out.strip()
     assert line == (
-        f"wrote 36 resources, 13 statuses and 3 dynamic resources under {tmp_path / 'out'}; "
+        f"wrote 35 resources, 13 statuses and 4 dynamic resources under {tmp_path / 'out'}; "
         "phases: Ready 7, Reconciling 3, Starting 1, WaitingForGPU 1, WaitingForModules 1"
     )
 

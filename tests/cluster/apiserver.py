@@ -97,6 +97,7 @@ UPSTREAM_CRD_FILES: Final = (
     "nvidia-gpu-operator/nvidia.com_clusterpolicies.yaml",
     "rocm-gpu-operator/amd.com_deviceconfigs.yaml",
     "intel-device-plugins-for-kubernetes/deviceplugin.intel.com_gpudeviceplugins.yaml",
+    "pulumi-kubernetes-operator/pulumi.com_stacks.yaml",
 )
 """Upstream CRDs of the kinds the program declares or observes, relative to `third_party/crds/`."""
 
@@ -684,7 +685,9 @@ def install_crds(cluster: ClusterInfo, paths: Iterable[Path], *, timeout: float 
       when, the server refuses a CRD with such causes, each `default` the server names (and
       that is `""` in the source) is removed and the CRD is sent again; the paths are kept in
       `InstalledCrd.stripped_empty_defaults`. An omitted field then stays absent instead of
-      becoming "", which both servers accept.
+      becoming "", which both servers accept. A key of an `x-kubernetes-list-type: map` list
+      must have a default or be required, so a stripped default of such a key (PKO's Stack:
+      `imagePullSecrets[].name`) makes that key required instead.
     - Any other refusal raises `ApiError`: no CRD is ever skipped.
     """
     installed = []
@@ -723,7 +726,13 @@ def _install_one(client: httpx.Client, crd: JsonObject) -> tuple[str, ...]:
     if adapted is None:
         raise ApiError.from_response(response)
     compatible, stripped = adapted
-    _checked(_create_or_replace(client, compatible))
+    response = _create_or_replace(client, compatible)
+    if response.status_code == 422:
+        required = _with_stripped_map_keys_required(compatible, stripped, response.json().get("details", {}).get("causes", []))
+        if required is None:
+            raise ApiError.from_response(response)
+        response = _create_or_replace(client, required)
+    _checked(response)
     return stripped
 
 
@@ -764,6 +773,36 @@ def _without_refused_empty_defaults(
             del node["default"]
         stripped.append(field_path)
     return compatible, tuple(sorted(stripped))
+
+
+_MAP_KEY_NEEDS_DEFAULT = "this property is in x-kubernetes-list-map-keys"
+
+
+def _with_stripped_map_keys_required(
+    crd: JsonObject, stripped: Sequence[str], causes: Sequence[JsonObject]
+) -> JsonObject | None:
+    """`crd` where each list-map key whose `default: ""` was stripped is required instead. Pure.
+
+    A key of an `x-kubernetes-list-type: map` list must have a default or be required; once
+    1.20 made us drop its empty default, the server refuses it. Requiring the key is stricter
+    than upstream only for an item that omits it. None when any cause is something else.
+    """
+    if not causes:
+        return None
+    compatible = copy.deepcopy(crd)
+    for cause in causes:
+        field_path = str(cause.get("field", ""))
+        if field_path not in stripped or _MAP_KEY_NEEDS_DEFAULT not in str(cause.get("message", "")):
+            return None
+        owner_path, _, key = field_path.removesuffix(".default").rpartition(".properties")
+        parents = _schema_nodes(compatible, owner_path)
+        if not parents or not key.startswith("[") or not key.endswith("]"):
+            return None
+        for parent in parents:
+            required = parent.setdefault("required", [])
+            if key[1:-1] not in required:
+                required.append(key[1:-1])
+    return compatible
 
 
 def _schema_nodes(crd: JsonObject, field_path: str) -> list[JsonObject]:

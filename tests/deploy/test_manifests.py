@@ -57,6 +57,14 @@ INLINE_VALUE_FIELDS = frozenset({"literal", "secrets", "accessTokenSecret", "val
 """Fields through which a value, rather than a reference, would enter a manifest."""
 
 GOLDEN_RESOURCES = REPO_ROOT / "tests" / "golden" / "demo" / "resources"
+DEPLOY_FILES = tuple(sorted(path for path in DEPLOY_DIR.rglob("*") if path.is_file()))
+"""Every file under deploy/, the workspace image's build files included."""
+STATE_CLAIM = "magicstick-state"
+STATE_MOUNT = "/state"
+STATE_PASSPHRASE_SECRET = "magicstick-state-passphrase"
+NAMED_SECRETS = frozenset({STATE_PASSPHRASE_SECRET})
+"""Secrets the manifests reference by a fixed name, which deploy/README.md tells the installer to create."""
+WORKSPACE_IMAGE = "registry.example.com/magicstick/workspace:CHANGEME"
 DEVICE_CONFIG = ResourceKind(group="amd.com", version="v1alpha1", kind="DeviceConfig", plural="deviceconfigs", namespaced=True)
 DECLARABLE = {
     (kind.api_version, kind.kind): kind
@@ -89,6 +97,11 @@ def stack() -> dict[str, Any]:
 
 
 @pytest.fixture(scope="module")
+def claim() -> dict[str, Any]:
+    return the_one(documents("state.yaml"), "PersistentVolumeClaim")
+
+
+@pytest.fixture(scope="module")
 def workflow() -> dict[str, Any]:
     (document,) = documents(WORKFLOW_FILE)
     return document
@@ -114,7 +127,7 @@ class TestEveryFile:
         assert sorted(kustomization["resources"]) == sorted(kubernetes_files())
         assert "namespace" not in kustomization
 
-    @pytest.mark.parametrize("path", sorted(DEPLOY_DIR.iterdir()), ids=lambda path: path.name)
+    @pytest.mark.parametrize("path", DEPLOY_FILES, ids=lambda path: str(path.relative_to(DEPLOY_DIR)))
     def test_every_host_it_names_is_a_placeholder(self, path):
         hosts = re.findall(r"https?://([A-Za-z0-9.-]+)", path.read_text())
 
@@ -243,19 +256,20 @@ class TestTheStack:
         assert spec["refresh"] is True
         assert spec["destroyOnFinalize"] is False
 
-    def test_the_workspace_runs_as_the_service_account_with_a_python_image_and_resources(self, stack):
+    def test_the_workspace_runs_as_the_service_account_with_the_workspace_image_and_resources(self, stack):
         spec = stack["spec"]
         workspace = spec["workspaceTemplate"]["spec"]
 
         assert spec["serviceAccountName"] == SERVICE_ACCOUNT
         assert workspace["serviceAccountName"] == SERVICE_ACCOUNT
-        assert "python" in workspace["image"]
+        assert workspace["image"] == WORKSPACE_IMAGE
         assert workspace["resources"]["requests"] and workspace["resources"]["limits"]
 
-    def test_it_has_exactly_one_program_source(self, stack):
+    def test_its_one_program_source_is_the_project_inside_the_workspace_image(self, stack):
         sources = [key for key in ("projectRepo", "fluxSource", "programRef") if key in stack["spec"]]
 
-        assert len(sources) == 1
+        assert sources == []
+        assert stack["spec"]["workspaceTemplate"]["spec"]["local"]["dir"].startswith("/")
 
     def test_its_config_keys_are_keys_pulumi_yaml_declares_and_none_points_away_from_the_cluster(self, stack):
         declared = set(yaml.safe_load((REPO_ROOT / "Pulumi.yaml").read_text())["config"])
@@ -272,14 +286,48 @@ class TestTheStack:
         assert config["magicstick:localDomain"].endswith(PLACEHOLDER_DOMAINS)
 
 
+class TestTheState:
+    """State on the appliance: a file backend on a claim deploy/ creates, a passphrase from a Secret."""
+
+    def test_the_claim_is_magicstick_state_in_the_system_namespace_read_write_once_1gi(self, claim):
+        assert (claim["apiVersion"], claim["metadata"]["name"], claim["metadata"]["namespace"]) == ("v1", STATE_CLAIM, SYSTEM_NAMESPACE)
+        assert claim["spec"]["accessModes"] == ["ReadWriteOnce"]
+        assert claim["spec"]["resources"]["requests"]["storage"] == "1Gi"
+
+    def test_the_backend_is_a_file_backend_at_the_mount_path(self, stack):
+        assert stack["spec"]["backend"] == f"file://{STATE_MOUNT}"
+
+    def test_the_claim_is_mounted_at_the_mount_path_in_the_container_the_operator_runs_pulumi_in(self, stack, claim):
+        pod = stack["spec"]["workspaceTemplate"]["spec"]["podTemplate"]["spec"]
+        (volume,) = [volume for volume in pod["volumes"] if "persistentVolumeClaim" in volume]
+        (container,) = [container for container in pod["containers"] if container["name"] == "pulumi"]
+
+        assert volume["persistentVolumeClaim"] == {"claimName": claim["metadata"]["name"]}
+        assert [mount for mount in container["volumeMounts"] if mount["name"] == volume["name"]] == [
+            {"name": volume["name"], "mountPath": STATE_MOUNT}
+        ]
+
+    def test_secrets_are_encrypted_with_a_passphrase_read_from_a_secret_and_no_cloud_token_is_needed(self, stack):
+        spec = stack["spec"]
+
+        assert spec["secretsProvider"] == "passphrase"
+        assert spec["envRefs"]["PULUMI_CONFIG_PASSPHRASE"] == {
+            "type": "Secret",
+            "secret": {"name": STATE_PASSPHRASE_SECRET, "key": "passphrase"},
+        }
+        assert "PULUMI_ACCESS_TOKEN" not in spec["envRefs"]
+        assert "accessTokenSecret" not in spec
+
+
 class TestNoSecretValue:
-    def test_every_credential_is_a_reference_to_a_placeholder_secret_in_the_stacks_namespace(self, stack):
+    def test_every_credential_is_a_reference_to_a_placeholder_or_documented_secret_in_the_stacks_namespace(self, stack):
         references = [value for path, value in walk(stack) if path and path[-1] == "secret"]
 
         assert references
         for reference in references:
             assert set(reference) == {"name", "key"}
-            assert reference["name"].startswith("changeme-")
+            assert reference["name"].startswith("changeme-") or reference["name"] in NAMED_SECRETS
+            assert reference["name"] in (DEPLOY_DIR / "README.md").read_text()
 
     def test_every_env_ref_reads_a_secret(self, stack):
         for name, reference in stack["spec"]["envRefs"].items():
@@ -292,7 +340,7 @@ class TestNoSecretValue:
             for path, _ in walk(obj):
                 assert not path or path[-1] not in INLINE_VALUE_FIELDS, path
 
-    @pytest.mark.parametrize("path", sorted(DEPLOY_DIR.iterdir()), ids=lambda path: path.name)
+    @pytest.mark.parametrize("path", DEPLOY_FILES, ids=lambda path: str(path.relative_to(DEPLOY_DIR)))
     def test_no_file_holds_anything_shaped_like_a_credential(self, path):
         text = path.read_text()
 

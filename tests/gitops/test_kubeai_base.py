@@ -16,6 +16,7 @@ import yaml
 
 from catalogs import load_catalogs
 from planning.models.kubeai import PROFILE_STORE_CONFIG_MAP, PROFILE_STORE_KEY, PROFILE_STORE_NAMESPACE
+from planning.hardware.validation import RUNTIME_IMAGES_CONFIG_MAP, RUNTIME_IMAGES_KEY, RUNTIME_IMAGES_NAMESPACE
 from planning.models.offloading import OFFLOADING_CONFIG_MAP, OFFLOADING_KEY, OFFLOADING_NAMESPACE
 from providers.profile_store import STORE_ANNOTATIONS, STORE_LABELS
 from tests.support.crd_schema import upstream_registry
@@ -54,20 +55,24 @@ def test_every_flux_object_of_the_base_validates_against_the_upstream_schema(bui
         assert registry.errors(obj) == [], obj["metadata"]["name"]
 
 
-def test_the_helm_release_reads_both_stores_optionally_and_pins_its_chart(built):
+def test_the_helm_release_reads_every_store_optionally_and_pins_its_chart(built):
     (release,) = of_kind(built, "HelmRelease")
-    assert release["metadata"]["namespace"] == PROFILE_STORE_NAMESPACE == OFFLOADING_NAMESPACE
+    assert release["metadata"]["namespace"] == PROFILE_STORE_NAMESPACE == OFFLOADING_NAMESPACE == RUNTIME_IMAGES_NAMESPACE
     assert release["spec"]["valuesFrom"] == [
         {"kind": "ConfigMap", "name": PROFILE_STORE_CONFIG_MAP, "valuesKey": PROFILE_STORE_KEY, "optional": True},
         {"kind": "ConfigMap", "name": OFFLOADING_CONFIG_MAP, "valuesKey": OFFLOADING_KEY, "optional": True},
+        {"kind": "ConfigMap", "name": RUNTIME_IMAGES_CONFIG_MAP, "valuesKey": RUNTIME_IMAGES_KEY, "optional": True},
     ]
     version = release["spec"]["chart"]["spec"]["version"]
     assert version[0].isdigit() and "*" not in version and "x" not in version
 
 
-@pytest.mark.parametrize("name", [PROFILE_STORE_CONFIG_MAP, OFFLOADING_CONFIG_MAP])
-def test_each_store_is_bootstrapped_empty_with_the_metadata_the_program_creates_it_with(built, name):
+@pytest.mark.parametrize(
+    ("name", "empty"),
+    [(PROFILE_STORE_CONFIG_MAP, {"resourceProfiles": {}}), (OFFLOADING_CONFIG_MAP, {"resourceProfiles": {}}), (RUNTIME_IMAGES_CONFIG_MAP, {})],
+)
+def test_each_store_is_bootstrapped_empty_with_the_metadata_the_program_creates_it_with(built, name, empty):
     (store,) = [o for o in of_kind(built, "ConfigMap") if o["metadata"]["name"] == name]
-    assert json.loads(store["data"][PROFILE_STORE_KEY]) == {"resourceProfiles": {}}
+    assert json.loads(store["data"][PROFILE_STORE_KEY]) == empty
     assert store["metadata"]["annotations"] == dict(STORE_ANNOTATIONS)
     assert store["metadata"]["labels"] == dict(STORE_LABELS)

@@ -26,6 +26,7 @@ def _role(*, with_kustomizations: bool) -> dict:
         {"apiGroups": ["gateway.envoyproxy.io"], "resources": ["securitypolicies"], "verbs": _READ},
         {"apiGroups": ["appliance.magicstick.dev"], "resources": ["*"], "verbs": _READ},
         {"apiGroups": ["nfd.k8s-sigs.io"], "resources": ["nodefeatures"], "verbs": _READ},
+        {"apiGroups": ["pulumi.com"], "resources": ["stacks"], "verbs": ["get"]},
     ]
     if with_kustomizations:
         rules.append({"apiGroups": ["kustomize.toolkit.fluxcd.io"], "resources": ["kustomizations"], "verbs": _READ})

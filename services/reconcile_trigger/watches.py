@@ -1,0 +1,160 @@
+"""What the trigger watches, and which changes of it can alter the plan. PURE.
+
+One watch per kind and namespace, mirroring the LISTs of providers/live_reader.py `reads()`
+(same kinds, namespaces and label selectors):
+
+| Kind                                    | Namespace                  | Selector                            | Counts                |
+|-----------------------------------------|----------------------------|-------------------------------------|-----------------------|
+| Appliance, ModuleActivation,            | system                     |                                     | spec and metadata     |
+| ModelActivation, AppInstance,           |                            |                                     |                       |
+| HostOperation                           |                            |                                     |                       |
+| ApplianceSetup                          | identity-system            |                                     | spec and metadata     |
+| Node                                    | (cluster)                  |                                     | node inventory        |
+| Kustomization (Flux)                    | flux-system                |                                     | every change          |
+| HelmRelease (Flux)                      | system                     |                                     | every change          |
+| ConfigMap (the shared settings, stores) | flux-system, system        |                                     | every change          |
+| HTTPRoute, SecurityPolicy               | gateway                    |                                     | every change          |
+| Model (KubeAI)                          | each target                |                                     | every change          |
+| Pod (KubeAI model Pods)                 | each target                | `model`                             | every change          |
+| Pod, Deployment (direct runtimes)       | each target                | `appliance.magicstick.dev/runtime`  | every change          |
+
+What counts as a change, by sensitivity:
+
+- every change: any ADDED, MODIFIED or DELETED event. Controllers' status writes count: a
+  Kustomization becoming Ready, a Pod becoming Ready is what the plan waits for.
+- spec and metadata (the runtime resources): `metadata.generation` (the spec), labels,
+  annotations and deletion. A MODIFIED event that changes none of them is a status write: the
+  program writes these statuses itself (through /status, field manager `magicstick-status`),
+  and its own report cannot alter its plan.
+- node inventory: labels (the NFD `feature.node.kubernetes.io/*` ones and every other),
+  `appliance.magicstick.dev/*` annotations (host evidence), and what the plan reads of the
+  status: `allocatable` (extended resources), `capacity` (memory) and `nodeInfo` (operating
+  system, architecture). A kubelet heartbeat (conditions, images, addresses) does not count.
+
+ADDED and DELETED always count. A MODIFIED event of an object the watch had not seen counts.
+
+Not watched, though the reader lists them: CustomResourceDefinitions, NodeFeatures,
+ReferenceGrants, the access guard's Deployment in the gateway namespace and the direct
+runtimes' ConfigMaps. The Stack's periodic resync (every 300 s) covers them.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import Any, Final
+
+from providers.kinds import (
+    APPLIANCE,
+    APPLIANCE_SETUP,
+    APP_INSTANCE,
+    CONFIG_MAP,
+    DEPLOYMENT,
+    HELM_RELEASE,
+    HOST_OPERATION,
+    HTTP_ROUTE,
+    KUBEAI_MODEL,
+    KUSTOMIZATION,
+    MODEL_ACTIVATION,
+    MODULE_ACTIVATION,
+    NODE,
+    POD,
+    SECURITY_POLICY,
+)
+from providers.kube import EventType, ResourceKind
+
+FLUX_NAMESPACE: Final = "flux-system"
+"""planning.settings.FLUX_NAMESPACE (a test holds them equal: services cannot import planning)."""
+SETUP_NAMESPACE: Final = "identity-system"
+"""providers.live_reader.SETUP_NAMESPACE, likewise."""
+MODEL_POD_SELECTOR: Final = "model"
+"""KubeAI labels every model Pod `model: <Model name>` (live_reader.MODEL_POD_SELECTOR)."""
+RUNTIME_SELECTOR: Final = "appliance.magicstick.dev/runtime"
+"""The label key of every direct runtime's objects (planning.models.direct.RUNTIME_LABEL)."""
+NODE_ANNOTATION_PREFIX: Final = "appliance.magicstick.dev/"
+NODE_STATUS_FIELDS: Final = ("allocatable", "capacity", "nodeInfo")
+"""What the plan reads of a Node's status."""
+
+
+class Sensitivity(StrEnum):
+    EVERY_CHANGE = "every change"
+    SPEC_AND_METADATA = "spec and metadata"
+    NODE_INVENTORY = "node inventory"
+
+
+@dataclass(frozen=True)
+class WatchTarget:
+    """One watch: a kind, in one namespace or (namespace None) across the cluster."""
+
+    kind: ResourceKind
+    namespace: str | None = None
+    label_selector: str | None = None
+    sensitivity: Sensitivity = Sensitivity.EVERY_CHANGE
+
+    def __str__(self) -> str:
+        where = f" in {self.namespace}" if self.namespace else ""
+        selected = f" ({self.label_selector})" if self.label_selector else ""
+        return f"{self.kind.kind}{where}{selected}"
+
+
+RUNTIME_KINDS: Final = (APPLIANCE, MODULE_ACTIVATION, MODEL_ACTIVATION, APP_INSTANCE, HOST_OPERATION)
+"""The runtime resources of the system namespace (ApplianceSetup lives in SETUP_NAMESPACE)."""
+
+
+def watch_targets(*, system_namespace: str, target_namespaces: Iterable[str], gateway_namespace: str) -> tuple[WatchTarget, ...]:
+    """Every watch, in a fixed order, each once. Pure."""
+    spec = Sensitivity.SPEC_AND_METADATA
+    targets = [
+        *(WatchTarget(kind, system_namespace, sensitivity=spec) for kind in RUNTIME_KINDS),
+        WatchTarget(APPLIANCE_SETUP, SETUP_NAMESPACE, sensitivity=spec),
+        WatchTarget(NODE, sensitivity=Sensitivity.NODE_INVENTORY),
+        WatchTarget(KUSTOMIZATION, FLUX_NAMESPACE),
+        WatchTarget(CONFIG_MAP, FLUX_NAMESPACE),
+        WatchTarget(CONFIG_MAP, system_namespace),
+        WatchTarget(HELM_RELEASE, system_namespace),
+        WatchTarget(HTTP_ROUTE, gateway_namespace),
+        WatchTarget(SECURITY_POLICY, gateway_namespace),
+    ]
+    for namespace in sorted(set(target_namespaces)):
+        targets += [
+            WatchTarget(KUBEAI_MODEL, namespace),
+            WatchTarget(POD, namespace, MODEL_POD_SELECTOR),
+            WatchTarget(DEPLOYMENT, namespace, RUNTIME_SELECTOR),
+            WatchTarget(POD, namespace, RUNTIME_SELECTOR),
+        ]
+    return tuple(dict.fromkeys(targets))
+
+
+def fingerprint(sensitivity: Sensitivity, obj: Mapping[str, Any]) -> str:
+    """What of `obj` can alter the plan, as one comparable string. Pure.
+
+    Two versions of an object with equal fingerprints are the same to the plan.
+    """
+    metadata = obj.get("metadata") or {}
+    if sensitivity is Sensitivity.EVERY_CHANGE:
+        return str(metadata.get("resourceVersion") or "")
+    deleting = metadata.get("deletionTimestamp")
+    if sensitivity is Sensitivity.SPEC_AND_METADATA:
+        return _canonical([metadata.get("generation"), metadata.get("labels") or {}, metadata.get("annotations") or {}, deleting])
+    annotations = {k: v for k, v in (metadata.get("annotations") or {}).items() if k.startswith(NODE_ANNOTATION_PREFIX)}
+    status = obj.get("status") or {}
+    return _canonical([metadata.get("labels") or {}, annotations, [status.get(field) for field in NODE_STATUS_FIELDS], deleting])
+
+
+def _canonical(value: object) -> str:
+    return json.dumps(value, sort_keys=True, separators=(",", ":"))
+
+
+def counts(event: EventType, previous: str | None, current: str) -> bool:
+    """Whether an event can alter the plan, from the fingerprints before and after it. Pure.
+
+    ADDED and DELETED always count; MODIFIED counts when the fingerprint moved, or when the
+    watch had not seen the object before (nothing to compare with); BOOKMARK never does.
+    """
+    if event is EventType.BOOKMARK:
+        return False
+    if event in (EventType.ADDED, EventType.DELETED):
+        return True
+    return previous is None or previous != current

@@ -1,0 +1,241 @@
+"""The reconcile trigger as the ServiceAccount deploy/ defines for it, against the real API server.
+
+deploy/reconcile-trigger.yaml (ServiceAccount, Deployment) and deploy/reconcile-trigger-rbac.yaml
+are applied as the admin; the trigger then runs with a token the TokenRequest API issues for
+`ai-system/magicstick-reconcile-trigger`. Its watches must work and it must be able to request a
+run of the Stack `magicstick`; any other write, and any other Stack, must be Forbidden. The
+manifests themselves are checked first, without a cluster.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+from collections.abc import Iterable, Iterator, Mapping
+from typing import Any, Final
+
+import pytest
+
+from providers.kinds import CONFIG_MAP
+from providers.kube import Forbidden, KubeAccess, KubeClient, NotFound, open_client
+from services.reconcile_trigger.settings import TriggerSettings, parse_settings
+from services.reconcile_trigger.stack import STACK, StackRef, request_run
+from services.reconcile_trigger.trigger import ReconcileTrigger
+from services.reconcile_trigger.watches import FLUX_NAMESPACE, watch_targets
+from tests.cluster.apiserver import ClusterInfo, TestIdentity
+from tests.deploy.manifests import Permission, documents, the_one
+from tests.deploy.program_identity import apply_all, wait_until_granted
+from tests.services.reconcile_trigger.world import FAST, LOADER, config_map, create_stack, ensure_stack_crd, eventually, version_of
+
+MANIFEST: Final = "reconcile-trigger.yaml"
+RBAC: Final = "reconcile-trigger-rbac.yaml"
+NAMESPACE: Final = "ai-system"
+ACCOUNT: Final = "magicstick-reconcile-trigger"
+USER: Final = f"system:serviceaccount:{NAMESPACE}:{ACCOUNT}"
+GROUPS: Final = ("system:serviceaccounts", f"system:serviceaccounts:{NAMESPACE}", "system:authenticated")
+STACK_NAME: Final = "magicstick"
+READS: Final = frozenset({"get", "list", "watch"})
+
+
+def deployed_settings() -> TriggerSettings:
+    container = the_one(documents(MANIFEST), "Deployment")["spec"]["template"]["spec"]["containers"][0]
+    return parse_settings(container["args"], {})
+
+
+def bound_rules(objects: Iterable[Mapping[str, Any]]) -> list[tuple[dict[str, Any], str | None]]:
+    """Each rule bound to the trigger's ServiceAccount, with the namespace it applies in (None: cluster-wide)."""
+    objects = list(objects)
+    roles = {(o["kind"], o["metadata"].get("namespace"), o["metadata"]["name"]): o for o in objects}
+    bound = []
+    for binding in (o for o in objects if o["kind"] in {"RoleBinding", "ClusterRoleBinding"}):
+        if {"kind": "ServiceAccount", "name": ACCOUNT, "namespace": NAMESPACE} not in binding["subjects"]:
+            continue
+        namespace = binding["metadata"].get("namespace")
+        ref = binding["roleRef"]
+        role = roles[(ref["kind"], namespace if ref["kind"] == "Role" else None, ref["name"])]
+        bound += [(dict(rule), namespace) for rule in role["rules"]]
+    return bound
+
+
+def granted(objects: Iterable[Mapping[str, Any]], *, named: bool = False) -> set[Permission]:
+    """What the rules grant: on every object (named False), or only on named ones (named True)."""
+    return {
+        Permission(verb, group, resource, namespace)
+        for rule, namespace in bound_rules(objects)
+        if bool(rule.get("resourceNames")) is named
+        for group in rule["apiGroups"]
+        for resource in rule["resources"]
+        for verb in rule["verbs"]
+    }
+
+
+def watched(settings: TriggerSettings) -> set[tuple[str, str, str | None]]:
+    targets = watch_targets(
+        system_namespace=settings.system_namespace, target_namespaces=settings.target_namespaces, gateway_namespace=settings.gateway_namespace
+    )
+    return {(t.kind.group, t.kind.plural, t.namespace) for t in targets}
+
+
+class TestTheManifests:
+    def test_the_deployment_runs_one_non_root_replica_on_a_read_only_root_under_its_service_account(self):
+        account = the_one(documents(MANIFEST), "ServiceAccount")
+        deployment = the_one(documents(MANIFEST), "Deployment")
+        pod = deployment["spec"]["template"]["spec"]
+        (container,) = pod["containers"]
+
+        assert (account["metadata"]["namespace"], account["metadata"]["name"]) == (NAMESPACE, ACCOUNT)
+        assert deployment["metadata"]["namespace"] == NAMESPACE and deployment["spec"]["replicas"] == 1
+        assert pod["serviceAccountName"] == ACCOUNT
+        assert pod["securityContext"]["runAsNonRoot"] is True and pod["securityContext"]["runAsUser"] != 0
+        assert container["securityContext"] == {"allowPrivilegeEscalation": False, "readOnlyRootFilesystem": True, "capabilities": {"drop": ["ALL"]}}
+        assert container["image"] == "registry.example.com/magicstick/reconcile-trigger:CHANGEME"
+        assert deployment["spec"]["selector"]["matchLabels"].items() <= deployment["spec"]["template"]["metadata"]["labels"].items()
+
+    def test_its_flags_request_runs_of_the_stack_stack_yaml_defines_in_the_programs_namespaces(self):
+        stack = the_one(documents("stack.yaml"), "Stack")
+        config = stack["spec"]["config"]
+        settings = deployed_settings()
+
+        assert (settings.stack_namespace, settings.stack_name) == (stack["metadata"]["namespace"], stack["metadata"]["name"])
+        assert settings.system_namespace == config["magicstick:systemNamespace"]
+        assert settings.gateway_namespace == config["magicstick:gatewayNamespace"]
+        assert settings.target_namespaces == ("ai",)
+
+    def test_it_may_get_list_and_watch_exactly_what_it_watches(self):
+        rbac = documents(RBAC)
+        reads = {(p.group, p.resource, p.namespace) for p in granted(rbac)}
+
+        assert {p.verb for p in granted(rbac)} == READS
+        assert reads == watched(deployed_settings())
+        for group, resource, namespace in reads:
+            assert {p.verb for p in granted(rbac) if (p.group, p.resource, p.namespace) == (group, resource, namespace)} == READS
+
+    def test_its_one_write_is_a_patch_of_the_stack_magicstick_by_name(self):
+        named = [(rule, namespace) for rule, namespace in bound_rules(documents(RBAC)) if rule.get("resourceNames")]
+
+        assert named == [
+            ({"apiGroups": ["pulumi.com"], "resources": ["stacks"], "resourceNames": [STACK_NAME], "verbs": ["get", "patch"]}, NAMESPACE)
+        ]
+
+    def test_no_rule_grants_secrets_wildcards_or_escalation(self):
+        for rule, _ in bound_rules(documents(RBAC)):
+            assert "secrets" not in rule["resources"]
+            assert "*" not in [*rule["resources"], *rule["verbs"], *rule["apiGroups"]]
+            assert "nonResourceURLs" not in rule
+
+
+# --- as the ServiceAccount, against the server -----------------------------------------------
+
+
+def request_token(admin: KubeClient) -> str:
+    answer = admin.request(
+        "POST",
+        f"/api/v1/namespaces/{NAMESPACE}/serviceaccounts/{ACCOUNT}/token",
+        body={"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest", "spec": {"expirationSeconds": 3600}},
+        content_type="application/json",
+    )
+    return str(answer["status"]["token"])
+
+
+@pytest.fixture
+def trigger_identity(appliance_cluster: ClusterInfo, admin: KubeClient, tmp_path_factory: pytest.TempPathFactory) -> TestIdentity:
+    ensure_stack_crd(appliance_cluster, admin, tmp_path_factory.mktemp("stack-crd"))
+    objects = [the_one(documents(MANIFEST), "ServiceAccount"), *documents(RBAC)]
+    apply_all(admin, objects)
+    identity = TestIdentity(name=USER, token=request_token(admin), groups=GROUPS)
+    wait_until_granted(appliance_cluster, identity, sorted(granted(documents(RBAC)), key=str))
+    return identity
+
+
+@pytest.fixture
+def trigger_access(appliance_cluster: ClusterInfo, trigger_identity: TestIdentity) -> KubeAccess:
+    return KubeAccess(kubeconfig=appliance_cluster.kubeconfig_path(trigger_identity).read_text())
+
+
+@pytest.fixture
+def as_trigger(trigger_access: KubeAccess) -> Iterator[KubeClient]:
+    with open_client(trigger_access) as client:
+        yield client
+
+
+@pytest.fixture
+def stacks(admin: KubeClient) -> Iterator[tuple[StackRef, StackRef]]:
+    """The Stack `magicstick` and another one beside it in ai-system; both deleted afterwards."""
+    made = (create_stack(admin, NAMESPACE, STACK_NAME), create_stack(admin, NAMESPACE, "someone-elses"))
+    yield made
+    for stack in made:
+        with contextlib.suppress(NotFound):
+            admin.delete(STACK, stack.name, stack.namespace)
+
+
+def test_the_trigger_watches_everything_it_watches_and_requests_runs_as_its_service_account(
+    trigger_access: KubeAccess, admin: KubeClient, stacks: tuple[StackRef, StackRef], request: pytest.FixtureRequest
+):
+    magicstick, _ = stacks
+    settings = deployed_settings()
+    targets = watch_targets(
+        system_namespace=settings.system_namespace, target_namespaces=settings.target_namespaces, gateway_namespace=settings.gateway_namespace
+    )
+    name = f"rbac-trigger-{hashlib.sha256(request.node.nodeid.encode()).hexdigest()[:10]}"
+    trigger = ReconcileTrigger(access=trigger_access, stack=magicstick, targets=targets, timing=FAST).start()
+    try:
+        eventually(trigger.synced, what="every watch listed its collection")
+        eventually(lambda: trigger.requests and trigger.idle(), what="the request made at start")
+        before = len(trigger.requests)
+
+        created = admin.apply(CONFIG_MAP, config_map(FLUX_NAMESPACE, name, {"k": "v"}), field_manager=LOADER)
+        eventually(lambda: len(trigger.requests) > before, what=f"a request for ConfigMap {version_of(created)}")
+
+        assert [(str(w.target), w.failures) for w in trigger.watchers if w.failures] == []
+        assert not trigger.failed.is_set()
+        assert trigger.stalled is False
+    finally:
+        trigger.stop()
+        with contextlib.suppress(NotFound):
+            admin.delete(CONFIG_MAP, name, FLUX_NAMESPACE)
+
+
+def test_it_may_request_a_run_of_the_stack_magicstick_but_not_of_another_stack(as_trigger: KubeClient, stacks: tuple[StackRef, StackRef]):
+    magicstick, other = stacks
+
+    patched = request_run(as_trigger, magicstick, "2026-01-01T00:00:00.000001Z")
+    assert patched["metadata"]["annotations"]["pulumi.com/reconciliation-request"] == "2026-01-01T00:00:00.000001Z"
+    with pytest.raises(Forbidden):
+        request_run(as_trigger, other, "2026-01-01T00:00:00.000002Z")
+    with pytest.raises(Forbidden):
+        as_trigger.get(STACK, other.name, other.namespace)
+
+
+def stack_path(name: str, subresource: str = "") -> str:
+    return STACK.object_path(name, NAMESPACE) + (f"/{subresource}" if subresource else "")
+
+
+MERGE = "application/merge-patch+json"
+WRITES: Final = [
+    ("PUT", stack_path(STACK_NAME), "update of the Stack"),
+    ("PATCH", stack_path(STACK_NAME, "status"), "the Stack's status"),
+    ("DELETE", stack_path(STACK_NAME), "deleting the Stack"),
+    ("POST", STACK.collection_path(NAMESPACE), "creating a Stack"),
+    ("POST", CONFIG_MAP.collection_path(NAMESPACE), "a ConfigMap in ai-system"),
+    ("PATCH", "/apis/appliance.magicstick.dev/v1alpha1/namespaces/ai-system/modelactivations/any", "a ModelActivation"),
+    ("PATCH", "/apis/appliance.magicstick.dev/v1alpha1/namespaces/ai-system/modelactivations/any/status", "a ModelActivation's status"),
+    ("PATCH", "/apis/kustomize.toolkit.fluxcd.io/v1/namespaces/flux-system/kustomizations/any", "a Kustomization"),
+    ("DELETE", "/api/v1/namespaces/ai/pods/any", "a model Pod"),
+    ("PATCH", "/api/v1/nodes/any", "a Node"),
+    ("GET", "/api/v1/namespaces/ai-system/secrets", "Secrets"),
+]
+
+
+@pytest.mark.parametrize(("method", "path", "what"), WRITES, ids=[what for _, _, what in WRITES])
+def test_it_can_write_nothing_else(as_trigger: KubeClient, stacks: tuple[StackRef, StackRef], method: str, path: str, what: str):
+    body: dict[str, Any] = {"apiVersion": "pulumi.com/v1", "kind": "Stack", "metadata": {"name": STACK_NAME, "namespace": NAMESPACE}}
+    with pytest.raises(Forbidden):
+        as_trigger.request(method, path, params={"dryRun": "All"} if method != "GET" else None, body=None if method == "GET" else body, content_type=MERGE if method == "PATCH" else "application/json")
+
+
+def test_the_request_is_recorded_under_the_triggers_own_field_manager(as_trigger: KubeClient, admin: KubeClient, stacks: tuple[StackRef, StackRef]):
+    magicstick, _ = stacks
+    request_run(as_trigger, magicstick, "2026-01-01T00:00:00.000003Z")
+
+    managers = {entry["manager"] for entry in admin.get(STACK, magicstick.name, magicstick.namespace)["metadata"]["managedFields"]}
+    assert "magicstick-reconcile-trigger" in managers

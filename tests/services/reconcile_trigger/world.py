@@ -1,0 +1,241 @@
+"""The trigger's world in the test API server: the PKO Stack, the objects it watches, bounded waits.
+
+Tests play the controllers: they write a Kustomization's Ready status as Flux would, a Pod's
+as the kubelet would, a Node's heartbeat, the program's own status writes, PKO's Stalled.
+Every wait polls a condition with a short pause and a deadline; none times the trigger.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any, Final, TypeVar
+
+import yaml
+
+from api.meta import API_VERSION
+from providers.kinds import CRD
+from providers.kube import KubeClient, ResourceKind
+from services.reconcile_trigger.stack import RECONCILIATION_REQUEST, STACK, Backoff, StackRef
+from services.reconcile_trigger.trigger import ReconcileTrigger, Timing
+from services.reconcile_trigger.watcher import WatchTiming
+from tests.cluster.apiserver import ClusterInfo, install_crds
+from tests.support.vendored import VENDORED_CRDS
+
+STACK_CRD_FILE: Final = VENDORED_CRDS / "pulumi-kubernetes-operator" / "pulumi.com_stacks.yaml"
+STACK_CRD_NAME: Final = "stacks.pulumi.com"
+STACK_NAME: Final = "magicstick"
+LOADER: Final = "reconcile-trigger-tests"
+PROGRAM_STATUS: Final = "magicstick-status"
+"""The field manager of the program's status writes (providers/status_writer.py)."""
+FLUX: Final = "kustomize-controller"
+KUBELET: Final = "kubelet"
+PKO: Final = "pulumi-kubernetes-operator"
+
+FAST: Final = Timing(
+    quiet_seconds=0.05,
+    max_delay_seconds=0.2,
+    watch=WatchTiming(timeout_seconds=60, backoff=Backoff(0.05, 0.5)),
+    request_backoff=Backoff(0.05, 0.5),
+    stall_backoff=Backoff(0.25, 2.0),
+    stall_poll_seconds=0.02,
+    stop_seconds=5.0,
+)
+"""Small numbers of the same shape as the defaults, so tests run in moments."""
+POLL: Final = 0.01
+DEADLINE: Final = 20.0
+
+T = TypeVar("T")
+
+
+def eventually(check: Callable[[], T], *, what: str, timeout: float = DEADLINE) -> T:
+    """`check()` once it returns something truthy; AssertionError naming `what` after `timeout` s."""
+    deadline = time.monotonic() + timeout
+    while True:
+        result = check()
+        if result:
+            return result
+        if time.monotonic() >= deadline:
+            raise AssertionError(f"not within {timeout:g} s: {what}")
+        time.sleep(POLL)
+
+
+def ensure_stack_crd(cluster: ClusterInfo, client: KubeClient, directory: Path) -> None:
+    """The vendored PKO Stack CRD, installed unless the cluster serves it already.
+
+    The 1.20 test server refuses `default: ""` (install_crds strips it), and then refuses a
+    list-map key with neither a default nor `required` (the `name` of imagePullSecrets in the
+    workspace's pod template). Such a key is made required instead; nothing else changes, and
+    no Stack of these tests sets imagePullSecrets.
+    """
+    if client.get_or_none(CRD, STACK_CRD_NAME) is not None:
+        return
+    documents = [d for d in yaml.safe_load_all(STACK_CRD_FILE.read_text()) if d]
+    adapted = directory / STACK_CRD_FILE.name
+    adapted.write_text(yaml.safe_dump_all([_list_map_keys_required(d) for d in documents]))
+    install_crds(cluster, [adapted])
+
+
+def _list_map_keys_required(node: Any) -> Any:
+    """`node` with every list-map key whose default is "" listed as required in its items. Pure."""
+    if isinstance(node, list):
+        return [_list_map_keys_required(item) for item in node]
+    if not isinstance(node, dict):
+        return node
+    adapted = {key: _list_map_keys_required(value) for key, value in node.items()}
+    items = adapted.get("items")
+    if adapted.get("x-kubernetes-list-type") == "map" and isinstance(items, dict):
+        properties = items.get("properties") or {}
+        empty = [key for key in adapted.get("x-kubernetes-list-map-keys") or () if (properties.get(key) or {}).get("default") == ""]
+        if empty:
+            adapted["items"] = {**items, "required": sorted({*(items.get("required") or ()), *empty})}
+    return adapted
+
+
+def stack_body(namespace: str, name: str = STACK_NAME) -> dict[str, Any]:
+    return {
+        "apiVersion": "pulumi.com/v1",
+        "kind": "Stack",
+        "metadata": {"name": name, "namespace": namespace},
+        "spec": {"stack": "organization/magicstick/test", "projectRepo": "https://git.example.com/CHANGEME/magicstick.git", "branch": "main"},
+    }
+
+
+def create_stack(client: KubeClient, namespace: str, name: str = STACK_NAME) -> StackRef:
+    client.apply(STACK, stack_body(namespace, name), field_manager=LOADER)
+    return StackRef(namespace, name)
+
+
+def request_annotation(client: KubeClient, stack: StackRef) -> str | None:
+    annotations = client.get(STACK, stack.name, stack.namespace)["metadata"].get("annotations") or {}
+    return annotations.get(RECONCILIATION_REQUEST)
+
+
+def stalled_condition() -> dict[str, Any]:
+    """PKO's Stalled condition (a metav1.Condition), as it writes it when it stops retrying."""
+    return {
+        "type": "Stalled",
+        "status": "True",
+        "reason": "UpdateFailed",
+        "message": "the last updates failed",
+        "lastTransitionTime": "2026-01-01T00:00:00Z",
+        "observedGeneration": 1,
+    }
+
+
+def ready_condition() -> dict[str, Any]:
+    """PKO's Ready condition after a successful update (it removes Stalled then)."""
+    return {
+        "type": "Ready",
+        "status": "True",
+        "reason": "ProcessingCompleted",
+        "message": "the stack is up to date",
+        "lastTransitionTime": "2026-01-01T00:00:00Z",
+        "observedGeneration": 1,
+    }
+
+
+def write_status(client: KubeClient, kind: ResourceKind, obj: Mapping[str, Any], status: Mapping[str, Any], *, field_manager: str) -> str:
+    """Server-side apply `status` through /status, as the controller `field_manager`; the new resourceVersion."""
+    metadata = {"name": obj["metadata"]["name"]}
+    if obj["metadata"].get("namespace"):
+        metadata["namespace"] = obj["metadata"]["namespace"]
+    body = {"apiVersion": obj["apiVersion"], "kind": obj["kind"], "metadata": metadata, "status": dict(status)}
+    return version_of(client.apply(kind, body, field_manager=field_manager, subresource="status"))
+
+
+def version_of(obj: Mapping[str, Any]) -> str:
+    return str(obj["metadata"]["resourceVersion"])
+
+
+def model_activation(namespace: str, name: str, *, preset: str = "qwen2505bcpu") -> dict[str, Any]:
+    return {
+        "apiVersion": API_VERSION,
+        "kind": "ModelActivation",
+        "metadata": {"name": name, "namespace": namespace},
+        "spec": {"type": "local", "enabled": True, "local": {"preset": preset, "computeTarget": "cpu", "engine": "VLLM"}},
+    }
+
+
+def kustomization(name: str, namespace: str = "flux-system") -> dict[str, Any]:
+    return {
+        "apiVersion": "kustomize.toolkit.fluxcd.io/v1",
+        "kind": "Kustomization",
+        "metadata": {"name": name, "namespace": namespace},
+        "spec": {"interval": "10m", "path": "./modules/example", "prune": True, "sourceRef": {"kind": "GitRepository", "name": "magicstick"}},
+    }
+
+
+def flux_ready(generation: int) -> dict[str, Any]:
+    revision = "main@sha1:0123456789abcdef0123456789abcdef01234567"
+    return {
+        "observedGeneration": generation,
+        "lastAppliedRevision": revision,
+        "conditions": [
+            {
+                "type": "Ready",
+                "status": "True",
+                "reason": "ReconciliationSucceeded",
+                "message": f"Applied revision: {revision}",
+                "lastTransitionTime": "2026-01-01T00:00:00Z",
+                "observedGeneration": generation,
+            }
+        ],
+    }
+
+
+def model_pod(namespace: str, name: str, model: str) -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": name, "namespace": namespace, "labels": {"model": model}},
+        "spec": {"automountServiceAccountToken": False, "containers": [{"name": "server", "image": "registry.example.com/model:CHANGEME"}]},
+    }
+
+
+def pod_ready() -> dict[str, Any]:
+    return {
+        "phase": "Running",
+        "podIP": "10.96.0.10",
+        "conditions": [{"type": "Ready", "status": "True", "lastTransitionTime": "2026-01-01T00:00:00Z"}],
+    }
+
+
+def node(name: str, labels: Mapping[str, str] | None = None) -> dict[str, Any]:
+    return {"apiVersion": "v1", "kind": "Node", "metadata": {"name": name, "labels": dict(labels or {})}}
+
+
+def node_heartbeat(at: str) -> dict[str, Any]:
+    """A kubelet's periodic node status: the Ready condition's heartbeat moves, nothing else."""
+    return {
+        "conditions": [
+            {
+                "type": "Ready",
+                "status": "True",
+                "reason": "KubeletReady",
+                "message": "kubelet is posting ready status",
+                "lastHeartbeatTime": at,
+                "lastTransitionTime": "2026-01-01T00:00:00Z",
+            }
+        ],
+        "allocatable": {"cpu": "8", "memory": "32Gi", "pods": "110"},
+        "capacity": {"cpu": "8", "memory": "32Gi", "pods": "110"},
+    }
+
+
+def config_map(namespace: str, name: str, data: Mapping[str, str]) -> dict[str, Any]:
+    return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name, "namespace": namespace}, "data": dict(data)}
+
+
+def settled(trigger: ReconcileTrigger, kind: ResourceKind, namespace: str | None, version: str, selector: str | None = None) -> None:
+    """Wait until the watch of `kind` in `namespace` has handled `version` (an etcd revision:
+    comparable as a number on this server) and the trigger has nothing left to request."""
+    (watcher,) = [
+        w for w in trigger.watchers if w.target.kind == kind and w.target.namespace == namespace and w.target.label_selector == selector
+    ]
+    eventually(
+        lambda: watcher.resource_version is not None and int(watcher.resource_version) >= int(version),
+        what=f"the watch of {watcher.target} handles resourceVersion {version}",
+    )
+    eventually(trigger.idle, what="the trigger has nothing left to request")
