@@ -11,23 +11,21 @@ disk at runtime: the guard runs on a read-only root filesystem.
 
 from __future__ import annotations
 
-import logging
-import os
 import signal
 import sys
 import threading
 from collections.abc import Sequence
 from types import FrameType
 
+from services.flags import EXIT_BAD_INPUT, settings_or_exit_code, start_logging
 from services.access_guard.decision import Guard
 from services.access_guard.grants import GrantStore
 from services.access_guard.keys import KeySet
 from services.access_guard.server import LOGGER, GuardServer
-from services.access_guard.settings import PROGRAM, GuardSettings, SettingsError, parse_settings
+from services.access_guard.settings import PROGRAM, GuardSettings, parse_settings
 from services.access_guard.tokens import TokenVerifier
 
 EXIT_OK = 0
-EXIT_BAD_INPUT = 2
 SWITCH_INTERVAL_SECONDS = 0.001
 """How long a busy thread may hold the GIL while another waits; the default 5 ms would eat the latency budget."""
 
@@ -45,16 +43,10 @@ def build_server(settings: GuardSettings) -> GuardServer:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    try:
-        settings = parse_settings(sys.argv[1:] if argv is None else argv, os.environ)
-    except SettingsError as error:
-        print(f"{PROGRAM}: {error}", file=sys.stderr)
-        return EXIT_BAD_INPUT
-    logging.basicConfig(
-        level=settings.log_level.upper(),
-        format="%(asctime)s %(levelname)s %(name)s %(message)s",
-        stream=sys.stderr,
-    )
+    settings = settings_or_exit_code(parse_settings, argv, program=PROGRAM)
+    if isinstance(settings, int):
+        return settings
+    start_logging(settings.log_level)
     sys.setswitchinterval(SWITCH_INTERVAL_SECONDS)
     try:
         server = build_server(settings)

@@ -7,15 +7,15 @@ one line that names the flag (and the variable when the value came from there).
 
 from __future__ import annotations
 
-import argparse
 import ipaddress
 import math
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import NoReturn
 from urllib.parse import urlsplit
+
+from services.flags import LOG_LEVELS, Flag, SettingsError, raw_values
 
 PROGRAM = "magicstick-access-guard"
 ENV_PREFIX = "MAGICSTICK_ACCESS_GUARD_"
@@ -23,13 +23,10 @@ DEFAULT_TOKEN_HEADER = "X-Magicstick-Id-Token"
 DEFAULT_LISTEN = "0.0.0.0:8080"
 DEFAULT_JWKS_CACHE_SECONDS = 300.0
 DEFAULT_JWKS_TIMEOUT_SECONDS = 2.0
-LOG_LEVELS = ("debug", "info", "warning", "error")
 
 _HEADER_NAME = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+")
 
 
-class SettingsError(ValueError):
-    """An invalid flag or environment value; the message is one line and names the flag."""
 
 
 @dataclass(frozen=True)
@@ -58,45 +55,21 @@ class GuardSettings:
     log_level: str = "info"
 
 
-@dataclass(frozen=True)
-class _Flag:
-    name: str
-    help: str
-    default: str | None = None
-
-    @property
-    def dest(self) -> str:
-        return self.name.removeprefix("--").replace("-", "_")
-
-    @property
-    def env(self) -> str:
-        return ENV_PREFIX + self.dest.upper()
-
 
 _FLAGS = (
-    _Flag("--grants-dir", "directory of the mounted grants ConfigMap (required)"),
-    _Flag("--issuer", "OIDC issuer URL tokens must name in `iss` (required)"),
-    _Flag("--audience", "OIDC client ID tokens must name in `aud` (required)"),
-    _Flag("--jwks-uri", "URL of the issuer's JSON Web Key Set (required)"),
-    _Flag("--token-header", "request header that carries the ID token", DEFAULT_TOKEN_HEADER),
-    _Flag("--listen", "address to listen on, HOST:PORT ([HOST]:PORT for IPv6)", DEFAULT_LISTEN),
-    _Flag("--jwks-cache-seconds", "lifetime of a fetched key set, seconds", str(DEFAULT_JWKS_CACHE_SECONDS)),
-    _Flag("--jwks-timeout-seconds", "timeout of one key set fetch, seconds", str(DEFAULT_JWKS_TIMEOUT_SECONDS)),
-    _Flag("--log-level", f"one of {', '.join(LOG_LEVELS)}", "info"),
+    Flag("--grants-dir", "directory of the mounted grants ConfigMap (required)"),
+    Flag("--issuer", "OIDC issuer URL tokens must name in `iss` (required)"),
+    Flag("--audience", "OIDC client ID tokens must name in `aud` (required)"),
+    Flag("--jwks-uri", "URL of the issuer's JSON Web Key Set (required)"),
+    Flag("--token-header", "request header that carries the ID token", DEFAULT_TOKEN_HEADER),
+    Flag("--listen", "address to listen on, HOST:PORT ([HOST]:PORT for IPv6)", DEFAULT_LISTEN),
+    Flag("--jwks-cache-seconds", "lifetime of a fetched key set, seconds", str(DEFAULT_JWKS_CACHE_SECONDS)),
+    Flag("--jwks-timeout-seconds", "timeout of one key set fetch, seconds", str(DEFAULT_JWKS_TIMEOUT_SECONDS)),
+    Flag("--log-level", f"one of {', '.join(LOG_LEVELS)}", "info"),
 )
 
 
-class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> NoReturn:
-        raise SettingsError(message)
-
-
-def _parser() -> argparse.ArgumentParser:
-    parser = _Parser(prog=PROGRAM, description="Envoy HTTP external authorization for Magic Stick AppInstances.")
-    for flag in _FLAGS:
-        default = f"; default {flag.default}" if flag.default is not None else ""
-        parser.add_argument(flag.name, dest=flag.dest, metavar=flag.dest.upper(), help=f"{flag.help} [env {flag.env}{default}]")
-    return parser
+DESCRIPTION = "Envoy HTTP external authorization for Magic Stick AppInstances."
 
 
 def parse_settings(argv: Sequence[str], environ: Mapping[str, str]) -> GuardSettings:
@@ -104,15 +77,7 @@ def parse_settings(argv: Sequence[str], environ: Mapping[str, str]) -> GuardSett
 
     Raises SettingsError with a one-line message naming the offending flag.
     """
-    given = vars(_parser().parse_args(list(argv)))
-    raw: dict[str, tuple[str | None, str]] = {}
-    for flag in _FLAGS:
-        if given[flag.dest] is not None:
-            raw[flag.dest] = (given[flag.dest], flag.name)
-        elif environ.get(flag.env, "") != "":
-            raw[flag.dest] = (environ[flag.env], f"{flag.name} (from {flag.env})")
-        else:
-            raw[flag.dest] = (flag.default, flag.name)
+    raw = raw_values(_FLAGS, argv, environ, program=PROGRAM, description=DESCRIPTION, env_prefix=ENV_PREFIX)
     return GuardSettings(
         grants_dir=_directory(*raw["grants_dir"]),
         issuer=_url(*raw["issuer"]),

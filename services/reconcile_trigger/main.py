@@ -10,7 +10,6 @@ Nothing is written to disk: the trigger runs on a read-only root filesystem.
 from __future__ import annotations
 
 import logging
-import os
 import signal
 import sys
 import threading
@@ -18,14 +17,14 @@ from collections.abc import Sequence
 from types import FrameType
 
 from providers.kube import KubeAccess, KubeConfigError, open_client
-from services.reconcile_trigger.settings import PROGRAM, SettingsError, TriggerSettings, parse_settings
+from services.flags import EXIT_BAD_INPUT, settings_or_exit_code, start_logging
+from services.reconcile_trigger.settings import PROGRAM, TriggerSettings, parse_settings
 from services.reconcile_trigger.stack import StackRef
 from services.reconcile_trigger.trigger import LOGGER, ReconcileTrigger, Timing
 from services.reconcile_trigger.watches import watch_targets
 
 EXIT_OK = 0
 EXIT_FAILED = 1
-EXIT_BAD_INPUT = 2
 WAKE_SECONDS = 0.5
 """How often the main thread looks whether a thread of the trigger failed."""
 
@@ -42,16 +41,10 @@ def build_trigger(settings: TriggerSettings, access: KubeAccess) -> ReconcileTri
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    try:
-        settings = parse_settings(sys.argv[1:] if argv is None else argv, os.environ)
-    except SettingsError as error:
-        print(f"{PROGRAM}: {error}", file=sys.stderr)
-        return EXIT_BAD_INPUT
-    logging.basicConfig(
-        level=settings.log_level.upper(),
-        format="%(asctime)s %(levelname)s %(name)s %(message)s",
-        stream=sys.stderr,
-    )
+    settings = settings_or_exit_code(parse_settings, argv, program=PROGRAM)
+    if isinstance(settings, int):
+        return settings
+    start_logging(settings.log_level)
     if settings.log_level != "debug":
         logging.getLogger("httpx").setLevel(logging.WARNING)  # a line per request otherwise
     access = KubeAccess()

@@ -10,11 +10,11 @@ in-cluster ServiceAccount (providers.kube.KubeAccess, client-go's loading rules)
 
 from __future__ import annotations
 
-import argparse
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import NoReturn
+
+from services.flags import LOG_LEVELS, Flag, SettingsError, raw_values
 
 PROGRAM = "magicstick-reconcile-trigger"
 ENV_PREFIX = "MAGICSTICK_RECONCILE_TRIGGER_"
@@ -25,15 +25,12 @@ DEFAULT_TARGET_NAMESPACES = "ai"
 DEFAULT_QUIET_MS = 500
 DEFAULT_MAX_DELAY_MS = 2000
 MAX_MILLISECONDS = 3_600_000
-LOG_LEVELS = ("debug", "info", "warning", "error")
 
 _DNS_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?")
 _DNS_SUBDOMAIN = re.compile(r"(?=.{1,253}\Z)[a-z0-9]([-a-z0-9.]*[a-z0-9])?")
 _DIGITS = re.compile(r"[0-9]{1,10}")
 
 
-class SettingsError(ValueError):
-    """An invalid flag or environment value; the message is one line and names the flag."""
 
 
 @dataclass(frozen=True)
@@ -54,44 +51,20 @@ class TriggerSettings:
     log_level: str = "info"
 
 
-@dataclass(frozen=True)
-class _Flag:
-    name: str
-    help: str
-    default: str | None = None
-
-    @property
-    def dest(self) -> str:
-        return self.name.removeprefix("--").replace("-", "_")
-
-    @property
-    def env(self) -> str:
-        return ENV_PREFIX + self.dest.upper()
-
 
 _FLAGS = (
-    _Flag("--stack-namespace", "namespace of the PKO Stack to request runs of", DEFAULT_STACK_NAMESPACE),
-    _Flag("--stack-name", "name of the PKO Stack to request runs of", DEFAULT_STACK_NAME),
-    _Flag("--system-namespace", "the program's system namespace (magicstick:systemNamespace)", DEFAULT_SYSTEM_NAMESPACE),
-    _Flag("--target-namespaces", "comma-separated namespaces of models and instances", DEFAULT_TARGET_NAMESPACES),
-    _Flag("--gateway-namespace", "namespace of the instances' routes and policies; default: the system namespace"),
-    _Flag("--quiet-ms", "request a run once changes have been quiet this long, milliseconds", str(DEFAULT_QUIET_MS)),
-    _Flag("--max-delay-ms", "request a run at the latest this long after the first change, milliseconds", str(DEFAULT_MAX_DELAY_MS)),
-    _Flag("--log-level", f"one of {', '.join(LOG_LEVELS)}", "info"),
+    Flag("--stack-namespace", "namespace of the PKO Stack to request runs of", DEFAULT_STACK_NAMESPACE),
+    Flag("--stack-name", "name of the PKO Stack to request runs of", DEFAULT_STACK_NAME),
+    Flag("--system-namespace", "the program's system namespace (magicstick:systemNamespace)", DEFAULT_SYSTEM_NAMESPACE),
+    Flag("--target-namespaces", "comma-separated namespaces of models and instances", DEFAULT_TARGET_NAMESPACES),
+    Flag("--gateway-namespace", "namespace of the instances' routes and policies; default: the system namespace"),
+    Flag("--quiet-ms", "request a run once changes have been quiet this long, milliseconds", str(DEFAULT_QUIET_MS)),
+    Flag("--max-delay-ms", "request a run at the latest this long after the first change, milliseconds", str(DEFAULT_MAX_DELAY_MS)),
+    Flag("--log-level", f"one of {', '.join(LOG_LEVELS)}", "info"),
 )
 
 
-class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> NoReturn:
-        raise SettingsError(message)
-
-
-def _parser() -> argparse.ArgumentParser:
-    parser = _Parser(prog=PROGRAM, description="Request a run of the Magic Stick program's PKO Stack when what it reads changes.")
-    for flag in _FLAGS:
-        default = f"; default {flag.default}" if flag.default is not None else ""
-        parser.add_argument(flag.name, dest=flag.dest, metavar=flag.dest.upper(), help=f"{flag.help} [env {flag.env}{default}]")
-    return parser
+DESCRIPTION = "Request a run of the Magic Stick program's PKO Stack when what it reads changes."
 
 
 def parse_settings(argv: Sequence[str], environ: Mapping[str, str]) -> TriggerSettings:
@@ -99,15 +72,7 @@ def parse_settings(argv: Sequence[str], environ: Mapping[str, str]) -> TriggerSe
 
     Raises SettingsError with a one-line message naming the offending flag.
     """
-    given = vars(_parser().parse_args(list(argv)))
-    raw: dict[str, tuple[str | None, str]] = {}
-    for flag in _FLAGS:
-        if given[flag.dest] is not None:
-            raw[flag.dest] = (given[flag.dest], flag.name)
-        elif environ.get(flag.env, "") != "":
-            raw[flag.dest] = (environ[flag.env], f"{flag.name} (from {flag.env})")
-        else:
-            raw[flag.dest] = (flag.default, flag.name)
+    raw = raw_values(_FLAGS, argv, environ, program=PROGRAM, description=DESCRIPTION, env_prefix=ENV_PREFIX)
     system_namespace = _namespace(*raw["system_namespace"])
     gateway_value, gateway_origin = raw["gateway_namespace"]
     quiet_ms = _milliseconds(*raw["quiet_ms"])

@@ -1,0 +1,84 @@
+"""Command-line flags with environment fallbacks, shared by the services.
+
+A flag given on the command line wins over its environment variable (`<prefix><FLAG>`), which
+wins over the default. Values are returned raw with where they came from, so each service's
+validation can name the flag (and the variable) in a one-line error.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import sys
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import NoReturn, TypeVar
+
+LOG_LEVELS = ("debug", "info", "warning", "error")
+EXIT_BAD_INPUT = 2
+T = TypeVar("T")
+
+
+class SettingsError(ValueError):
+    """An invalid flag or environment value; the message is one line and names the flag."""
+
+
+@dataclass(frozen=True)
+class Flag:
+    name: str
+    help: str
+    default: str | None = None
+
+    @property
+    def dest(self) -> str:
+        return self.name.removeprefix("--").replace("-", "_")
+
+
+RawValues = dict[str, tuple[str | None, str]]
+"""By flag destination: the raw value (None: unset) and its origin as an error names it."""
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> NoReturn:
+        raise SettingsError(message)
+
+
+def parser_for(flags: Sequence[Flag], *, program: str, description: str, env_prefix: str) -> argparse.ArgumentParser:
+    parser = _Parser(prog=program, description=description)
+    for flag in flags:
+        default = f"; default {flag.default}" if flag.default is not None else ""
+        parser.add_argument(flag.name, dest=flag.dest, metavar=flag.dest.upper(), help=f"{flag.help} [env {env_prefix}{flag.dest.upper()}{default}]")
+    return parser
+
+
+def raw_values(
+    flags: Sequence[Flag], argv: Sequence[str], environ: Mapping[str, str], *, program: str, description: str, env_prefix: str
+) -> RawValues:
+    """Each flag's value from `argv`, else `environ`, else its default, with its origin.
+    Raises SettingsError for a flag argparse refuses."""
+    given = vars(parser_for(flags, program=program, description=description, env_prefix=env_prefix).parse_args(list(argv)))
+    raw: RawValues = {}
+    for flag in flags:
+        env = env_prefix + flag.dest.upper()
+        if given[flag.dest] is not None:
+            raw[flag.dest] = (given[flag.dest], flag.name)
+        elif environ.get(env, "") != "":
+            raw[flag.dest] = (environ[env], f"{flag.name} (from {env})")
+        else:
+            raw[flag.dest] = (flag.default, flag.name)
+    return raw
+
+
+def start_logging(level: str) -> None:
+    """One line per record on stderr, at `level` (a LOG_LEVELS value)."""
+    logging.basicConfig(level=level.upper(), format="%(asctime)s %(levelname)s %(name)s %(message)s", stream=sys.stderr)
+
+
+def settings_or_exit_code(parse: Callable[[Sequence[str], Mapping[str, str]], T], argv: Sequence[str] | None, *, program: str) -> T | int:
+    """`parse` of the process's flags and environment, or the exit code of a bad one (said in one line)."""
+    try:
+        return parse(sys.argv[1:] if argv is None else argv, os.environ)
+    except SettingsError as error:
+        print(f"{program}: {error}", file=sys.stderr)
+        return EXIT_BAD_INPUT
