@@ -63,13 +63,9 @@ class EngineValidationStatus(ApiModel):
     message: str | None = None
 
 
-class CompatibilityNodeStatus(ApiModel):
-    """Per-node evidence of a compatibility profile: what the node is and what the host reports."""
+class _HostSupport(ApiModel):
+    """What a compatibility profile found on a host, for one node or the whole appliance."""
 
-    node: str
-    node_uid: str | None = Field(default=None, alias="nodeUID")
-    profile_id: str | None = None
-    profile_version: str | None = None
     upstream_supported: bool
     opted_in: bool
     eligible: bool
@@ -80,6 +76,15 @@ class CompatibilityNodeStatus(ApiModel):
     resource_registered: bool = False
     host_fingerprint: str | None = None
     host_boot_id: str | None = Field(default=None, alias="hostBootID")
+
+
+class CompatibilityNodeStatus(_HostSupport):
+    """Per-node evidence of a compatibility profile: what the node is and what the host reports."""
+
+    node: str
+    node_uid: str | None = Field(default=None, alias="nodeUID")
+    profile_id: str | None = None
+    profile_version: str | None = None
     evidence: str
     """Current, Missing, Malformed, Foreign or Stale (planning.hardware.evidence)."""
     engines: list[str] = Field(default_factory=list)
@@ -99,7 +104,7 @@ class DeviceDiagnosticStatus(ApiModel):
     message: str = ""
 
 
-class CompatibilityStatus(ApiModel):
+class CompatibilityStatus(_HostSupport):
     """hardwareOperators.amd-gpu.compatibility: profile, node, host/resource and the optional
     per-engine validation stages. Validation is advisory: it never gates Ready."""
 
@@ -109,16 +114,6 @@ class CompatibilityStatus(ApiModel):
     """The selected profile; empty for upstream-only support."""
     profile_version: str | None = None
     experimental: bool | None = None
-    opted_in: bool
-    upstream_supported: bool
-    eligible: bool
-    pci_devices: list[str] = Field(default_factory=list)
-    expected_architecture: str | None = None
-    detected_architecture: str | None = None
-    host_driver_ready: bool = False
-    resource_registered: bool = False
-    host_fingerprint: str | None = None
-    host_boot_id: str | None = Field(default=None, alias="hostBootID")
     nodes: list[CompatibilityNodeStatus] = Field(default_factory=list)
     validation_required: Literal[False] = False
     validation_request: str | None = None

@@ -2,30 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 
 import pytest
 
 from cli.backend import A_CHECK_FAILED, ALL_PASSED
 from cli.main import EXIT_BAD_INPUT, main
-from tests.support.s3_store import S3Store, aws_environment, closed_loopback_port, no_aws_credentials
+from tests.support.s3_store import BUCKET, closed_loopback_port, no_aws_credentials, s3, store  # noqa: F401 - fixtures
 
-BUCKET = "state-bucket"
-
-
-@pytest.fixture(scope="module")
-def store() -> Iterator[S3Store]:
-    store = S3Store()
-    store.start()
-    yield store
-    store.stop()
-
-
-@pytest.fixture
-def s3(store, monkeypatch, tmp_path) -> S3Store:
-    store.reset()
-    aws_environment(monkeypatch, tmp_path)
-    return store
 
 
 def run(capsys, *argv: str) -> tuple[int, list[str], list[str]]:

@@ -11,7 +11,6 @@ from __future__ import annotations
 import os
 import sys
 import tempfile
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -32,32 +31,17 @@ from providers.state_backend import (
     check_backend,
     parse_backend_url,
 )
-from tests.support.s3_store import (
+from tests.support.s3_store import (  # noqa: F401 - store and s3 are fixtures
     ALL_BLOCKED,
+    BUCKET,
     Credentials,
-    S3Store,
     aws_environment,
     closed_loopback_port,
     no_aws_credentials,
+    s3,
+    store,
 )
 
-BUCKET = "state-bucket"
-
-
-@pytest.fixture(scope="module")
-def store() -> Iterator[S3Store]:
-    store = S3Store()
-    store.start()
-    yield store
-    store.stop()
-
-
-@pytest.fixture
-def s3(store, monkeypatch, tmp_path) -> S3Store:
-    """The store, emptied, with the AWS chain seeing only the root test key."""
-    store.reset()
-    aws_environment(monkeypatch, tmp_path)
-    return store
 
 
 def lines(report: CheckReport) -> list[str]:

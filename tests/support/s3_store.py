@@ -18,6 +18,7 @@ from typing import Any
 
 import boto3
 import httpx
+import pytest
 from moto.server import ThreadedMotoServer
 
 REGION = "eu-west-1"
@@ -160,3 +161,23 @@ def no_aws_credentials(monkeypatch: Any, tmp_path: Any) -> None:
     aws_environment(monkeypatch, tmp_path)
     monkeypatch.delenv("AWS_ACCESS_KEY_ID")
     monkeypatch.delenv("AWS_SECRET_ACCESS_KEY")
+
+
+BUCKET = "state-bucket"
+
+
+@pytest.fixture(scope="module")
+def store() -> Iterator[S3Store]:
+    """One moto server in server mode, over real HTTP, for the module's tests."""
+    running = S3Store()
+    running.start()
+    yield running
+    running.stop()
+
+
+@pytest.fixture
+def s3(store: S3Store, monkeypatch: Any, tmp_path: Any) -> S3Store:
+    """The store, emptied, with the AWS chain seeing only the root test key."""
+    store.reset()
+    aws_environment(monkeypatch, tmp_path)
+    return store
