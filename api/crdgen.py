@@ -23,6 +23,7 @@ from typing import Any
 import yaml
 from pydantic import BaseModel
 
+from api import yamlio
 from api.meta import GROUP, VERSION
 from api.setup import ApplianceSetupStatus
 from api.validation import SPEC_TYPES
@@ -293,7 +294,7 @@ def stale_files(directory: Path = CRD_DIRECTORY) -> list[str]:
 def load_committed_crds() -> list[dict[str, Any]]:
     """The CRDs shipped inside the package, parsed, in KINDS order (what the program installs)."""
     package = resources.files("api").joinpath("crds")
-    return [yaml.safe_load(package.joinpath(f"{kind.name}.yaml").read_text(encoding="utf-8")) for kind in KINDS]
+    return [yamlio.safe_load(package.joinpath(f"{kind.name}.yaml").read_text(encoding="utf-8")) for kind in KINDS]
 
 
 def main(argv: Sequence[str] | None = None) -> int:

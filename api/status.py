@@ -104,6 +104,50 @@ class DeviceDiagnosticStatus(ApiModel):
     message: str = ""
 
 
+class DraDeviceStatus(ApiModel):
+    """One device a DRA driver publishes in a ResourceSlice: physical inventory, never a slot."""
+
+    node: str
+    pool: str
+    device: str
+    pci_address: str | None = None
+
+
+class DraSharingStatus(ApiModel):
+    """compatibility.sharing (amd-gpu): the allocation transition and the actual DRA devices."""
+
+    applied_mode: Literal["exclusive", "dra-shared"]
+    desired_mode: Literal["exclusive", "dra-shared"]
+    phase: str
+    claim: str | None = None
+    """namespace/name of the shared ResourceClaim, while it exists."""
+    claim_device: DraDeviceStatus | None = None
+    devices: list[DraDeviceStatus] = Field(default_factory=list)
+    device_count: int = 0
+    """How many devices `devices` stands for: the list holds the first of them."""
+
+
+class GpuSharingStatus(ApiModel):
+    """hardwareOperators.<gpu|amd-gpu>.sharing: who manages sharing and where a transition stands.
+
+    Slots are what the sharing offers to models; the device inventory (`devices`) counts
+    physical GPUs only."""
+
+    management: Literal["magicstick", "default"]
+    desired_mode: str | None = None
+    observed_phase: Literal["Default", "Active", "Draining", "Applying", "NodeNotFound", "Conflict", "Unsupported"]
+    applied_mode: str
+    node: str | None = None
+    node_uid: str | None = Field(default=None, alias="nodeUID")
+    slots: int | None = None
+    slot_limit: int | None = None
+    physical_gpus: int = 0
+    admitted_models: list[str] = Field(default_factory=list)
+    admitted_model_count: int = 0
+    waiting_models: list[str] = Field(default_factory=list)
+    message: str = ""
+
+
 class CompatibilityStatus(_HostSupport):
     """hardwareOperators.amd-gpu.compatibility: profile, node, host/resource and the optional
     per-engine validation stages. Validation is advisory: it never gates Ready."""
@@ -125,6 +169,7 @@ class CompatibilityStatus(_HostSupport):
     flux-system/magicstick-gpu-runtime-images, else the catalog's release image (empty)."""
     reason: str
     message: str
+    sharing: DraSharingStatus | None = None
 
 
 class HardwareOperatorStatus(ApiModel):
@@ -150,6 +195,8 @@ class HardwareOperatorStatus(ApiModel):
     """How many GPUs `devices` stands for: the list holds the first of them."""
     compatibility: CompatibilityStatus | None = None
     """amd-gpu only: Magic Stick's compatibility profiles (planning.hardware.compatibility)."""
+    sharing: GpuSharingStatus | None = None
+    """gpu and amd-gpu: GPU sharing (planning.hardware.sharing)."""
 
 
 class MemoryEstimateStatus(ApiModel):

@@ -8,6 +8,7 @@ from typing import Any
 
 import yaml
 
+from api import yamlio
 from catalogs.errors import DOCUMENT, CatalogError
 
 Source = Path | Traversable
@@ -15,6 +16,10 @@ Source = Path | Traversable
 
 class _StrictLoader(yaml.SafeLoader):
     """A safe loader that refuses a key written twice in one mapping."""
+
+
+class _FastStrictLoader(yamlio.SafeLoader):  # type: ignore[misc,valid-type]
+    """_StrictLoader on libyaml's parser when there is one (api/yamlio.py)."""
 
 
 def _construct_mapping(loader: _StrictLoader, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
@@ -28,7 +33,8 @@ def _construct_mapping(loader: _StrictLoader, node: yaml.MappingNode, deep: bool
     return loader.construct_mapping(node, deep=deep)
 
 
-_StrictLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_mapping)
+for _loader in (_StrictLoader, _FastStrictLoader):
+    _loader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_mapping)
 
 
 def _position(error: yaml.YAMLError) -> str:
@@ -64,7 +70,7 @@ def parse_document(text: str, *, file: str) -> dict[str, Any]:
     :class:`CatalogError`.
     """
     try:
-        documents = list(yaml.load_all(text, Loader=_StrictLoader))
+        documents = yamlio.safe_load_all(text, loader=_FastStrictLoader, pure=_StrictLoader)
     except yaml.YAMLError as error:
         raise CatalogError(
             file=file, entry=DOCUMENT, field=_position(error), message=f"invalid YAML: {_problem(error)}"

@@ -44,6 +44,8 @@ class Registration:
     dependencies: tuple[str, ...] = ()
     aliases: tuple[str, ...] = ()
     """Earlier logical names of this resource (name aliases)."""
+    former_parents: tuple[str, ...] = ()
+    """Earlier parents of this resource (the parent URNs its aliases name), each once."""
 
     @property
     def parent_name(self) -> str:
@@ -118,6 +120,7 @@ def _registration(request: Any, urn: str) -> Registration:
         retain_on_delete=bool(request.retainOnDelete),
         dependencies=tuple(request.dependencies),
         aliases=tuple(alias.spec.name for alias in request.aliases if alias.HasField("spec") and alias.spec.name),
+        former_parents=tuple(dict.fromkeys(a.spec.parentUrn for a in request.aliases if a.HasField("spec") and a.spec.parentUrn)),
     )
 
 

@@ -20,8 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
 
-import yaml
-
+from api import yamlio
 from catalogs import CatalogError, load_catalogs
 from cli.errors import RenderInputError, filesystem_error
 from cli.files import DYNAMIC, RESOURCES, STATUS, RenderedFile, file_order, fit_file_name, safe_part
@@ -237,7 +236,7 @@ def _in_order(files: list[RenderedFile]) -> tuple[RenderedFile, ...]:
 
 
 def _file(folder: str, stem: str, document: Mapping[str, Any]) -> RenderedFile:
-    text = yaml.safe_dump(dict(document), sort_keys=True, default_flow_style=False)
+    text = yamlio.safe_dump(dict(document), sort_keys=True, default_flow_style=False)
     return RenderedFile(path=f"{folder}/{fit_file_name(stem)}", text=text)
 
 

@@ -1,5 +1,6 @@
 """Appliance: the root component. It owns the program's CRDs, the seeded ModuleActivations
-and one Module per module that has a Kustomization.
+and one Module per module that has a Kustomization. The resources of a ModelActivation are its
+direct children (components/model.py says why there is no component per activation).
 
 The status write of an object takes the `problem` outputs of the object's dynamic resources:
 a ModelActivation those of its runtime profile, offloading profile, Pod recovery and Ollama alias; the Appliance
@@ -76,6 +77,8 @@ class Appliance(pulumi.ComponentResource):
         problems[("Appliance", "")] = {name: removal.problem for name, removal in removals.items()}
         if plan.models.external_models is not None:
             declare(plan.models.external_models, opts=child)
+        if plan.model_catalog is not None and plan.model_catalog.config_map is not None:
+            declare(plan.model_catalog.config_map, opts=child)
         for update in plan.statuses:
             if update.kind in WRITTEN_STATUS_KINDS:
                 found = problems.get((update.kind, "" if update.kind == "Appliance" else update.name), {})
@@ -133,4 +136,4 @@ class Appliance(pulumi.ComponentResource):
         if outcome.model is None and outcome.pod_deletion is None and outcome.alias is None and outcome.runtime is None:
             return None
         args = ModelArgs(outcome=outcome, providers=providers, depends_on=needs)
-        return Model(outcome.activation, args, opts=pulumi.ResourceOptions(parent=self))
+        return Model(outcome.activation, args, parent=self)

@@ -65,11 +65,17 @@ class LogicalName:
         """`parts` joined by '/'; `previous` is the name of earlier versions. Pure."""
         return cls(name=NAME_SEPARATOR.join(parts), previous=(previous,))
 
-    def options(self, opts: pulumi.ResourceOptions) -> pulumi.ResourceOptions:
-        """`opts` with an alias for every previous name."""
-        if not self.previous:
+    def options(self, opts: pulumi.ResourceOptions, *, former_parent: pulumi.Input[str] | None = None) -> pulumi.ResourceOptions:
+        """`opts` with an alias for every previous name; with `former_parent` (the URN of the
+        component the resource lived under in earlier versions), the aliases name that parent,
+        with the resource's name and with each previous one."""
+        aliases: list[str | pulumi.Alias]
+        if former_parent is not None:
+            aliases = [pulumi.Alias(parent=former_parent), *(pulumi.Alias(name=name, parent=former_parent) for name in self.previous)]
+        elif self.previous:
+            aliases = [pulumi.Alias(name=name) for name in self.previous]
+        else:
             return opts
-        aliases: list[str | pulumi.Alias] = [pulumi.Alias(name=name) for name in self.previous]
         return pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(aliases=aliases))
 
 
@@ -150,6 +156,7 @@ class PodRecovery(Resource, module="magicstick", name="PodRecovery"):
         *,
         provider: ResourceProvider,
         opts: pulumi.ResourceOptions,
+        former_parent: pulumi.Input[str] | None = None,
     ) -> None:
         props = {
             "namespace": deletion.namespace,
@@ -160,7 +167,7 @@ class PodRecovery(Resource, module="magicstick", name="PodRecovery"):
             PROBLEM: None,
         }
         name = pod_recovery_name(deletion)
-        super().__init__(provider, name.name, props, name.options(opts))
+        super().__init__(provider, name.name, props, name.options(opts, former_parent=former_parent))
 
 
 class OllamaAlias(Resource, module="magicstick", name="OllamaAlias"):
@@ -178,6 +185,7 @@ class OllamaAlias(Resource, module="magicstick", name="OllamaAlias"):
         logical_name: str | LogicalName,
         provider: ResourceProvider,
         opts: pulumi.ResourceOptions,
+        former_parent: pulumi.Input[str] | None = None,
     ) -> None:
         props = {
             "namespace": request.namespace,
@@ -188,7 +196,7 @@ class OllamaAlias(Resource, module="magicstick", name="OllamaAlias"):
             PROBLEM: None,
         }
         name = logical_name if isinstance(logical_name, LogicalName) else LogicalName(logical_name)
-        super().__init__(provider, name.name, props, name.options(opts))
+        super().__init__(provider, name.name, props, name.options(opts, former_parent=former_parent))
 
 
 class DirectRuntimeResource(Resource, module="magicstick", name="DirectRuntime"):
@@ -208,6 +216,7 @@ class DirectRuntimeResource(Resource, module="magicstick", name="DirectRuntime")
         provider: ResourceProvider,
         opts: pulumi.ResourceOptions,
         field_manager: str = FIELD_MANAGER,
+        former_parent: pulumi.Input[str] | None = None,
     ) -> None:
         props = {
             "runtime": runtime.kind.value,
@@ -217,7 +226,7 @@ class DirectRuntimeResource(Resource, module="magicstick", name="DirectRuntime")
             PROBLEM: None,
         }
         name = direct_runtime_name(runtime)
-        super().__init__(provider, name.name, props, name.options(opts))
+        super().__init__(provider, name.name, props, name.options(opts, former_parent=former_parent))
 
 
 def gpu_validation_name(run: ValidationRunPlan) -> LogicalName:

@@ -9,8 +9,13 @@ from planning.frozen import thaw
 from planning.objects import DesiredObject
 
 
-def declare(obj: DesiredObject, *, opts: pulumi.ResourceOptions) -> pulumi.CustomResource:
+def declare(
+    obj: DesiredObject, *, opts: pulumi.ResourceOptions, former_parent: pulumi.Input[str] | None = None
+) -> pulumi.CustomResource:
     """Map `obj` to its resource; its own lifecycle flags become resource options.
+
+    `former_parent` is the URN of the component the resource lived under in earlier versions:
+    its aliases then name that parent, with the resource's name and with each earlier name.
 
     CRDs use the typed CustomResourceDefinition so the provider applies its CRD handling; a
     patch of a Node (labels on an object the kubelet owns) is a NodePatch, whose deletion gives
@@ -19,7 +24,7 @@ def declare(obj: DesiredObject, *, opts: pulumi.ResourceOptions) -> pulumi.Custo
     extra = pulumi.ResourceOptions(
         ignore_changes=["spec"] if obj.ignore_spec_changes else None,
         retain_on_delete=True if obj.retain_on_delete else None,
-        aliases=[pulumi.Alias(name=previous) for previous in obj.previous_logical_names] or None,
+        aliases=_aliases(obj, former_parent) or None,
     )
     options = pulumi.ResourceOptions.merge(opts, extra)
     body = thaw(obj.body)
@@ -45,3 +50,12 @@ def declare(obj: DesiredObject, *, opts: pulumi.ResourceOptions) -> pulumi.Custo
         opts=options,
         **fields,
     )
+
+
+def _aliases(obj: DesiredObject, former_parent: pulumi.Input[str] | None) -> list[str | pulumi.Alias]:
+    if former_parent is None:
+        return [pulumi.Alias(name=previous) for previous in obj.previous_logical_names]
+    return [
+        pulumi.Alias(parent=former_parent),
+        *(pulumi.Alias(name=previous, parent=former_parent) for previous in obj.previous_logical_names),
+    ]

@@ -14,6 +14,8 @@ from catalogs import Catalogs
 from planning.catalog_overrides import CatalogProblem, keep_unknown_modules
 from planning.hardware.amd import MODULE as AMD_MODULE
 from planning.hardware.amd import amd_objects
+from planning.hardware.nvidia_sharing import MODULE as NVIDIA_MODULE
+from planning.hardware.sharing_plan import SharingPlan, plan_sharing, with_sharing
 from planning.hardware.validation import MAX_HISTORY_RUNS
 from planning.hardware.compatibility import AmdCompatibility, ValidationRunPlan, compatibility_status, decide_compatibility, runtime_ready
 from planning.hardware.operators import (
@@ -27,6 +29,7 @@ from planning.hardware.operators import (
 from planning.intent import read_intent
 from planning.labels import FIELD_MANAGER_ANNOTATION
 from planning.stale import StaleObject, stale_kustomizations
+from planning.models.catalog import ModelCatalog, plan_catalog
 from planning.models.plan import ModelPlan, plan_models
 from planning.instances.plan import InstancePlan, plan_instances
 from planning.modules import ModulePlan, appliance_source, plan_modules
@@ -71,12 +74,16 @@ class Plan:
     validation_history: ValidationHistoryPlan | None = None
     """The validation history store, declared while the amd-gpu module is requested."""
     """Generated objects in the cluster that nothing in the plan declares: removed (planning/stale.py)."""
+    model_catalog: ModelCatalog | None = None
+    """What LiteLLM routes, and its ConfigMap (planning/models/catalog.py)."""
 
     @property
     def objects(self) -> tuple[DesiredObject, ...]:
         """Every Kubernetes object the plan declares, CRDs first."""
         provider_objects = tuple(o for p in self.hardware_providers for o in p.objects)
         external = (self.models.external_models,) if self.models.external_models is not None else ()
+        if self.model_catalog is not None and self.model_catalog.config_map is not None:
+            external += (self.model_catalog.config_map,)
         return (
             self.crds
             + self.modules.seeded_activations
@@ -137,6 +144,7 @@ def plan(
         hardware_requests=frozenset(v.module for v in vendors if v.request),
     )
     modules = keep_unknown_modules(modules, snapshot, catalogs, catalog_problems)
+    sharing = plan_sharing(intent=intent, snapshot=snapshot, hardware=hardware, catalogs=catalogs, field_manager=settings.field_manager)
     models = plan_models(
         intent=intent,
         requirements=needs,
@@ -147,7 +155,9 @@ def plan(
         settings=settings,
         now=now,
         memory=hardware.memory,
+        sharing=sharing,
     )
+    catalog = plan_catalog(models=models, modules=modules, snapshot=snapshot, settings=settings)
     instances = plan_instances(
         intent=intent,
         requirements=needs,
@@ -161,13 +171,14 @@ def plan(
     statuses = list(module_activation_statuses(modules, now))
     statuses += with_required_modules(instances.statuses + models.statuses, requirements=needs)
     operators = hardware_operator_statuses(hardware=hardware, decisions=vendors, modules=modules, catalogs=catalogs, requirements=needs)
+    operators = with_sharing(operators, sharing)
     amd = _amd_compatibility(snapshot, intent, hardware, vendors, catalogs, settings, now)
     if amd is not None and AMD_MODULE in operators:
         kubeai = modules.outcome("kubeai")
         ready = runtime_ready(snapshot, kubeai.phase if kubeai is not None else None)
-        compatibility = compatibility_status(amd, catalogs=catalogs, runtime_ready=ready)
+        compatibility = compatibility_status(amd, catalogs=catalogs, runtime_ready=ready).model_copy(update={"sharing": sharing.amd_status()})
         operators[AMD_MODULE] = operators[AMD_MODULE].model_copy(update={"compatibility": compatibility})
-    providers = _hardware_providers(hardware, vendors, modules, snapshot, catalogs, settings, amd)
+    providers = _hardware_providers(hardware, vendors, modules, snapshot, catalogs, settings, amd, sharing)
     appliance = appliance_status(
         intent,
         modules,
@@ -175,7 +186,7 @@ def plan(
         hardware_operators=operators,
         instances=instances.summaries,
         models=models.statuses,
-        catalog_problems=catalog_problems,
+        catalog_problems=(*catalog_problems, *catalog.problems),
         operator=operator_report(
             snapshot, settings, previous_status=intent.appliance.obj.status if intent.appliance else {}, now=now
         ),
@@ -193,6 +204,7 @@ def plan(
         hardware=hardware,
         validation_runs=amd.runs if amd is not None and _amd_requested(modules) else (),
         validation_history=ValidationHistoryPlan(settings.system_namespace) if _amd_requested(modules) else None,
+        model_catalog=catalog,
     )
 
 
@@ -226,10 +238,14 @@ def _hardware_providers(
     catalogs: Catalogs,
     settings: PlanSettings,
     amd: AmdCompatibility | None = None,
+    sharing: SharingPlan = SharingPlan(),
 ) -> tuple[HardwareProviderPlan, ...]:
     providers = []
     for decision in vendors:
         if decision.module != AMD_MODULE:
+            shared = tuple(o for o in sharing.objects if o.kind == "Node")
+            if decision.module == NVIDIA_MODULE and shared:
+                providers.append(HardwareProviderPlan(module=decision.module, objects=shared))
             continue
         outcome = modules.outcome(decision.module)
         objects = amd_objects(
@@ -241,7 +257,9 @@ def _hardware_providers(
             field_manager=settings.field_manager,
             admitted=amd.eligible_nodes if amd is not None else None,
             node_labels={n.node: amd.labels_of(n.node) for n in amd.nodes} if amd is not None else None,
+            dra=sharing.amd_dra,
         )
+        objects += tuple(o for o in sharing.objects if o.kind != "Node")
         if objects:
             providers.append(HardwareProviderPlan(module=decision.module, objects=objects))
     return tuple(providers)

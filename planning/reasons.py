@@ -34,6 +34,8 @@ class Reason(StrEnum):
     RELEASE_NAME_CONFLICT = "ReleaseNameConflict"
     BACKEND_SERVICE_CONFLICT = "BackendServiceConflict"
     WAITING_FOR_GPU = "WaitingForGPU"
+    GPU_SHARING_TRANSITION = "GpuSharingTransition"
+    WAITING_FOR_GPU_SLOT = "WaitingForGpuSlot"
     WAITING_FOR_POD = "WaitingForPod"
     WAITING_FOR_MODEL_CATALOG = "WaitingForModelCatalog"
     DEFERRED_BY_HOST_OPERATION = "DeferredByHostOperation"

@@ -203,6 +203,8 @@ GENERIC_KINDS = frozenset(
         ("gateway.networking.k8s.io/v1", "ReferenceGrant"),
         ("gateway.envoyproxy.io/v1alpha1", "SecurityPolicy"),
         ("pulumi.com/v1", "Stack"),
+        ("resource.k8s.io/v1", "ResourceClaim"),
+        ("resource.k8s.io/v1", "ResourceSlice"),
     }
 )
 
@@ -329,6 +331,9 @@ class Snapshot:
     served_crds: frozenset[str] = field(default_factory=frozenset)
     unreadable: tuple[UnreadableNamespace, ...] = ()
     """Namespaces only some objects target whose read the server refused; sorted by namespace."""
+    served_apis: frozenset[str] = field(default_factory=frozenset)
+    """Built-in APIs the cluster serves that only some features need, as
+    `<plural>.<group>/<version>` (OPTIONAL_APIS); a snapshot file records them in a List annotation."""
 
     def unreadable_namespace(self, namespace: str) -> UnreadableNamespace | None:
         """Why `namespace` could not be read this run, or None when it was read (or never needed)."""
@@ -385,6 +390,7 @@ class Snapshot:
         ollama: Iterable[OllamaObservation] = (),
         unreadable: Iterable[UnreadableNamespace] = (),
         health: Iterable[HealthObservation] = (),
+        served_apis: Iterable[str] = (),
     ) -> Snapshot:
         """Build a snapshot from raw objects; kinds the program does not read are ignored.
 
@@ -467,6 +473,7 @@ class Snapshot:
             health=tuple(sorted(health, key=lambda h: (h.namespace, h.pod))),
             served_crds=frozenset(crds),
             unreadable=tuple(sorted(unreadable, key=lambda u: u.namespace)),
+            served_apis=frozenset(served_apis),
         )
 
 

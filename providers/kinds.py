@@ -46,6 +46,15 @@ SECURITY_POLICY = ResourceKind(
     group="gateway.envoyproxy.io", version="v1alpha1", kind="SecurityPolicy", plural="securitypolicies", namespaced=True
 )
 
+RESOURCE_CLAIM = ResourceKind(group="resource.k8s.io", version="v1", kind="ResourceClaim", plural="resourceclaims", namespaced=True)
+RESOURCE_SLICE = ResourceKind(group="resource.k8s.io", version="v1", kind="ResourceSlice", plural="resourceslices", namespaced=False)
+MUTATING_ADMISSION_POLICY = ResourceKind(
+    group="admissionregistration.k8s.io", version="v1beta1", kind="MutatingAdmissionPolicy", plural="mutatingadmissionpolicies", namespaced=False
+)
+OPTIONAL_APIS = (RESOURCE_CLAIM, MUTATING_ADMISSION_POLICY)
+"""Built-in APIs only GPU sharing needs; whether the cluster serves them is part of the snapshot
+(Snapshot.served_apis, named `<plural>.<group>/<version>`)."""
+
 STACK = ResourceKind(group="pulumi.com", version="v1", kind="Stack", plural="stacks", namespaced=True)
 """The Pulumi Kubernetes Operator Stack the program runs under (read by name, planning.operator)."""
 

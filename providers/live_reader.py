@@ -46,6 +46,7 @@ from dataclasses import dataclass
 from typing import Any, Final, TypeVar
 
 from planning.instances.guard import GUARD_SELECTOR
+from planning.labels import MANAGED_BY, MANAGED_BY_VALUE
 from planning.models.direct import RUNTIME_LABEL, DirectRuntimeKind
 from planning.models.kubeai import MODEL_SERVER_PORT
 from planning.settings import DEFAULT_STACK_NAME, FLUX_NAMESPACE
@@ -66,8 +67,11 @@ from providers.kinds import (
     MODULE_ACTIVATION,
     NODE,
     NODE_FEATURE,
+    OPTIONAL_APIS,
     POD,
     REFERENCE_GRANT,
+    RESOURCE_CLAIM,
+    RESOURCE_SLICE,
     SECURITY_POLICY,
     STACK,
 )
@@ -75,6 +79,8 @@ from providers.kube import Forbidden, KubeAccess, KubeClient, KubeError, Resourc
 from providers.ollama import ProbeLimits, ProbeTarget, failure_detail, probe_pods, proxy_path
 
 SETUP_NAMESPACE = "identity-system"
+MANAGED_SELECTOR: Final = f"{MANAGED_BY}={MANAGED_BY_VALUE}"
+"""Objects the program created itself (the shared GPU claim)."""
 GET: Final = "get"
 """The verb of the one read by name: the operator's Stack."""
 LIST: Final = "list"
@@ -100,6 +106,8 @@ class LiveObjects:
 
     objects: list[dict[str, Any]]
     unreadable: tuple[UnreadableNamespace, ...] = ()
+    served_apis: tuple[str, ...] = ()
+    """OPTIONAL_APIS the cluster serves, as `<plural>.<group>/<version>` (Snapshot.served_apis)."""
 
 
 DEFAULT_MODEL_NAMESPACE = "ai"
@@ -166,6 +174,8 @@ def reads(
         Read(CONFIG_MAP, system_namespace),
         Read(HELM_RELEASE, system_namespace),
         *gateway_reads(gateway_namespace or system_namespace),
+        Read(RESOURCE_SLICE),
+        Read(RESOURCE_CLAIM, DEFAULT_MODEL_NAMESPACE, MANAGED_SELECTOR),
     ) + per_namespace
 
 
@@ -450,7 +460,28 @@ def read_live_objects(
         objects += found.objects
         unreadable += found.unreadable
     objects += read_operator_stack(client, stack_read(system_namespace, stack_name), served)
-    return LiveObjects(objects=distinct(objects), unreadable=tuple(unreadable))
+    return LiveObjects(objects=distinct(objects), unreadable=tuple(unreadable), served_apis=served_apis(client, served))
+
+
+def api_name(kind: ResourceKind) -> str:
+    """`<plural>.<group>/<version>`: how Snapshot.served_apis names a built-in API. Pure."""
+    return f"{kind.plural}.{kind.group}/{kind.version}"
+
+
+def served_apis(client: KubeClient, served: Served) -> tuple[str, ...]:
+    """The OPTIONAL_APIS the cluster serves, asking discovery for a group/version not asked yet."""
+    found = []
+    for kind in OPTIONAL_APIS:
+        key = (kind.group, kind.version)
+        if key not in served:
+            try:
+                served[key] = client.served_resources(kind.group, kind.version)
+            except KubeError as error:
+                raise SnapshotReadError(f"discovery of {kind.group}/{kind.version} failed: {error.detail}") from error
+        resources = served[key]
+        if resources is not None and kind.plural in resources:
+            found.append(api_name(kind))
+    return tuple(found)
 
 
 def distinct(objects: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -484,6 +515,8 @@ def read_snapshot(
     ollama = observe_ollama(access, live.objects, limits=probes)
     health = observe_health(access, live.objects, limits=probes)
     try:
-        return Snapshot.from_objects(live.objects, ollama=ollama, unreadable=live.unreadable, health=health)
+        return Snapshot.from_objects(
+            live.objects, ollama=ollama, unreadable=live.unreadable, health=health, served_apis=live.served_apis
+        )
     except SnapshotError as error:
         raise SnapshotReadError(f"the cluster returned an unreadable object: {error}") from error

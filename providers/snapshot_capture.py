@@ -6,13 +6,12 @@ import json
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-import yaml
-
+from api import yamlio
 from planning.snapshot import UNREADABLE_ANNOTATION, HealthObservation, UnreadableNamespace
 from providers.kube import KubeAccess, open_client
 from providers.live_reader import observe_health, read_live_objects
 from providers.ollama import ProbeLimits
-from providers.snapshot_file import HEALTH_ANNOTATION, SYSTEM_NAMESPACE_ANNOTATION, health_annotation
+from providers.snapshot_file import HEALTH_ANNOTATION, SERVED_APIS_ANNOTATION, SYSTEM_NAMESPACE_ANNOTATION, health_annotation
 
 _VOLATILE_METADATA = ("managedFields",)
 
@@ -31,7 +30,9 @@ def capture(
     with open_client(access) as client:
         live = read_live_objects(client, system_namespace, gateway_namespace)
     health = observe_health(access, live.objects, limits=probes)
-    return snapshot_document(live.objects, system_namespace=system_namespace, unreadable=live.unreadable, health=health)
+    return snapshot_document(
+        live.objects, system_namespace=system_namespace, unreadable=live.unreadable, health=health, served_apis=live.served_apis
+    )
 
 
 def snapshot_document(
@@ -40,6 +41,7 @@ def snapshot_document(
     system_namespace: str,
     unreadable: Iterable[UnreadableNamespace] = (),
     health: Iterable[HealthObservation] = (),
+    served_apis: Iterable[str] = (),
 ) -> dict[str, Any]:
     """Pure. A `kubectl`-valid `List` of `objects` recording `system_namespace` in an annotation.
 
@@ -61,9 +63,12 @@ def snapshot_document(
     observed = tuple(health)
     if observed:
         annotations[HEALTH_ANNOTATION] = health_annotation(observed)
+    served = sorted(served_apis)
+    if served:
+        annotations[SERVED_APIS_ANNOTATION] = json.dumps(served)
     return {"apiVersion": "v1", "kind": "List", "metadata": {"annotations": annotations}, "items": items}
 
 
 def snapshot_text(document: Mapping[str, Any]) -> str:
     """Pure. The YAML a snapshot file holds: keys sorted, so one cluster state gives one text."""
-    return yaml.safe_dump(dict(document), sort_keys=True)
+    return yamlio.safe_dump(dict(document), sort_keys=True)

@@ -21,6 +21,7 @@ from typing import Any, Final
 
 import yaml
 
+from api import yamlio
 from planning.snapshot import (
     UNREADABLE_ANNOTATION,
     HealthObservation,
@@ -33,6 +34,8 @@ from planning.snapshot import (
 
 SYSTEM_NAMESPACE_ANNOTATION = "appliance.magicstick.dev/system-namespace"
 HEALTH_ANNOTATION: Final = "appliance.magicstick.dev/health-observations"
+SERVED_APIS_ANNOTATION: Final = "appliance.magicstick.dev/served-apis"
+"""The optional built-in APIs the cluster served (Snapshot.served_apis), a JSON array of names."""
 """On a snapshot file's List: a JSON array of health observations (`health_to_wire`)."""
 HEALTH_FIELDS: Final = ("namespace", "pod", "healthy", "error")
 """The wire form of a HealthObservation, every field always written."""
@@ -68,7 +71,7 @@ def load_snapshot_file(path: Path) -> SnapshotFile:
 def parse_snapshot_text(text: str, *, source: str) -> SnapshotFile:
     """Parse snapshot text; `source` names it in errors (a path, or "standard input")."""
     try:
-        documents = list(yaml.safe_load_all(text))
+        documents = yamlio.safe_load_all(text)
     except yaml.YAMLError as error:
         mark = getattr(error, "problem_mark", None)
         where = f" (line {mark.line + 1}, column {mark.column + 1})" if mark is not None else ""
@@ -76,7 +79,10 @@ def parse_snapshot_text(text: str, *, source: str) -> SnapshotFile:
         raise SnapshotFileError(f"{source}: not valid YAML{where}: {problem}") from error
     try:
         snapshot = Snapshot.from_objects(
-            documents, unreadable=_recorded_unreadable(documents), health=_recorded_health(documents)
+            documents,
+            unreadable=_recorded_unreadable(documents),
+            health=_recorded_health(documents),
+            served_apis=_recorded_served_apis(documents),
         )
     except SnapshotError as error:
         raise SnapshotFileError(f"{source}: {error}") from error
@@ -133,6 +139,17 @@ def _recorded_unreadable(documents: Iterable[Any]) -> tuple[UnreadableNamespace,
     found: list[UnreadableNamespace] = []
     for value in _list_annotations(documents, UNREADABLE_ANNOTATION):
         found += unreadable_from_annotation(value, f"List annotation {UNREADABLE_ANNOTATION}")
+    return tuple(found)
+
+
+def _recorded_served_apis(documents: Iterable[Any]) -> tuple[str, ...]:
+    """The served optional APIs the Lists record (SERVED_APIS_ANNOTATION); SnapshotError when malformed."""
+    found: list[str] = []
+    for value in _list_annotations(documents, SERVED_APIS_ANNOTATION):
+        names = json_array_annotation(value, SERVED_APIS_ANNOTATION, f"List annotation {SERVED_APIS_ANNOTATION}")
+        if not all(isinstance(name, str) for name in names):
+            raise SnapshotError(f"List annotation {SERVED_APIS_ANNOTATION}", "must be a JSON array of strings")
+        found += names
     return tuple(found)
 
 

@@ -7,7 +7,9 @@ when the compatibility rules admit it (planning.hardware.compatibility: upstream
 through the preflight, or through a selected, consented profile with current host evidence),
 and it stays eligible while NFD reports nothing at all for it (a restart), so a device plugin
 is never withdrawn on a transient label loss. The same patch carries the engine labels the
-node's profile enables. The default device plugin is used; the DRA driver stays off.
+node's profile enables. The default device plugin is used and the DRA driver stays off, except
+while GPU sharing declares the dra-shared allocation (planning.hardware.amd_sharing): then the
+DRA driver replaces the device plugin.
 """
 
 from __future__ import annotations
@@ -52,7 +54,7 @@ def node_eligibility_patch(node: str, field_manager: str, extra_labels: Mapping[
     return DesiredObject.of(body, logical_name=f"node-{node}-amd-gpu-eligible", patch=True)
 
 
-def device_config(namespace: str, field_manager: str) -> DesiredObject:
+def device_config(namespace: str, field_manager: str, *, dra: bool = False) -> DesiredObject:
     body = {
         "apiVersion": DEVICE_CONFIG_API_VERSION,
         "kind": "DeviceConfig",
@@ -65,8 +67,8 @@ def device_config(namespace: str, field_manager: str) -> DesiredObject:
         "spec": {
             "selector": {ELIGIBLE_LABEL: "true"},
             "driver": {"enable": False},
-            "devicePlugin": {"enableDevicePlugin": True, "enableNodeLabeller": True},
-            "draDriver": {"enable": False},
+            "devicePlugin": {"enableDevicePlugin": not dra, "enableNodeLabeller": True},
+            "draDriver": {"enable": dra},
         },
     }
     return DesiredObject.of(body)
@@ -82,6 +84,7 @@ def amd_objects(
     field_manager: str,
     admitted: tuple[str, ...] | None = None,
     node_labels: Mapping[str, Mapping[str, str]] | None = None,
+    dra: bool = False,
 ) -> tuple[DesiredObject, ...]:
     """Eligibility (and engine) labels and the DeviceConfig, while the amd-gpu module is requested.
 
@@ -95,5 +98,5 @@ def amd_objects(
     ]
     if DEVICE_CONFIG_CRD in snapshot.served_crds:
         entry = catalogs.modules.get(MODULE)
-        objects.append(device_config(entry.target_namespace or DEFAULT_NAMESPACE, field_manager))
+        objects.append(device_config(entry.target_namespace or DEFAULT_NAMESPACE, field_manager, dra=dra))
     return tuple(objects)

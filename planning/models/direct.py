@@ -55,6 +55,16 @@ class DirectRuntimeKind(StrEnum):
 
 
 @dataclass(frozen=True)
+class ClaimBinding:
+    """A shared ResourceClaim a direct runtime's Pod binds instead of an extended resource."""
+
+    pod_claim: str
+    """The name of the claim inside the Pod (spec.resourceClaims[].name)."""
+    claim: str
+    """The ResourceClaim's name in the runtime's namespace."""
+
+
+@dataclass(frozen=True)
 class DirectRuntime:
     """The objects of one activation's direct runtime, applied together in this order.
 

@@ -23,6 +23,7 @@ from planning.hardware.capacity import AcceleratorCapacity
 from planning.hardware.memory import HostMemory
 from planning.intent import Parsed
 from planning.models.direct import (
+    ClaimBinding,
     DirectRuntime,
     DirectRuntimeKind,
     catalog_entry,
@@ -86,9 +87,11 @@ def plan_direct(
     published: frozenset[str],
     applied_entries: tuple[dict[str, Any], ...],
     now: datetime,
+    claim: ClaimBinding | None = None,
 ) -> DirectOutcome:
     """`waiting`: why the activation waits on modules or a host operation (plan.py `_waiting`),
-    decided before placement. `applied_entries`: its catalog entry as the cluster holds it. Pure."""
+    decided before placement. `applied_entries`: its catalog entry as the cluster holds it.
+    `claim`: the shared GPU claim a realtime runtime binds (AMD dra-shared). Pure."""
     local = parsed.spec.local
     namespace = parsed.spec.target_namespace
     port = catalogs.runtimes.realtime.port if kind is DirectRuntimeKind.REALTIME else catalogs.runtimes.freetoken.port
@@ -107,7 +110,7 @@ def plan_direct(
         if kind is DirectRuntimeKind.REALTIME:
             planned = plan_realtime(
                 activation=parsed.name, namespace=namespace, local=local, resolved=resolved,
-                snapshot=snapshot, catalogs=catalogs, field_manager=settings.field_manager,
+                snapshot=snapshot, catalogs=catalogs, field_manager=settings.field_manager, claim=claim,
             )
         else:
             planned = plan_freetoken(

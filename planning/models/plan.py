@@ -20,10 +20,12 @@ from typing import Any
 from api.hostoperations import TERMINAL_PHASES as HOST_TERMINAL_PHASES
 from api.validation import SpecError
 from catalogs import Catalogs
-from planning.frozen import thaw
+from planning.frozen import freeze, thaw
 from planning.conditions import READY, rfc3339, status_update
 from planning.hardware.capacity import AcceleratorCapacity, published_resource
 from planning.hardware.memory import HostMemory, pool_for_target
+from planning.hardware.sharing import VendorSharing, activation_vendor, drained_deployment, drained_model, shared_gpu_count_error
+from planning.hardware.sharing_plan import SharingPlan
 from planning.intent import Intent, Parsed
 from planning.labels import FIELD_MANAGER_ANNOTATION, MANAGED_BY, MANAGED_BY_VALUE
 from planning.models.kubeai import (
@@ -37,7 +39,8 @@ from planning.models.kubeai import (
     kubeai_model,
     model_name,
 )
-from planning.models.direct import DirectRuntime
+from planning.models.catalog_format import MODEL_CATALOG_CONFIG_MAP, MODEL_CATALOG_KEY, listed_ids  # noqa: F401 (re-exported)
+from planning.models.direct import ClaimBinding, DirectRuntime
 from planning.models.direct_plan import direct_kind, kept_direct, plan_direct
 from planning.models.ignored import ignored_fields_note
 from planning.models.lifecycle import Lifecycle, model_lifecycle
@@ -55,14 +58,12 @@ from planning.models.resolve import ResolvedLocalModel, resolve_admitted
 from planning.modules import ModulePlan, waiting_on_modules
 from planning.names import LABEL_VALUE_LIMIT, fit
 from planning.objects import DesiredObject, StatusUpdate
-from planning.reasons import Reason
+from planning.reasons import Reason, listed
 from planning.requirements import Requirement, requester_of
 from planning.settings import PlanSettings
 from planning.snapshot import KubeAIModel, OllamaObservation, OllamaProbe, Snapshot
 from planning.unreadable import Hold, model_hold
 
-MODEL_CATALOG_CONFIG_MAP = "magicstick-model-catalog"
-MODEL_CATALOG_KEY = "models.json"
 EXTERNAL_MODELS_CONFIG_MAP = "magicstick-external-models"
 EXTERNAL_MODELS_KEY = "models.json"
 CLEAR_MODEL_CACHE = "clear-model-cache"
@@ -121,15 +122,9 @@ class ModelPlan:
 
 
 def published_models(snapshot: Snapshot, namespace: str) -> frozenset[str]:
-    """Model ids the model catalog publishes (ConfigMap magicstick-model-catalog, models.json)."""
+    """Model ids the model catalog publishes (planning/models/catalog_format.py). Pure."""
     catalog = snapshot.config_map(namespace, MODEL_CATALOG_CONFIG_MAP)
-    if catalog is None:
-        return frozenset()
-    try:
-        listed = json.loads(catalog.data.get(MODEL_CATALOG_KEY) or "[]")
-    except json.JSONDecodeError:
-        return frozenset()
-    return frozenset(str(item) for item in listed) if isinstance(listed, list) else frozenset()
+    return listed_ids(catalog.data) if catalog is not None else frozenset()
 
 
 def clear_cache_pending(snapshot: Snapshot, namespace: str) -> str | None:
@@ -205,8 +200,13 @@ def plan_models(
     settings: PlanSettings,
     now: datetime,
     memory: Mapping[str, HostMemory] = MappingProxyType({}),
+    sharing: SharingPlan = SharingPlan(),
 ) -> ModelPlan:
-    """Every ModelActivation's outcome and status, in name order. Pure."""
+    """Every ModelActivation's outcome and status, in name order. Pure.
+
+    `sharing`: the GPU sharing decisions (planning.hardware.sharing_plan). An activation whose
+    vendor is in a sharing transition, or beyond its slot limit, keeps its runtime scaled to
+    zero and waits; an admitted one records status.gpuSharing."""
     by_requester = {r.requester: r for r in requirements}
     published = published_models(snapshot, settings.system_namespace)
     deferral = clear_cache_pending(snapshot, settings.system_namespace)
@@ -232,21 +232,35 @@ def plan_models(
             external_entries.append(entry)
             continue
         else:
-            outcome, status = _local(
-                parsed=parsed,
-                requirement=requirement,
-                modules=modules,
-                snapshot=snapshot,
-                observed=observed,
-                capacity=capacity,
-                host=pool_for_target(capacity=capacity, memory=memory, compute_target=parsed.spec.local.compute_target),
-                catalogs=catalogs,
-                settings=settings,
-                published=published,
-                deferral=deferral,
-                profiles=profiles,
-                now=now,
-            )
+            vendor = activation_vendor(parsed, catalogs)
+            gate = sharing.of(vendor)
+            too_many = shared_gpu_count_error(parsed, catalogs) if gate is not None and gate.applied.shared else None
+            if gate is not None and not gate.admits(parsed.name):
+                outcome, status = _held_for_sharing(parsed, gate, observed, snapshot, catalogs, settings, now)
+            elif too_many is not None:
+                outcome = _kept(parsed.name, observed, snapshot)
+                outcome = replace(outcome, runtime=kept_direct(snapshot, parsed.spec.target_namespace, parsed.name, catalogs, settings))
+                status = status_update(parsed, phase="Failed", reason=Reason.INVALID_SPEC, message=str(too_many), now=now)
+            else:
+                outcome, status = _local(
+                    parsed=parsed,
+                    requirement=requirement,
+                    modules=modules,
+                    snapshot=snapshot,
+                    observed=observed,
+                    capacity=capacity + sharing.shared_capacity(),
+                    host=pool_for_target(capacity=capacity, memory=memory, compute_target=parsed.spec.local.compute_target),
+                    catalogs=catalogs,
+                    settings=settings,
+                    published=published,
+                    deferral=deferral,
+                    profiles=profiles,
+                    now=now,
+                    claim=sharing.claim_binding(vendor),
+                )
+                shared = sharing.model_fields(vendor, parsed.name)
+                if shared is not None:
+                    status = replace(status, status=freeze(thaw(status.status) | {"gpuSharing": shared}))
             hold = model_hold(snapshot, parsed.spec.target_namespace, parsed.obj.status)
             if hold is not None:
                 outcome, status = _held(parsed, outcome, status, hold, now)
@@ -267,6 +281,34 @@ HELD_FIELDS = frozenset(
      "runtime", "realtimeProfile", "gpuCount", "memoryStrategy"}
 )
 """What the status of an activation in an unreadable namespace keeps: what its spec resolves to."""
+
+
+def _held_for_sharing(
+    parsed: Parsed[Any],
+    gate: VendorSharing,
+    observed: KubeAIModel | None,
+    snapshot: Snapshot,
+    catalogs: Catalogs,
+    settings: PlanSettings,
+    now: datetime,
+) -> tuple[ModelOutcome, StatusUpdate]:
+    """An activation its vendor's GPU sharing does not let run now: its KubeAI Model or direct
+    runtime stays, scaled to zero (settings and downloaded data kept), and it waits. Pure."""
+    transition = f"{gate.module}:{gate.desired.mode}" if gate.holds else f"{gate.module}:slot-limit"
+    kept = _kept(parsed.name, observed, snapshot)
+    if kept.model is not None and observed is not None:
+        kept = replace(kept, model=drained_model(observed, transition))
+    runtime = kept_direct(snapshot, parsed.spec.target_namespace, parsed.name, catalogs, settings)
+    if runtime is not None:
+        objects = tuple(drained_deployment(o, transition) if o.kind == "Deployment" else o for o in runtime.objects)
+        kept = replace(kept, runtime=replace(runtime, objects=objects))
+    if gate.holds:
+        return kept, status_update(parsed, phase="WaitingForGPU", reason=Reason.GPU_SHARING_TRANSITION, message=gate.message, now=now)
+    message = (
+        f"All {gate.slot_limit} GPU slots of node {gate.node} are taken ({listed(gate.admitted)}); "
+        f"this model waits for a free slot (slot limit {gate.slot_limit})."
+    )
+    return kept, status_update(parsed, phase="WaitingForGPU", reason=Reason.WAITING_FOR_GPU_SLOT, message=message, now=now)
 
 
 def _held(parsed: Parsed[Any], outcome: ModelOutcome, status: StatusUpdate, hold: Hold, now: datetime) -> tuple[ModelOutcome, StatusUpdate]:
@@ -369,10 +411,12 @@ def _local(
     deferral: str | None,
     profiles: set[str],
     now: datetime,
+    claim: ClaimBinding | None = None,
 ) -> tuple[ModelOutcome, StatusUpdate]:
     """One local activation. `profiles` collects the CPU profiles admitted so far (activations
     come in name order, so the same ones keep theirs from run to run); one beyond the store's
-    bound fails this activation instead of the run."""
+    bound fails this activation instead of the run. `claim`: the shared GPU claim a direct
+    runtime binds (AMD dra-shared)."""
     kind = direct_kind(parsed, catalogs)
     if kind is not None:
         running = kept_direct(snapshot, parsed.spec.target_namespace, parsed.name, catalogs, settings) is not None
@@ -388,6 +432,7 @@ def _local(
             published=published,
             applied_entries=tuple(applied_external_entries(snapshot, namespace=settings.system_namespace, activation=parsed.name)),
             now=now,
+            claim=claim,
         )
         return ModelOutcome(parsed.name, runtime=direct.runtime, catalog_entries=direct.catalog_entries), direct.status
     kept = _kept(parsed.name, observed, snapshot)

@@ -32,6 +32,7 @@ from api.validation import SpecError
 from catalogs import Catalogs, RealtimeProfile, RealtimeRuntime
 from planning.labels import FIELD_MANAGER_ANNOTATION
 from planning.models.direct import (
+    ClaimBinding,
     CONFIG_HASH_ANNOTATION,
     RESTART_NONCE_ANNOTATION,
     DirectRuntime,
@@ -89,9 +90,13 @@ def plan_realtime(
     snapshot: Snapshot,
     catalogs: Catalogs,
     field_manager: str,
+    claim: ClaimBinding | None = None,
 ) -> RealtimePlan | Unplaceable:
     """The realtime runtime of one activation, or why its node cannot take it now. Raises
-    SpecError naming the field for what the catalog or the contract refuses. Pure."""
+    SpecError naming the field for what the catalog or the contract refuses. Pure.
+
+    `claim`: the shared GPU claim of an AMD dra-shared allocation; the Pod binds it directly and
+    requests no extended resource (one slot: gpuCount must be 1)."""
     settings = local.realtime
     assert settings is not None, "plan_realtime is only called for activations with spec.local.realtime"
     catalog = catalogs.runtimes.realtime
@@ -106,7 +111,9 @@ def plan_realtime(
         )
     gpu_count = _gpu_count(settings, profile)
     memory = settings.system_memory_mi or profile.system_memory_mi
-    placement = _placement(settings.gpu_node, profile, gpu_count, memory, snapshot, catalogs)
+    if claim is not None and gpu_count != 1:
+        raise SpecError("spec.local.realtime.gpuCount", f"a shared GPU (claim {claim.claim}) is one slot: gpuCount must be 1, not {gpu_count}")
+    placement = _placement(settings.gpu_node, profile, 0 if claim is not None else gpu_count, memory, snapshot, catalogs)
     if isinstance(placement, Unplaceable):
         return placement
     bootstrap = _bootstrap(catalog, resolved, settings, catalog_image=settings.runtime_image is None)
@@ -149,6 +156,9 @@ def plan_realtime(
     }
     if profile.runtime_class_name:
         pod_spec["runtimeClassName"] = profile.runtime_class_name
+    if claim is not None:
+        pod_spec["resourceClaims"] = [{"name": claim.pod_claim, "resourceClaimName": claim.claim}]
+        container["resources"]["claims"] = [{"name": claim.pod_claim}]
     objects = (
         _config_map(activation, namespace, bootstrap, field_manager),
         service_object(KIND, activation, namespace, port=catalog.port, field_manager=field_manager),

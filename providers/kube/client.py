@@ -20,16 +20,27 @@ from urllib.parse import quote
 
 import httpx
 
-from providers.kube.errors import ConnectionFailure, NotFound, ServerError, TooManyRequests, connection_error, error_for
+from providers.kube.errors import ConnectionFailure, Gone, NotFound, ServerError, TooManyRequests, connection_error, error_for
 from providers.kube.retry import RetryPolicy
 from providers.kube.watch import WatchStream
 
 APPLY_PATCH = "application/apply-patch+yaml"
 MERGE_PATCH = "application/merge-patch+json"
 DEFAULT_PAGE_SIZE = 500
+"""Objects per LIST page: one answer holds at most this many, whatever the size of the kind."""
+RELISTS = 3
+"""How many times a paged LIST starts again after its `continue` token expired (410 Gone)."""
 WATCH_READ_MARGIN_SECONDS = 15.0
 """How much longer than the watch's own timeoutSeconds a read may wait before the connection
 counts as dead: the server ends an idle watch at timeoutSeconds, so silence beyond is a fault."""
+
+
+class _ExpiredContinue(Exception):
+    """A later page of a LIST answered 410 Gone: its `continue` token expired."""
+
+    def __init__(self, gone: Gone) -> None:
+        super().__init__(str(gone))
+        self.gone = gone
 
 
 @dataclass(frozen=True)
@@ -149,16 +160,33 @@ class KubeClient:
         """`list`, with the resourceVersion of the collection: where a watch of it resumes.
 
         Every page of one list is read at the first page's resourceVersion (the `continue` token
-        pins it), so the last page's is the whole list's.
+        pins it), so the last page's is the whole list's. A token the server no longer serves
+        (410 Gone: its resourceVersion was compacted while the pages were read) drops the pages
+        read so far and lists again from the first page, at most RELISTS times; the Gone of the
+        last attempt is raised. A 410 on the first page is not a stale token and is raised.
         """
+        for relist in range(RELISTS + 1):
+            try:
+                return self._pages(kind, namespace=namespace, label_selector=label_selector, page_size=page_size)
+            except _ExpiredContinue as expired:
+                if relist == RELISTS:
+                    raise expired.gone from None
+        raise AssertionError("unreachable")
+
+    def _pages(self, kind: ResourceKind, *, namespace: str | None, label_selector: str | None, page_size: int) -> Collection:
         items: list[dict[str, Any]] = []
         token: str | None = None
         while True:
-            page = self.request(
-                "GET",
-                kind.collection_path(namespace),
-                params={"limit": page_size, "continue": token, "labelSelector": label_selector},
-            )
+            try:
+                page = self.request(
+                    "GET",
+                    kind.collection_path(namespace),
+                    params={"limit": page_size, "continue": token, "labelSelector": label_selector},
+                )
+            except Gone as gone:
+                if token is None:
+                    raise
+                raise _ExpiredContinue(gone) from gone
             for item in page.get("items") or ():
                 items.append({"apiVersion": kind.api_version, "kind": kind.kind, **item})
             metadata = page.get("metadata") or {}

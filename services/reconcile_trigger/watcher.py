@@ -14,7 +14,9 @@ In one fixed order, forever (until stopped):
 4. On any other failure (no answer, a 5xx, a 403 or 404 of a kind not served yet), wait a
    bounded exponential backoff, then resume from 2 if a resourceVersion is known, else 1. A
    list, or a watch that delivered an event or lasted half its timeout, resets the backoff; a
-   watch the server ended sooner without an event is a failure.
+   watch the server ended sooner without an event is a failure. A kind not served (a 404 of
+   its LIST) counts as listed for the start request: nothing of it can alter a plan until it
+   is served, and its first LIST then reports a change.
 """
 
 from __future__ import annotations
@@ -27,7 +29,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from providers.kube import EventType, Gone, KubeAccess, KubeClient, KubeConfigError, KubeError, WatchStream, open_client
+from providers.kube import EventType, Gone, KubeAccess, KubeClient, KubeConfigError, KubeError, NotFound, WatchStream, open_client
 from services.reconcile_trigger.stack import Backoff
 from services.reconcile_trigger.watches import WatchTarget, counts, fingerprint
 
@@ -83,6 +85,8 @@ class KindWatcher:
         """The last waits after failures, in order."""
         self.resource_version: str | None = None
         """The last resourceVersion handled (from a list, an event or a bookmark)."""
+        self.unserved = False
+        """The last LIST found the kind not served (404); reset by a LIST that succeeds."""
 
     def run(self) -> None:
         """The thread's body; returns once stopped."""
@@ -127,7 +131,15 @@ class KindWatcher:
 
     def _list(self, client: KubeClient) -> None:
         target = self.target
-        collection = client.list_collection(target.kind, namespace=target.namespace, label_selector=target.label_selector)
+        try:
+            collection = client.list_collection(target.kind, namespace=target.namespace, label_selector=target.label_selector)
+        except NotFound:
+            self.unserved = True
+            if not self.listed.is_set():
+                self.listed.set()
+                self._on_listed()
+            raise
+        self.unserved = False
         self._known = {_key(item): fingerprint(target.sensitivity, item) for item in collection.items}
         self.lists += 1
         self._report(f"{target}: listed {len(collection.items)} (changes while not watching may have been missed)")

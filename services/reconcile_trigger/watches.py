@@ -61,6 +61,8 @@ from providers.kinds import (
     MODULE_ACTIVATION,
     NODE,
     POD,
+    RESOURCE_CLAIM,
+    RESOURCE_SLICE,
     SECURITY_POLICY,
 )
 from providers.kube import EventType, ResourceKind
@@ -71,6 +73,10 @@ SETUP_NAMESPACE: Final = "identity-system"
 """providers.live_reader.SETUP_NAMESPACE, likewise."""
 MODEL_POD_SELECTOR: Final = "model"
 """KubeAI labels every model Pod `model: <Model name>` (live_reader.MODEL_POD_SELECTOR)."""
+DEFAULT_MODEL_NAMESPACE: Final = "ai"
+"""Where GPU sharing's shared claim lives (live_reader.DEFAULT_MODEL_NAMESPACE)."""
+MANAGED_SELECTOR: Final = "app.kubernetes.io/managed-by=magicstick"
+"""Objects the program created itself (live_reader.MANAGED_SELECTOR)."""
 RUNTIME_SELECTOR: Final = "appliance.magicstick.dev/runtime"
 """The label key of every direct runtime's objects (planning.models.direct.RUNTIME_LABEL)."""
 NODE_ANNOTATION_PREFIX: Final = "appliance.magicstick.dev/"
@@ -116,6 +122,8 @@ def watch_targets(*, system_namespace: str, target_namespaces: Iterable[str], ga
         WatchTarget(HELM_RELEASE, system_namespace),
         WatchTarget(HTTP_ROUTE, gateway_namespace),
         WatchTarget(SECURITY_POLICY, gateway_namespace),
+        WatchTarget(RESOURCE_SLICE),
+        WatchTarget(RESOURCE_CLAIM, DEFAULT_MODEL_NAMESPACE, MANAGED_SELECTOR),
     ]
     for namespace in sorted(set(target_namespaces)):
         targets += [

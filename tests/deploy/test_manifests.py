@@ -77,6 +77,8 @@ UNNAMED_CLUSTER_WIDE_WRITES = {
     Permission("create", "apiextensions.k8s.io", "customresourcedefinitions"),
     Permission("patch", "", "nodes"),
     Permission("create", "amd.com", "deviceconfigs"),
+    Permission("create", "admissionregistration.k8s.io", "mutatingadmissionpolicies"),
+    Permission("create", "admissionregistration.k8s.io", "mutatingadmissionpolicybindings"),
 }
 """Cluster-wide writes Kubernetes cannot narrow by name: a create, or a node the installation names."""
 

@@ -186,7 +186,8 @@ def test_the_trigger_watches_everything_it_watches_and_requests_runs_as_its_serv
         created = admin.apply(CONFIG_MAP, config_map(FLUX_NAMESPACE, name, {"k": "v"}), field_manager=LOADER)
         eventually(lambda: len(trigger.requests) > before, what=f"a request for ConfigMap {version_of(created)}")
 
-        assert [(str(w.target), w.failures) for w in trigger.watchers if w.failures] == []
+        assert [(str(w.target), w.failures) for w in trigger.watchers if w.failures and not w.unserved] == []
+        assert {w.target.kind.group for w in trigger.watchers if w.unserved} <= {"resource.k8s.io"}
         assert not trigger.failed.is_set()
         assert trigger.stalled is False
     finally:

@@ -52,7 +52,7 @@ HOLD_BOUND: Final = 30.0
 """The longest a held request waits for its client to give up."""
 FORWARDED_HEADERS: Final = ("authorization", "content-type", "accept", "user-agent")
 _REASONS: Final = {
-    403: "Forbidden", 404: "NotFound", 409: "Conflict", 422: "Invalid", 429: "TooManyRequests",
+    403: "Forbidden", 404: "NotFound", 409: "Conflict", 410: "Expired", 422: "Invalid", 429: "TooManyRequests",
     500: "InternalError", 503: "ServiceUnavailable", 504: "Timeout",
 }  # fmt: skip
 

@@ -143,16 +143,14 @@ def test_the_amd_hardware_provider_component_owns_the_device_config_and_the_elig
     assert patch.inputs["metadata"]["labels"] == {"appliance.magicstick.dev/amd-gpu-eligible": "true"}
 
 
-def test_a_model_component_owns_its_kubeai_model_which_waits_for_its_runtime_profile(run_program):
+def test_a_kubeai_model_is_a_child_of_the_appliance_and_waits_for_its_runtime_profile(run_program):
     from tests.planning.models.world import local_model, platform
 
     run = run_program(*platform(), local_model("qwen2505bcpu"))
     root = run.of_type("magicstick:index:Appliance")[0]
-    (component,) = run.of_type("magicstick:index:Model")
-    assert component.name == "qwen2505bcpu"
-    assert component.parent == root.urn
+    assert run.of_type("magicstick:index:Model") == []
     (model,) = run.of_type("kubernetes:kubeai.org/v1:Model")
-    assert model.parent == component.urn
+    assert model.parent == root.urn
     assert model.name == "model/ai/qwen2505bcpu"
     (profile,) = run.of_type("pulumi-python:dynamic/magicstick:RuntimeProfile")
     assert profile.parent == root.urn
@@ -161,12 +159,27 @@ def test_a_model_component_owns_its_kubeai_model_which_waits_for_its_runtime_pro
     assert profile.inputs["profile"]["requests"]["memory"] == "4096Mi"
 
 
+def test_an_activations_resources_name_the_model_component_they_lived_under_as_their_former_parent(run_program):
+    from tests.planning.models.world import catalog_publishing, local_model, observed_model, platform, pod
+
+    run = run_program(*platform(), local_model("m", engine="OLlama"), observed_model("m", ready=1, all_=1, engine="OLlama"), pod("m-0", "m"), catalog_publishing("m"))
+    appliance = run.of_type("magicstick:index:Appliance")[0].urn
+    # The engine's rule: a child's URN is its parent's, with the parent's name replaced by
+    # `$<type>::<name>` (the mock monitor abbreviates the chain; the aliases follow the engine).
+    component = f"{appliance.rsplit('::', 1)[0]}$magicstick:index:Model::m"
+    (model,) = run.of_type("kubernetes:kubeai.org/v1:Model")
+    (alias,) = run.of_type("pulumi-python:dynamic/magicstick:OllamaAlias")
+    assert model.former_parents == (component,)
+    assert alias.former_parents == (component,)
+    assert "m-ollama-alias" in alias.aliases, "the name it had under the component, before names joined with '/'"
+
+
 def test_an_ollama_model_missing_its_alias_gets_an_alias_resource_on_the_model_server_port(run_program):
     from tests.planning.models.world import catalog_publishing, local_model, observed_model, platform, pod
 
     run = run_program(*platform(), local_model("m", engine="OLlama"), observed_model("m", ready=1, all_=1, engine="OLlama"), pod("m-0", "m"), catalog_publishing("m"))
     (alias,) = run.of_type("pulumi-python:dynamic/magicstick:OllamaAlias")
-    assert alias.parent == run.of_type("magicstick:index:Model")[0].urn
+    assert alias.parent == run.of_type("magicstick:index:Appliance")[0].urn
     assert (alias.inputs["pods"], alias.inputs["alias"], alias.inputs["port"]) == (["m-0"], "m:latest", 8000)
 
 

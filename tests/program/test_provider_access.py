@@ -46,7 +46,8 @@ class AliasRecordingMonitor(RecordingMonitor):
         self.alias_names: dict[tuple[str, str], tuple[str, ...]] = {}
 
     def RegisterResource(self, request):  # noqa: N802 - the gRPC method name
-        self.alias_names[(request.type, request.name)] = tuple(alias.spec.name for alias in request.aliases)
+        # An alias that names only a former parent keeps the resource's name: no name to record.
+        self.alias_names[(request.type, request.name)] = tuple(alias.spec.name for alias in request.aliases if alias.spec.name)
         return super().RegisterResource(request)
 
 

@@ -151,7 +151,7 @@ class CrdSchemaRegistry:
         """Every reason `obj` does not conform, as "path: problem" lines; empty if it does."""
         if not isinstance(obj, Mapping):
             return [f"(object): expected a mapping, got {type(obj).__name__}"]
-        identity = _identity_errors(obj)
+        identity = identity_errors(obj)
         if identity:
             return identity
         try:
@@ -160,8 +160,8 @@ class CrdSchemaRegistry:
             return [str(error)]
         validator = self.validator_for(obj["apiVersion"], obj["kind"])
         return [
-            *_metadata_errors(obj.get("metadata"), definition),
-            *_schema_errors(validator, obj),
+            *metadata_errors(obj.get("metadata"), definition),
+            *schema_errors(validator, obj),
         ]
 
     def assert_valid(self, obj: object) -> None:
@@ -262,7 +262,7 @@ def _definition(document: JsonObject, source: Path) -> CrdDefinition:
         raise ValueError(f"{source}: CustomResourceDefinition {name} lacks {missing}") from None
 
 
-def _identity_errors(obj: JsonObject) -> list[str]:
+def identity_errors(obj: JsonObject) -> list[str]:
     """apiVersion and kind must be non-empty strings before a CRD can even be chosen."""
     errors: list[str] = []
     for field in ("apiVersion", "kind"):
@@ -329,7 +329,7 @@ def _label_value_problem(value: str) -> str | None:
     return None
 
 
-def _metadata_errors(metadata: object, definition: CrdDefinition) -> list[str]:
+def metadata_errors(metadata: object, definition: CrdDefinition) -> list[str]:
     """The ObjectMeta rules the API server enforces outside the CRD schema.
 
     Wrongly typed fields are left to the schema, which reports them once.
@@ -395,7 +395,7 @@ def _annotation_size_errors(annotations: object) -> list[str]:
     return []
 
 
-def _schema_errors(validator: Validator, obj: JsonObject) -> list[str]:
+def schema_errors(validator: Validator, obj: JsonObject) -> list[str]:
     found = sorted(validator.iter_errors(obj), key=_error_order)
     return list(dict.fromkeys(_describe(error) for error in found))
 

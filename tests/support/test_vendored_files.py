@@ -8,15 +8,17 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.native_schema import VENDORED_KUBERNETES
 from tests.support.vendored import REPOSITORY_ROOT, VENDORED_CRDS
 
-SOURCES = VENDORED_CRDS / "SOURCES.md"
+VENDORED_FOLDERS = (VENDORED_CRDS, VENDORED_KUBERNETES)
+"""Each holds a SOURCES.md listing its files; the same rules hold for both."""
 _ROW = re.compile(r"^\| `(?P<file>[^`]+)` \| (?P<project>[^|]+?) \| `(?P<tag>[^`]+)` \| `(?P<path>[^`]+)` \| `(?P<commit>[0-9a-f]{40})` \| `(?P<blob>[0-9a-f]{40})` \|$")
 
 
-def _rows() -> dict[str, re.Match[str]]:
+def _rows(folder: Path) -> dict[str, re.Match[str]]:
     rows = {}
-    for line in SOURCES.read_text().splitlines():
+    for line in (folder / "SOURCES.md").read_text().splitlines():
         match = _ROW.match(line)
         if match:
             rows[match["file"]] = match
@@ -29,26 +31,39 @@ def _git_blob(path: Path) -> str:
     return hashlib.sha1(b"blob %d\0" % len(data) + data).hexdigest()
 
 
-def _vendored_files() -> list[str]:
-    return sorted(str(p.relative_to(VENDORED_CRDS)) for p in VENDORED_CRDS.rglob("*") if p.is_file() and p != SOURCES)
+def _vendored_files(folder: Path) -> list[str]:
+    sources = folder / "SOURCES.md"
+    return sorted(str(p.relative_to(folder)) for p in folder.rglob("*") if p.is_file() and p != sources)
 
 
-def test_every_vendored_file_has_a_row_and_every_row_a_file():
-    assert sorted(_rows()) == _vendored_files()
+def _folder_id(folder: Path) -> str:
+    return str(folder.relative_to(REPOSITORY_ROOT))
 
 
-@pytest.mark.parametrize("relative", _vendored_files())
-def test_every_vendored_file_is_the_upstream_blob_its_row_names(relative):
-    assert _git_blob(VENDORED_CRDS / relative) == _rows()[relative]["blob"], f"{relative} differs from upstream"
+@pytest.mark.parametrize("folder", VENDORED_FOLDERS, ids=_folder_id)
+def test_every_vendored_file_has_a_row_and_every_row_a_file(folder):
+    assert sorted(_rows(folder)) == _vendored_files(folder)
 
 
-def test_every_vendored_project_carries_its_license_from_the_same_tag():
-    rows = _rows()
-    for folder in sorted({Path(name).parts[0] for name in rows}):
-        license_row = rows.get(f"{folder}/LICENSE")
-        assert license_row is not None, f"{folder} has no LICENSE"
-        tags = {row["tag"] for name, row in rows.items() if name.startswith(f"{folder}/")}
-        assert tags == {license_row["tag"]}, f"{folder}: files from {tags}, license from {license_row['tag']}"
+@pytest.mark.parametrize(
+    ("folder", "relative"),
+    [(folder, relative) for folder in VENDORED_FOLDERS for relative in _vendored_files(folder)],
+    ids=lambda value: _folder_id(value) if isinstance(value, Path) else value,
+)
+def test_every_vendored_file_is_the_upstream_blob_its_row_names(folder, relative):
+    assert _git_blob(folder / relative) == _rows(folder)[relative]["blob"], f"{relative} differs from upstream"
+
+
+@pytest.mark.parametrize("folder", VENDORED_FOLDERS, ids=_folder_id)
+def test_every_vendored_project_carries_its_license_from_the_same_tag(folder):
+    rows = _rows(folder)
+    for project in sorted({Path(name).parts[0] for name in rows}):
+        license_row = rows.get(f"{project}/LICENSE")
+        assert license_row is not None, f"{project} has no LICENSE"
+        tags = {row["tag"] for name, row in rows.items() if name.startswith(f"{project}/")}
+        assert tags == {license_row["tag"]}, f"{project}: files from {tags}, license from {license_row['tag']}"
+        commits = {row["commit"] for name, row in rows.items() if name.startswith(f"{project}/")}
+        assert commits == {license_row["commit"]}, f"{project}: files from {commits}, license from {license_row['commit']}"
 
 
 _NOT_PROJECT_FILES = frozenset({".git", "venv", "build", "out", "third_party", "__pycache__", ".pytest_cache", ".hypothesis", ".import_linter_cache"})

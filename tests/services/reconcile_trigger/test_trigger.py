@@ -27,6 +27,7 @@ from tests.services.reconcile_trigger.world import (
     LOADER,
     PROGRAM_STATUS,
     config_map,
+    eventually,
     flux_ready,
     kustomization,
     model_activation,
@@ -163,3 +164,11 @@ class TestDebouncing:
 
         one_more_request(trigger, admin, before, stack)
         assert trigger.requests[-1].batch.count == 100
+
+
+def test_a_kind_the_server_does_not_serve_counts_as_listed_and_is_asked_again_later(start_trigger: StartTrigger):
+    trigger = start_trigger()
+    eventually(trigger.synced, what="every watch listed its collection")
+    (slices,) = [w for w in trigger.watchers if w.target.kind.kind == "ResourceSlice"]
+    assert slices.listed.is_set() and slices.lists == 0
+    eventually(lambda: slices.failures >= 2, what="the unserved kind is asked again")

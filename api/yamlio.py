@@ -1,0 +1,61 @@
+"""YAML text in and out, through libyaml when PyYAML was built with it.
+
+PyYAML's C parser and emitter (`CSafeLoader`, `CSafeDumper`) do what its pure-Python
+`SafeLoader` and `SafeDumper` do several times faster; they share the Python constructor,
+representer and resolver, so the values read and the text written are the same. Without
+libyaml the pure classes are used. Every YAML site of the project that reads or writes more
+than a few lines (snapshots, renders, the committed CRDs, catalogs) goes through here.
+
+Pure: no I/O.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, Final
+
+import yaml
+
+WITH_LIBYAML: Final = bool(getattr(yaml, "__with_libyaml__", False))
+"""True when PyYAML's C extension is importable."""
+
+SafeLoader: type[yaml.SafeLoader] = yaml.CSafeLoader if WITH_LIBYAML else yaml.SafeLoader  # type: ignore[assignment]
+"""The fastest safe loader here; subclass it to add constructors."""
+SafeDumper: type[yaml.SafeDumper] = yaml.CSafeDumper if WITH_LIBYAML else yaml.SafeDumper  # type: ignore[assignment]
+"""The fastest safe dumper here."""
+
+
+def safe_load(text: str, *, loader: type[yaml.SafeLoader] | None = None, pure: type[yaml.SafeLoader] = yaml.SafeLoader) -> Any:
+    """The one document of `text` (`yaml.safe_load`). Raises yaml.YAMLError.
+
+    Read with `loader` (default SafeLoader); text it refuses is read again with `pure`, the
+    pure-Python loader of the same constructors, so an error carries the words and position
+    the pure loader gives (libyaml words its problems differently).
+    """
+    return _load(yaml.load, text, loader or SafeLoader, pure)
+
+
+def safe_load_all(
+    text: str, *, loader: type[yaml.SafeLoader] | None = None, pure: type[yaml.SafeLoader] = yaml.SafeLoader
+) -> list[Any]:
+    """Every document of `text` (`yaml.safe_load_all`), as `safe_load` reads one. Raises yaml.YAMLError."""
+    return _load(lambda stream, Loader: list(yaml.load_all(stream, Loader=Loader)), text, loader or SafeLoader, pure)  # noqa: N803
+
+
+def _load(read: Callable[..., Any], text: str, loader: type[yaml.SafeLoader], pure: type[yaml.SafeLoader]) -> Any:
+    try:
+        return read(text, Loader=loader)
+    except yaml.YAMLError:
+        if loader is pure:
+            raise
+    return read(text, Loader=pure)
+
+
+def safe_dump(document: Any, **options: Any) -> str:
+    """`yaml.safe_dump` to a string, with the same options."""
+    return yaml.dump(document, Dumper=SafeDumper, **options)
+
+
+def safe_dump_all(documents: Any, **options: Any) -> str:
+    """`yaml.safe_dump_all` to a string, with the same options."""
+    return yaml.dump_all(documents, Dumper=SafeDumper, **options)
