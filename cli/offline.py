@@ -42,10 +42,21 @@ class Registration:
     ignore_changes: tuple[str, ...] = ()
     retain_on_delete: bool = False
     dependencies: tuple[str, ...] = ()
-    aliases: tuple[str, ...] = ()
-    """Earlier logical names of this resource (name aliases)."""
-    former_parents: tuple[str, ...] = ()
-    """Earlier parents of this resource (the parent URNs its aliases name), each once."""
+    alias_urns: tuple[str, ...] = ()
+    """The URNs this resource had in earlier versions (components/urns.py writes them out)."""
+    alias_names: tuple[str, ...] = ()
+    """Earlier names given as alias specs (a resource whose parent records no qualified type)."""
+
+    @property
+    def aliases(self) -> tuple[str, ...]:
+        """Earlier logical names of this resource, each once, in the order given."""
+        named = (*self.alias_names, *(alias.rsplit("::", 1)[-1] for alias in self.alias_urns))
+        return tuple(dict.fromkeys(name for name in named if name != self.name))
+
+    @property
+    def former_parent_types(self) -> tuple[str, ...]:
+        """The qualified types of the components its alias URNs place it under, each once."""
+        return tuple(dict.fromkeys(alias.split("::")[2].rpartition("$")[0] for alias in self.alias_urns))
 
     @property
     def parent_name(self) -> str:
@@ -119,8 +130,8 @@ def _registration(request: Any, urn: str) -> Registration:
         ignore_changes=tuple(request.ignoreChanges),
         retain_on_delete=bool(request.retainOnDelete),
         dependencies=tuple(request.dependencies),
-        aliases=tuple(alias.spec.name for alias in request.aliases if alias.HasField("spec") and alias.spec.name),
-        former_parents=tuple(dict.fromkeys(a.spec.parentUrn for a in request.aliases if a.HasField("spec") and a.spec.parentUrn)),
+        alias_urns=tuple(alias.urn for alias in request.aliases if alias.urn),
+        alias_names=tuple(alias.spec.name for alias in request.aliases if alias.HasField("spec") and alias.spec.name),
     )
 
 

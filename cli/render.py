@@ -30,6 +30,7 @@ from cli.progress import QUIET, Progress
 from cli.summary import describe, summarize
 from planning.summary import RunSummary
 from components.status import StatusWrite
+from planning.objects import decode_status
 from planning.frozen import thaw
 from program import main as program
 from program.access_config import ACCESS_KEYS, access_settings
@@ -289,7 +290,7 @@ def _status_document(registration: Registration) -> dict[str, Any]:
         "apiVersion": inputs["apiVersion"],
         "kind": inputs["kind"],
         "metadata": {"name": inputs["name"], "namespace": inputs["namespace"]},
-        "status": _mask(inputs["status"]),
+        "status": _mask(decode_status(inputs["status"])),
     }
 
 

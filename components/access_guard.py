@@ -8,6 +8,7 @@ from dataclasses import dataclass
 import pulumi
 
 from components.objects import declare
+from components.urns import set_qualified_type
 from planning.objects import DesiredObject
 
 
@@ -22,6 +23,7 @@ class AccessGuard(pulumi.ComponentResource):
 
     def __init__(self, name: str, args: AccessGuardArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__(self.TYPE, name, None, opts)
+        set_qualified_type(self, opts.parent if opts is not None else None, self.TYPE)
         for obj in args.objects:
             declare(obj, opts=pulumi.ResourceOptions(parent=self))
         self.register_outputs({"objects": [obj.identity for obj in args.objects]})

@@ -23,6 +23,7 @@ from components.module import Module, ModuleArgs
 from components.objects import declare
 from components.stale import StaleRemoval
 from components.status import StatusWrite
+from components.urns import set_qualified_type
 from planning.labels import MODULE
 from planning.models.plan import ModelOutcome
 from planning.plan import Plan
@@ -51,6 +52,7 @@ class Appliance(pulumi.ComponentResource):
 
     def __init__(self, name: str, args: ApplianceArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__(self.TYPE, name, None, opts)
+        set_qualified_type(self, opts.parent if opts is not None else None, self.TYPE)
         self.operations = []
         plan = args.plan
         child = pulumi.ResourceOptions(parent=self)

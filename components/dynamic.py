@@ -24,6 +24,7 @@ from typing import Any, ClassVar, Final
 import pulumi
 from pulumi.dynamic import Resource, ResourceProvider
 
+from components.urns import aliases
 from planning.frozen import thaw
 from planning.hardware.compatibility import ValidationRunPlan
 from planning.hardware.validation import RUNTIME_IMAGES_NAMESPACE
@@ -65,18 +66,22 @@ class LogicalName:
         """`parts` joined by '/'; `previous` is the name of earlier versions. Pure."""
         return cls(name=NAME_SEPARATOR.join(parts), previous=(previous,))
 
-    def options(self, opts: pulumi.ResourceOptions, *, former_parent: pulumi.Input[str] | None = None) -> pulumi.ResourceOptions:
-        """`opts` with an alias for every previous name; with `former_parent` (the URN of the
-        component the resource lived under in earlier versions), the aliases name that parent,
-        with the resource's name and with each previous one."""
-        aliases: list[str | pulumi.Alias]
-        if former_parent is not None:
-            aliases = [pulumi.Alias(parent=former_parent), *(pulumi.Alias(name=name, parent=former_parent) for name in self.previous)]
-        elif self.previous:
-            aliases = [pulumi.Alias(name=name) for name in self.previous]
-        else:
-            return opts
-        return pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(aliases=aliases))
+    def options(
+        self, opts: pulumi.ResourceOptions, resource: type[Resource], *, former_parent_type: str | None = None
+    ) -> pulumi.ResourceOptions:
+        """`opts` with an alias for every previous name of a `resource`; with
+        `former_parent_type` (the qualified type of the component the resource lived under in
+        earlier versions), the aliases name that component, with the resource's name and with
+        each previous one (components/urns.py)."""
+        found = aliases(
+            parent=opts.parent, type_=dynamic_type(resource), name=self.name, previous=self.previous, former_parent_type=former_parent_type
+        )
+        return pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(aliases=found)) if found else opts
+
+
+def dynamic_type(resource: type[Resource]) -> str:
+    """The type token the SDK registers a dynamic resource class under (`pulumi-python:dynamic/<module>:<name>`)."""
+    return f"pulumi-python:{resource._resource_type_name}"
 
 
 def runtime_profile_name(profile: CpuProfile) -> LogicalName:
@@ -128,7 +133,7 @@ class _ProfileStoreEntry(Resource):
             PROBLEM: None,
         }
         name = self.logical_name(profile)
-        super().__init__(provider, name.name, props, name.options(opts))
+        super().__init__(provider, name.name, props, name.options(opts, type(self)))
 
 
 class RuntimeProfile(_ProfileStoreEntry, module="magicstick", name="RuntimeProfile"):
@@ -156,7 +161,7 @@ class PodRecovery(Resource, module="magicstick", name="PodRecovery"):
         *,
         provider: ResourceProvider,
         opts: pulumi.ResourceOptions,
-        former_parent: pulumi.Input[str] | None = None,
+        former_parent_type: str | None = None,
     ) -> None:
         props = {
             "namespace": deletion.namespace,
@@ -167,7 +172,7 @@ class PodRecovery(Resource, module="magicstick", name="PodRecovery"):
             PROBLEM: None,
         }
         name = pod_recovery_name(deletion)
-        super().__init__(provider, name.name, props, name.options(opts, former_parent=former_parent))
+        super().__init__(provider, name.name, props, name.options(opts, type(self), former_parent_type=former_parent_type))
 
 
 class OllamaAlias(Resource, module="magicstick", name="OllamaAlias"):
@@ -185,7 +190,7 @@ class OllamaAlias(Resource, module="magicstick", name="OllamaAlias"):
         logical_name: str | LogicalName,
         provider: ResourceProvider,
         opts: pulumi.ResourceOptions,
-        former_parent: pulumi.Input[str] | None = None,
+        former_parent_type: str | None = None,
     ) -> None:
         props = {
             "namespace": request.namespace,
@@ -196,7 +201,7 @@ class OllamaAlias(Resource, module="magicstick", name="OllamaAlias"):
             PROBLEM: None,
         }
         name = logical_name if isinstance(logical_name, LogicalName) else LogicalName(logical_name)
-        super().__init__(provider, name.name, props, name.options(opts, former_parent=former_parent))
+        super().__init__(provider, name.name, props, name.options(opts, type(self), former_parent_type=former_parent_type))
 
 
 class DirectRuntimeResource(Resource, module="magicstick", name="DirectRuntime"):
@@ -216,7 +221,7 @@ class DirectRuntimeResource(Resource, module="magicstick", name="DirectRuntime")
         provider: ResourceProvider,
         opts: pulumi.ResourceOptions,
         field_manager: str = FIELD_MANAGER,
-        former_parent: pulumi.Input[str] | None = None,
+        former_parent_type: str | None = None,
     ) -> None:
         props = {
             "runtime": runtime.kind.value,
@@ -226,7 +231,7 @@ class DirectRuntimeResource(Resource, module="magicstick", name="DirectRuntime")
             PROBLEM: None,
         }
         name = direct_runtime_name(runtime)
-        super().__init__(provider, name.name, props, name.options(opts, former_parent=former_parent))
+        super().__init__(provider, name.name, props, name.options(opts, type(self), former_parent_type=former_parent_type))
 
 
 def gpu_validation_name(run: ValidationRunPlan) -> LogicalName:
@@ -263,7 +268,7 @@ class GpuValidationRun(Resource, module="magicstick", name="GpuValidationRun"):
             PROBLEM: None,
         }
         name = gpu_validation_name(run)
-        super().__init__(provider, name.name, props, name.options(opts))
+        super().__init__(provider, name.name, props, name.options(opts, type(self)))
 
 
 class GpuValidationHistory(Resource, module="magicstick", name="GpuValidationHistory"):

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 import pulumi
 
 from components.objects import declare
+from components.urns import set_qualified_type
 from planning.instances.plan import InstanceOutcome
 
 
@@ -21,6 +22,7 @@ class AppInstance(pulumi.ComponentResource):
 
     def __init__(self, name: str, args: AppInstanceArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__(self.TYPE, name, None, opts)
+        set_qualified_type(self, opts.parent if opts is not None else None, self.TYPE)
         policies = [
             declare(obj, opts=pulumi.ResourceOptions(parent=self)) for obj in args.outcome.objects if obj.kind == "SecurityPolicy"
         ]

@@ -27,6 +27,7 @@ from components.dynamic import (
     pod_recovery_name,
 )
 from components.objects import declare
+from components.urns import qualified_type
 from planning.labels import FIELD_MANAGER_ANNOTATION
 from planning.models.plan import ModelOutcome
 
@@ -51,30 +52,30 @@ class Model:
 
     def __init__(self, name: str, args: ModelArgs, *, parent: pulumi.Resource) -> None:
         outcome = args.outcome
-        former = pulumi.create_urn(name, FORMER_COMPONENT_TYPE, parent=parent)
+        former = qualified_type(parent, FORMER_COMPONENT_TYPE)
         child = pulumi.ResourceOptions(parent=parent)
         model = None
         if outcome.model is not None:
             model = declare(
-                outcome.model, opts=pulumi.ResourceOptions(parent=parent, depends_on=list(args.depends_on)), former_parent=former
+                outcome.model, opts=pulumi.ResourceOptions(parent=parent, depends_on=list(args.depends_on)), former_parent_type=former
             )
         after_model = pulumi.ResourceOptions(parent=parent, depends_on=[model] if model is not None else [])
         self.operations = {}
         if outcome.pod_deletion is not None:
             recovery = pod_recovery_name(outcome.pod_deletion).name
             self.operations[recovery] = PodRecovery(
-                outcome.pod_deletion, provider=args.providers.pod_recovery, opts=after_model, former_parent=former
+                outcome.pod_deletion, provider=args.providers.pod_recovery, opts=after_model, former_parent_type=former
             )
         if outcome.alias is not None:
             alias = ollama_alias_name(name)
             self.operations[alias.name] = OllamaAlias(
-                outcome.alias, logical_name=alias, provider=args.providers.ollama_alias, opts=after_model, former_parent=former
+                outcome.alias, logical_name=alias, provider=args.providers.ollama_alias, opts=after_model, former_parent_type=former
             )
         if outcome.runtime is not None:
             runtime = outcome.runtime
             manager = runtime.objects[0].body["metadata"]["annotations"][FIELD_MANAGER_ANNOTATION]
             self.operations[direct_runtime_name(runtime).name] = DirectRuntimeResource(
-                runtime, provider=args.providers.direct_runtime, opts=child, field_manager=manager, former_parent=former
+                runtime, provider=args.providers.direct_runtime, opts=child, field_manager=manager, former_parent_type=former
             )
 
     @property

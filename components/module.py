@@ -7,6 +7,7 @@ from dataclasses import dataclass
 import pulumi
 
 from components.objects import declare
+from components.urns import set_qualified_type
 from planning.objects import DesiredObject
 
 
@@ -21,5 +22,6 @@ class Module(pulumi.ComponentResource):
 
     def __init__(self, name: str, args: ModuleArgs, opts: pulumi.ResourceOptions | None = None) -> None:
         super().__init__(self.TYPE, name, None, opts)
+        set_qualified_type(self, opts.parent if opts is not None else None, self.TYPE)
         self.kustomization = declare(args.kustomization, opts=pulumi.ResourceOptions(parent=self))
         self.register_outputs({"kustomization": args.kustomization.name})

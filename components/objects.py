@@ -5,17 +5,17 @@ from __future__ import annotations
 import pulumi
 import pulumi_kubernetes as k8s
 
+from components.urns import aliases
 from planning.frozen import thaw
 from planning.objects import DesiredObject
 
 
-def declare(
-    obj: DesiredObject, *, opts: pulumi.ResourceOptions, former_parent: pulumi.Input[str] | None = None
-) -> pulumi.CustomResource:
+def declare(obj: DesiredObject, *, opts: pulumi.ResourceOptions, former_parent_type: str | None = None) -> pulumi.CustomResource:
     """Map `obj` to its resource; its own lifecycle flags become resource options.
 
-    `former_parent` is the URN of the component the resource lived under in earlier versions:
-    its aliases then name that parent, with the resource's name and with each earlier name.
+    `former_parent_type` is the qualified type of the component the resource lived under in
+    earlier versions: its aliases then name that component, with the resource's name and with
+    each earlier name (components/urns.py).
 
     CRDs use the typed CustomResourceDefinition so the provider applies its CRD handling; a
     patch of a Node (labels on an object the kubelet owns) is a NodePatch, whose deletion gives
@@ -24,7 +24,10 @@ def declare(
     extra = pulumi.ResourceOptions(
         ignore_changes=["spec"] if obj.ignore_spec_changes else None,
         retain_on_delete=True if obj.retain_on_delete else None,
-        aliases=_aliases(obj, former_parent) or None,
+        aliases=aliases(
+            parent=opts.parent, type_=resource_type(obj), name=obj.logical_name, previous=obj.previous_logical_names, former_parent_type=former_parent_type
+        )
+        or None,
     )
     options = pulumi.ResourceOptions.merge(opts, extra)
     body = thaw(obj.body)
@@ -52,10 +55,12 @@ def declare(
     )
 
 
-def _aliases(obj: DesiredObject, former_parent: pulumi.Input[str] | None) -> list[str | pulumi.Alias]:
-    if former_parent is None:
-        return [pulumi.Alias(name=previous) for previous in obj.previous_logical_names]
-    return [
-        pulumi.Alias(parent=former_parent),
-        *(pulumi.Alias(name=previous, parent=former_parent) for previous in obj.previous_logical_names),
-    ]
+def resource_type(obj: DesiredObject) -> str:
+    """The type token of the resource `declare` registers for `obj`. Pure."""
+    if obj.patch:
+        return "kubernetes:core/v1:NodePatch"
+    if obj.api_version == "v1" and obj.kind == "ConfigMap":
+        return "kubernetes:core/v1:ConfigMap"
+    if obj.kind == "CustomResourceDefinition":
+        return "kubernetes:apiextensions.k8s.io/v1:CustomResourceDefinition"
+    return f"kubernetes:{obj.api_version}:{obj.kind}"

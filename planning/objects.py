@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
-from planning.frozen import FrozenMap, freeze
+from planning.frozen import FrozenMap, freeze, thaw
 
 
 NAME_SEPARATOR = "/"
@@ -100,3 +101,20 @@ class StatusUpdate:
     namespace: str
     name: str
     status: FrozenMap
+
+
+def encode_status(status: Mapping[str, Any]) -> str:
+    """The `status` input of a status write as the program sends it: compact JSON with sorted
+    keys (components/status.py says why). Pure."""
+    return json.dumps(thaw(status), sort_keys=True, separators=(",", ":"))
+
+
+def decode_status(value: Any) -> Any:
+    """The status a `status` input holds: the mapping itself, or the mapping its JSON text
+    encodes; anything else is returned as it is, for `check` to refuse. Pure."""
+    if not isinstance(value, str):
+        return value
+    try:
+        return json.loads(value)
+    except json.JSONDecodeError:
+        return value

@@ -31,6 +31,7 @@ from typing import Any, Final
 from pulumi.dynamic import CheckFailure, CheckResult, CreateResult, DiffResult, ReadResult, UpdateResult
 
 from planning.conditions import READY, condition
+from planning.objects import decode_status
 from providers.cluster_access import ClusterResourceProvider, without_legacy_access
 from providers.kinds import APPLIANCE_KINDS
 from providers.outcomes import STARTING_REASONS, Problem, ProblemReason, is_unknown, kube_problem, problem_from, retry_requested, with_problem
@@ -39,6 +40,8 @@ from providers.kube import KubeClient, KubeError, NotFound, open_client
 
 STATUS_FIELD_MANAGER = "magicstick-status"
 IDENTITY_PROPERTIES = ("apiVersion", "kind", "namespace", "name")
+STATUS_INPUT: Final = "status"
+"""Input: the status to write, as a mapping or as its JSON text (`encode_status`)."""
 PROBLEMS_INPUT: Final = "problems"
 """Input: the `problem` outputs of the object's dynamic resources, by the resource's logical name."""
 
@@ -68,7 +71,7 @@ class StatusTarget:
             kind=props["kind"],
             namespace=props["namespace"],
             name=props["name"],
-            status=restore_integers(props.get("status") or {}),
+            status=restore_integers(decode_status(props.get(STATUS_INPUT)) or {}),
             problems=problems_of(props.get(PROBLEMS_INPUT)),
         )
 
@@ -184,11 +187,13 @@ class StatusProvider(ClusterResourceProvider):
 
     def check(self, _olds: dict[str, Any], news: dict[str, Any]) -> CheckResult:
         inputs = without_empty_problems(without_legacy_access(news))
+        if STATUS_INPUT in inputs:
+            inputs[STATUS_INPUT] = decode_status(inputs[STATUS_INPUT])
         failures = [CheckFailure(p, f"{p} is required") for p in IDENTITY_PROPERTIES if not inputs.get(p)]
         if inputs.get("kind") and inputs["kind"] not in APPLIANCE_KINDS:
             failures.append(CheckFailure("kind", f"kind {inputs['kind']} is not an appliance.magicstick.dev kind"))
         if not isinstance(inputs.get("status"), dict):
-            failures.append(CheckFailure("status", "status must be a mapping"))
+            failures.append(CheckFailure("status", "status must be a mapping, or the JSON text of one"))
         problems = inputs.get(PROBLEMS_INPUT, {})
         if not (isinstance(problems, dict) or is_unknown(problems)):
             failures.append(CheckFailure(PROBLEMS_INPUT, "problems must be a mapping of resource name to problem"))

@@ -19,25 +19,14 @@ from planning.instances.releases import helm_release
 from planning.frozen import thaw
 from planning.kustomizations import SourceRef
 from tests.gitops.tree import REPOSITORY, application_entries
+from tests.planning.instances.scene import PAPERCLIP_VALUES
 
 DEMO_SNAPSHOT: Final = REPOSITORY / "examples" / "demo" / "snapshot.yaml"
 TARGET_NAMESPACE: Final = "ai"
 
 SEED_VALUES: Final[dict[str, tuple[dict[str, Any], ...]]] = {
     "openclaw": ({"name": "default", "model": "CHANGEME_MODEL"},),
-    "paperclip": (
-        {
-            "name": "default",
-            "model": "qwen3635b",
-            "agentExecution": {
-                "defaultModel": "litellm/qwen3635b",
-                "maxConcurrentAgents": 2,
-                "openCode": {"enabled": True},
-                "openClaw": {"enabled": False, "instanceRef": ""},
-                "hermes": {"enabled": False, "instanceRef": ""},
-            },
-        },
-    ),
+    "paperclip": (PAPERCLIP_VALUES,),
 }
 """Instance values as the product contract's examples write them."""
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -9,7 +10,9 @@ import yaml
 from pulumi.runtime import rpc
 
 from cli.offline import OfflineRun, run_offline
+from planning.objects import decode_status
 from program import main as program
+from providers.status_writer import StatusProvider
 from tests.planning.builders import CATALOGS, activation, appliance, instance, ready_modules, with_flux
 
 KUSTOMIZATION = "kubernetes:kustomize.toolkit.fluxcd.io/v1:Kustomization"
@@ -105,8 +108,16 @@ def test_every_runtime_object_gets_a_status_write_owned_by_the_appliance(run_pro
         "ai-system",
         "basis",
     )
-    assert basis["status"]["observedGeneration"] == 2
-    assert writes["status/appliance/ai-system/local"].inputs["status"]["observedGeneration"] == 5
+    assert decode_status(basis["status"])["observedGeneration"] == 2
+    assert decode_status(writes["status/appliance/ai-system/local"].inputs["status"])["observedGeneration"] == 5
+
+
+def test_a_status_travels_as_json_text_and_check_gives_the_engine_the_mapping(run_program):
+    run = run_program(appliance(), activation("basis", generation=2))
+    (write,) = [r for r in run.registrations if r.name == "status/moduleactivation/ai-system/basis"]
+    assert isinstance(write.inputs["status"], str)
+    checked = StatusProvider().check({}, dict(write.inputs))
+    assert checked.failures == [] and checked.inputs["status"] == json.loads(write.inputs["status"])
 
 
 def test_host_operation_status_is_never_written(run_program):
@@ -163,14 +174,12 @@ def test_an_activations_resources_name_the_model_component_they_lived_under_as_t
     from tests.planning.models.world import catalog_publishing, local_model, observed_model, platform, pod
 
     run = run_program(*platform(), local_model("m", engine="OLlama"), observed_model("m", ready=1, all_=1, engine="OLlama"), pod("m-0", "m"), catalog_publishing("m"))
-    appliance = run.of_type("magicstick:index:Appliance")[0].urn
-    # The engine's rule: a child's URN is its parent's, with the parent's name replaced by
-    # `$<type>::<name>` (the mock monitor abbreviates the chain; the aliases follow the engine).
-    component = f"{appliance.rsplit('::', 1)[0]}$magicstick:index:Model::m"
+    component = "magicstick:index:Appliance$magicstick:index:Model"
     (model,) = run.of_type("kubernetes:kubeai.org/v1:Model")
     (alias,) = run.of_type("pulumi-python:dynamic/magicstick:OllamaAlias")
-    assert model.former_parents == (component,)
-    assert alias.former_parents == (component,)
+    assert model.former_parent_types == (component,)
+    assert alias.former_parent_types == (component,)
+    assert model.alias_urns[0] == f"urn:pulumi:offline::magicstick::{component}$kubernetes:kubeai.org/v1:Model::model/ai/m"
     assert "m-ollama-alias" in alias.aliases, "the name it had under the component, before names joined with '/'"
 
 

@@ -38,19 +38,6 @@ KUBECONFIG_CONTENTS = (
 )
 
 
-class AliasRecordingMonitor(RecordingMonitor):
-    """Also keeps the names each registration gives as aliases (Pulumi alias specs)."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.alias_names: dict[tuple[str, str], tuple[str, ...]] = {}
-
-    def RegisterResource(self, request):  # noqa: N802 - the gRPC method name
-        # An alias that names only a former parent keeps the resource's name: no name to record.
-        self.alias_names[(request.type, request.name)] = tuple(alias.spec.name for alias in request.aliases if alias.spec.name)
-        return super().RegisterResource(request)
-
-
 def every_dynamic_kind() -> list[dict]:
     """A world in which the program declares each kind of dynamic resource at least once."""
     return [
@@ -115,8 +102,7 @@ def test_the_dynamic_resources_are_named_by_their_parts_joined_with_a_slash(run_
 
 
 def test_every_renamed_dynamic_resource_keeps_its_previous_name_as_an_alias(run_with):
-    monitor = AliasRecordingMonitor()
-    run = run_with(every_dynamic_kind(), monitor=monitor)
+    run = run_with(every_dynamic_kind())
     expected = {
         "status/moduleactivation/ai-system/basis": "status-moduleactivation-ai-system-basis",
         "pod-recovery/ai/broken-0/1": "pod-recovery-ai-broken-0-1",
@@ -125,20 +111,19 @@ def test_every_renamed_dynamic_resource_keeps_its_previous_name_as_an_alias(run_
         expected[profile.name] = f"runtime-profile-{profile.inputs['profileName']}"
     for name, previous in expected.items():
         (resource,) = [r for r in dynamic_resources(run) if r.name == name]
-        assert monitor.alias_names[(resource.type, name)] == (previous,)
+        assert resource.aliases == (previous,)
 
 
 def test_an_ollama_alias_named_by_its_activation_is_renamed_with_its_previous_name_as_an_alias():
-    monitor = AliasRecordingMonitor()
     request = AliasRequest(namespace="ai", pods=("chat-0",), source="qwen2.5:0.5b", alias="chat")
 
     def declare() -> None:
         OllamaAlias(request, logical_name=ollama_alias_name("chat"), provider=OllamaAliasProvider(), opts=pulumi.ResourceOptions())
 
-    _, run = run_offline(declare, {}, monitor=monitor)
+    _, run = run_offline(declare, {})
     (alias,) = run.of_type(OLLAMA_ALIAS)
     assert alias.name == "ollama-alias/chat"
-    assert monitor.alias_names[(OLLAMA_ALIAS, "ollama-alias/chat")] == ("chat-ollama-alias",)
+    assert alias.aliases == ("chat-ollama-alias",)
 
 
 def test_two_pods_whose_dashed_names_coincide_get_two_recovery_resource_names():

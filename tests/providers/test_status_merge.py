@@ -12,6 +12,7 @@ import pytest
 from pulumi.output import Unknown
 from pulumi.runtime.rpc import UNKNOWN
 
+from planning.objects import encode_status
 from providers.outcomes import Persistence, Problem, ProblemReason, problem_output
 from providers.status_writer import StatusProvider, StatusTarget, problems_of, status_with_problems
 
@@ -150,3 +151,17 @@ def test_other_conditions_keep_their_place_and_only_ready_is_replaced():
     other = {"type": "ModelLoaded", "status": "True", "reason": "Loaded", "message": "", "lastTransitionTime": EARLIER}
     status = status_with_problems({**planned(), "conditions": [other, *planned()["conditions"]]}, (FULL,), previous={}, now=NOW)
     assert [(c["type"], c["status"]) for c in status["conditions"]] == [("ModelLoaded", "True"), ("Ready", "False")]
+
+
+@pytest.mark.parametrize("status", ["not json", "[1, 2]", 42])
+def test_a_status_input_that_is_neither_a_mapping_nor_its_json_is_refused_naming_the_field(status):
+    inputs = {"apiVersion": "appliance.magicstick.dev/v1alpha1", "kind": "ModelActivation", "namespace": "ai-system", "name": "m", "status": status}
+    (failure,) = StatusProvider().check({}, inputs).failures
+    assert (failure.property, failure.reason) == ("status", "status must be a mapping, or the JSON text of one")
+
+
+def test_the_json_text_of_a_status_checks_to_the_same_inputs_as_the_mapping():
+    identity = {"apiVersion": "appliance.magicstick.dev/v1alpha1", "kind": "ModelActivation", "namespace": "ai-system", "name": "m"}
+    status = {"phase": "Ready", "observedGeneration": 3, "conditions": [{"type": "Ready", "status": "True"}]}
+    as_text = StatusProvider().check({}, identity | {"status": encode_status(status)}).inputs
+    assert as_text == StatusProvider().check({}, identity | {"status": status}).inputs
