@@ -92,6 +92,21 @@ def compare_and_swap(
     raise StoreContended(f"ConfigMap {namespace}/{name} key {key}: another writer changed it before each of {attempts} attempts") from lost
 
 
+def _swap_history(client: KubeClient, namespace: str, change: Callable[[str | None], str | None], *, attempts: int = DEFAULT_ATTEMPTS) -> bool:
+    """compare_and_swap on the validation history store of `namespace`."""
+    return compare_and_swap(
+        client,
+        namespace=namespace,
+        name=HISTORY_CONFIG_MAP,
+        key=HISTORY_KEY,
+        change=change,
+        field_manager=HISTORY_FIELD_MANAGER,
+        labels=HISTORY_LABELS,
+        annotations={},
+        attempts=attempts,
+    )
+
+
 def _history_text(history: History) -> str:
     return serialise(history.to_document())
 
@@ -125,17 +140,7 @@ def put_run(
             return None
         return _history_text(with_run(history, kept[0]))
 
-    compare_and_swap(
-        client,
-        namespace=namespace,
-        name=HISTORY_CONFIG_MAP,
-        key=HISTORY_KEY,
-        change=change,
-        field_manager=HISTORY_FIELD_MANAGER,
-        labels=HISTORY_LABELS,
-        annotations={},
-        attempts=attempts,
-    )
+    _swap_history(client, namespace, change, attempts=attempts)
     return kept[0]
 
 
@@ -203,13 +208,4 @@ def bootstrap_history(client: KubeClient, namespace: str, *, bound: int) -> bool
             return None
         return _history_text(kept)
 
-    return compare_and_swap(
-        client,
-        namespace=namespace,
-        name=HISTORY_CONFIG_MAP,
-        key=HISTORY_KEY,
-        change=change,
-        field_manager=HISTORY_FIELD_MANAGER,
-        labels=HISTORY_LABELS,
-        annotations={},
-    )
+    return _swap_history(client, namespace, change)

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import os
 import sys
-import tempfile
 from pathlib import Path
 
 import pytest
@@ -31,6 +30,7 @@ from providers.state_backend import (
     check_backend,
     parse_backend_url,
 )
+from tests.support.unwritable import refusing_directory
 from tests.support.s3_store import (  # noqa: F401 - store and s3 are fixtures
     ALL_BLOCKED,
     BUCKET,
@@ -132,18 +132,8 @@ class TestFileUrls:
 
 @pytest.fixture
 def unwritable_directory(tmp_path) -> Path:
-    """A directory this process cannot create a file in (a read-only mode, or as root /sys)."""
-    candidate = tmp_path / "read-only"
-    candidate.mkdir()
-    candidate.chmod(0o555)
-    for directory in (candidate, Path("/sys")):
-        try:
-            descriptor, name = tempfile.mkstemp(dir=directory)
-        except OSError:
-            return directory
-        os.close(descriptor)
-        os.unlink(name)
-    pytest.skip("no directory here refuses this process a new file")
+    """A directory this process cannot create a file in (tests/support/unwritable.py)."""
+    return refusing_directory(tmp_path)
 
 
 class TestFileBackend:

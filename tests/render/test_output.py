@@ -21,6 +21,7 @@ from cli.main import EXIT_BAD_INPUT, EXIT_OK, main
 from cli.output import MARKER, write_text_file
 from cli.render import render
 from tests.cli.inputs import DEMO, NOW, snapshot_with, tree
+from tests.support.unwritable import refusal_of, refusing_directory
 
 
 def _failing_after(count: int, error: OSError):
@@ -170,15 +171,13 @@ def test_a_snapshot_path_that_is_a_directory_exits_2_naming_it(tmp_path, capsys)
     assert err == f"magicstick render: {tmp_path}: cannot read snapshot file: Is a directory"
 
 
-@pytest.mark.skipif(os.geteuid() == 0, reason="root is never denied a permission")
 def test_an_output_directory_in_a_parent_without_write_permission_exits_2_naming_the_path_and_the_cause(tmp_path, capsys):
-    parent = tmp_path / "locked"
-    parent.mkdir(mode=0o500)
+    parent = refusing_directory(tmp_path)
     try:
-        err = _one_line_exit_2(capsys, ["render", "-f", str(DEMO), "-o", str(parent / "out"), "--now", NOW])
+        err = _one_line_exit_2(capsys, ["render", "-f", str(DEMO), "-o", str(parent / "magicstick-out"), "--now", NOW])
     finally:
-        parent.chmod(0o700)
-    assert err == f"magicstick render: {parent / 'out'}: Permission denied"
+        (tmp_path / "read-only").chmod(0o700)
+    assert err == f"magicstick render: {parent / 'magicstick-out'}: {refusal_of(parent)}"
 
 
 def test_an_object_with_a_253_character_name_renders_into_a_file_that_fits(tmp_path):
