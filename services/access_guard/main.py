@@ -24,6 +24,7 @@ from services.access_guard.keys import KeySet
 from services.access_guard.server import LOGGER, GuardServer
 from services.access_guard.settings import PROGRAM, GuardSettings, parse_settings
 from services.access_guard.tokens import TokenVerifier
+from services.readiness import notify_ready
 
 EXIT_OK = 0
 SWITCH_INTERVAL_SECONDS = 0.001
@@ -70,6 +71,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         settings.audience,
         settings.token_header,
     )
+    notify_ready()
     with server:
         server.serve_forever(poll_interval=0.1)
     return EXIT_OK

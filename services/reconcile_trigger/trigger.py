@@ -25,6 +25,7 @@ from types import TracebackType
 
 from providers.kube import KubeAccess, KubeClient, KubeConfigError, KubeError, open_client
 from services.reconcile_trigger.debounce import Batch, Debouncer
+from services.reconcile_trigger.progress import Progress
 from services.reconcile_trigger.stack import (
     STACK,
     Backoff,
@@ -90,8 +91,12 @@ class ReconcileTrigger:
         """Set when a thread ended by an unexpected exception."""
         self._debouncer = Debouncer(quiet_seconds=timing.quiet_seconds, max_delay_seconds=timing.max_delay_seconds)
         self._listed_all = threading.Event()
+        self.progress = Progress()
+        """Notified after each change of what the trigger and its watches report."""
         self.watchers = tuple(
-            KindWatcher(target, access=access, report=self._debouncer.add, stop=self._stop, timing=timing.watch, on_listed=self._on_listed)
+            KindWatcher(
+                target, access=access, report=self._debouncer.add, stop=self._stop, timing=timing.watch, on_listed=self._on_listed, progress=self.progress
+            )
             for target in targets
         )
         self._requests: list[Request] = []
@@ -159,6 +164,7 @@ class ReconcileTrigger:
         finally:
             if not finished and not self._stop.is_set():
                 self.failed.set()
+                self.progress.notify()
 
     def _on_listed(self) -> None:
         if self.synced():
@@ -173,6 +179,7 @@ class ReconcileTrigger:
                     while (batch := self._debouncer.next_batch()) is not None:
                         delivered = self._request(client, batch)
                         self._debouncer.settle(batch, delivered=delivered)
+                        self.progress.notify()
                         if delivered:
                             attempt = 0
                         else:
@@ -242,6 +249,7 @@ class ReconcileTrigger:
     def _count_read(self, now: float) -> None:
         self.stack_read_at = now
         self.stack_reads += 1
+        self.progress.notify()
 
     def _next_poll(self) -> float:
         due = self._stall.due

@@ -30,6 +30,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from providers.kube import EventType, Gone, KubeAccess, KubeClient, KubeConfigError, KubeError, NotFound, WatchStream, open_client
+from services.reconcile_trigger.progress import Progress
 from services.reconcile_trigger.stack import Backoff
 from services.reconcile_trigger.watches import WatchTarget, counts, fingerprint
 
@@ -65,9 +66,11 @@ class KindWatcher:
         stop: threading.Event,
         timing: WatchTiming = WatchTiming(),
         on_listed: Callable[[], None] = lambda: None,
+        progress: Progress | None = None,
     ) -> None:
         self.target = target
         self._on_listed = on_listed
+        self._progress = progress or Progress()
         self._access = access
         self._report = report
         self._stop = stop
@@ -104,6 +107,7 @@ class KindWatcher:
                 delay = self._timing.backoff.delay(attempt)
                 attempt += 1
                 self.backoffs.append(delay)
+                self._progress.notify()
                 LOGGER.warning("%s: %s; retrying in %.1f s", self.target, _describe(error), delay)
                 self._stop.wait(delay)
 
@@ -147,6 +151,7 @@ class KindWatcher:
         self._watches_since_list = 0
         self.listed.set()
         self._on_listed()
+        self._progress.notify()
 
     def _watch(self, client: KubeClient, version: str) -> None:
         target = self.target
@@ -169,6 +174,7 @@ class KindWatcher:
                     self._handle(event.type, event.object)
                     self.events += 1
                     self.resource_version = event.resource_version or self.resource_version
+                    self._progress.notify()
             finally:
                 with self._lock:
                     self._stream = None

@@ -179,12 +179,12 @@ def test_the_trigger_watches_everything_it_watches_and_requests_runs_as_its_serv
     name = f"rbac-trigger-{hashlib.sha256(request.node.nodeid.encode()).hexdigest()[:10]}"
     trigger = ReconcileTrigger(access=trigger_access, stack=magicstick, targets=targets, timing=FAST).start()
     try:
-        eventually(trigger.synced, what="every watch listed its collection")
-        eventually(lambda: trigger.requests and trigger.idle(), what="the request made at start")
+        eventually(trigger, trigger.synced, what="every watch listed its collection")
+        eventually(trigger, lambda: trigger.requests and trigger.idle(), what="the request made at start")
         before = len(trigger.requests)
 
         created = admin.apply(CONFIG_MAP, config_map(FLUX_NAMESPACE, name, {"k": "v"}), field_manager=LOADER)
-        eventually(lambda: len(trigger.requests) > before, what=f"a request for ConfigMap {version_of(created)}")
+        eventually(trigger, lambda: len(trigger.requests) > before, what=f"a request for ConfigMap {version_of(created)}")
 
         assert [(str(w.target), w.failures) for w in trigger.watchers if w.failures and not w.unserved] == []
         assert {w.target.kind.group for w in trigger.watchers if w.unserved} <= {"resource.k8s.io"}

@@ -1,4 +1,8 @@
-"""The guard as a real process on a free loopback port, and a readiness poll bounded in time."""
+"""The guard as a real process on a free loopback port, started once it says it serves.
+
+Readiness is the service manager protocol (services/readiness.py): the test binds a datagram
+socket, names it in NOTIFY_SOCKET, and waits (bounded) for the guard's `READY=1`.
+"""
 
 from __future__ import annotations
 
@@ -6,18 +10,17 @@ import os
 import socket
 import subprocess
 import sys
-import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 import httpx
 
+from services.readiness import NOTIFY_SOCKET
 from tests.services.access_guard.issuer import AUDIENCE, ISSUER
 
 REPO_ROOT = Path(__file__).resolve().parents[3]
 START_DEADLINE_SECONDS = 20.0
-POLL_SECONDS = 0.02
 
 
 def free_port() -> int:
@@ -87,40 +90,30 @@ def start_guard(
         "--jwks-timeout-seconds", "1",
         *extra,
     ]  # fmt: skip
-    with log.open("wb") as stream:
-        process = subprocess.Popen(
-            guard_command(*arguments),
-            cwd=REPO_ROOT,
-            env={**os.environ, **(env or {})},
-            stdout=stream,
-            stderr=subprocess.STDOUT,
-        )
-    guard = GuardProcess(process=process, url=f"http://127.0.0.1:{port}", log=log)
-    wait_until_healthy(guard)
+    with socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM) as channel:
+        name = f"magicstick-guard-test-{os.getpid()}-{port}"
+        channel.bind("\0" + name)
+        with log.open("wb") as stream:
+            process = subprocess.Popen(
+                guard_command(*arguments),
+                cwd=REPO_ROOT,
+                env={**os.environ, **(env or {}), NOTIFY_SOCKET: "@" + name},
+                stdout=stream,
+                stderr=subprocess.STDOUT,
+            )
+        guard = GuardProcess(process=process, url=f"http://127.0.0.1:{port}", log=log)
+        wait_until_ready(guard, channel)
     return guard
 
 
-def wait_until_healthy(guard: GuardProcess) -> None:
-    deadline = time.monotonic() + START_DEADLINE_SECONDS
-    with httpx.Client(timeout=1) as client:
-        while time.monotonic() < deadline:
-            if guard.process.poll() is not None:
-                raise RuntimeError(f"the guard exited with {guard.process.returncode}:\n{guard.log_text()}")
-            try:
-                if client.get(f"{guard.url}/healthz").status_code == 200:
-                    return
-            except httpx.TransportError:
-                pass
-            time.sleep(POLL_SECONDS)
-    guard.stop()
-    raise RuntimeError(f"the guard did not become healthy within {START_DEADLINE_SECONDS} s:\n{guard.log_text()}")
-
-
-def poll_status(client: httpx.Client, path: str, headers: Mapping[str, str], expected: int, *, deadline_seconds: float = 15.0) -> int:
-    """Request until the answer is `expected` or the deadline passes; the last status."""
-    deadline = time.monotonic() + deadline_seconds
-    while True:
-        status = client.get(path, headers=headers).status_code
-        if status == expected or time.monotonic() >= deadline:
-            return status
-        time.sleep(POLL_SECONDS)
+def wait_until_ready(guard: GuardProcess, channel: socket.socket) -> None:
+    """Wait for the guard's READY=1 on `channel`, then check that /healthz answers 200."""
+    channel.settimeout(START_DEADLINE_SECONDS)
+    try:
+        message = channel.recv(64)
+    except TimeoutError:
+        guard.stop()
+        raise RuntimeError(f"the guard did not say it is ready within {START_DEADLINE_SECONDS} s:\n{guard.log_text()}") from None
+    assert message == b"READY=1", message
+    with httpx.Client(timeout=5) as client:
+        assert client.get(f"{guard.url}/healthz").status_code == 200, guard.log_text()

@@ -69,9 +69,9 @@ def start_trigger(admin_access: KubeAccess, namespace: str, stack: StackRef) -> 
         trigger = ReconcileTrigger(access=access, stack=of, targets=targets_in(namespace), timing=timing)
         started.append(trigger.start())
         if ready:
-            eventually(trigger.synced, what="every watch listed its collection")
-            eventually(lambda: trigger.requests, what="the request made at start")
-            eventually(trigger.idle, what="nothing left to request after the start")
+            eventually(trigger, trigger.synced, what="every watch listed its collection")
+            eventually(trigger, lambda: trigger.requests, what="the request made at start")
+            eventually(trigger, trigger.idle, what="nothing left to request after the start")
         return trigger
 
     yield start

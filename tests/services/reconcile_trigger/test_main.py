@@ -15,7 +15,7 @@ from providers.kube import KubeClient
 from services.reconcile_trigger.main import EXIT_BAD_INPUT, EXIT_OK, main
 from services.reconcile_trigger.stack import StackRef
 from tests.cluster.apiserver import ADMIN_USER, REPO_ROOT, ClusterInfo
-from tests.services.reconcile_trigger.world import LOADER, eventually, model_activation, request_annotation
+from tests.services.reconcile_trigger.world import LOADER, model_activation, stack_request_after
 
 STOP_SECONDS = 10.0
 
@@ -50,9 +50,9 @@ def test_the_process_requests_a_run_at_start_and_on_a_change_and_stops_on_sigter
             [sys.executable, "-m", "services.reconcile_trigger.main", *flags], cwd=REPO_ROOT, env=environment, stdout=sink, stderr=subprocess.STDOUT
         )
     try:
-        started = eventually(lambda: request_annotation(admin, stack), what="the request made at start")
+        started = stack_request_after(admin, stack)
         admin.apply(MODEL_ACTIVATION, model_activation(namespace, "qwen"), field_manager=LOADER)
-        eventually(lambda: request_annotation(admin, stack) not in (None, started), what="a request for the new ModelActivation")
+        stack_request_after(admin, stack, started)
         process.send_signal(signal.SIGTERM)
         assert process.wait(timeout=STOP_SECONDS) == EXIT_OK, log.read_text()
     finally:

@@ -42,9 +42,9 @@ def test_a_stalled_stack_is_re_requested_with_growing_delays_up_to_the_bound_and
     body = stack_body(stack.namespace, stack.name)
 
     write_status(admin, STACK, body, {"conditions": [stalled_condition()]}, field_manager=PKO)
-    eventually(lambda: len(stall_requests(trigger)) >= 4, what="four re-requests of the Stalled Stack")
+    eventually(trigger, lambda: len(stall_requests(trigger)) >= 4, what="four re-requests of the Stalled Stack")
     write_status(admin, STACK, body, {"conditions": [ready_condition()]}, field_manager=PKO)
-    eventually(lambda: trigger.stalled is False, what="the trigger reads the Stack as not Stalled")
+    eventually(trigger, lambda: trigger.stalled is False, what="the trigger reads the Stack as not Stalled")
 
     # When each re-request was decided (the report's time): never before its delay, late only
     # by the monitor's poll and the server's answer.
@@ -58,8 +58,8 @@ def test_a_stalled_stack_is_re_requested_with_growing_delays_up_to_the_bound_and
     count = len(stall_requests(trigger))
     cleared_at = trigger.stack_read_at or 0.0
     would_be_due = cleared_at + STALL.max_seconds
-    eventually(lambda: (trigger.stack_read_at or 0.0) > would_be_due, what="the Stack is read after a retry would have been due")
-    eventually(trigger.idle, what="nothing left to request")
+    eventually(trigger, lambda: (trigger.stack_read_at or 0.0) > would_be_due, what="the Stack is read after a retry would have been due")
+    eventually(trigger, trigger.idle, what="nothing left to request")
     assert len(stall_requests(trigger)) == count
     assert request_annotation(admin, stack) == trigger.requests[-1].value
 
@@ -67,11 +67,11 @@ def test_a_stalled_stack_is_re_requested_with_growing_delays_up_to_the_bound_and
 def test_a_stack_that_is_not_stalled_is_never_re_requested(start_trigger: StartTrigger, admin: KubeClient, stack: StackRef):
     trigger = start_trigger(timing=replace(FAST, stall_backoff=STALL))
     write_status(admin, STACK, stack_body(stack.namespace, stack.name), {"conditions": [ready_condition()]}, field_manager=PKO)
-    eventually(lambda: trigger.stalled is False, what="the trigger reads the Stack as not Stalled")
+    eventually(trigger, lambda: trigger.stalled is False, what="the trigger reads the Stack as not Stalled")
     reads = trigger.stack_reads
     seen_at = trigger.stack_read_at or 0.0
 
-    eventually(lambda: (trigger.stack_read_at or 0.0) > seen_at + STALL.first_seconds and trigger.stack_reads > reads + 1, what="later reads")
+    eventually(trigger, lambda: (trigger.stack_read_at or 0.0) > seen_at + STALL.first_seconds and trigger.stack_reads > reads + 1, what="later reads")
 
     assert stall_requests(trigger) == []
 
@@ -81,12 +81,12 @@ def test_a_request_for_a_stack_that_does_not_exist_yet_is_kept_and_made_once_it_
 ):
     later = StackRef(namespace, "created-later")
     trigger = start_trigger(of=later, ready=False)
-    eventually(trigger.synced, what="every watch listed its collection")
-    eventually(lambda: trigger.stalled is None and trigger.stack_reads > 0, what="the trigger finds no Stack")
+    eventually(trigger, trigger.synced, what="every watch listed its collection")
+    eventually(trigger, lambda: trigger.stalled is None and trigger.stack_reads > 0, what="the trigger finds no Stack")
     assert trigger.requests == ()
 
     create_stack(admin, namespace, later.name)
-    eventually(lambda: trigger.requests, what="the kept request is made")
+    eventually(trigger, lambda: trigger.requests, what="the kept request is made")
 
     assert request_annotation(admin, later) == trigger.requests[0].value
     served = [w for w in trigger.watchers if w.lists > 0]

@@ -168,7 +168,7 @@ class TestDebouncing:
 
 def test_a_kind_the_server_does_not_serve_counts_as_listed_and_is_asked_again_later(start_trigger: StartTrigger):
     trigger = start_trigger()
-    eventually(trigger.synced, what="every watch listed its collection")
+    eventually(trigger, trigger.synced, what="every watch listed its collection")
     (slices,) = [w for w in trigger.watchers if w.target.kind.kind == "ResourceSlice"]
     assert slices.listed.is_set() and slices.lists == 0
-    eventually(lambda: slices.failures >= 2, what="the unserved kind is asked again")
+    eventually(trigger, lambda: slices.failures >= 2, what="the unserved kind is asked again")

@@ -70,8 +70,8 @@ def test_a_410_gone_relists_requests_a_run_and_the_watch_still_triggers_afterwar
     before = len(trigger.requests)
 
     proxy.plan(Fault("GET", activations_path(namespace), Answer(410), on=(1,)))
-    eventually(lambda: watcher.lists == 2, what="the watch lists again after the 410")
-    eventually(trigger.idle, what="the relist's request is made")
+    eventually(trigger, lambda: watcher.lists == 2, what="the watch lists again after the 410")
+    eventually(trigger, trigger.idle, what="the relist's request is made")
 
     gone = [e for e in proxy.exchanges if e.path == activations_path(namespace) and e.received == 410]
     assert len(gone) == 1 and "watch=true" in gone[0].query
@@ -93,7 +93,7 @@ def test_broken_connections_are_retried_with_backoff_and_the_watch_resumes_witho
     before = len(trigger.requests)
 
     proxy.plan(Fault("GET", activations_path(namespace), Reset(), on=(1, 2, 3)))
-    eventually(lambda: watcher.failures == 3, what="three broken watches")
+    eventually(trigger, lambda: watcher.failures == 3, what="three broken watches")
     created = admin.apply(MODEL_ACTIVATION, model_activation(namespace, "qwen"), field_manager=LOADER)
     settled(trigger, MODEL_ACTIVATION, namespace, version_of(created))
 
@@ -112,7 +112,7 @@ def test_a_410_of_the_first_watch_after_a_list_is_a_failure_with_backoff_not_a_t
 
     # The next watch gets a 410 (list again at once), then the first watch after that list too.
     proxy.plan(Fault("GET", activations_path(namespace), Answer(410), on=(1, 3)))
-    eventually(lambda: watcher.lists == 3, what="two lists after the two 410s")
+    eventually(trigger, lambda: watcher.lists == 3, what="two lists after the two 410s")
 
     assert watcher.failures == 1
     assert list(watcher.backoffs) == [0.05]
@@ -127,9 +127,9 @@ def test_a_server_that_keeps_answering_410_is_asked_again_with_a_growing_backoff
 
     planned_at = len(proxy.exchanges)
     proxy.plan(Fault("GET", activations_path(namespace), Answer(410), on=None))
-    eventually(lambda: watcher.failures >= 5, what="five failed attempts")
+    eventually(trigger, lambda: watcher.failures >= 5, what="five failed attempts")
     proxy.plan()
-    eventually(lambda: watcher.lists == 2 and trigger.idle(), what="a list once the server answers again, and its request")
+    eventually(trigger, lambda: watcher.lists == 2 and trigger.idle(), what="a list once the server answers again, and its request")
 
     asked = [e for e in proxy.exchanges[planned_at:] if e.path == activations_path(namespace)]
     assert list(watcher.backoffs)[:5] == [0.05, 0.1, 0.2, 0.4, 0.5]

@@ -7,7 +7,6 @@ Every wait polls a condition with a short pause and a deadline; none times the t
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, Final, TypeVar
@@ -43,22 +42,34 @@ FAST: Final = Timing(
     stop_seconds=5.0,
 )
 """Small numbers of the same shape as the defaults, so tests run in moments."""
-POLL: Final = 0.01
 DEADLINE: Final = 20.0
 
 T = TypeVar("T")
 
 
-def eventually(check: Callable[[], T], *, what: str, timeout: float = DEADLINE) -> T:
-    """`check()` once it returns something truthy; AssertionError naming `what` after `timeout` s."""
-    deadline = time.monotonic() + timeout
-    while True:
-        result = check()
-        if result:
-            return result
-        if time.monotonic() >= deadline:
-            raise AssertionError(f"not within {timeout:g} s: {what}")
-        time.sleep(POLL)
+def eventually(trigger: ReconcileTrigger, check: Callable[[], T], *, what: str, timeout: float = DEADLINE) -> T:
+    """`check()` once it returns something truthy, looked at after each change the trigger
+    reports (ReconcileTrigger.progress); AssertionError naming `what` after `timeout` s."""
+    result = trigger.progress.wait_for(check, timeout)
+    if not result:
+        raise AssertionError(f"not within {timeout:g} s: {what}")
+    return result
+
+
+def stack_request_after(client: KubeClient, stack: StackRef, previous: str | None = None, *, timeout: int = int(DEADLINE)) -> str:
+    """The Stack's reconciliation request once it is set and differs from `previous`, watched
+    on the API server (the trigger may run in another process); AssertionError after `timeout` s."""
+    current = client.get(STACK, stack.name, stack.namespace)
+    found = (current["metadata"].get("annotations") or {}).get(RECONCILIATION_REQUEST)
+    if found not in (None, previous):
+        return found
+    with client.watch(STACK, namespace=stack.namespace, resource_version=current["metadata"]["resourceVersion"], timeout_seconds=timeout) as stream:
+        for event in stream:
+            metadata = event.object.get("metadata") or {}
+            found = (metadata.get("annotations") or {}).get(RECONCILIATION_REQUEST)
+            if metadata.get("name") == stack.name and found not in (None, previous):
+                return found
+    raise AssertionError(f"not within {timeout} s: a reconciliation request of Stack {stack} other than {previous}")
 
 
 def ensure_stack_crd(cluster: ClusterInfo, client: KubeClient, directory: Path) -> None:
@@ -235,7 +246,8 @@ def settled(trigger: ReconcileTrigger, kind: ResourceKind, namespace: str | None
         w for w in trigger.watchers if w.target.kind == kind and w.target.namespace == namespace and w.target.label_selector == selector
     ]
     eventually(
+        trigger,
         lambda: watcher.resource_version is not None and int(watcher.resource_version) >= int(version),
         what=f"the watch of {watcher.target} handles resourceVersion {version}",
     )
-    eventually(trigger.idle, what="the trigger has nothing left to request")
+    eventually(trigger, trigger.idle, what="the trigger has nothing left to request")
