@@ -1,7 +1,7 @@
 """Benchmark of the live snapshot reader: API requests and wall time for 10, 100 and 1000 models.
 
 Run from the repository root (it starts its own kube-apiserver; build it first with
-scripts/kube-apiserver/build.sh):
+scripts/toolchain/build.sh):
 
     venv/bin/python -m benchmarks.reader
 

@@ -1,6 +1,6 @@
 """Benchmark of the reconcile trigger: change-to-request latency, and requests per burst.
 
-It starts its own kube-apiserver (build it first with scripts/kube-apiserver/build.sh), installs
+It starts its own kube-apiserver (build it first with scripts/toolchain/build.sh), installs
 the program's CRDs, the upstream ones and PKO's Stack, creates a Stack, and runs the trigger as
 its real process (`python -m services.reconcile_trigger.main`, the console script's module) with
 its default timing (a quiet period of 500 ms, a maximum delay of 2 s). The benchmark watches the
@@ -38,9 +38,10 @@ from api.crdgen import load_committed_crds
 from providers.kinds import CONFIG_MAP, MODEL_ACTIVATION
 from providers.kube import KubeAccess, KubeClient, KubeError, open_client
 from services.reconcile_trigger.stack import RECONCILIATION_REQUEST, STACK, StackRef
-from tests.cluster.apiserver import ADMIN_USER, REPO_ROOT, ClusterInfo, install_crds, running_cluster, upstream_crd_paths
+from tests.cluster.apiserver import ADMIN_USER, ClusterInfo, install_crds, running_cluster, upstream_crd_paths
 from tests.deploy.program_identity import ensure_namespaces
 from tests.services.reconcile_trigger.world import LOADER, config_map, create_stack, ensure_stack_crd, model_activation
+from tests.support.vendored import REPOSITORY_ROOT as REPO_ROOT
 
 NAMESPACE = "bench-trigger"
 SETTLE_SECONDS = 30.0
@@ -223,7 +224,7 @@ def main(argv: Sequence[str] | None = None) -> None:
             (Path(scratch) / f"{crd['metadata']['name']}.yaml").write_text(yaml.safe_dump(crd))
         install_crds(cluster, [Path(scratch), *upstream_crd_paths()])
         with open_client(KubeAccess(kubeconfig=str(cluster.kubeconfig_path(ADMIN_USER)))) as admin:
-            ensure_stack_crd(cluster, admin, Path(scratch))
+            ensure_stack_crd(cluster, admin)
         run(cluster, singles_count=arguments.singles, burst_count=arguments.burst, burst_seconds=arguments.burst_seconds)
 
 

@@ -7,7 +7,7 @@ The full configuration is 5,000 ModelActivations, 200 AppInstances and 20 nodes 
 GPUs (NVIDIA, AMD, Intel and CPU-only in turn), and growth is measured from 500 activations.
 `--small` runs the same measurements at 200 activations (growth from 20), 10 AppInstances and
 4 nodes, so CI can run it on every commit. `--no-reader` leaves out the live reader (it starts
-its own kube-apiserver; build it first with scripts/kube-apiserver/build.sh).
+its own kube-apiserver; build it first with scripts/toolchain/build.sh).
 
 Every measurement runs in its own Python process (`--worker`), so peak memory is that
 measurement's alone and no Pulumi mock state carries over.

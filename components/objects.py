@@ -19,7 +19,9 @@ def declare(obj: DesiredObject, *, opts: pulumi.ResourceOptions, former_parent_t
 
     CRDs use the typed CustomResourceDefinition so the provider applies its CRD handling; a
     patch of a Node (labels on an object the kubelet owns) is a NodePatch, whose deletion gives
-    the fields back; every other kind goes through the generic CustomResource.
+    the fields back; a kind of the core group (apiVersion `v1`) uses its typed class, because
+    the provider knows those as `kubernetes:core/v1:<Kind>` and refuses the `kubernetes:v1:<Kind>`
+    a generic CustomResource would register; every other kind goes through CustomResource.
     """
     extra = pulumi.ResourceOptions(
         ignore_changes=["spec"] if obj.ignore_spec_changes else None,
@@ -37,6 +39,10 @@ def declare(obj: DesiredObject, *, opts: pulumi.ResourceOptions, former_parent_t
         return k8s.core.v1.NodePatch(obj.logical_name, metadata=body["metadata"], opts=options)
     if obj.api_version == "v1" and obj.kind == "ConfigMap":
         return k8s.core.v1.ConfigMap(obj.logical_name, metadata=body["metadata"], data=body.get("data"), opts=options)
+    if obj.api_version == "v1" and obj.kind == "Service":
+        return k8s.core.v1.Service(obj.logical_name, metadata=body["metadata"], spec=body.get("spec"), opts=options)
+    if obj.api_version == "v1":
+        raise ValueError(f"{obj.identity}: core kind {obj.kind} has no typed declaration (components/objects.py)")
     if obj.kind == "CustomResourceDefinition":
         return k8s.apiextensions.v1.CustomResourceDefinition(
             obj.logical_name,
@@ -59,8 +65,8 @@ def resource_type(obj: DesiredObject) -> str:
     """The type token of the resource `declare` registers for `obj`. Pure."""
     if obj.patch:
         return "kubernetes:core/v1:NodePatch"
-    if obj.api_version == "v1" and obj.kind == "ConfigMap":
-        return "kubernetes:core/v1:ConfigMap"
+    if obj.api_version == "v1":
+        return f"kubernetes:core/v1:{obj.kind}"
     if obj.kind == "CustomResourceDefinition":
         return "kubernetes:apiextensions.k8s.io/v1:CustomResourceDefinition"
     return f"kubernetes:{obj.api_version}:{obj.kind}"

@@ -7,7 +7,7 @@ labels every generated Kustomization carries (`app.kubernetes.io/managed-by: mag
 `appliance.magicstick.dev/module`), and:
 
 - adopted when the plan wants the same object (same name): the declared object replaces it by
-  server-side apply (`upsert_existing_objects`), nothing to do here;
+  server-side apply (the provider's create adopts an existing object), nothing to do here;
 - removed when the plan does not want it: the Kustomization of a module that is disabled, no
   longer requested, or has no matching ModuleActivation (seed: "delete stale generated Flux
   Kustomizations"). One removal per object, under its UID as a precondition, so an object

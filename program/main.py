@@ -29,6 +29,12 @@ from providers.status_writer import StatusProvider
 def kubernetes_provider(settings: Settings) -> k8s.Provider:
     """The one provider of the run: server-side apply, adopt existing objects, mutable ConfigMaps.
 
+    Objects that already exist (an earlier operator's, a lost state's) are adopted: the pinned
+    provider (pulumi-kubernetes 4.25) creates by server-side apply, which takes an existing
+    object over instead of failing with AlreadyExists. Later releases create client-side and
+    adopt only with `upsert_existing_objects=True`: set it when the pin moves past 4.25
+    (tests/e2e prove the adoption on the real provider).
+
     Without a kubeconfig the provider falls back to the ambient one: KUBECONFIG, ~/.kube/config,
     or the in-cluster service account when the program runs under the Pulumi Kubernetes Operator.
     Kubeconfig contents (not a path) hold credentials and enter the state only as a secret.
@@ -40,7 +46,6 @@ def kubernetes_provider(settings: Settings) -> k8s.Provider:
         kubeconfig=pulumi.Output.secret(kubeconfig) if contents else kubeconfig,
         context=settings.context,
         enable_server_side_apply=True,
-        upsert_existing_objects=True,
         enable_config_map_mutable=True,
     )
 

@@ -57,8 +57,9 @@ class Settings:
                 access=access_settings({entry.key: config.get(entry.key) for entry in ACCESS_KEYS}),
                 stack_name=parse_stack_name(config.get("stackName")),
             ),
-            kubeconfig=config.get("kubeconfig"),
-            context=config.get("context"),
+            # Pulumi.yaml declares "" for these (the CLI would otherwise require them): unset.
+            kubeconfig=config.get("kubeconfig") or None,
+            context=config.get("context") or None,
             catalog_dir=Path(catalog_dir) if catalog_dir else None,
             snapshot_file=Path(snapshot_file) if snapshot_file else None,
             now=parse_now(config.get("now")),

@@ -1,1 +1,2 @@
-"""A real kube-apiserver (v1.20.2) and etcd for the tests that need the Kubernetes API itself."""
+"""A real Kubernetes API server for the tests that need the Kubernetes API itself: etcd and
+kube-apiserver at the versions of scripts/toolchain/versions.env (tests/toolchain.py)."""

@@ -1,4 +1,4 @@
-"""A real Kubernetes API server for the tests: etcd plus kube-apiserver v1.20.2, one per session.
+"""A real Kubernetes API server for the tests: etcd plus a current kube-apiserver, one per session.
 
 Public face:
 
@@ -18,16 +18,18 @@ Public face:
 
 Rules:
 
-- Binaries are found, never built here: `$MAGICSTICK_KUBE_APISERVER`, else the cache that
-  `scripts/kube-apiserver/build.sh` fills; `$MAGICSTICK_ETCD`, else `etcd` on PATH. A missing
-  binary is an error that says how to build it, never a skip.
+- Binaries are found, never built here (`tests/toolchain.py`): `$MAGICSTICK_KUBE_APISERVER`
+  and `$MAGICSTICK_ETCD`, else the cache that `scripts/toolchain/build.sh` fills, at the
+  versions of `scripts/toolchain/versions.env`. A missing binary is an error that says how to
+  build it, never a skip.
 - Every wait is bounded by a deadline and polls with a short pause. Waits exist only for
   what the server does asynchronously (startup, CRD establishment and discovery, the RBAC
   authorizer's cache); tests themselves never sleep.
 - There is no kube-controller-manager and no kubelet: nothing garbage-collects, namespaces
   never finish terminating, no Pod runs. Tests play the controllers by writing status.
-- It is 1.20: no CEL (`x-kubernetes-validations` is dropped), no `fieldValidation=Strict`,
-  and empty-string schema defaults are refused (see `install_crds`).
+- It is started as envtest starts it: HTTPS only, RBAC, a static token file and a client CA
+  for the test users, a signing key for ServiceAccount tokens (TokenRequest). CRDs are
+  installed unmodified; their CEL rules, defaults and strict field validation are enforced.
 
 > **Why** — a fake API server agrees with whatever the test author believes; this one
 > enforces resourceVersions, schemas, pruning, defaults, field managers and RBAC for real.
@@ -36,14 +38,11 @@ Rules:
 from __future__ import annotations
 
 import contextlib
-import copy
 import ctypes
 import dataclasses
 import functools
-import os
 import re
 import secrets
-import shutil
 import signal
 import socket
 import ssl
@@ -58,20 +57,11 @@ from typing import Any, Final, TypeVar
 import httpx
 import yaml
 
+from tests import toolchain
 from tests.support.vendored import VENDORED_CRDS
 
-KUBE_VERSION: Final = "v1.20.2"
-"""The kube-apiserver version the build script produces and the tests run against."""
-
-KUBE_APISERVER_ENV: Final = "MAGICSTICK_KUBE_APISERVER"
-"""Explicit path of the kube-apiserver binary."""
-KUBE_CACHE_ENV: Final = "MAGICSTICK_KUBE_CACHE"
-"""The build cache directory (the build script honours the same variable)."""
-ETCD_ENV: Final = "MAGICSTICK_ETCD"
-"""Explicit path of the etcd binary."""
-
-REPO_ROOT: Final = Path(__file__).resolve().parents[2]
-BUILD_SCRIPT: Final = REPO_ROOT / "scripts" / "kube-apiserver" / "build.sh"
+KUBE_VERSION: Final = toolchain.versions().kube
+"""The kube-apiserver version the toolchain script builds and the tests run against."""
 
 ADMIN_USER: Final = "magicstick-test-admin"
 READER_USER: Final = "magicstick-reader"
@@ -336,39 +326,28 @@ def _issue_client_certificate(
 # --- binaries -------------------------------------------------------------------------------
 
 
-def kube_cache_dir() -> Path:
-    override = os.environ.get(KUBE_CACHE_ENV)
-    if override:
-        return Path(override)
-    return Path.home() / ".cache" / "magicstick" / f"kube-apiserver-{KUBE_VERSION}"
-
-
 def kube_apiserver_binary() -> Path:
     """The kube-apiserver to run; raises `BinaryNotFound` with the command that builds it."""
-    explicit = os.environ.get(KUBE_APISERVER_ENV)
-    path = Path(explicit) if explicit else kube_cache_dir() / "kube-apiserver"
-    if not (path.is_file() and os.access(path, os.X_OK)):
-        origin = f"${KUBE_APISERVER_ENV}" if explicit else "the build cache"
-        raise BinaryNotFound(
-            f"kube-apiserver {KUBE_VERSION} not found at {path} ({origin}). "
-            f"Build it once with: {BUILD_SCRIPT.relative_to(REPO_ROOT)} (about 5 minutes; "
-            f"it installs into ${KUBE_CACHE_ENV} or ~/.cache/magicstick/), "
-            f"or point ${KUBE_APISERVER_ENV} at a kube-apiserver {KUBE_VERSION} binary."
-        )
-    return path
+    try:
+        return toolchain.kube_apiserver()
+    except toolchain.ToolNotFound as error:
+        raise BinaryNotFound(str(error)) from None
+
+
+def kube_controller_manager_binary() -> Path:
+    """The kube-controller-manager to run; raises `BinaryNotFound` with the command that builds it."""
+    try:
+        return toolchain.kube_controller_manager()
+    except toolchain.ToolNotFound as error:
+        raise BinaryNotFound(str(error)) from None
 
 
 def etcd_binary() -> Path:
-    """$MAGICSTICK_ETCD, else `etcd` on PATH, else Debian's /usr/bin/etcd."""
-    explicit = os.environ.get(ETCD_ENV)
-    found = explicit or shutil.which("etcd") or "/usr/bin/etcd"
-    path = Path(found)
-    if not (path.is_file() and os.access(path, os.X_OK)):
-        raise BinaryNotFound(
-            f"etcd not found at {path}. Install Debian's etcd-server "
-            f"(scripts/kube-apiserver/build.sh does) or set ${ETCD_ENV}."
-        )
-    return path
+    """The etcd to run; raises `BinaryNotFound` with the command that builds it."""
+    try:
+        return toolchain.etcd()
+    except toolchain.ToolNotFound as error:
+        raise BinaryNotFound(str(error)) from None
 
 
 # --- processes ------------------------------------------------------------------------------
@@ -491,7 +470,6 @@ def _apiserver_argv(
         "--bind-address=127.0.0.1",
         "--advertise-address=127.0.0.1",
         f"--secure-port={port}",
-        "--insecure-port=0",
         f"--cert-dir={workdir / 'certs'}",
         f"--token-auth-file={token_file}",
         *client_ca,
@@ -502,19 +480,54 @@ def _apiserver_argv(
         f"--service-account-signing-key-file={service_account_key}",
         f"--service-cluster-ip-range={SERVICE_CLUSTER_IP_RANGE}",
         "--profiling=false",
-        "--logtostderr=true",
         "--v=0",
     ]
 
 
+def _controller_manager_argv(binary: Path, kubeconfig: Path, controllers: Sequence[str]) -> list[str]:
+    return [
+        str(binary),
+        f"--kubeconfig={kubeconfig}",
+        f"--controllers={','.join(controllers)}",
+        "--leader-elect=false",
+        "--use-service-account-credentials=false",
+        "--secure-port=0",
+        "--v=0",
+    ]
+
+
+def _wait_collecting(cluster: ClusterInfo, manager: _Process, deadline: float) -> None:
+    """Until the garbage collector completes a foreground deletion (its informers have synced)."""
+    probe = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "magicstick-gc-probe", "namespace": "default"}}
+    path = "/api/v1/namespaces/default/configmaps"
+    with cluster.client() as client:
+        _checked(client.post(path, json=probe))
+        options = {"apiVersion": "v1", "kind": "DeleteOptions", "propagationPolicy": "Foreground"}
+        client.request("DELETE", f"{path}/magicstick-gc-probe", json=options).raise_for_status()
+        while client.get(f"{path}/magicstick-gc-probe").status_code != 404:
+            if manager.popen.poll() is not None:
+                raise StartupFailed(f"{manager.name} exited with {manager.popen.returncode}:\n{manager.log_tail()}")
+            if time.monotonic() >= deadline:
+                raise StartupFailed(f"the garbage collector did not complete a foreground deletion in time:\n{manager.log_tail()}")
+            _wait_for_exit(manager, POLL_INTERVAL)
+
+
 @contextlib.contextmanager
 def running_cluster(
-    *, identities: Sequence[TestIdentity] | None = None, startup_timeout: float = STARTUP_TIMEOUT
+    *,
+    identities: Sequence[TestIdentity] | None = None,
+    startup_timeout: float = STARTUP_TIMEOUT,
+    controllers: Sequence[str] = (),
 ) -> Iterator[ClusterInfo]:
     """Start etcd and kube-apiserver, yield where they answer, stop the API server then etcd.
 
     `identities` default to `default_identities()`; exactly one of them must be in the group
     system:masters: it is the admin. Everything lives in a temporary directory removed on exit.
+
+    `controllers` (names of kube-controller-manager's controllers, such as `garbagecollector`
+    and `namespace`) starts kube-controller-manager with only those, as the admin; the cluster
+    is yielded once the garbage collector (when asked for) has completed a foreground deletion.
+    Without it nothing collects garbage: the suite's default, where tests play every controller.
     """
     chosen = tuple(identities) if identities is not None else default_identities()
     admins = [identity for identity in chosen if "system:masters" in identity.groups]
@@ -568,6 +581,16 @@ def running_cluster(
         )
         with info.client(timeout=2.0) as probe:
             _wait_ready(apiserver, probe, "/readyz", deadline)
+        if controllers:
+            manager = _launch(
+                "kube-controller-manager",
+                _controller_manager_argv(kube_controller_manager_binary(), info.kubeconfig_path(admins[0]), controllers),
+                workdir,
+            )
+            stack.callback(manager.stop)  # stopped before the API server
+            info = dataclasses.replace(info, pids={**info.pids, "kube-controller-manager": manager.popen.pid})
+            if "garbagecollector" in controllers:
+                _wait_collecting(info, manager, deadline)
         yield dataclasses.replace(info, startup_seconds=time.monotonic() - started)
 
 
@@ -632,17 +655,15 @@ def upstream_crd_paths() -> tuple[Path, ...]:
 
 @dataclass(frozen=True)
 class InstalledCrd:
-    """A CRD as the server accepted it, with what a 1.20 server does not enforce."""
+    """A CRD as the server accepted it."""
 
     name: str
     source: Path
     group: str
     plural: str
     served_versions: tuple[str, ...]
-    unenforced_cel_rules: int
-    """x-kubernetes-validations rules in the upstream schema: 1.20 drops them unread (CEL came in 1.25)."""
-    stripped_empty_defaults: tuple[str, ...] = ()
-    """Schema paths (sorted) whose `default: ""` the 1.20 server refused; installed without it."""
+    cel_rules: int
+    """x-kubernetes-validations rules in its schema, every one enforced by the server."""
 
 
 def _crd_documents(paths: Iterable[Path]) -> Iterator[tuple[Path, JsonObject]]:
@@ -669,31 +690,16 @@ def _count_cel_rules(node: Any) -> int:
 
 
 def install_crds(cluster: ClusterInfo, paths: Iterable[Path], *, timeout: float = API_TIMEOUT) -> list[InstalledCrd]:
-    """Create (or replace) every apiextensions.k8s.io/v1 CRD found in `paths`, then wait until served.
+    """Create (or replace) every apiextensions.k8s.io/v1 CRD found in `paths`, unmodified, then wait until served.
 
     `paths` are YAML files (multi-document allowed) or directories of them; documents that are
     not CRDs are ignored. A CRD is done when it is Established and discovery of each served
-    version lists its plural.
-
-    What kube-apiserver 1.20 does with newer schemas, and what this function does about it:
-
-    - `x-kubernetes-validations` (CEL, 1.25+): the server drops the field unread. Nothing to
-      do; `InstalledCrd.unenforced_cel_rules` counts the rules that will not be enforced.
-    - `default: ""` on a string (emitted for fields of Kubernetes 1.30+ Go types): 1.20
-      refuses the CRD, judging the empty default as null (`Invalid value: "null": in body
-      must be of type string`). When, and only
-      when, the server refuses a CRD with such causes, each `default` the server names (and
-      that is `""` in the source) is removed and the CRD is sent again; the paths are kept in
-      `InstalledCrd.stripped_empty_defaults`. An omitted field then stays absent instead of
-      becoming "", which both servers accept. A key of an `x-kubernetes-list-type: map` list
-      must have a default or be required, so a stripped default of such a key (PKO's Stack:
-      `imagePullSecrets[].name`) makes that key required instead.
-    - Any other refusal raises `ApiError`: no CRD is ever skipped.
+    version lists its plural. A refusal raises `ApiError`: no CRD is ever skipped or adapted.
     """
     installed = []
     with cluster.client() as client:
         for source, document in _crd_documents(paths):
-            stripped = _install_one(client, document)
+            _checked(_create_or_replace(client, document))
             spec = document["spec"]
             installed.append(
                 InstalledCrd(
@@ -702,8 +708,7 @@ def install_crds(cluster: ClusterInfo, paths: Iterable[Path], *, timeout: float 
                     group=spec["group"],
                     plural=spec["names"]["plural"],
                     served_versions=tuple(v["name"] for v in spec["versions"] if v.get("served", True)),
-                    unenforced_cel_rules=_count_cel_rules(spec),
-                    stripped_empty_defaults=stripped,
+                    cel_rules=_count_cel_rules(spec),
                 )
             )
         for crd in installed:
@@ -717,25 +722,6 @@ def install_crds(cluster: ClusterInfo, paths: Iterable[Path], *, timeout: float 
     return installed
 
 
-def _install_one(client: httpx.Client, crd: JsonObject) -> tuple[str, ...]:
-    response = _create_or_replace(client, crd)
-    if response.status_code != 422:
-        _checked(response)
-        return ()
-    adapted = _without_refused_empty_defaults(crd, response.json().get("details", {}).get("causes", []))
-    if adapted is None:
-        raise ApiError.from_response(response)
-    compatible, stripped = adapted
-    response = _create_or_replace(client, compatible)
-    if response.status_code == 422:
-        required = _with_stripped_map_keys_required(compatible, stripped, response.json().get("details", {}).get("causes", []))
-        if required is None:
-            raise ApiError.from_response(response)
-        response = _create_or_replace(client, required)
-    _checked(response)
-    return stripped
-
-
 def _create_or_replace(client: httpx.Client, crd: JsonObject) -> httpx.Response:
     response = client.post(_CRD_API, json=crd)
     if response.status_code != 409:
@@ -744,97 +730,6 @@ def _create_or_replace(client: httpx.Client, crd: JsonObject) -> httpx.Response:
     current = _checked(client.get(f"{_CRD_API}/{name}"))
     replacement = {**crd, "metadata": {**crd["metadata"], "resourceVersion": current["metadata"]["resourceVersion"]}}
     return client.put(f"{_CRD_API}/{name}", json=replacement)
-
-
-_SCHEMA_ROOT = re.compile(r"^spec\.(?:validation|versions\[(\d+)\]\.schema)\.openAPIV3Schema")
-_SCHEMA_STEP = re.compile(r"\.(properties|additionalProperties|items|allOf|anyOf|oneOf|not)(?:\[([^\]]+)\])?")
-_NULL_DEFAULT = 'Invalid value: "null"'
-
-
-def _without_refused_empty_defaults(
-    crd: JsonObject, causes: Sequence[JsonObject]
-) -> tuple[JsonObject, tuple[str, ...]] | None:
-    """`crd` without the `default: ""` entries the causes name; None when any cause is something else. Pure."""
-    if not causes:
-        return None
-    compatible = copy.deepcopy(crd)
-    stripped = []
-    for cause in causes:
-        field_path = str(cause.get("field", ""))
-        refused_default = (
-            cause.get("reason") == "FieldValueInvalid"
-            and str(cause.get("message", "")).startswith(_NULL_DEFAULT)
-            and field_path.endswith(".default")
-        )
-        nodes = _schema_nodes(compatible, field_path.removesuffix(".default")) if refused_default else []
-        if not nodes or any(node.get("default") != "" for node in nodes):
-            return None
-        for node in nodes:
-            del node["default"]
-        stripped.append(field_path)
-    return compatible, tuple(sorted(stripped))
-
-
-_MAP_KEY_NEEDS_DEFAULT = "this property is in x-kubernetes-list-map-keys"
-
-
-def _with_stripped_map_keys_required(
-    crd: JsonObject, stripped: Sequence[str], causes: Sequence[JsonObject]
-) -> JsonObject | None:
-    """`crd` where each list-map key whose `default: ""` was stripped is required instead. Pure.
-
-    A key of an `x-kubernetes-list-type: map` list must have a default or be required; once
-    1.20 made us drop its empty default, the server refuses it. Requiring the key is stricter
-    than upstream only for an item that omits it. None when any cause is something else.
-    """
-    if not causes:
-        return None
-    compatible = copy.deepcopy(crd)
-    for cause in causes:
-        field_path = str(cause.get("field", ""))
-        if field_path not in stripped or _MAP_KEY_NEEDS_DEFAULT not in str(cause.get("message", "")):
-            return None
-        owner_path, _, key = field_path.removesuffix(".default").rpartition(".properties")
-        parents = _schema_nodes(compatible, owner_path)
-        if not parents or not key.startswith("[") or not key.endswith("]"):
-            return None
-        for parent in parents:
-            required = parent.setdefault("required", [])
-            if key[1:-1] not in required:
-                required.append(key[1:-1])
-    return compatible
-
-
-def _schema_nodes(crd: JsonObject, field_path: str) -> list[JsonObject]:
-    """The schema nodes a server field path addresses; a shared `spec.validation` path addresses every version."""
-    root = _SCHEMA_ROOT.match(field_path)
-    if root is None:
-        return []
-    versions = crd["spec"]["versions"]
-    chosen = versions if root.group(1) is None else [versions[int(root.group(1))]]
-    rest = field_path[root.end() :]
-    steps = list(_SCHEMA_STEP.finditer(rest))
-    if "".join(step.group(0) for step in steps) != rest:
-        return []
-    nodes = []
-    for version in chosen:
-        node: Any = version.get("schema", {}).get("openAPIV3Schema")
-        for step in steps:
-            node = _child(node, step.group(1))
-            if step.group(2) is not None:
-                node = _child(node, step.group(2))
-        if not isinstance(node, dict):
-            return []
-        nodes.append(node)
-    return nodes
-
-
-def _child(node: Any, key: str) -> Any:
-    if isinstance(node, dict):
-        return node.get(key)
-    if isinstance(node, list) and key.isdigit() and int(key) < len(node):
-        return node[int(key)]
-    return None
 
 
 def _established(client: httpx.Client, name: str) -> bool:

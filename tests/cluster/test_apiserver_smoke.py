@@ -9,6 +9,7 @@ import httpx
 import pytest
 import yaml
 
+from tests import toolchain
 from tests.cluster.apiserver import (
     KUBE_VERSION,
     READER_USER,
@@ -23,6 +24,9 @@ from tests.cluster.apiserver import (
 from tests.cluster.conftest_plugin import namespace_name
 
 FIELD_MANAGER = "magicstick-tests"
+CRD_API = "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"
+NO_FIELD = "<nil>"
+"""The field of a cause that names none: the server's summary of the CEL rules it did not run."""
 KUSTOMIZE_GROUP = "kustomize.toolkit.fluxcd.io"
 APPLY = {"Content-Type": "application/apply-patch+yaml"}
 
@@ -46,6 +50,24 @@ def kustomization(name: str, *, source_kind: str = "GitRepository") -> dict:
     }
 
 
+def kubeai_model(name: str, **spec: object) -> dict:
+    """A KubeAI Model as the program declares one (tests/golden/demo), with `spec` overrides."""
+    return {
+        "apiVersion": "kubeai.org/v1",
+        "kind": "Model",
+        "metadata": {"name": name},
+        "spec": {
+            "engine": "VLLM",
+            "features": ["TextGeneration"],
+            "url": "hf://Qwen/Qwen2.5-0.5B-Instruct",
+            "resourceProfile": "cpu:1",
+            "minReplicas": 1,
+            "maxReplicas": 1,
+            **spec,
+        },
+    }
+
+
 def dry_run_apply(client: httpx.Client, namespace: str, body: dict) -> httpx.Response:
     name = body["metadata"]["name"]
     return client.patch(
@@ -57,9 +79,10 @@ def dry_run_apply(client: httpx.Client, namespace: str, body: dict) -> httpx.Res
 
 
 class TestTheServer:
-    def test_it_answers_version_with_v1_20_2(self, admin_client):
+    def test_it_answers_version_with_the_kube_version_the_toolchain_pins(self, admin_client):
         response = admin_client.get("/version")
         assert response.status_code == 200
+        assert KUBE_VERSION == toolchain.versions().kube
         assert response.json()["gitVersion"] == KUBE_VERSION
 
     def test_it_refuses_a_request_without_a_token(self, cluster: ClusterInfo):
@@ -123,16 +146,39 @@ class TestUpstreamCrds:
                 c for c in served["status"]["conditions"] if c["type"] == "Established"
             ).items()
 
-    def test_an_empty_string_default_the_1_20_server_refuses_is_stripped_and_reported(self, cluster):
-        (model,) = install_crds(cluster, [upstream_crd_path("kubeai/kubeai.org_models.yaml")])
-        env_from = "spec.validation.openAPIV3Schema.properties[spec].properties[envFrom].items.properties"
-        assert model.stripped_empty_defaults == (
-            f"{env_from}[configMapRef].properties[name].default",
-            f"{env_from}[secretRef].properties[name].default",
-        )
-        assert model.unenforced_cel_rules > 0
+    def test_an_upstream_crd_with_an_empty_string_default_is_installed_unmodified_and_its_default_applied(
+        self, cluster, admin_client, namespace
+    ):
+        source = upstream_crd_path("kubeai/kubeai.org_models.yaml")
+        (installed,) = install_crds(cluster, [source])
+        served = admin_client.get(f"{CRD_API}/{installed.name}").json()
+        (upstream,) = [d for d in yaml.safe_load_all(source.read_text()) if d]
+        assert [v["schema"] for v in served["spec"]["versions"]] == [v["schema"] for v in upstream["spec"]["versions"]]
+        env_from = served["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]["properties"]["envFrom"]
+        assert env_from["items"]["properties"]["configMapRef"]["properties"]["name"]["default"] == ""
 
-    def test_a_crd_the_server_refuses_for_another_reason_fails_the_install(self, cluster, tmp_path):
+        body = kubeai_model("with-env-from", envFrom=[{"configMapRef": {}, "secretRef": {"name": "keys"}}])
+        created = admin_client.post(f"/apis/kubeai.org/v1/namespaces/{namespace}/models", json=body)
+        assert created.status_code == 201, created.text
+        assert created.json()["spec"]["envFrom"] == [{"configMapRef": {"name": ""}, "secretRef": {"name": "keys"}}]
+
+    def test_the_cel_rules_of_an_upstream_crd_are_enforced(self, cluster, admin_client, namespace):
+        (installed,) = install_crds(cluster, [upstream_crd_path("kubeai/kubeai.org_models.yaml")])
+        assert installed.cel_rules > 0
+        models = f"/apis/kubeai.org/v1/namespaces/{namespace}/models"
+
+        refused = admin_client.post(models, json=kubeai_model("from-the-web", url="https://example.com/model"))
+        assert refused.status_code == 422, refused.text
+        assert [cause["field"] for cause in refused.json()["details"]["causes"]] == ["spec.url"]
+        assert 'url must start with "hf://"' in refused.json()["details"]["causes"][0]["message"]
+
+        too_long = admin_client.post(models, json=kubeai_model("m" * 41))
+        assert too_long.status_code == 422, too_long.text
+        assert "name must not exceed 40 characters." in too_long.json()["message"]
+
+        assert admin_client.post(models, json=kubeai_model("m" * 40)).status_code == 201
+
+    def test_a_crd_the_server_refuses_fails_the_install_with_the_servers_422(self, cluster, tmp_path):
         broken = tmp_path / "broken.yaml"
         broken.write_text(
             yaml.safe_dump(
@@ -174,7 +220,13 @@ class TestUpstreamCrds:
         assert response.status_code == 422
         status = response.json()
         assert status["reason"] == "Invalid"
-        assert [cause["field"] for cause in status["details"]["causes"]] == ["spec.sourceRef.kind"]
+        causes = {cause["field"]: cause for cause in status["details"]["causes"]}
+        assert causes["spec.sourceRef.kind"]["reason"] == "FieldValueNotSupported"
+        # Beside the field, the server names no other field; it may add a summary (field
+        # "<nil>") saying the CRD's CEL rules were not run on an object already invalid.
+        assert set(causes) <= {"spec.sourceRef.kind", NO_FIELD}
+        if NO_FIELD in causes:
+            assert "validation rules were not checked" in causes[NO_FIELD]["message"]
 
 
 class TestRbac:

@@ -9,7 +9,7 @@ from typing import Any, Final
 
 import yaml
 
-from tests.cluster.apiserver import REPO_ROOT
+from tests.support.vendored import REPOSITORY_ROOT as REPO_ROOT
 
 DEPLOY_DIR: Final = REPO_ROOT / "deploy"
 KUSTOMIZATION_FILE: Final = "kustomization.yaml"

@@ -8,14 +8,13 @@ import pytest
 from planning.frozen import thaw
 from planning.instances.guard import envoy_proxy, guard_objects
 from planning.settings import FIELD_MANAGER, PlanSettings
-from providers.kinds import CONFIG_MAP, DEPLOYMENT, ENVOY_PROXY, SERVICE
+from providers.kinds import CONFIG_MAP, DEPLOYMENT, ENVOY_PROXY, POD_DISRUPTION_BUDGET, SERVICE
 from providers.kube import Forbidden, KubeClient
 from tests.deploy.manifests import SYSTEM_NAMESPACE
-from tests.live.world import POD_DISRUPTION_BUDGET_V1BETA1, for_the_test_server
 
 ACCESS = PlanSettings().access
 GRANTS = {"ai-system.openclaw-default.json": '{"authentication":"sso"}'}
-KINDS = {"ConfigMap": CONFIG_MAP, "Service": SERVICE, "Deployment": DEPLOYMENT, "EnvoyProxy": ENVOY_PROXY, "PodDisruptionBudget": POD_DISRUPTION_BUDGET_V1BETA1}
+KINDS = {"ConfigMap": CONFIG_MAP, "Service": SERVICE, "Deployment": DEPLOYMENT, "EnvoyProxy": ENVOY_PROXY, "PodDisruptionBudget": POD_DISRUPTION_BUDGET}
 
 
 def planned() -> list[dict]:
@@ -26,7 +25,7 @@ def planned() -> list[dict]:
 @pytest.mark.parametrize("body", planned(), ids=lambda body: body["kind"])
 def test_the_program_may_apply_each_access_guard_object_beside_the_gateway(body, program: KubeClient):
     kind = KINDS[body["kind"]]
-    answered = program.apply(kind, for_the_test_server(body, kind), field_manager=FIELD_MANAGER, dry_run=True)
+    answered = program.apply(kind, body, field_manager=FIELD_MANAGER, dry_run=True)
     assert (answered["metadata"]["namespace"], answered["metadata"]["name"]) == (SYSTEM_NAMESPACE, body["metadata"]["name"])
 
 

@@ -10,8 +10,8 @@ import pytest
 import yaml
 
 from providers.kube import KubeClient, ResourceKind
-from tests.cluster.apiserver import REPO_ROOT
 from tests.live.world import ensure_namespace
+from tests.support.vendored import REPOSITORY_ROOT as REPO_ROOT
 
 KUBECTL = shutil.which("kubectl")
 

@@ -29,7 +29,6 @@ from providers.kinds import (
 )
 from providers.kube import ResourceKind
 from providers.live_reader import reads
-from tests.cluster.apiserver import REPO_ROOT
 from tests.deploy.manifests import (
     BUILT_IN_CLUSTER_ROLES,
     DEPLOY_DIR,
@@ -49,6 +48,7 @@ from tests.deploy.manifests import (
     yaml_files,
 )
 from tests.support.crd_schema import upstream_registry
+from tests.support.vendored import REPOSITORY_ROOT as REPO_ROOT
 
 APPLIANCE_NAMESPACES = {"ai-system", "flux-system", "identity-system", "ai"}
 PLACEHOLDER_DOMAINS = ("example.com", "example.local")

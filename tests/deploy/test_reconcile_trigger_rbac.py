@@ -138,8 +138,8 @@ def request_token(admin: KubeClient) -> str:
 
 
 @pytest.fixture
-def trigger_identity(appliance_cluster: ClusterInfo, admin: KubeClient, tmp_path_factory: pytest.TempPathFactory) -> TestIdentity:
-    ensure_stack_crd(appliance_cluster, admin, tmp_path_factory.mktemp("stack-crd"))
+def trigger_identity(appliance_cluster: ClusterInfo, admin: KubeClient) -> TestIdentity:
+    ensure_stack_crd(appliance_cluster, admin)
     objects = [the_one(documents(MANIFEST), "ServiceAccount"), *documents(RBAC)]
     apply_all(admin, objects)
     identity = TestIdentity(name=USER, token=request_token(admin), groups=GROUPS)

@@ -150,9 +150,10 @@ def test_a_refused_read_in_a_namespace_every_run_needs_still_stops_the_read(
     admin.delete(ROLE_BINDING, "magicstick-program", "ai")
     try:
         wait_until_rbac_says(
-            admin, user=SERVICE_ACCOUNT_USER, verb="list", group="kubeai.org", resource="models", namespace="ai", allowed=False
+            admin, user=SERVICE_ACCOUNT_USER, verb="list", group="resource.k8s.io", resource="resourceclaims", namespace="ai", allowed=False
         )
-        with pytest.raises(SnapshotReadError, match=r"reading Model \(kubeai.org/v1\) in namespace ai failed: 403 Forbidden"):
+        # The first read in `ai`: the shared GPU claim, as the server serves resource.k8s.io/v1.
+        with pytest.raises(SnapshotReadError, match=r"reading ResourceClaim \(resource.k8s.io/v1\) in namespace ai failed: 403 Forbidden"):
             read_snapshot(program_access, system_namespace=SYSTEM_NAMESPACE)
     finally:
         apply_all(admin, [o for o in documents("rbac.yaml") if o["kind"] == "RoleBinding"])

@@ -21,8 +21,8 @@ from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 from packaging.version import Version
 
-from tests.cluster.apiserver import REPO_ROOT
 from tests.deploy.manifests import DEPLOY_DIR, documents, the_one
+from tests.support.vendored import REPOSITORY_ROOT as REPO_ROOT
 
 CONTAINERFILE = DEPLOY_DIR / "workspace" / "Containerfile"
 CONSTRAINTS = DEPLOY_DIR / "workspace" / "constraints.txt"

@@ -130,9 +130,22 @@ def finish_job(client: KubeClient, namespace: str, name: str, *, image: str, rep
         field_manager="kubelet",
         subresource="status",
     )
-    condition = {"type": "Failed" if failed else "Complete", "status": "True", "reason": failed or "", "lastTransitionTime": "2026-01-01T00:10:00Z"}
-    status = {"conditions": [condition], ("failed" if failed else "succeeded"): 1}
+    status = {"startTime": "2026-01-01T00:00:00Z", "conditions": _finished_conditions(failed), ("failed" if failed else "succeeded"): 1}
+    if not failed:
+        status["completionTime"] = "2026-01-01T00:10:00Z"
     client.apply(JOB, {"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": name, "namespace": namespace}, "status": status}, field_manager=CONTROLLER, subresource="status")
+
+
+def _finished_conditions(failed: str | None) -> list[dict[str, str]]:
+    """The conditions the Job controller writes when a Job ends, in its order: the target
+    condition first (SuccessCriteriaMet or FailureTarget), then the terminal one (Complete or
+    Failed). The API server refuses a terminal condition without its target condition, and a
+    finished Job without startTime (a Complete one without completionTime too)."""
+    at = "2026-01-01T00:10:00Z"
+    if failed:
+        return [{"type": kind, "status": "True", "reason": failed, "lastTransitionTime": at} for kind in ("FailureTarget", "Failed")]
+    reason = "CompletionsReached"
+    return [{"type": kind, "status": "True", "reason": reason, "lastTransitionTime": at} for kind in ("SuccessCriteriaMet", "Complete")]
 
 
 OLLAMA_PASSES = {"gpuBuffersMi": 768, "arithmetic": True, "cpuFallback": False}

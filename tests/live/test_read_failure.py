@@ -26,6 +26,7 @@ def _role(*, with_kustomizations: bool) -> dict:
         {"apiGroups": ["gateway.envoyproxy.io"], "resources": ["securitypolicies"], "verbs": _READ},
         {"apiGroups": ["appliance.magicstick.dev"], "resources": ["*"], "verbs": _READ},
         {"apiGroups": ["nfd.k8s-sigs.io"], "resources": ["nodefeatures"], "verbs": _READ},
+        {"apiGroups": ["resource.k8s.io"], "resources": ["resourceslices", "resourceclaims"], "verbs": _READ},
         {"apiGroups": ["pulumi.com"], "resources": ["stacks"], "verbs": ["get"]},
     ]
     if with_kustomizations:

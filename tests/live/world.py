@@ -26,13 +26,11 @@ from providers.kinds import (
     SECURITY_POLICY,
     SERVICE,
 )
-from providers.kube import Invalid, KubeClient, NotFound, ResourceKind
+from providers.kube import KubeClient, NotFound, ResourceKind
 from providers.profile_store import ProfileStoreRef, put_profile
 from providers.stale_removal import StaleTarget, remove_stale
 from providers.status_writer import StatusTarget, write_status
 from tests.planning.builders import flux_status, gateway_status
-from tests.support.crd_defaults import without_empty_string_defaults
-from tests.support.crd_schema import UnknownKindError, upstream_registry
 
 LOADER = "test-loader"
 NAMESPACE = ResourceKind(group="", version="v1", kind="Namespace", plural="namespaces", namespaced=False)
@@ -61,10 +59,6 @@ _KINDS: dict[tuple[str, str], ResourceKind] = {
         ENVOY_PROXY,
     )
 }
-POD_DISRUPTION_BUDGET_V1BETA1 = ResourceKind(
-    group="policy", version="v1beta1", kind="PodDisruptionBudget", plural="poddisruptionbudgets", namespaced=True
-)
-"""What the 1.20 test server serves of PodDisruptionBudgets (policy/v1 arrived in 1.21)."""
 
 
 def kind_of(obj: Mapping[str, Any]) -> ResourceKind:
@@ -79,14 +73,15 @@ def without_server_fields(obj: Mapping[str, Any]) -> dict[str, Any]:
 def load(client: KubeClient, objects: Iterable[Mapping[str, Any]], *, field_manager: str = LOADER) -> None:
     """Create or update every object, then write its status through /status as its controller would.
 
-    The status goes in under a second field manager: before Kubernetes 1.22 managed fields do not
-    tell subresources apart, so one manager applying the status without the labels would drop them.
+    Both applies go in under `field_manager`: the server keeps the fields of the main resource
+    and of the status subresource in separate managedFields entries, so the status apply, which
+    carries no labels or spec, drops none of them.
     """
     for obj in objects:
         kind = kind_of(obj)
         client.apply(kind, without_server_fields(obj), field_manager=field_manager)
         if obj.get("status") and kind not in (CONFIG_MAP, NODE_FEATURE):
-            write_status_as(client, obj, obj["status"], field_manager=f"{field_manager}-status")
+            write_status_as(client, obj, obj["status"], field_manager=field_manager)
 
 
 def write_status_as(client: KubeClient, obj: Mapping[str, Any], status: Mapping[str, Any], *, field_manager: str) -> None:
@@ -134,19 +129,6 @@ def delete_all(client: KubeClient, kinds: Iterable[ResourceKind], namespace: str
     for kind in kinds:
         for obj in client.list(kind, namespace=namespace):
             client.delete(kind, obj["metadata"]["name"], namespace)
-
-
-def without_cel_rules(value: Any) -> Any:
-    """A CRD as the 1.20 test server can take it by server-side apply.
-
-    That server predates CEL: it drops x-kubernetes-validations on create but refuses them in
-    an apply patch ("field not declared in schema"). Real clusters (1.25+) take them as they are.
-    """
-    if isinstance(value, Mapping):
-        return {k: without_cel_rules(v) for k, v in value.items() if k != "x-kubernetes-validations"}
-    if isinstance(value, list):
-        return [without_cel_rules(v) for v in value]
-    return value
 
 
 CLUSTER_ROLE = ResourceKind(group="rbac.authorization.k8s.io", version="v1", kind="ClusterRole", plural="clusterroles", namespaced=False)
@@ -240,7 +222,6 @@ def publish_model_catalog(client: KubeClient, namespace: str, model_ids: list[st
 # The Pulumi engine, as the loop tests stand it in
 
 ENGINE = "magicstick"
-_REFUSED_EMPTY_STRING = 'Invalid value: "null"'
 
 
 def engine_force(body: Mapping[str, Any]) -> bool:
@@ -259,19 +240,20 @@ def engine_apply(client: KubeClient, plan: Plan, applied: Mapping[str, DesiredOb
     generated objects are removed under their UID. Returns the
     declared objects by identity, the `applied` of the next call.
 
-    Adaptations to the 1.20 test server, each equivalent on a current one (`for_the_test_server`,
-    `served_kind`).
+    Every body goes to the server as planned: CRDs with their CEL rules, custom resources with
+    their `""` values, the policy/v1 PodDisruptionBudget as policy/v1.
     """
     declared = {obj.identity: obj for obj in plan.objects}
     for obj in declared.values():
-        kind = served_kind(kind_of(obj.body))
+        kind = kind_of(obj.body)
         if obj.ignore_spec_changes and client.get_or_none(kind, obj.name, obj.namespace) is not None:
             continue
-        _apply_as_engine(client, kind, for_the_test_server(thaw(obj.body), kind))
+        body = thaw(obj.body)
+        client.apply(kind, body, field_manager=ENGINE, force=engine_force(body))
     for identity, obj in applied.items():
         if identity not in declared and not obj.retain_on_delete:
             try:
-                client.delete(served_kind(kind_of(obj.body)), obj.name, obj.namespace)
+                client.delete(kind_of(obj.body), obj.name, obj.namespace)
             except NotFound:
                 pass
     for profile in plan.models.cpu_profiles:
@@ -279,55 +261,6 @@ def engine_apply(client: KubeClient, plan: Plan, applied: Mapping[str, DesiredOb
     for stale in plan.stale:
         remove_stale(client, StaleTarget(api_version=stale.api_version, kind=stale.kind, namespace=stale.namespace, name=stale.name, uid=stale.uid))
     return declared
-
-
-def served_kind(kind: ResourceKind) -> ResourceKind:
-    """`kind` as the 1.20 test server serves it: a policy/v1 PodDisruptionBudget is stored as
-    policy/v1beta1, whose `maxUnavailable` and `selector` mean the same."""
-    return POD_DISRUPTION_BUDGET_V1BETA1 if kind is POD_DISRUPTION_BUDGET else kind
-
-
-def for_the_test_server(body: dict[str, Any], kind: ResourceKind) -> dict[str, Any]:
-    """`body` in a form the 1.20 test server takes, equivalent on a current server.
-
-    - A CRD loses its CEL rules (`without_cel_rules`).
-    - An upstream custom resource loses each `""` whose upstream schema default is `""`
-      (a BackendRef's core group, an OIDC client secret's): 1.20 reads `""` as null and refuses
-      it, and its CRDs were installed without those defaults; a current server stores the
-      default, the same `""`.
-    """
-    if kind is CRD:
-        return without_cel_rules(body)
-    if kind is POD_DISRUPTION_BUDGET_V1BETA1:
-        return {**body, "apiVersion": "policy/v1beta1"}
-    if body["apiVersion"] in ("v1", "apps/v1"):
-        return body
-    try:
-        return without_empty_string_defaults(body)
-    except UnknownKindError:
-        return body
-
-
-def _apply_as_engine(client: KubeClient, kind: ResourceKind, body: dict[str, Any]) -> None:
-    """Apply `body`; an object whose required `""` the 1.20 server refuses is checked upstream instead.
-
-    That is a ReferenceGrant naming the core group (`to[].group: ""`, required, no default):
-    no form of it is storable on 1.20, and current servers take it as it is.
-    """
-    try:
-        client.apply(kind, body, field_manager=ENGINE, force=engine_force(body))
-    except Invalid as error:
-        if _REFUSED_EMPTY_STRING not in str(error) or not _has_empty_string(body.get("spec")):
-            raise
-        assert upstream_registry().errors(body) == [], f"{kind.kind}/{body['metadata']['name']}"
-
-
-def _has_empty_string(value: Any) -> bool:
-    if isinstance(value, Mapping):
-        return any(_has_empty_string(v) for v in value.values())
-    if isinstance(value, list):
-        return any(_has_empty_string(v) for v in value)
-    return value == ""
 
 
 def write_planned_statuses(client: KubeClient, plan: Plan) -> int:

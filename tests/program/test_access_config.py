@@ -191,7 +191,9 @@ class TestPulumiYaml:
             default = getattr(defaults, entry.field)
             declaration = declared[f"magicstick:{entry.key}"]
             if default in (None, ()):
-                assert "default" not in declaration, entry.key
+                # Declared empty: the Pulumi CLI requires every key declared without a default.
+                assert declaration["default"] in ("", []), entry.key
+                assert access_settings({entry.key: declaration["default"]}) == defaults, entry.key
             else:
                 assert access_settings({entry.key: declaration["default"]}) == defaults, entry.key
                 assert getattr(access_settings({entry.key: declaration["default"]}), entry.field) == default
@@ -233,3 +235,8 @@ class TestFromPulumiConfig:
         (policy,) = [r.inputs for r in run.registrations if r.inputs.get("kind") == "SecurityPolicy"]
         assert policy["spec"]["oidc"]["provider"]["issuer"] == "https://sso.example.com/realms/x"
         assert policy["spec"]["oidc"]["clientID"] == "stick"
+
+
+def test_every_key_of_pulumi_yaml_has_a_default_so_that_the_cli_requires_none(declared):
+    """`pulumi up` refuses a stack that lacks a value for a declared key without a default."""
+    assert [key for key, declaration in declared.items() if "default" not in declaration] == []

@@ -18,8 +18,7 @@ from providers.kube import KubeAccess
 from tests.providers.engine import configured, kubeconfig_config
 
 PORT: Final = 8091
-"""Ports name their protocol: before Kubernetes 1.22 a server-side apply of a port list without
-it fails (500, "associative list with keys has an element that omits key field protocol")."""
+"""The port of every double; its ports name their protocol, as the plan's do (planning/models/direct.py)."""
 
 
 def config_map(namespace: str, name: str, kind: DirectRuntimeKind = DirectRuntimeKind.REALTIME) -> dict[str, Any]:

@@ -1,10 +1,8 @@
-"""scripts/kube-apiserver/build.sh: cache, lock, progress and errors, without building.
+"""scripts/toolchain/build.sh: cache, lock, progress and errors, without building.
 
-Each test gives the script its own cache directory (MAGICSTICK_KUBE_CACHE). A cache holding
-a double binary, a shell script that answers `--version` as v1.20.2 does, sends the script
-down its "already built" path. The script's first step still checks with dpkg-query that
-Debian's etcd-server is installed, as on every machine that runs the cluster tests (the
-script itself installs it there).
+Each test gives the script its own cache directory (MAGICSTICK_TOOLCHAIN_CACHE). A cache holding
+a double of every tool, shell scripts that answer as the pinned versions do, sends the script
+down its "already built" path for each step: nothing is compiled and nothing is downloaded.
 """
 
 from __future__ import annotations
@@ -21,31 +19,62 @@ from pathlib import Path
 
 import pytest
 
-SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "kube-apiserver" / "build.sh"
+from tests.toolchain import BUILD_SCRIPT, versions
+
 BASH = shutil.which("bash") or "/bin/bash"
-PREFLIGHT_COMMANDS = {"flock": "util-linux", "dpkg-query": "dpkg", "apt-get": "apt"}
+PREFLIGHT_COMMANDS = {"flock": "util-linux", "go": "golang", "sha256sum": "coreutils", "cp": "coreutils"}
 SAFETY_TIMEOUT_SECONDS = 60
 """Only a bound for a broken script: no test waits for time to pass."""
 
 
+def _double(path: Path, script: str) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("#!/bin/sh\n" + script)
+    path.chmod(0o755)
+    return path
+
+
 @pytest.fixture
 def cache(tmp_path: Path) -> Path:
-    """A cache directory holding a kube-apiserver double that answers --version as v1.20.2."""
+    """A cache directory holding a double of every tool at its pinned version."""
+    pinned = versions()
     directory = tmp_path / "cache"
-    directory.mkdir()
-    double = directory / "kube-apiserver"
-    double.write_text('#!/bin/sh\n[ "$1" = --version ] && echo "Kubernetes v1.20.2"\n')
-    double.chmod(0o755)
+    _double(directory / f"etcd-{pinned.etcd}" / "etcd", f'[ "$1" = --version ] && echo "etcd Version: {pinned.etcd[1:]}"\n')
+    for command in ("kube-apiserver", "kube-controller-manager"):
+        _double(directory / f"kube-apiserver-{pinned.kube}" / command, f'[ "$1" = --version ] && echo "Kubernetes {pinned.kube}"\n')
+    cli = directory / f"pulumi-{pinned.pulumi}"
+    # `pulumi version` prints the version; `pulumi plugin install ... --file` succeeds.
+    _double(cli / "pulumi", f'[ "$1" = version ] && echo "{pinned.pulumi}"; exit 0\n')
+    _double(cli / "pulumi-language-python", f'[ "$1" = -version ] && echo "{pinned.pulumi}"\n')
+    _double(cli / "pulumi-resource-pulumi-python", "exit 0\n")
+    _double(cli / "pulumi-language-python-exec", "exit 0\n")
+    provider = _double(directory / f"pulumi-resource-kubernetes-{pinned.pulumi_kubernetes}" / "pulumi-resource-kubernetes", "exit 0\n")
+    Path(f"{provider}.stamp").write_text(f"version={pinned.pulumi_kubernetes}\n")
     return directory
 
 
+def cached_paths(cache: Path) -> list[str]:
+    pinned = versions()
+    cli = cache / f"pulumi-{pinned.pulumi}"
+    return [
+        str(cache / f"etcd-{pinned.etcd}" / "etcd"),
+        str(cache / f"kube-apiserver-{pinned.kube}" / "kube-apiserver"),
+        str(cache / f"kube-apiserver-{pinned.kube}" / "kube-controller-manager"),
+        str(cli / "pulumi"),
+        str(cli / "pulumi-resource-pulumi-python"),
+        str(cli / "pulumi-language-python-exec"),
+        str(cli / "pulumi-language-python"),
+        str(cache / f"pulumi-resource-kubernetes-{pinned.pulumi_kubernetes}" / "pulumi-resource-kubernetes"),
+    ]
+
+
 def environment(cache: Path, path: str | None = None) -> dict[str, str]:
-    return {**os.environ, "MAGICSTICK_KUBE_CACHE": str(cache), "PATH": path or os.environ["PATH"]}
+    return {**os.environ, "MAGICSTICK_TOOLCHAIN_CACHE": str(cache), "PATH": path or os.environ["PATH"]}
 
 
 def build(cache: Path, path: str | None = None) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [BASH, str(SCRIPT)],
+        [BASH, str(BUILD_SCRIPT)],
         env=environment(cache, path),
         stdin=subprocess.DEVNULL,
         capture_output=True,
@@ -57,7 +86,7 @@ def build(cache: Path, path: str | None = None) -> subprocess.CompletedProcess[s
 
 def start_build(cache: Path) -> subprocess.Popen[str]:
     return subprocess.Popen(
-        [BASH, str(SCRIPT)],
+        [BASH, str(BUILD_SCRIPT)],
         env=environment(cache),
         stdin=subprocess.DEVNULL,
         stdout=subprocess.PIPE,
@@ -74,8 +103,9 @@ def first_stderr_line(process: subprocess.Popen[str]) -> str:
 
 
 def progress(stderr: str) -> list[str]:
-    """The stderr lines without the elapsed time a step line may end with."""
-    return [re.sub(r" \(at \d+ s\)$", "", line) for line in stderr.splitlines()]
+    """The stderr lines without the elapsed time a step line may end with, and step 2's Go details."""
+    lines = [re.sub(r" \(at \d+ s\)$", "", line) for line in stderr.splitlines()]
+    return [re.sub(r"^(build-toolchain: \[2/7\] checking Go): .*$", r"\1", line) for line in lines]
 
 
 @contextmanager
@@ -90,7 +120,7 @@ def held_lock(lock_file: Path) -> Iterator[None]:
 
 
 def bin_dir_with(directory: Path, commands: Sequence[str]) -> str:
-    """A PATH of one directory that holds symlinks to `commands` and nothing else."""
+    """A PATH of one directory that holds symlinks to `commands` (and what bash itself needs)."""
     directory.mkdir()
     for command in commands:
         found = shutil.which(command)
@@ -99,22 +129,24 @@ def bin_dir_with(directory: Path, commands: Sequence[str]) -> str:
     return str(directory)
 
 
-class TestTheCachedBinary:
-    def test_a_cached_binary_is_printed_on_stdout_with_a_progress_line_per_step_on_stderr(self, cache: Path):
+class TestTheCachedToolchain:
+    def test_cached_tools_are_printed_on_stdout_with_a_progress_line_per_step_on_stderr(self, cache: Path):
         result = build(cache)
-        assert (result.returncode, result.stdout) == (0, f"{cache}/kube-apiserver\n")
-        assert progress(result.stderr) == [
-            "build-kube-apiserver: [1/7] installing runtime packages: etcd-server",
-            f"build-kube-apiserver: [2/7] checking the cache: {cache}",
-            f"build-kube-apiserver: already built: {cache}/kube-apiserver",
-        ]
+        assert (result.returncode, result.stdout.splitlines()) == (0, cached_paths(cache))
+        steps = [line for line in progress(result.stderr) if re.match(r"build-toolchain: \[\d/7\]", line)]
+        assert [re.match(r"build-toolchain: \[(\d)/7\]", line).group(1) for line in steps] == list("1234567")
+        assert steps[0] == f"build-toolchain: [1/7] checking the cache: {cache}"
+        already = [line.removeprefix("build-toolchain: already built: ") for line in progress(result.stderr) if "already built" in line]
+        paths = [path for path in cached_paths(cache) if "pulumi-resource-pulumi-python" not in path and "exec" not in path]
+        assert already == [paths[0], f"{paths[1]} {paths[2]}", *paths[3:]]
 
     def test_running_it_again_changes_nothing_in_the_cache_but_its_log(self, cache: Path):
         build(cache)
-        before = {path.name: path.read_bytes() for path in cache.iterdir() if path.name != "build.log"}
+        snapshot = lambda: {str(p.relative_to(cache)): p.read_bytes() for p in cache.rglob("*") if p.is_file() and p.name != "build.log"}  # noqa: E731
+        before = snapshot()
         again = build(cache)
         assert again.returncode == 0
-        assert {path.name: path.read_bytes() for path in cache.iterdir() if path.name != "build.log"} == before
+        assert snapshot() == before
 
     def test_the_lock_is_free_once_the_script_has_ended(self, cache: Path):
         build(cache)
@@ -123,19 +155,17 @@ class TestTheCachedBinary:
 
 
 class TestTheLock:
-    def test_builds_started_while_another_holds_the_lock_wait_say_so_and_then_use_its_binary(self, cache: Path):
+    def test_builds_started_while_another_holds_the_lock_wait_say_so_and_then_use_the_cache(self, cache: Path):
         lock_file = cache / "build.lock"
         with held_lock(lock_file):
             waiting = [start_build(cache), start_build(cache)]
             lines = [first_stderr_line(process) for process in waiting]
             still_running = [process.poll() is None for process in waiting]
         outcomes = [process.communicate(timeout=SAFETY_TIMEOUT_SECONDS) for process in waiting]
-        assert lines == [f"build-kube-apiserver: waiting for another build (lock {lock_file})\n"] * 2
+        assert lines == [f"build-toolchain: waiting for another build (lock {lock_file})\n"] * 2
         assert still_running == [True, True]
         assert [process.returncode for process in waiting] == [0, 0]
-        assert [stdout for stdout, _ in outcomes] == [f"{cache}/kube-apiserver\n"] * 2
-        already_built = f"build-kube-apiserver: already built: {cache}/kube-apiserver"
-        assert [progress(stderr)[-1] for _, stderr in outcomes] == [already_built] * 2
+        assert [stdout.splitlines() for stdout, _ in outcomes] == [cached_paths(cache)] * 2
 
 
 class TestFailures:
@@ -148,7 +178,7 @@ class TestFailures:
         result = build(cache, path)
         assert (result.returncode, result.stdout) == (127, "")
         assert result.stderr == (
-            "build-kube-apiserver: step 'checking the required commands' failed (exit 127): "
+            "build-toolchain: step 'checking the required commands' failed (exit 127): "
             f"missing command {missing} (Debian package {PREFLIGHT_COMMANDS[missing]})\n"
         )
         assert not cache.exists()
@@ -156,13 +186,30 @@ class TestFailures:
     def test_several_missing_commands_are_named_together(self, tmp_path: Path):
         result = build(tmp_path / "never-created", bin_dir_with(tmp_path / "bin", []))
         assert result.returncode == 127
-        assert "missing commands flock (Debian package util-linux), dpkg-query (Debian package dpkg), apt-get" in result.stderr
+        assert "missing commands flock (Debian package util-linux), go (Debian package golang), sha256sum" in result.stderr
 
     def test_a_cache_directory_that_cannot_be_created_is_named(self, tmp_path: Path):
         (tmp_path / "a-file").write_text("")
         result = build(tmp_path / "a-file" / "cache")
         assert (result.returncode, result.stdout) == (1, "")
         assert result.stderr == (
-            "build-kube-apiserver: step 'locking the cache' failed (exit 1): "
+            "build-toolchain: step 'locking the cache' failed (exit 1): "
             f"cannot create the cache directory {tmp_path}/a-file/cache\n"
         )
+
+    def test_a_tool_that_fails_to_build_names_its_step_and_the_log(self, cache: Path, tmp_path: Path):
+        pinned = versions()
+        (cache / f"etcd-{pinned.etcd}" / "etcd").unlink()
+        # A module proxy that refuses everything: the first download of the etcd step fails.
+        result = subprocess.run(
+            [BASH, str(BUILD_SCRIPT)],
+            env={**environment(cache), "GOPROXY": "off", "GOMODCACHE": str(tmp_path / "empty-module-cache")},
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            text=True,
+            check=False,
+            timeout=SAFETY_TIMEOUT_SECONDS,
+        )
+        assert (result.returncode != 0, result.stdout) == (True, "")
+        assert f"build-toolchain: step 'etcd {pinned.etcd}' failed" in result.stderr
+        assert f"go mod tidy could not resolve etcd {pinned.etcd}; see {cache}/build.log" in result.stderr

@@ -1,9 +1,12 @@
 """The CEL rules (`x-kubernetes-validations`) of CustomResourceDefinitions, evaluated in Python.
 
-The test kube-apiserver is 1.20: it predates CEL and drops these rules unread, so nothing
-there ever enforces them. This module plays the part of the newer API server for them, on
-cel-python (`celpy`), a pure-Python CEL implementation whose `matches()` runs on RE2 like
-Kubernetes'.
+The test kube-apiserver enforces these rules, and tests/live/test_own_crd_rules.py checks
+each rule of our CRDs there. This module evaluates them in Python instead, on cel-python
+(`celpy`, a pure-Python CEL implementation whose `matches()` runs on RE2 like Kubernetes'),
+for what a server round trip per case would make slow: tests/api/test_api_cel_rules.py
+compares the rules with the API types over hundreds of cases and hypothesis-generated specs,
+without a server. test_own_crd_rules.py keeps this harness in step with the server: on each of
+its cases the harness must find exactly the rule the server refuses.
 
 What is modelled, and how:
 

@@ -72,34 +72,3 @@ def _default_object(value: dict[str, Any], schema: JsonObject) -> None:
             _default_in_place(item, properties[name])
         elif isinstance(additional, Mapping):
             _default_in_place(item, additional)
-
-
-def without_empty_string_defaults(obj: Mapping[str, Any], *, registry: CrdSchemaRegistry | None = None) -> dict[str, Any]:
-    """`obj` without each `""` value whose schema default is `""`. Pure.
-
-    Equivalent on a current API server, which writes the same `""` back as the default. For the
-    1.20 test server only: it reads a `""` in a custom resource as null and refuses it (and its
-    CRDs were installed without those `default: ""`, see tests.cluster.apiserver.install_crds).
-    """
-    result = copy.deepcopy(dict(obj))
-    _drop_empty_defaults(result, schema_of(obj, registry=registry))
-    return result
-
-
-def _drop_empty_defaults(value: Any, schema: JsonObject | None) -> None:
-    if not isinstance(schema, Mapping):
-        return
-    if isinstance(value, list):
-        for item in value:
-            _drop_empty_defaults(item, schema.get("items"))
-        return
-    if not isinstance(value, dict):
-        return
-    properties: Mapping[str, JsonObject] = schema.get("properties") or {}
-    additional = schema.get("additionalProperties")
-    for name in list(value):
-        child = properties.get(name, additional if isinstance(additional, Mapping) else None)
-        if isinstance(child, Mapping) and value[name] == "" and child.get("default") == "":
-            del value[name]
-        else:
-            _drop_empty_defaults(value[name], child)

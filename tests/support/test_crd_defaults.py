@@ -13,7 +13,7 @@ import pytest
 from planning.frozen import thaw
 from planning.instances.access import AccessSettings, access_objects
 from tests.planning.builders import access_for
-from tests.support.crd_defaults import defaulted, with_defaults, without_empty_string_defaults
+from tests.support.crd_defaults import defaulted, with_defaults
 from tests.support.crd_schema import CrdSchemaRegistry, upstream_registry
 
 GADGET_CRD = """\
@@ -166,20 +166,6 @@ def test_a_guard_only_policy_gains_the_backend_weight_and_nothing_of_single_sign
 def test_a_flux_object_created_without_status_starts_at_observed_generation_minus_one(api_version, kind):
     bare = {"apiVersion": api_version, "kind": kind, "metadata": {"name": "x", "namespace": "flux-system"}, "spec": {}}
     assert with_defaults(bare)["status"] == {"observedGeneration": -1}
-
-
-def test_empty_strings_the_schema_defaults_to_are_dropped_and_required_ones_kept():
-    policy = without_empty_string_defaults(planned_policy())
-    assert "group" not in policy["spec"]["extAuth"]["http"]["backendRefs"][0]
-    assert "group" not in policy["spec"]["oidc"]["clientSecret"]
-    grant = {
-        "apiVersion": "gateway.networking.k8s.io/v1beta1",
-        "kind": "ReferenceGrant",
-        "metadata": {"name": "g", "namespace": "ai"},
-        "spec": {"from": [{"group": "gateway.networking.k8s.io", "kind": "HTTPRoute", "namespace": "ai-system"}], "to": [{"group": "", "kind": "Service"}]},
-    }
-    assert without_empty_string_defaults(grant) == grant
-    assert with_defaults(policy)["spec"] == with_defaults(planned_policy())["spec"]
 
 
 def test_a_null_the_schema_does_not_allow_is_pruned_and_nested_objects_are_defaulted() -> None:

@@ -1,5 +1,7 @@
 """AMD dra-shared: the device plugin gives way to one shared claim only after AMD models drain,
-and every object declared for it passes the upstream schema (the 1.20 test server knows none)."""
+and every object declared for it passes the upstream schema. (The MutatingAdmissionPolicy is a
+beta API the test server does not serve; the claim also passes the server's dry run in
+tests/live/test_sharing_objects_dry_run.py.)"""
 
 from __future__ import annotations
 

@@ -5,9 +5,9 @@
 - `admin`: a KubeClient as the cluster admin; `admin_access` its KubeAccess.
 - `stack`: the Stack `magicstick` in this test's namespace, which is also the system, gateway
   and target namespace of the triggers started here.
-- `start_trigger`: starts a ReconcileTrigger on that world (FAST timing), waits until every
-  watch listed and the start's own request is done; every trigger is stopped at the end, and
-  none may have failed.
+- `start_trigger`: starts a ReconcileTrigger on that world (FAST timing; `extra` watches added
+  to the program's), waits until every watch listed and the start's own request is done; every
+  trigger is stopped at the end, and none may have failed.
 """
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ def trigger_cluster(cluster: ClusterInfo, tmp_path_factory: pytest.TempPathFacto
     with open_client(KubeAccess(kubeconfig=str(cluster.kubeconfig_path(ADMIN_USER)))) as client:
         ensure_namespaces(client)
         ensure_own_crds(cluster, client, tmp_path_factory.mktemp("own-crds"))
-        ensure_stack_crd(cluster, client, tmp_path_factory.mktemp("stack-crd"))
+        ensure_stack_crd(cluster, client)
     return cluster
 
 
@@ -65,8 +65,10 @@ def targets_in(namespace: str) -> tuple[WatchTarget, ...]:
 def start_trigger(admin_access: KubeAccess, namespace: str, stack: StackRef) -> Iterator[StartTrigger]:
     started: list[ReconcileTrigger] = []
 
-    def start(*, access: KubeAccess = admin_access, timing: Timing = FAST, of: StackRef = stack, ready: bool = True) -> ReconcileTrigger:
-        trigger = ReconcileTrigger(access=access, stack=of, targets=targets_in(namespace), timing=timing)
+    def start(
+        *, access: KubeAccess = admin_access, timing: Timing = FAST, of: StackRef = stack, ready: bool = True, extra: tuple[WatchTarget, ...] = ()
+    ) -> ReconcileTrigger:
+        trigger = ReconcileTrigger(access=access, stack=of, targets=(*targets_in(namespace), *extra), timing=timing)
         started.append(trigger.start())
         if ready:
             eventually(trigger, trigger.synced, what="every watch listed its collection")

@@ -14,8 +14,9 @@ from providers.kinds import MODEL_ACTIVATION
 from providers.kube import KubeClient
 from services.reconcile_trigger.main import EXIT_BAD_INPUT, EXIT_OK, main
 from services.reconcile_trigger.stack import StackRef
-from tests.cluster.apiserver import ADMIN_USER, REPO_ROOT, ClusterInfo
+from tests.cluster.apiserver import ADMIN_USER, ClusterInfo
 from tests.services.reconcile_trigger.world import LOADER, model_activation, stack_request_after
+from tests.support.vendored import REPOSITORY_ROOT as REPO_ROOT
 
 STOP_SECONDS = 10.0
 

@@ -8,10 +8,7 @@ Every wait polls a condition with a short pause and a deadline; none times the t
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from pathlib import Path
 from typing import Any, Final, TypeVar
-
-import yaml
 
 from api.meta import API_VERSION
 from providers.kinds import CRD
@@ -72,36 +69,11 @@ def stack_request_after(client: KubeClient, stack: StackRef, previous: str | Non
     raise AssertionError(f"not within {timeout} s: a reconciliation request of Stack {stack} other than {previous}")
 
 
-def ensure_stack_crd(cluster: ClusterInfo, client: KubeClient, directory: Path) -> None:
-    """The vendored PKO Stack CRD, installed unless the cluster serves it already.
-
-    The 1.20 test server refuses `default: ""` (install_crds strips it), and then refuses a
-    list-map key with neither a default nor `required` (the `name` of imagePullSecrets in the
-    workspace's pod template). Such a key is made required instead; nothing else changes, and
-    no Stack of these tests sets imagePullSecrets.
-    """
+def ensure_stack_crd(cluster: ClusterInfo, client: KubeClient) -> None:
+    """The vendored PKO Stack CRD, installed as it is unless the cluster serves it already."""
     if client.get_or_none(CRD, STACK_CRD_NAME) is not None:
         return
-    documents = [d for d in yaml.safe_load_all(STACK_CRD_FILE.read_text()) if d]
-    adapted = directory / STACK_CRD_FILE.name
-    adapted.write_text(yaml.safe_dump_all([_list_map_keys_required(d) for d in documents]))
-    install_crds(cluster, [adapted])
-
-
-def _list_map_keys_required(node: Any) -> Any:
-    """`node` with every list-map key whose default is "" listed as required in its items. Pure."""
-    if isinstance(node, list):
-        return [_list_map_keys_required(item) for item in node]
-    if not isinstance(node, dict):
-        return node
-    adapted = {key: _list_map_keys_required(value) for key, value in node.items()}
-    items = adapted.get("items")
-    if adapted.get("x-kubernetes-list-type") == "map" and isinstance(items, dict):
-        properties = items.get("properties") or {}
-        empty = [key for key in adapted.get("x-kubernetes-list-map-keys") or () if (properties.get(key) or {}).get("default") == ""]
-        if empty:
-            adapted["items"] = {**items, "required": sorted({*(items.get("required") or ()), *empty})}
-    return adapted
+    install_crds(cluster, [STACK_CRD_FILE])
 
 
 def stack_body(namespace: str, name: str = STACK_NAME) -> dict[str, Any]:

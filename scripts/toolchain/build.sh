@@ -1,0 +1,327 @@
+#!/usr/bin/env bash
+# Build the test toolchain from Go modules through the Go module proxy: etcd, kube-apiserver and
+# kube-controller-manager, the Pulumi CLI with the Python SDK's plugin scripts, and the Pulumi
+# Kubernetes provider.
+# The versions are pinned in scripts/toolchain/versions.env; README.md beside this script says
+# why each step is done the way it is.
+#
+# Installs into a cache OUTSIDE the repository, one directory per tool and version:
+#   ${MAGICSTICK_TOOLCHAIN_CACHE:-$HOME/.cache/magicstick/toolchain}/<tool>-<version>/
+# Idempotent: a tool whose cached binary answers with its pinned version is not built again.
+# One build per cache: the script holds build.lock in the cache (flock); another one waits.
+# Talks on stderr: one numbered line per step; a failure names the step, the exit status, what
+#   failed and the log (build.log in the cache). Prints only the tools' paths on stdout.
+# Exit status: 0 built or cached, 127 a required command is missing, else the failed command's.
+# Needs no root, no download site and no git: only `go` and the module proxy (GOPROXY).
+set -eEuo pipefail
+
+# Builtins only until the required commands are checked.
+SCRIPT_DIR=$(cd "${BASH_SOURCE[0]%/*}" && pwd)
+readonly SCRIPT_DIR
+# shellcheck source=versions.env
+source "$SCRIPT_DIR/versions.env"
+readonly STEP_COUNT=7
+readonly LANGUAGE_HOST_MODULE=github.com/pulumi/pulumi/sdk/python/cmd/pulumi-language-python/v3
+readonly PROVIDER_MODULE=github.com/pulumi/pulumi-kubernetes/provider/v4
+declare -rA PACKAGE_OF=([flock]=util-linux [go]=golang [sha256sum]=coreutils [cp]=coreutils)
+
+CACHE_DIR=${MAGICSTICK_TOOLCHAIN_CACHE:-$HOME/.cache/magicstick/toolchain}
+STARTED=${EPOCHREALTIME/[.,]/}
+CURRENT_STEP="checking the required commands"
+FAILED_COMMAND=""
+REPORTED=""
+LOG=""
+WORK=""
+LOCK_FD=""
+BUILT=()
+
+# A module that needs a newer Go than the machine's must fail here, not fetch a toolchain.
+export GOTOOLCHAIN=local GOFLAGS=-mod=mod CGO_ENABLED=0
+
+log() { printf 'build-toolchain: %s\n' "$*" >&2; }
+
+elapsed_seconds() { printf '%d' $(((${EPOCHREALTIME/[.,]/} - STARTED) / 1000000)); }
+
+step() {
+    local number=$1 title=$2 detail=${3:-} elapsed
+    elapsed=$(elapsed_seconds)
+    CURRENT_STEP=$title
+    log "[$number/$STEP_COUNT] $title${detail:+: $detail}$( ((elapsed == 0)) || printf ' (at %d s)' "$elapsed")"
+}
+
+fail() {
+    local status=$1 what=$2 excerpt=${3:-}
+    ((status != 0)) || status=1
+    REPORTED=1
+    log "step '$CURRENT_STEP' failed (exit $status): $what${LOG:+; see $LOG}"
+    [[ -z $excerpt ]] || printf '%s\n' "$excerpt" | sed 's/^/    /' >&2
+    exit "$status"
+}
+
+on_exit() {
+    local status=$?
+    [[ -z $WORK ]] || { chmod -R u+w "$WORK" 2>/dev/null; rm -rf "$WORK"; }
+    if ((status != 0)) && [[ -z $REPORTED ]]; then
+        log "step '$CURRENT_STEP' failed (exit $status): ${FAILED_COMMAND:-interrupted}${LOG:+; see $LOG}"
+    fi
+}
+trap '[[ -n $FAILED_COMMAND ]] || FAILED_COMMAND="\`$BASH_COMMAND\` (line $LINENO)"' ERR
+trap on_exit EXIT
+
+join() {
+    local separator=$1 first=$2
+    shift 2
+    printf '%s' "$first" "${@/#/$separator}"
+}
+
+require_commands() {
+    local command missing=()
+    for command in "$@"; do
+        command -v "$command" >/dev/null 2>&1 || missing+=("$command (Debian package ${PACKAGE_OF[$command]:-unknown})")
+    done
+    case ${#missing[@]} in
+        0) ;;
+        1) fail 127 "missing command ${missing[0]}" ;;
+        *) fail 127 "missing commands $(join ', ' "${missing[@]}")" ;;
+    esac
+}
+
+# Runs one command with its output in the log; a failure stops the build saying `what`
+# failed, followed by the last lines the command printed.
+run() {
+    local what=$1 status=0 logged
+    shift
+    logged=$(wc -c <"$LOG")
+    "$@" </dev/null >>"$LOG" 2>&1 {LOCK_FD}>&- || status=$?
+    ((status == 0)) || fail "$status" "$what" "$(tail -c "+$((logged + 1))" "$LOG" | tail -n 8)"
+}
+
+lock_cache() {
+    CURRENT_STEP="locking the cache"
+    mkdir -p "$CACHE_DIR" 2>/dev/null || fail $? "cannot create the cache directory $CACHE_DIR"
+    CACHE_DIR=$(cd "$CACHE_DIR" && pwd)
+    local lock_file=$CACHE_DIR/build.lock
+    { exec {LOCK_FD}>>"$lock_file"; } 2>/dev/null || fail $? "cannot open the lock file $lock_file"
+    if ! flock -n "$LOCK_FD"; then
+        log "waiting for another build (lock $lock_file)"
+        flock "$LOCK_FD" || fail $? "cannot take the lock $lock_file"
+    fi
+    LOG=$CACHE_DIR/build.log
+    : >"$LOG"
+}
+
+# A fresh wrapper module in $WORK/<name>: go.mod with `requires` and `replaces` lines, and a
+# tools.go importing `packages`, so that `go mod tidy` resolves them through the proxy.
+wrapper_module() {
+    local name=$1 go_version=$2 requires=$3 replaces=$4
+    shift 4
+    local dir=$WORK/$name package
+    mkdir -p "$dir"
+    {
+        printf 'module magicstick.local/toolchain/%s\n\ngo %s\n\nrequire (\n%s)\n' "$name" "$go_version" "$requires"
+        [[ -z $replaces ]] || printf '\nreplace (\n%s)\n' "$replaces"
+    } >"$dir/go.mod"
+    {
+        printf '//go:build tools\n\npackage tools\n\nimport (\n'
+        for package in "$@"; do printf '\t_ "%s"\n' "$package"; done
+        printf ')\n'
+    } >"$dir/tools.go"
+    printf '%s' "$dir"
+}
+
+# Records what was built beside the binary: versions, Go, sha256, time.
+write_stamp() {
+    local binary=$1
+    shift
+    {
+        printf '%s\n' "$@"
+        printf 'go=%s\n' "$(go env GOVERSION)"
+        printf 'sha256=%s\n' "$(sha256sum "$binary" | cut -d' ' -f1)"
+        printf 'built=%s\n' "$(date -u +%Y-%m-%dT%H:%M:%SZ)"
+    } >"$binary.stamp"
+}
+
+install_binary() {
+    local built=$1 target=$2
+    mkdir -p "$(dirname "$target")"
+    cp "$built" "$target.partial" && mv -f "$target.partial" "$target"
+}
+
+answers() {
+    local binary=$1 expected=$2
+    shift 2
+    local output
+    [[ -x $binary ]] && output=$("$binary" "$@" 2>/dev/null {LOCK_FD}>&-) && [[ $output == *"$expected"* ]]
+}
+
+build_etcd() {
+    local binary=$CACHE_DIR/etcd-$ETCD_VERSION/etcd
+    step 3 "etcd $ETCD_VERSION" "go.etcd.io/etcd/server/v3"
+    if answers "$binary" "etcd Version: ${ETCD_VERSION#v}" --version; then
+        log "already built: $binary"
+    else
+        # server/v3 replaces its sibling modules with local paths: require them at the same version.
+        local module requires="" dir
+        for module in server/v3 api/v3 client/pkg/v3 client/v3 pkg/v3; do
+            requires+=$'\t'"go.etcd.io/etcd/$module $ETCD_VERSION"$'\n'
+        done
+        dir=$(wrapper_module etcd 1.26.0 "$requires" "" go.etcd.io/etcd/server/v3)
+        run "go mod tidy could not resolve etcd $ETCD_VERSION" env -C "$dir" go mod tidy
+        run "go build of etcd failed" env -C "$dir" go build -trimpath -o "$dir/etcd" go.etcd.io/etcd/server/v3
+        install_binary "$dir/etcd" "$binary"
+        write_stamp "$binary" "version=$ETCD_VERSION" "module=go.etcd.io/etcd/server/v3@$ETCD_VERSION"
+        answers "$binary" "etcd Version: ${ETCD_VERSION#v}" --version || fail 1 "the built etcd does not answer --version with $ETCD_VERSION"
+    fi
+    BUILT+=("$binary")
+}
+
+# kube-apiserver and kube-controller-manager come from one wrapper module: the controller
+# manager runs only the garbage collector and the namespace controller in the tests (the
+# finalizers a foreground deletion and a namespace deletion wait for).
+build_kubernetes() {
+    local directory=$CACHE_DIR/kube-apiserver-$KUBE_VERSION
+    local apiserver=$directory/kube-apiserver controller_manager=$directory/kube-controller-manager
+    step 4 "kube-apiserver and kube-controller-manager $KUBE_VERSION" "k8s.io/kubernetes with its staging modules at $KUBE_STAGING_VERSION"
+    if answers "$apiserver" "Kubernetes $KUBE_VERSION" --version && answers "$controller_manager" "Kubernetes $KUBE_VERSION" --version; then
+        log "already built: $apiserver $controller_manager"
+    else
+        # k8s.io/kubernetes replaces every staging module with ./staging/src/...; a wrapper
+        # module replaces each with its published release instead.
+        local mod replaces="" staging dir minor command
+        mod=$(env -C "$WORK" go mod download -json "k8s.io/kubernetes@$KUBE_VERSION" | sed -n 's/^\t"GoMod": "\(.*\)",$/\1/p')
+        [[ -f $mod ]] || fail 1 "the module proxy did not serve k8s.io/kubernetes@$KUBE_VERSION"
+        for staging in $(sed -n 's#^\s*\(k8s.io/[a-z0-9-]*\) => ./staging/.*#\1#p' "$mod"); do
+            replaces+=$'\t'"$staging => $staging $KUBE_STAGING_VERSION"$'\n'
+        done
+        [[ -n $replaces ]] || fail 1 "no staging replaces found in $mod"
+        dir=$(wrapper_module kubernetes 1.25.0 $'\t'"k8s.io/kubernetes $KUBE_VERSION"$'\n' "$replaces" \
+            k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kube-controller-manager)
+        minor=${KUBE_VERSION#v1.}
+        minor=${minor%%.*}
+        # The version ldflags: without them the server says v0.0.0 and clients take old-cluster paths.
+        local version_package=k8s.io/component-base/version
+        local ldflags="-X $version_package.gitVersion=$KUBE_VERSION -X $version_package.gitMajor=1 -X $version_package.gitMinor=$minor -X $version_package.gitTreeState=clean -X $version_package.buildDate=1970-01-01T00:00:00Z"
+        run "go mod tidy could not resolve k8s.io/kubernetes $KUBE_VERSION" env -C "$dir" go mod tidy
+        for command in kube-apiserver kube-controller-manager; do
+            if answers "$directory/$command" "Kubernetes $KUBE_VERSION" --version; then
+                continue
+            fi
+            log "compiling $command (several minutes on 2 cores)"
+            run "go build of $command failed" env -C "$dir" go build -trimpath -ldflags "$ldflags" -o "$dir/$command" "k8s.io/kubernetes/cmd/$command"
+            install_binary "$dir/$command" "$directory/$command"
+            write_stamp "$directory/$command" "version=$KUBE_VERSION" "staging=$KUBE_STAGING_VERSION"
+            answers "$directory/$command" "Kubernetes $KUBE_VERSION" --version || fail 1 "the built $command does not answer --version with Kubernetes $KUBE_VERSION"
+        done
+    fi
+    BUILT+=("$apiserver" "$controller_manager")
+}
+
+build_pulumi() {
+    local directory=$CACHE_DIR/pulumi-$PULUMI_VERSION
+    local binary=$directory/pulumi
+    step 5 "pulumi $PULUMI_VERSION" "github.com/pulumi/pulumi/pkg/v3 cmd/pulumi, and the Python SDK's plugin scripts"
+    if answers "$binary" "$PULUMI_VERSION" version && [[ -x $directory/pulumi-resource-pulumi-python && -x $directory/pulumi-language-python-exec ]]; then
+        log "already built: $binary"
+    else
+        # pkg/v3 replaces sdk/v3 with ../sdk: require both at the release, restate its other replace.
+        local requires replaces dir sdk
+        requires=$'\t'"github.com/pulumi/pulumi/pkg/v3 $PULUMI_VERSION"$'\n'$'\t'"github.com/pulumi/pulumi/sdk/v3 $PULUMI_VERSION"$'\n'
+        replaces=$'\t'"github.com/atotto/clipboard => github.com/tgummerer/clipboard v0.0.0-20241001131231-d02d263e614e"$'\n'
+        dir=$(wrapper_module pulumi 1.26.6 "$requires" "$replaces" github.com/pulumi/pulumi/pkg/v3/cmd/pulumi)
+        run "go mod tidy could not resolve pulumi $PULUMI_VERSION" env -C "$dir" go mod tidy
+        log "compiling pulumi (several minutes on 2 cores)"
+        run "go build of pulumi failed" env -C "$dir" go build -trimpath \
+            -ldflags "-X github.com/pulumi/pulumi/sdk/v3/go/common/version.Version=$PULUMI_VERSION" \
+            -o "$dir/pulumi" github.com/pulumi/pulumi/pkg/v3/cmd/pulumi
+        install_binary "$dir/pulumi" "$binary"
+        # The scripts the CLI looks for beside itself ship in the sdk/v3 module; a module zip
+        # keeps no run bits, so they are set here.
+        sdk=$(env -C "$dir" go list -m -f '{{.Dir}}' github.com/pulumi/pulumi/sdk/v3)
+        install_binary "$sdk/python/dist/pulumi-resource-pulumi-python" "$directory/pulumi-resource-pulumi-python"
+        install_binary "$sdk/python/cmd/pulumi-language-python-exec" "$directory/pulumi-language-python-exec"
+        chmod 0755 "$directory/pulumi-resource-pulumi-python" "$directory/pulumi-language-python-exec" "$binary"
+        write_stamp "$binary" "version=$PULUMI_VERSION" "commit=$PULUMI_COMMIT"
+        answers "$binary" "$PULUMI_VERSION" version || fail 1 "the built pulumi does not answer 'version' with $PULUMI_VERSION"
+    fi
+    BUILT+=("$binary" "$directory/pulumi-resource-pulumi-python" "$directory/pulumi-language-python-exec")
+}
+
+# The language host is an untagged module: its pseudo-version at the release commit. The proxy
+# may refuse it; then the step says so, and the e2e suite serves the program through the SDK's
+# own inline language server instead (tests/e2e/language_host.py).
+probe_language_host() {
+    local version=v3.0.0-$PULUMI_COMMIT_TIME-${PULUMI_COMMIT:0:12}
+    local directory=$CACHE_DIR/pulumi-$PULUMI_VERSION
+    local binary=$directory/pulumi-language-python answer
+    step 6 "pulumi-language-python $version" "$LANGUAGE_HOST_MODULE"
+    if answers "$binary" "$PULUMI_VERSION" -version; then
+        log "already built: $binary"
+        BUILT+=("$binary")
+        return
+    fi
+    if ! answer=$(env -C "$WORK" go mod download -json "$LANGUAGE_HOST_MODULE@$version" 2>&1) || [[ $answer == *'"Error"'* ]]; then
+        # The proxy's answer without the request it repeats: "403 Forbidden server response: ...".
+        answer=$(printf '%s' "$answer" | sed -n 's/^\t"Error": "\(.*\)",\{0,1\}$/\1/p' | sed 's/\\n\\t/ /g; s/^.*\.info: //' | head -n1)
+        log "not served by the module proxy, skipped (the e2e suite serves the program through the SDK's inline language server): go mod download $LANGUAGE_HOST_MODULE@$version: ${answer:-refused}"
+        return
+    fi
+    local dir
+    dir=$(wrapper_module language-host 1.26.6 $'\t'"$LANGUAGE_HOST_MODULE $version"$'\n'$'\t'"github.com/pulumi/pulumi/pkg/v3 $PULUMI_VERSION"$'\n'$'\t'"github.com/pulumi/pulumi/sdk/v3 $PULUMI_VERSION"$'\n' \
+        $'\t'"github.com/atotto/clipboard => github.com/tgummerer/clipboard v0.0.0-20241001131231-d02d263e614e"$'\n' "$LANGUAGE_HOST_MODULE")
+    run "go mod tidy could not resolve the language host" env -C "$dir" go mod tidy
+    run "go build of the language host failed" env -C "$dir" go build -trimpath \
+        -ldflags "-X github.com/pulumi/pulumi/sdk/v3/go/common/version.Version=$PULUMI_VERSION" -o "$dir/pulumi-language-python" "$LANGUAGE_HOST_MODULE"
+    install_binary "$dir/pulumi-language-python" "$binary"
+    write_stamp "$binary" "version=$version"
+    BUILT+=("$binary")
+}
+
+build_provider() {
+    local version=${PULUMI_KUBERNETES_VERSION#v}
+    local directory=$CACHE_DIR/pulumi-resource-kubernetes-$PULUMI_KUBERNETES_VERSION
+    local binary=$directory/pulumi-resource-kubernetes
+    local home=$CACHE_DIR/pulumi-home-$PULUMI_VERSION
+    step 7 "pulumi-resource-kubernetes $PULUMI_KUBERNETES_VERSION" "$PROVIDER_MODULE@$PULUMI_KUBERNETES_PROVIDER_MODULE_VERSION"
+    if [[ -x $binary && -f $binary.stamp ]] && grep -qx "version=$PULUMI_KUBERNETES_VERSION" "$binary.stamp"; then
+        log "already built: $binary"
+    else
+        local source dir
+        source=$(env -C "$WORK" go mod download -json "$PROVIDER_MODULE@$PULUMI_KUBERNETES_PROVIDER_MODULE_VERSION" | sed -n 's/^\t"Dir": "\(.*\)",$/\1/p')
+        [[ -d $source ]] || fail 1 "the module proxy did not serve $PROVIDER_MODULE@$PULUMI_KUBERNETES_PROVIDER_MODULE_VERSION"
+        # `go generate` writes the embedded schema into the module's own tree: build from a
+        # writable copy, with the SDK module (a ../sdk replace upstream) at its release.
+        dir=$WORK/provider
+        cp -R "$source" "$dir" && chmod -R u+w "$dir"
+        run "could not point the provider at pulumi-kubernetes/sdk/v4 $PULUMI_KUBERNETES_VERSION" env -C "$dir" \
+            go mod edit -replace "github.com/pulumi/pulumi-kubernetes/sdk/v4=github.com/pulumi/pulumi-kubernetes/sdk/v4@$PULUMI_KUBERNETES_VERSION"
+        run "go mod tidy could not resolve the provider's modules" env -C "$dir" go mod tidy
+        run "go generate of the provider's embedded schema failed" env -C "$dir/cmd/pulumi-resource-kubernetes" VERSION="$version" go run generate.go
+        log "compiling pulumi-resource-kubernetes (several minutes on 2 cores)"
+        run "go build of pulumi-resource-kubernetes failed" env -C "$dir" go build -trimpath \
+            -ldflags "-X github.com/pulumi/pulumi-kubernetes/provider/v4/pkg/version.Version=$version" \
+            -o "$dir/pulumi-resource-kubernetes" ./cmd/pulumi-resource-kubernetes
+        install_binary "$dir/pulumi-resource-kubernetes" "$binary"
+        write_stamp "$binary" "version=$PULUMI_KUBERNETES_VERSION" "module=$PROVIDER_MODULE@$PULUMI_KUBERNETES_PROVIDER_MODULE_VERSION"
+    fi
+    # The plugin as the engine finds it: installed from this file, never downloaded.
+    run "pulumi plugin install of the provider failed" env PULUMI_HOME="$home" PULUMI_SKIP_UPDATE_CHECK=true \
+        "$CACHE_DIR/pulumi-$PULUMI_VERSION/pulumi" plugin install resource kubernetes "$version" --file "$binary"
+    BUILT+=("$binary")
+}
+
+main() {
+    require_commands flock go sha256sum cp
+    lock_cache
+    step 1 "checking the cache" "$CACHE_DIR"
+    step 2 "checking Go" "$(go env GOVERSION), GOPROXY=$(go env GOPROXY)"
+    WORK=$(mktemp -d)
+    build_etcd
+    build_kubernetes
+    build_pulumi
+    probe_language_host
+    build_provider
+    log "done in $(elapsed_seconds) s"
+    printf '%s\n' "${BUILT[@]}"
+}
+
+main "$@"

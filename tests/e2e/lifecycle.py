@@ -1,0 +1,61 @@
+"""Steps of a stack's life the e2e tests share: converge the demo, read what a run changed."""
+
+from __future__ import annotations
+
+from typing import Any, Final
+
+from cli.files import DYNAMIC, RESOURCES, STATUS, fit_file_name, safe_part
+from providers.kube import KubeClient
+from tests.e2e.engine import PulumiProject, Run
+from tests.e2e.world import play_controllers
+from tests.live.ollama_double import OllamaDouble
+
+MAX_ROUNDS: Final = 8
+"""A bound for a loop that does not converge; the demo converges in three or four."""
+CHANGING_OPS: Final = frozenset({"create", "update", "delete", "replace", "create-replacement", "delete-replaced"})
+STATUS_TYPE: Final = "pulumi-python:dynamic/magicstick:Status"
+
+
+def changes(run: Run) -> dict[str, str]:
+    """URN -> operation of every step of `run` that changed something."""
+    return {urn: op for urn, op in run.operations().items() if op in CHANGING_OPS}
+
+
+def resource_type(urn: str) -> str:
+    return urn.split("::")[-2].split("$")[-1]
+
+
+def logical_name(urn: str) -> str:
+    return urn.split("::")[-1]
+
+
+def converge(project: PulumiProject, kube: KubeClient, ollama: OllamaDouble) -> list[Run]:
+    """`pulumi up` and a pass of the controllers, until an up changes nothing and no controller writes."""
+    runs = []
+    for _ in range(MAX_ROUNDS):
+        run = project.pulumi("up", "--yes", "--skip-preview", events=True)
+        runs.append(run)
+        played = play_controllers(kube, ollama)
+        if not changes(run) and played == 0:
+            return runs
+    tail = "\n".join(runs[-1].stdout.splitlines()[-25:])
+    raise AssertionError(f"no convergence in {MAX_ROUNDS} rounds; last changes: {changes(runs[-1])}\n{tail}")
+
+
+def render_path(step: dict[str, Any]) -> str | None:
+    """The file of a `magicstick render` that holds what a preview step changes, or None for a
+    resource a render does not write (the provider, components). Pure."""
+    urn = step["urn"]
+    kind = resource_type(urn)
+    state = step.get("newState") or step.get("oldState") or {}
+    inputs = state.get("inputs") or {}
+    if kind.startswith("kubernetes:") and not kind.startswith("pulumi:providers:"):
+        metadata = inputs.get("metadata") or {}
+        parts = [str(inputs.get("kind", "object")).lower(), metadata.get("namespace"), metadata.get("name", "unnamed")]
+        return f"{RESOURCES}/{fit_file_name('.'.join(safe_part(p) for p in parts if p))}"
+    if kind == STATUS_TYPE:
+        parts = [str(inputs["kind"]).lower(), inputs.get("namespace"), inputs["name"]]
+        return f"{STATUS}/{fit_file_name('.'.join(safe_part(p) for p in parts if p))}"
+    if kind.startswith("pulumi-python:dynamic/"):
+        return f"{DYNAMIC}/{fit_file_name(f'{safe_part(kind)}.{safe_part(logical_name(urn))}')}"
+    return None

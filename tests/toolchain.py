@@ -1,0 +1,109 @@
+"""Where the tests find the toolchain that scripts/toolchain/build.sh builds.
+
+The versions come from `scripts/toolchain/versions.env`, the file the build script sources, so
+the tests and the build never disagree. Tools are found, never built here:
+`$MAGICSTICK_<TOOL>` (an explicit path), else the build cache
+(`$MAGICSTICK_TOOLCHAIN_CACHE`, default `~/.cache/magicstick/toolchain`). A missing tool is an
+error naming the command that builds it, never a skip.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+from typing import Final
+
+REPO_ROOT: Final = Path(__file__).resolve().parents[1]
+BUILD_SCRIPT: Final = REPO_ROOT / "scripts" / "toolchain" / "build.sh"
+VERSIONS_FILE: Final = REPO_ROOT / "scripts" / "toolchain" / "versions.env"
+CACHE_ENV: Final = "MAGICSTICK_TOOLCHAIN_CACHE"
+
+
+class ToolNotFound(Exception):
+    """A tool the tests need is not built; the message says how to build it."""
+
+
+@dataclass(frozen=True)
+class Versions:
+    """The pinned versions of scripts/toolchain/versions.env."""
+
+    pulumi: str
+    pulumi_kubernetes: str
+    kube: str
+    etcd: str
+
+
+def parse_versions(text: str) -> dict[str, str]:
+    """KEY=VALUE lines; blank lines and `#` comments ignored. Pure."""
+    values = {}
+    for line in text.splitlines():
+        stripped = line.strip()
+        if not stripped or stripped.startswith("#"):
+            continue
+        key, separator, value = stripped.partition("=")
+        if not separator:
+            raise ValueError(f"{VERSIONS_FILE.name}: not KEY=VALUE: {line!r}")
+        values[key] = value
+    return values
+
+
+@cache
+def versions() -> Versions:
+    values = parse_versions(VERSIONS_FILE.read_text())
+    return Versions(
+        pulumi=values["PULUMI_VERSION"],
+        pulumi_kubernetes=values["PULUMI_KUBERNETES_VERSION"],
+        kube=values["KUBE_VERSION"],
+        etcd=values["ETCD_VERSION"],
+    )
+
+
+def cache_dir() -> Path:
+    override = os.environ.get(CACHE_ENV)
+    return Path(override) if override else Path.home() / ".cache" / "magicstick" / "toolchain"
+
+
+def tool(name: str, directory: str, *, env: str) -> Path:
+    """The executable `name` in the cache's `directory`, or `$env` when set."""
+    explicit = os.environ.get(env)
+    path = Path(explicit) if explicit else cache_dir() / directory / name
+    if not (path.is_file() and os.access(path, os.X_OK)):
+        origin = f"${env}" if explicit else "the toolchain cache"
+        raise ToolNotFound(
+            f"{name} not found at {path} ({origin}). Build the toolchain once with: "
+            f"{BUILD_SCRIPT.relative_to(REPO_ROOT)} (it installs into ${CACHE_ENV} or "
+            f"~/.cache/magicstick/toolchain/), or point ${env} at the binary."
+        )
+    return path
+
+
+def kube_apiserver() -> Path:
+    return tool("kube-apiserver", f"kube-apiserver-{versions().kube}", env="MAGICSTICK_KUBE_APISERVER")
+
+
+def kube_controller_manager() -> Path:
+    return tool("kube-controller-manager", f"kube-apiserver-{versions().kube}", env="MAGICSTICK_KUBE_CONTROLLER_MANAGER")
+
+
+def etcd() -> Path:
+    return tool("etcd", f"etcd-{versions().etcd}", env="MAGICSTICK_ETCD")
+
+
+def pulumi() -> Path:
+    return tool("pulumi", f"pulumi-{versions().pulumi}", env="MAGICSTICK_PULUMI")
+
+
+def kubernetes_provider() -> Path:
+    return tool(
+        "pulumi-resource-kubernetes",
+        f"pulumi-resource-kubernetes-{versions().pulumi_kubernetes}",
+        env="MAGICSTICK_PULUMI_RESOURCE_KUBERNETES",
+    )
+
+
+def python_language_host() -> Path | None:
+    """The Go language host when the toolchain could build it; None when the proxy refused it."""
+    path = cache_dir() / f"pulumi-{versions().pulumi}" / "pulumi-language-python"
+    return path if path.is_file() and os.access(path, os.X_OK) else None
