@@ -100,9 +100,9 @@ class PulumiProject:
         return self.root / "state"
 
     @classmethod
-    def create(cls, root: Path, *, stack: str = "e2e", source: Path = REPO_ROOT) -> PulumiProject:
+    def create(cls, root: Path, *, stack: str = "e2e", source: Path = REPO_ROOT, passphrase: str | None = None) -> PulumiProject:
         """A new project under `root` with an initialised stack and the provider plugin installed."""
-        project = cls(root=root, stack=stack)
+        project = cls(root=root, stack=stack) if passphrase is None else cls(root=root, stack=stack, passphrase=passphrase)
         project.project_dir.mkdir(parents=True)
         project.backend_dir.mkdir()
         shutil.copy2(source / "Pulumi.yaml", project.project_dir / "Pulumi.yaml")
@@ -177,14 +177,15 @@ class PulumiProject:
         if not wanted:
             yield None
             return
-        process = subprocess.Popen(
-            [str(REPO_ROOT / "venv" / "bin" / "python"), "-m", "tests.e2e.language_host", str(REPO_ROOT)],
-            cwd=REPO_ROOT,
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=(self.root / "language-host.log").open("ab"),
-            text=True,
-        )
+        with (self.root / "language-host.log").open("ab") as log:
+            process = subprocess.Popen(
+                [str(REPO_ROOT / "venv" / "bin" / "python"), "-m", "tests.e2e.language_host", str(REPO_ROOT)],
+                cwd=REPO_ROOT,
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=log,
+                text=True,
+            )
         try:
             assert process.stdout is not None
             address = process.stdout.readline().strip()
@@ -199,3 +200,5 @@ class PulumiProject:
             except subprocess.TimeoutExpired:
                 process.kill()
                 process.wait()
+            assert process.stdout is not None
+            process.stdout.close()

@@ -1,0 +1,58 @@
+"""Upgrading from the state an earlier release left: the program of this commit, previewed by the
+real engine against that state, replaces nothing and creates or deletes no Kubernetes object
+(the aliases carry renamed resources over).
+
+Each `tests/e2e/fixtures/state-<commit>.json` is the state of a release's own real `pulumi up`
+of the demo (`python -m tests.e2e.upgrade_state`). The cluster is the demo again, converged by
+the stand-ins, and the state is imported as the same workstation's: its kubeconfig path is
+this cluster's.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from providers.kube import KubeClient
+from tests.cluster.apiserver import ADMIN_USER, ClusterInfo, install_crds
+from tests.e2e.engine import REPO_ROOT, PulumiProject
+from tests.e2e.lifecycle import resource_type
+from tests.e2e.upgrade_state import FIXTURE_PASSPHRASE, FIXTURES, KUBECONFIG_PLACEHOLDER
+from tests.e2e.world import load_demo, play_controllers
+from tests.live.ollama_double import OllamaDouble
+
+STATES = sorted(FIXTURES.glob("state-*.json"))
+REPLACING = frozenset({"replace", "create-replacement", "delete-replaced"})
+
+
+@pytest.fixture(scope="module")
+def project(engine_cluster: ClusterInfo, kube: KubeClient, demo: list[dict], ollama: OllamaDouble, tmp_path_factory: pytest.TempPathFactory) -> PulumiProject:
+    """The demo in the cluster, as the earlier release left it, and a stack with the same passphrase."""
+    install_crds(engine_cluster, [REPO_ROOT / "api" / "crds"])
+    load_demo(kube, demo)
+    for _ in range(4):
+        play_controllers(kube, ollama)
+    project = PulumiProject.create(tmp_path_factory.mktemp("upgrade"), passphrase=FIXTURE_PASSPHRASE)
+    project.config_set({"magicstick:kubeconfig": str(engine_cluster.kubeconfig_path(ADMIN_USER))})
+    return project
+
+
+def test_there_is_a_state_of_an_earlier_release():
+    assert STATES, f"no state-*.json in {FIXTURES}"
+
+
+@pytest.mark.parametrize("state", STATES, ids=[path.stem for path in STATES])
+def test_a_preview_from_an_earlier_release_state_replaces_nothing_and_creates_or_deletes_no_object(
+    state: Path, project: PulumiProject, engine_cluster: ClusterInfo
+):
+    kubeconfig = str(engine_cluster.kubeconfig_path(ADMIN_USER))
+    imported = project.root / f"import-{state.name}"
+    imported.write_text(state.read_text().replace(KUBECONFIG_PLACEHOLDER, kubeconfig))
+    project.pulumi("stack", "import", "--file", str(imported))
+    steps = project.pulumi("preview", "--json").json().get("steps", [])
+    replaced = [step["urn"] for step in steps if step["op"] in REPLACING]
+    assert replaced == []
+    objects = [(step["op"], step["urn"]) for step in steps if step["op"] in ("create", "delete") and resource_type(step["urn"]).startswith("kubernetes:")]
+    assert objects == []

@@ -1,0 +1,65 @@
+"""The state a release leaves behind, kept as a fixture for the upgrade test of the next ones.
+
+    venv/bin/python -m tests.e2e.upgrade_state     # writes tests/e2e/fixtures/state-<commit>.json
+
+It runs the release's own program through the real engine, as tests/e2e/test_demo_lifecycle.py
+does: the demo appliance converged on a fresh API server, then `pulumi stack export`. The
+passphrase of that stack is `FIXTURE_PASSPHRASE` (a test value, no secret: the state holds no
+secret value) and the kubeconfig path it records is replaced by `KUBECONFIG_PLACEHOLDER`, so that
+the upgrade test can name its own cluster's kubeconfig as the same workstation would.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import tempfile
+from pathlib import Path
+from typing import Final
+
+from providers.kube import KubeAccess, open_client
+from tests.cluster.apiserver import ADMIN_USER, install_crds, running_cluster
+from tests.e2e.engine import REPO_ROOT, PulumiProject
+from tests.e2e.lifecycle import converge
+from tests.e2e.world import demo_documents, load_demo, objects_of, prepare_cluster
+from tests.live.ollama_double import proxyable_host_address, running_ollama
+from tests.live.world import load
+
+FIXTURES: Final = Path(__file__).parent / "fixtures"
+FIXTURE_PASSPHRASE: Final = "CHANGEME-fixture-passphrase"
+KUBECONFIG_PLACEHOLDER: Final = "/CHANGEME/kubeconfig"
+GARBAGE_COLLECTION: Final = ("garbagecollector", "namespace")
+
+
+def release_commit() -> str:
+    return subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=REPO_ROOT, capture_output=True, text=True, check=True).stdout.strip()
+
+
+def export_converged_demo() -> dict:
+    from components.dynamic import MODEL_SERVER_PORT
+
+    documents = demo_documents()
+    with running_cluster(controllers=GARBAGE_COLLECTION) as cluster, tempfile.TemporaryDirectory() as scratch:
+        kubeconfig = cluster.kubeconfig_path(ADMIN_USER)
+        with open_client(KubeAccess(kubeconfig=str(kubeconfig))) as kube, running_ollama(proxyable_host_address(), port=MODEL_SERVER_PORT) as ollama:
+            prepare_cluster(cluster, kube, documents)
+            project = PulumiProject.create(Path(scratch), passphrase=FIXTURE_PASSPHRASE)
+            project.config_set({"magicstick:kubeconfig": str(kubeconfig)})
+            install_crds(cluster, [REPO_ROOT / "api" / "crds"])
+            load(kube, [obj for obj in objects_of(documents, own=True) if obj["kind"] == "Appliance"])
+            project.pulumi("up", "--yes", "--skip-preview")
+            load_demo(kube, documents)
+            converge(project, kube, ollama)
+            exported = project.export()
+    return json.loads(json.dumps(exported).replace(json.dumps(str(kubeconfig))[1:-1], KUBECONFIG_PLACEHOLDER))
+
+
+def main() -> None:
+    FIXTURES.mkdir(exist_ok=True)
+    path = FIXTURES / f"state-{release_commit()}.json"
+    path.write_text(json.dumps(export_converged_demo(), indent=1, sort_keys=True) + "\n")
+    print(path)
+
+
+if __name__ == "__main__":
+    main()
