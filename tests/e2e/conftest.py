@@ -15,13 +15,9 @@ from components.dynamic import MODEL_SERVER_PORT
 from providers.kube import KubeAccess, KubeClient, open_client
 from tests.cluster.apiserver import ADMIN_USER, ClusterInfo, running_cluster
 from tests.e2e.engine import PulumiProject
+from tests.e2e.lifecycle import GARBAGE_COLLECTION
 from tests.e2e.world import demo_documents, prepare_cluster
 from tests.live.ollama_double import OllamaDouble, proxyable_host_address, running_ollama
-
-
-GARBAGE_COLLECTION = ("garbagecollector", "namespace")
-"""The controllers the engine needs beside the stand-ins: pulumi-kubernetes deletes with
-foreground propagation, which only the garbage collector completes."""
 
 
 @pytest.fixture(scope="module")

@@ -6,10 +6,16 @@ from typing import Any, Final
 
 from cli.files import DYNAMIC, RESOURCES, STATUS, fit_file_name, safe_part
 from providers.kube import KubeClient
-from tests.e2e.engine import PulumiProject, Run
-from tests.e2e.world import play_controllers
+from tests.cluster.apiserver import ClusterInfo, install_crds
+from tests.e2e.engine import REPO_ROOT, PulumiProject, Run
+from tests.e2e.world import objects_of, play_controllers
+from tests.live.world import load
 from tests.live.ollama_double import OllamaDouble
 
+GARBAGE_COLLECTION: Final = ("garbagecollector", "namespace")
+"""The controllers the engine needs beside the stand-ins: pulumi-kubernetes deletes with
+foreground propagation, which only the garbage collector completes."""
+OWN_CRDS: Final = REPO_ROOT / "api" / "crds"
 MAX_ROUNDS: Final = 8
 """A bound for a loop that does not converge; the demo converges in three or four."""
 CHANGING_OPS: Final = frozenset({"create", "update", "delete", "replace", "create-replacement", "delete-replaced"})
@@ -27,6 +33,15 @@ def resource_type(urn: str) -> str:
 
 def logical_name(urn: str) -> str:
     return urn.split("::")[-1]
+
+
+def first_up(cluster: ClusterInfo, kube: KubeClient, project: PulumiProject, documents: list[dict[str, Any]]) -> Run:
+    """The first `pulumi up` of a stack, where a user applied our CRDs (`kubectl apply -f
+    api/crds/`) and Appliance/local before it: the program adopts the CRDs and seeds the
+    profile's default ModuleActivations in the same run."""
+    install_crds(cluster, [OWN_CRDS])
+    load(kube, [obj for obj in objects_of(documents, own=True) if obj["kind"] == "Appliance"])
+    return project.pulumi("up", "--yes", "--skip-preview", events=True)
 
 
 def converge(project: PulumiProject, kube: KubeClient, ollama: OllamaDouble) -> list[Run]:

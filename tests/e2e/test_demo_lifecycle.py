@@ -14,14 +14,13 @@ import pytest
 from api.crdgen import load_committed_crds
 from providers.kinds import APPLIANCE_KINDS, CRD, HELM_RELEASE, KUSTOMIZATION
 from providers.kube import Invalid, KubeClient, ResourceKind
-from tests.cluster.apiserver import ClusterInfo, install_crds
-from tests.live.world import load
-from tests.e2e.engine import REPO_ROOT, PulumiProject, Run
+from tests.cluster.apiserver import ClusterInfo
+from tests.e2e.engine import PulumiProject, Run
+from tests.e2e import lifecycle
 from tests.e2e.lifecycle import CHANGING_OPS, changes, converge, resource_type
 from tests.live.ollama_double import OllamaDouble
 from tests.e2e.world import load_demo, objects_of
 
-OWN_CRDS = REPO_ROOT / "api" / "crds"
 OWN_CRD_TYPE = "kubernetes:apiextensions.k8s.io/v1:CustomResourceDefinition"
 OWN_KIND_TYPES = frozenset(f"kubernetes:appliance.magicstick.dev/v1alpha1:{kind}" for kind in ("Appliance", "ModuleActivation", "ModelActivation", "AppInstance"))
 DYNAMIC_TYPES = {
@@ -35,12 +34,7 @@ DYNAMIC_TYPES = {
 
 @pytest.fixture(scope="module")
 def first_up(project: PulumiProject, engine_cluster: ClusterInfo, kube: KubeClient, demo: list[dict]) -> Run:
-    """The first `pulumi up` of a stack, where a user applied our CRDs (`kubectl apply -f
-    api/crds/`) and Appliance/local before it: the program adopts the CRDs and seeds the
-    profile's default ModuleActivations in the same run."""
-    install_crds(engine_cluster, [OWN_CRDS])
-    load(kube, [obj for obj in objects_of(demo, own=True) if obj["kind"] == "Appliance"])
-    return project.pulumi("up", "--yes", "--skip-preview", events=True)
+    return lifecycle.first_up(engine_cluster, kube, project, demo)
 
 
 @pytest.fixture(scope="module")

@@ -53,15 +53,15 @@ from planning.models.offloading import OFFLOADING_CONFIG_MAP, OFFLOADING_KEY, OF
 from providers.kinds import CONFIG_MAP, DEPLOYMENT, JOB, KUBEAI_MODEL, KUSTOMIZATION, NODE, POD, SERVICE
 from providers.kube import KubeClient, NotFound
 from providers.profile_store import read_profiles
-from tests.cluster.apiserver import ClusterInfo, install_crds
-from tests.e2e.engine import REPO_ROOT, PulumiProject, Run
+from tests.cluster.apiserver import ClusterInfo
+from tests.e2e.engine import PulumiProject, Run
+from tests.e2e import lifecycle
 from tests.e2e.lifecycle import changes, resource_type
-from tests.e2e.world import demo_documents, load_demo, objects_of, play_controllers, prepare_cluster
+from tests.e2e.world import demo_documents, load_demo, play_controllers, prepare_cluster
 from tests.live.ollama_double import OllamaDouble
-from tests.live.world import load, write_status_as
+from tests.live.world import write_status_as
 
 SCENARIO: Final = Path(__file__).parent / "scenarios" / "dynamic_providers.yaml"
-OWN_CRDS: Final = REPO_ROOT / "api" / "crds"
 NOW: Final = "2026-01-01T12:00:00Z"
 SYSTEM_NAMESPACE: Final = "ai-system"
 MODEL_NAMESPACE: Final = "ai"
@@ -271,9 +271,7 @@ def first_up(project: PulumiProject, engine_cluster: ClusterInfo, kube: KubeClie
     """As in test_demo_lifecycle.py: our CRDs and Appliance/local applied by the user, then the
     first `pulumi up`, which seeds the profile's default ModuleActivations."""
     project.config_set({"magicstick:now": NOW})
-    install_crds(engine_cluster, [OWN_CRDS])
-    load(kube, [obj for obj in objects_of(documents, own=True) if obj["kind"] == "Appliance"])
-    return project.pulumi("up", "--yes", "--skip-preview", events=True)
+    return lifecycle.first_up(engine_cluster, kube, project, documents)
 
 
 @pytest.fixture(scope="module")

@@ -10,7 +10,6 @@ this cluster's.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest

@@ -18,17 +18,15 @@ from pathlib import Path
 from typing import Final
 
 from providers.kube import KubeAccess, open_client
-from tests.cluster.apiserver import ADMIN_USER, install_crds, running_cluster
+from tests.cluster.apiserver import ADMIN_USER, running_cluster
 from tests.e2e.engine import REPO_ROOT, PulumiProject
-from tests.e2e.lifecycle import converge
-from tests.e2e.world import demo_documents, load_demo, objects_of, prepare_cluster
+from tests.e2e.lifecycle import GARBAGE_COLLECTION, converge, first_up
+from tests.e2e.world import demo_documents, load_demo, prepare_cluster
 from tests.live.ollama_double import proxyable_host_address, running_ollama
-from tests.live.world import load
 
 FIXTURES: Final = Path(__file__).parent / "fixtures"
 FIXTURE_PASSPHRASE: Final = "CHANGEME-fixture-passphrase"
 KUBECONFIG_PLACEHOLDER: Final = "/CHANGEME/kubeconfig"
-GARBAGE_COLLECTION: Final = ("garbagecollector", "namespace")
 
 
 def release_commit() -> str:
@@ -45,9 +43,7 @@ def export_converged_demo() -> dict:
             prepare_cluster(cluster, kube, documents)
             project = PulumiProject.create(Path(scratch), passphrase=FIXTURE_PASSPHRASE)
             project.config_set({"magicstick:kubeconfig": str(kubeconfig)})
-            install_crds(cluster, [REPO_ROOT / "api" / "crds"])
-            load(kube, [obj for obj in objects_of(documents, own=True) if obj["kind"] == "Appliance"])
-            project.pulumi("up", "--yes", "--skip-preview")
+            first_up(cluster, kube, project, documents)
             load_demo(kube, documents)
             converge(project, kube, ollama)
             exported = project.export()
