@@ -11,8 +11,9 @@ writes its stack file there and never into the checkout. Every command runs the 
   version than the pinned SDK asks for fails loudly instead of being fetched;
 - the local file backend (`file://`) with the passphrase secrets provider, the way the
   workspace image and the README set it up;
-- the program served by the language host (`tests/e2e/language_host.py`) for the commands that
-  run it, through `--client` (see that module for why).
+- the program run by the Go language host when the toolchain could build it (it sits beside
+  `pulumi`), else served by `tests/e2e/language_host.py` through `--client` for the commands
+  that run it (see that module for why).
 
 Nothing here interprets what the engine does: tests read its JSON output, its event log and the
 state `pulumi stack export` prints.
@@ -85,7 +86,6 @@ class PulumiProject:
     root: Path
     stack: str = "e2e"
     passphrase: str = field(default_factory=lambda: secrets.token_urlsafe(24))
-    extra_env: dict[str, str] = field(default_factory=dict)
 
     @property
     def project_dir(self) -> Path:
@@ -137,16 +137,19 @@ class PulumiProject:
             # offered only with debug commands on.
             "PULUMI_DEBUG_COMMANDS": "true",
             "NO_COLOR": "1",
-            **self.extra_env,
         }
 
     def pulumi(self, *args: str, check: bool = True, events: bool = False) -> Run:
         """Run `pulumi ARGS` in the project directory; the program's commands get a language host."""
-        command = [str(toolchain.pulumi()), *args, "--non-interactive"] if args[0] not in {"plugin"} else [str(toolchain.pulumi()), *args]
+        command = [str(toolchain.pulumi()), *args]
+        if args[0] != "plugin":
+            command.append("--non-interactive")
         event_log = self.root / f"events-{secrets.token_hex(4)}.jsonl"
         if events:
             command += ["--event-log", str(event_log)]
-        with self._language_host(args[0] in PROGRAM_COMMANDS) as client:
+        # The Go language host, where the toolchain could build it, is found beside the CLI.
+        inline = args[0] in PROGRAM_COMMANDS and toolchain.python_language_host() is None
+        with self._language_host(inline) as client:
             if client:
                 command.append(f"--client={client}")
             result = subprocess.run(

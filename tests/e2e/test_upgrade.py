@@ -10,6 +10,7 @@ this cluster's.
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -18,7 +19,7 @@ from providers.kube import KubeClient
 from tests.cluster.apiserver import ADMIN_USER, ClusterInfo, install_crds
 from tests.e2e.engine import REPO_ROOT, PulumiProject
 from tests.e2e.lifecycle import resource_type
-from tests.e2e.upgrade_state import FIXTURE_PASSPHRASE, FIXTURES, KUBECONFIG_PLACEHOLDER
+from tests.e2e.upgrade_state import FIXTURE_PASSPHRASE, FIXTURES, KUBECONFIG_PLACEHOLDER, MACHINE_FIELDS
 from tests.e2e.world import load_demo, play_controllers
 from tests.live.ollama_double import OllamaDouble
 
@@ -55,3 +56,10 @@ def test_a_preview_from_an_earlier_release_state_replaces_nothing_and_creates_or
     assert replaced == []
     objects = [(step["op"], step["urn"]) for step in steps if step["op"] in ("create", "delete") and resource_type(step["urn"]).startswith("kubernetes:")]
     assert objects == []
+
+
+@pytest.mark.parametrize("state", STATES, ids=[path.stem for path in STATES])
+def test_a_committed_state_holds_no_path_of_the_machine_that_wrote_it(state: Path):
+    resources = json.loads(state.read_text())["deployment"]["resources"]
+    assert [key for resource in resources for key in resource if key in MACHINE_FIELDS] == []
+    assert KUBECONFIG_PLACEHOLDER in state.read_text()

@@ -6,7 +6,9 @@ It runs the release's own program through the real engine, as tests/e2e/test_dem
 does: the demo appliance converged on a fresh API server, then `pulumi stack export`. The
 passphrase of that stack is `FIXTURE_PASSPHRASE` (a test value, no secret: the state holds no
 secret value) and the kubeconfig path it records is replaced by `KUBECONFIG_PLACEHOLDER`, so that
-the upgrade test can name its own cluster's kubeconfig as the same workstation would.
+the upgrade test can name its own cluster's kubeconfig as the same workstation would. Each
+resource's `sourcePosition` and `stackTrace` (where the program registered it, as absolute paths
+of the machine that ran it) are left out: the engine records them again at the next update.
 """
 
 from __future__ import annotations
@@ -27,6 +29,17 @@ from tests.live.ollama_double import proxyable_host_address, running_ollama
 FIXTURES: Final = Path(__file__).parent / "fixtures"
 FIXTURE_PASSPHRASE: Final = "CHANGEME-fixture-passphrase"
 KUBECONFIG_PLACEHOLDER: Final = "/CHANGEME/kubeconfig"
+
+
+MACHINE_FIELDS: Final = ("sourcePosition", "stackTrace")
+"""Per-resource registration debug information: paths of the machine that ran the release."""
+
+
+def without_machine_fields(exported: dict) -> dict:
+    """`exported` without each resource's MACHINE_FIELDS. Pure."""
+    deployment = exported["deployment"]
+    resources = [{key: value for key, value in resource.items() if key not in MACHINE_FIELDS} for resource in deployment.get("resources") or ()]
+    return {**exported, "deployment": {**deployment, "resources": resources}}
 
 
 def release_commit() -> str:
@@ -53,7 +66,7 @@ def export_converged_demo() -> dict:
 def main() -> None:
     FIXTURES.mkdir(exist_ok=True)
     path = FIXTURES / f"state-{release_commit()}.json"
-    path.write_text(json.dumps(export_converged_demo(), indent=1, sort_keys=True) + "\n")
+    path.write_text(json.dumps(without_machine_fields(export_converged_demo()), indent=1, sort_keys=True) + "\n")
     print(path)
 
 

@@ -13,7 +13,7 @@ itself is a double (tests/live/ollama_double.py) that the API server's pod proxy
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Final
 
@@ -149,7 +149,3 @@ def play_controllers(client: KubeClient, ollama: OllamaDouble) -> int:
     written += play_kubeai(client, MODEL_NAMESPACE)
     return written
 
-
-def namespaced(documents: list[JsonObject]) -> Iterator[tuple[str, str | None, str]]:
-    for document in documents:
-        yield document["kind"], document["metadata"].get("namespace"), document["metadata"]["name"]
