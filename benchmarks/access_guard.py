@@ -1,106 +1,154 @@
-"""Benchmark of the access guard: latency of allow decisions at a target rate, on loopback.
+"""Benchmark of the access guard: latency under an open-loop load, and what an attack costs it.
 
-It starts a local issuer (its key set served on loopback) and the guard as a real process,
-warms the guard's key cache, then sends a bounded number of check requests at a target rate
-from a few concurrent keep-alive clients, and prints requests per second with p50 and p99
-latency. The same load against `/healthz` (no decision) and in-process timings of the
-decision's parts (signature verification with a cached key, grant lookup) show which part
-dominates. Nothing is asserted.
+It starts a local issuer (its key set served on loopback) and the guard as a real process with
+its default limits, then prints:
 
-Run from the repository root:
+1. Latency of allow decisions over 8 and 64 keep-alive connections at 500 and 2,000 checks
+   per second (goal: p99 at most 5 ms at 2,000/s over 64 connections on two cores), from
+   benchmarks.http_load, an open-loop generator in a process of its own. The token is the
+   same on every request, as Envoy forwards one user's token: after the first request it
+   comes from the verified-token cache. Two more rows: a new token on every request (each
+   one verified), and `/healthz` (no decision: the HTTP round trip and a scan of the grants
+   directory, which holds one file here).
+2. In-process medians of a decision's parts, and which part dominates.
+3. Attacks, each on a guard of its own: 8,000 idle connections (half of them stalled in a
+   request head), held then closed at once; a burst of 6,000 simultaneous checks, each on a
+   connection of its own. For each: time, connections held, resident memory at its peak,
+   the answers, and how long a valid check took afterwards.
 
-    venv/bin/python -m benchmarks.access_guard [--requests 5000] [--rate 500] [--clients 4]
+The load generator runs on the same machine and shares its cores; its time is inside the
+measured latency. Figures are printed, nothing is asserted. Run from the repository root:
 
-The clients run on the same machine as the guard and share its cores; their own time is
-inside the measured latency.
+    venv/bin/python -m benchmarks.access_guard [--seconds 5] [--rates 500,2000] [--connections 8,64]
 """
 
 from __future__ import annotations
 
 import argparse
-import http.client
+import asyncio
+import json
+import os
+import resource
+import socket
 import statistics
+import subprocess
+import sys
 import tempfile
-import threading
 import time
-from collections import Counter
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import jwt
 
+from benchmarks.http_load import LoadResult, LoadSpec
 from services.access_guard.grants import GrantStore
+from services.access_guard.keys import KeySet
+from services.access_guard.settings import DEFAULT_MAX_CONNECTIONS
+from services.access_guard.tokens import TokenVerifier
+from services.access_guard.verification import CachingVerifier
+from tests.services.access_guard.attack import (
+    address_of,
+    burst,
+    check_request,
+    idle_connections,
+    memory,
+    open_files,
+    read_answer,
+    statuses_text,
+    timed_check,
+)
 from tests.services.access_guard.checks import bearer, check_path
 from tests.services.access_guard.issuer import AUDIENCE, EC_KID, ISSUER, RSA_KID, IssuerKeys, JwksServer
-from tests.services.access_guard.process import GuardProcess, start_guard
+from tests.services.access_guard.process import REPO_ROOT, GuardProcess, start_guard
 from tests.services.access_guard.volume import ConfigMapVolume, grant
 
 INSTANCE = "benchmark-app"
 IN_PROCESS_REPEATS = 300
+MiB = 1024 * 1024
 
 
 @dataclass(frozen=True)
-class Load:
-    latencies: tuple[float, ...]
-    """Seconds from sending a request to reading its whole answer."""
-    elapsed: float
-    statuses: Counter[int]
-    late: int
-    """Requests sent more than 1 ms after their scheduled time (the clients fell behind)."""
+class Setting:
+    seconds: float
+    requests: int | None
+    rates: tuple[float, ...]
+    connections: tuple[int, ...]
+    idle_connections: int
+    burst: int
+    algorithm: str
+
+    def count(self, rate: float) -> int:
+        return self.requests if self.requests is not None else max(1, round(rate * self.seconds))
+
+
+@dataclass(frozen=True)
+class Run:
+    result: LoadResult
+    guard_cpu_seconds: float
+    generator_cpu_seconds: float
+    machine_busy_seconds: float
+    """CPU time every process of the machine used meanwhile (from /proc/stat)."""
+    wall_seconds: float
 
     @property
-    def rate(self) -> float:
-        return len(self.latencies) / self.elapsed
-
-    def percentile(self, p: int) -> float:
-        if len(self.latencies) < 2:
-            return self.latencies[0] if self.latencies else float("nan")
-        return statistics.quantiles(self.latencies, n=100, method="inclusive")[p - 1]
+    def others_cpus(self) -> float:
+        """CPUs that processes other than the guard and the generator kept busy, on average."""
+        return max(0.0, self.machine_busy_seconds - self.guard_cpu_seconds - self.generator_cpu_seconds) / self.wall_seconds
 
 
-def run_load(guard: GuardProcess, path: str, headers: Mapping[str, str], *, requests: int, rate: float, clients: int) -> Load:
-    """`requests` GETs of `path`, scheduled at `rate` per second, over `clients` keep-alive connections."""
-    host, port = guard.url.removeprefix("http://").split(":")
-    latencies: list[float] = []
-    statuses: Counter[int] = Counter()
-    late = 0
-    lock = threading.Lock()
-    start = time.perf_counter() + 0.05
-
-    def client(index: int) -> None:
-        nonlocal late
-        connection = http.client.HTTPConnection(host, int(port), timeout=10)
-        mine: list[tuple[float, int, bool]] = []
-        try:
-            for serial in range(index, requests, clients):
-                scheduled = start + serial / rate
-                delay = scheduled - time.perf_counter()
-                if delay > 0:
-                    time.sleep(delay)
-                sent = time.perf_counter()
-                connection.request("GET", path, headers=dict(headers))
-                response = connection.getresponse()
-                response.read()
-                mine.append((time.perf_counter() - sent, response.status, sent - scheduled > 0.001))
-        finally:
-            connection.close()
-        with lock:
-            for latency, status, was_late in mine:
-                latencies.append(latency)
-                statuses[status] += 1
-                late += was_late
-
-    threads = [threading.Thread(target=client, args=(index,)) for index in range(clients)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
-    return Load(latencies=tuple(latencies), elapsed=time.perf_counter() - start, statuses=statuses, late=late)
+def _process_cpu_seconds(pid: int) -> float:
+    with open(f"/proc/{pid}/stat", encoding="ascii") as stat:
+        fields = stat.read().rpartition(")")[2].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-def _best_microseconds(work: Callable[[], object], repeats: int) -> float:
-    """The median of `repeats` timings of `work`, in microseconds."""
+def _machine_busy_seconds() -> float:
+    with open("/proc/stat", encoding="ascii") as stat:
+        user, nice, system, idle, iowait, irq, softirq, steal = (int(value) for value in stat.readline().split()[1:9])
+    return (user + nice + system + irq + softirq + steal) / os.sysconf("SC_CLK_TCK")
+
+
+def load(guard: GuardProcess, requests: Sequence[str], *, connections: int, rate: float, count: int) -> Run:
+    """One open-loop run of benchmarks.http_load against `guard`, in its own process, with the CPU it took."""
+    host, port = address_of(guard.url)
+    spec = LoadSpec(host=host, port=port, connections=connections, rate=rate, count=count, requests=list(requests))
+    guard_before, machine_before, wall_before = _process_cpu_seconds(guard.process.pid), _machine_busy_seconds(), time.perf_counter()
+    children_before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    finished = subprocess.run(
+        [sys.executable, "-m", "benchmarks.http_load"],
+        cwd=REPO_ROOT,
+        input=json.dumps(asdict(spec)),
+        capture_output=True,
+        text=True,
+        timeout=count / rate + 60,
+        check=True,
+    )
+    children = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return Run(
+        result=LoadResult(**json.loads(finished.stdout)),
+        guard_cpu_seconds=_process_cpu_seconds(guard.process.pid) - guard_before,
+        generator_cpu_seconds=children.ru_utime + children.ru_stime - children_before.ru_utime - children_before.ru_stime,
+        machine_busy_seconds=_machine_busy_seconds() - machine_before,
+        wall_seconds=time.perf_counter() - wall_before,
+    )
+
+
+def _line(label: str, run: Run) -> str:
+    result = run.result
+    statuses = ", ".join(f"{status}: {count}" for status, count in result.statuses.items())
+    errors = f"   errors {len(result.errors)}: {result.errors[0]}" if result.errors else ""
+    guard_us = run.guard_cpu_seconds / max(1, len(result.latencies_ms)) * 1e6
+    return (
+        f"{label:<36} {len(result.latencies_ms):>6} in {result.seconds:5.2f} s = {result.rate:6.1f}/s  "
+        f"p50 {result.percentile(50):6.3f}  p99 {result.percentile(99):7.3f}  max {max(result.latencies_ms, default=float('nan')):7.3f} ms  "
+        f"held up {result.held_up}, late {result.late}  guard CPU {guard_us:3.0f} µs/check  others busy {run.others_cpus:.2f} CPUs  "
+        f"({statuses}){errors}"
+    )
+
+
+def _median_microseconds(work: Callable[[], object], repeats: int) -> float:
     timings = []
     for _ in range(repeats):
         started = time.perf_counter()
@@ -109,8 +157,16 @@ def _best_microseconds(work: Callable[[], object], repeats: int) -> float:
     return statistics.median(timings) * 1e6
 
 
-def _in_process(keys: IssuerKeys, token: str, algorithm: str, grants_dir: Path, repeats: int) -> tuple[float, float]:
-    """(signature verification µs, grant lookup µs), as the guard does them, with warm caches."""
+@dataclass(frozen=True)
+class Parts:
+    verify_us: float
+    cache_hit_us: float
+    lookup_us: float
+
+
+def _in_process(keys: IssuerKeys, token: str, algorithm: str, grants_dir: Path, jwks_uri: str, repeats: int) -> Parts:
+    """A decision's parts as the guard does them, with warm caches: signature verification, a
+    verified-token cache hit, a grant lookup."""
     jwk = next(key for key in jwt.PyJWKSet.from_dict(keys.jwks()).keys if key.key_id == (RSA_KID if algorithm == "RS256" else EC_KID))
     store = GrantStore(grants_dir)
     store.lookup("ai-system", INSTANCE)
@@ -118,58 +174,166 @@ def _in_process(keys: IssuerKeys, token: str, algorithm: str, grants_dir: Path, 
     def verify() -> object:
         return jwt.decode(token, jwk, algorithms=[algorithm], issuer=ISSUER, audience=AUDIENCE, leeway=30, options={"require": ["exp", "iss", "aud"]})
 
-    return _best_microseconds(verify, repeats), _best_microseconds(lambda: store.lookup("ai-system", INSTANCE), repeats)
+    key_set = KeySet(uri=jwks_uri, lifetime=300, timeout=2)
+    caching = CachingVerifier(verifier=TokenVerifier(keys=key_set, issuer=ISSUER, audience=AUDIENCE), cache_size=16, workers=1, queue=16)
+
+    async def hits() -> float:
+        await caching.claims(token)
+        timings = []
+        for _ in range(repeats):
+            started = time.perf_counter()
+            await caching.claims(token)
+            timings.append(time.perf_counter() - started)
+        return statistics.median(timings) * 1e6
+
+    try:
+        with asyncio.Runner(loop_factory=asyncio.new_event_loop) as runner:
+            cache_hit_us = runner.run(hits())
+    finally:
+        caching.close()
+    return Parts(
+        verify_us=_median_microseconds(verify, repeats),
+        cache_hit_us=cache_hit_us,
+        lookup_us=_median_microseconds(lambda: store.lookup("ai-system", INSTANCE), repeats),
+    )
 
 
-def _line(label: str, load: Load) -> str:
-    statuses = ", ".join(f"{status}: {count}" for status, count in sorted(load.statuses.items()))
-    return (
-        f"{label:<22} {len(load.latencies):>6} requests in {load.elapsed:6.2f} s = {load.rate:7.1f}/s   "
-        f"p50 {load.percentile(50) * 1000:6.3f} ms   p99 {load.percentile(99) * 1000:6.3f} ms   "
-        f"max {max(load.latencies, default=float('nan')) * 1000:7.3f} ms   late {load.late}   ({statuses})"
+@contextmanager
+def _guard(keys: IssuerKeys, jwks: JwksServer, scratch: Path, name: str) -> Iterator[GuardProcess]:
+    grants_dir = scratch / f"grants-{name}"
+    grants_dir.mkdir()
+    ConfigMapVolume(grants_dir).put(INSTANCE, grant(INSTANCE, minimum_role="user"))
+    guard = start_guard(grants_dir=grants_dir, jwks_uri=jwks.uri, log=scratch / f"guard-{name}.log")
+    try:
+        yield guard
+    finally:
+        guard.stop()
+
+
+def _latency(setting: Setting, keys: IssuerKeys, guard: GuardProcess) -> tuple[str, LoadResult, LoadResult]:
+    """Print the latency rows; the token, and the rows the split needs (allow and healthz at the top load)."""
+    token = keys.token(algorithm=setting.algorithm, roles=["operator"], groups=["team-a"], exp=int(time.time()) + 3600)
+    request = check_request(check_path(INSTANCE), bearer(token)).decode("latin-1")
+    load(guard, [request], connections=max(setting.connections), rate=1000, count=max(setting.connections) * 5)
+    top: LoadResult | None = None
+    for connections in setting.connections:
+        for rate in setting.rates:
+            run = load(guard, [request], connections=connections, rate=rate, count=setting.count(rate))
+            print(_line(f"allow, {connections} conns, {rate:.0f}/s", run))
+            top = run.result
+    assert top is not None
+    rate, connections = min(setting.rates), min(setting.connections)
+    count = setting.count(rate)
+    fresh = [
+        check_request(check_path(INSTANCE), bearer(keys.token(algorithm=setting.algorithm, sub=f"user-{serial}"))).decode("latin-1")
+        for serial in range(count)
+    ]
+    print(_line(f"allow, a new token each, {connections} conns, {rate:.0f}/s", load(guard, fresh, connections=connections, rate=rate, count=count)))
+    health = check_request("/healthz", {}).decode("latin-1")
+    top_rate, top_connections = max(setting.rates), max(setting.connections)
+    healthz = load(guard, [health], connections=top_connections, rate=top_rate, count=setting.count(top_rate))
+    print(_line(f"healthz, {top_connections} conns, {top_rate:.0f}/s", healthz))
+    return token, top, healthz.result
+
+
+def _idle_attack(setting: Setting, keys: IssuerKeys, guard: GuardProcess) -> None:
+    address = address_of(guard.url)
+    pid = guard.process.pid
+    request = check_request(check_path(INSTANCE), bearer(keys.token()))
+    with socket.create_connection(address, timeout=10) as pooled:
+        timed_check(pooled, request)
+        started = time.perf_counter()
+        with idle_connections(address, setting.idle_connections, timeout=10) as opened:
+            last = read_answer(opened[-1]).status if setting.idle_connections > DEFAULT_MAX_CONNECTIONS else None
+            opened_seconds = time.perf_counter() - started
+            held = open_files(pid)
+            during, during_seconds = timed_check(pooled, request)
+            closing = time.perf_counter()
+        closed_seconds = time.perf_counter() - closing
+        after, after_seconds = timed_check(pooled, request)
+    with socket.create_connection(address, timeout=10) as fresh:
+        first, first_seconds = timed_check(fresh, request)
+    peak = memory(pid).peak_bytes / MiB
+    print(
+        f"{setting.idle_connections} idle connections: opened in {opened_seconds:.2f} s (the last one answered {last}); "
+        f"guard holds {held} files; peak RSS {peak:.1f} MiB; a check on a pooled connection meanwhile {during.status} in {during_seconds * 1000:.1f} ms"
+    )
+    print(
+        f"  closed at once in {closed_seconds * 1000:.0f} ms; then a check on the pooled connection {after.status} in {after_seconds * 1000:.1f} ms, "
+        f"on a fresh one {first.status} in {first_seconds * 1000:.1f} ms"
+    )
+
+
+def _burst_attack(setting: Setting, keys: IssuerKeys, guard: GuardProcess) -> None:
+    address = address_of(guard.url)
+    request = check_request(check_path(INSTANCE), bearer(keys.token()))
+    with socket.create_connection(address, timeout=10) as pooled:
+        timed_check(pooled, request)
+        result = burst(address, [request] * setting.burst, deadline_seconds=30)
+        after, after_seconds = timed_check(pooled, request)
+    with socket.create_connection(address, timeout=10) as fresh:
+        first, first_seconds = timed_check(fresh, request)
+    peak = memory(guard.process.pid).peak_bytes / MiB
+    print(
+        f"burst of {setting.burst} checks: all answered in {result.seconds:.2f} s ({statuses_text(result.statuses)}; "
+        f"closed unanswered {result.closed_unanswered}, unfinished {result.unfinished}); peak RSS {peak:.1f} MiB"
+    )
+    print(f"  then a check on the pooled connection {after.status} in {after_seconds * 1000:.1f} ms, on a fresh one {first.status} in {first_seconds * 1000:.1f} ms")
+
+
+def _split(parts: Parts, top: LoadResult, healthz: LoadResult) -> None:
+    print(
+        f"in-process, median: signature verification {parts.verify_us:.0f} µs, verified-token cache hit {parts.cache_hit_us:.1f} µs, "
+        f"grant lookup (stat + cache) {parts.lookup_us:.1f} µs"
+    )
+    round_trip_us = healthz.percentile(50) * 1000
+    decision_us = top.percentile(50) * 1000 - round_trip_us
+    dominant = "the HTTP round trip (generator, loopback, uvicorn)" if round_trip_us >= decision_us else "the decision"
+    print(f"p50 split: /healthz round trip (no decision) {round_trip_us:.0f} µs, an allow adds {decision_us:.0f} µs: {dominant} dominates")
+
+
+def _setting(argv: Sequence[str] | None) -> Setting:
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    parser.add_argument("--seconds", type=float, default=5.0, help="length of each latency run (default 5)")
+    parser.add_argument("--requests", type=int, default=None, help="requests per latency run instead of --seconds")
+    parser.add_argument("--rates", default="500,2000", help="checks per second, comma-separated (default 500,2000)")
+    parser.add_argument("--connections", default="8,64", help="keep-alive connections, comma-separated (default 8,64)")
+    parser.add_argument("--idle-connections", type=int, default=8000, help="idle connections of the first attack (default 8000; 0: none)")
+    parser.add_argument("--burst", type=int, default=6000, help="simultaneous checks of the second attack (default 6000; 0: none)")
+    parser.add_argument("--algorithm", choices=("RS256", "ES256"), default="RS256", help="the ID tokens' algorithm (default RS256)")
+    arguments = parser.parse_args(argv)
+    return Setting(
+        seconds=arguments.seconds,
+        requests=arguments.requests,
+        rates=tuple(float(rate) for rate in arguments.rates.split(",")),
+        connections=tuple(int(count) for count in arguments.connections.split(",")),
+        idle_connections=arguments.idle_connections,
+        burst=arguments.burst,
+        algorithm=arguments.algorithm,
     )
 
 
 def main(argv: Sequence[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
-    parser.add_argument("--requests", type=int, default=5000, help="check requests to send (default 5000)")
-    parser.add_argument("--rate", type=float, default=500.0, help="target requests per second (default 500)")
-    parser.add_argument("--clients", type=int, default=4, help="concurrent keep-alive connections (default 4)")
-    parser.add_argument("--algorithm", choices=("RS256", "ES256"), default="RS256", help="the ID token's algorithm (default RS256)")
-    arguments = parser.parse_args(argv)
-
+    setting = _setting(argv)
     keys = IssuerKeys()
     jwks = JwksServer(keys)
     jwks.start()
-    with tempfile.TemporaryDirectory(prefix="access-guard-benchmark-") as scratch:
-        grants_dir = Path(scratch) / "grants"
-        grants_dir.mkdir()
-        volume = ConfigMapVolume(grants_dir)
-        volume.put(INSTANCE, grant(INSTANCE, minimum_role="user"))
-        guard = start_guard(grants_dir=grants_dir, jwks_uri=jwks.uri, log=Path(scratch) / "guard.log")
-        try:
-            token = keys.token(algorithm=arguments.algorithm, roles=["operator"], groups=["team-a"], exp=int(time.time()) + 3600)
-            headers = bearer(token)
-            warm = run_load(guard, check_path(INSTANCE), headers, requests=arguments.clients * 5, rate=1000, clients=arguments.clients)
-            health = run_load(guard, "/healthz", {}, requests=arguments.requests, rate=arguments.rate, clients=arguments.clients)
-            decisions = run_load(guard, check_path(INSTANCE), headers, requests=arguments.requests, rate=arguments.rate, clients=arguments.clients)
-        finally:
-            guard.stop()
-            jwks.stop()
-        verify_us, lookup_us = _in_process(keys, token, arguments.algorithm, grants_dir, min(IN_PROCESS_REPEATS, max(arguments.requests, 10)))
-
-    print(f"access guard, {arguments.algorithm} token, target {arguments.rate:.0f}/s over {arguments.clients} keep-alive clients, loopback")
-    print(_line("warm-up (allow)", warm))
-    print(_line("healthz (no decision)", health))
-    print(_line("allow decisions", decisions))
-    decision_extra_us = (decisions.percentile(50) - health.percentile(50)) * 1e6
-    print(f"in-process, median: signature verification {verify_us:.0f} µs, grant lookup (stat + cache) {lookup_us:.1f} µs")
-    round_trip_us = health.percentile(50) * 1e6
-    dominant = "the HTTP round trip (client, loopback, request parsing)" if round_trip_us >= decision_extra_us else "the decision"
-    print(
-        f"p50 split: HTTP round trip without a decision {round_trip_us:.0f} µs, the decision adds {decision_extra_us:.0f} µs "
-        f"(of which signature verification ~{verify_us:.0f} µs): {dominant} dominates"
-    )
+    print(f"access guard, {setting.algorithm} tokens, default limits, loopback, {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.2f} at start")
+    try:
+        with tempfile.TemporaryDirectory(prefix="access-guard-benchmark-") as scratch:
+            with _guard(keys, jwks, Path(scratch), "latency") as guard:
+                token, top, healthz = _latency(setting, keys, guard)
+            parts = _in_process(keys, token, setting.algorithm, Path(scratch) / "grants-latency", jwks.uri, min(IN_PROCESS_REPEATS, setting.count(min(setting.rates))))
+            _split(parts, top, healthz)
+            if setting.idle_connections:
+                with _guard(keys, jwks, Path(scratch), "idle") as guard:
+                    _idle_attack(setting, keys, guard)
+            if setting.burst:
+                with _guard(keys, jwks, Path(scratch), "burst") as guard:
+                    _burst_attack(setting, keys, guard)
+    finally:
+        jwks.stop()
+    print(f"load average {os.getloadavg()[0]:.2f} at the end")
 
 
 if __name__ == "__main__":

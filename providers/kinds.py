@@ -42,6 +42,7 @@ REFERENCE_GRANT = ResourceKind(
 )
 ENVOY_PROXY = ResourceKind(group="gateway.envoyproxy.io", version="v1alpha1", kind="EnvoyProxy", plural="envoyproxies", namespaced=True)
 POD_DISRUPTION_BUDGET = ResourceKind(group="policy", version="v1", kind="PodDisruptionBudget", plural="poddisruptionbudgets", namespaced=True)
+NETWORK_POLICY = ResourceKind(group="networking.k8s.io", version="v1", kind="NetworkPolicy", plural="networkpolicies", namespaced=True)
 SECURITY_POLICY = ResourceKind(
     group="gateway.envoyproxy.io", version="v1alpha1", kind="SecurityPolicy", plural="securitypolicies", namespaced=True
 )

@@ -8,8 +8,10 @@ validation can name the flag (and the variable) in a one-line error.
 from __future__ import annotations
 
 import argparse
+import ipaddress
 import logging
 import os
+import re
 import sys
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -17,6 +19,7 @@ from typing import NoReturn, TypeVar
 
 LOG_LEVELS = ("debug", "info", "warning", "error")
 EXIT_BAD_INPUT = 2
+_PORT = re.compile(r"[0-9]{1,5}")
 T = TypeVar("T")
 
 
@@ -33,6 +36,33 @@ class Flag:
     @property
     def dest(self) -> str:
         return self.name.removeprefix("--").replace("-", "_")
+
+
+@dataclass(frozen=True)
+class ListenAddress:
+    """Where a server listens: an IPv4 or IPv6 address (or a host name) and a port (0: any free one)."""
+
+    host: str
+    port: int
+
+    def __str__(self) -> str:
+        return f"[{self.host}]:{self.port}" if ":" in self.host else f"{self.host}:{self.port}"
+
+
+def listen_address(value: str, origin: str) -> ListenAddress:
+    """`HOST:PORT`, or `[HOST]:PORT` for IPv6, as a ListenAddress. Raises SettingsError naming `origin`."""
+    host, separator, port_text = value.rpartition(":")
+    if host.startswith("[") and host.endswith("]"):
+        host = host[1:-1]
+        try:
+            ipaddress.IPv6Address(host)
+        except ValueError as error:
+            raise SettingsError(f"{origin}: {value!r} holds no IPv6 address in brackets") from error
+    elif ":" in host:
+        raise SettingsError(f"{origin}: {value!r}: write an IPv6 address in brackets, [HOST]:PORT")
+    if not separator or not host or not _PORT.fullmatch(port_text) or int(port_text) > 65535:
+        raise SettingsError(f"{origin}: {value!r} is not HOST:PORT with a port from 0 to 65535")
+    return ListenAddress(host, int(port_text))
 
 
 RawValues = dict[str, tuple[str | None, str]]

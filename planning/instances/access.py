@@ -79,6 +79,10 @@ ID_TOKEN_HEADER = "X-Magicstick-Id-Token"
 IDENTITY_HEADERS = ("x-magicstick-user", "x-magicstick-role", "x-magicstick-groups")
 """What the guard answers an allowed request with (services/access_guard); Envoy adds them upstream."""
 GUARD_PATH_PREFIX = "/instances"
+GUARD_CONNECTION_IDLE_TIMEOUT = "15s"
+"""Envoy closes an idle connection to the guard after this, before the guard's own idle timeout
+(30 s by default, services/access_guard) would: the side that closes first is Envoy, so no check
+is ever sent on a connection the guard is closing at that moment."""
 
 Authentication = Literal["sso", "none"]
 Role = Literal["user", "viewer", "operator", "admin"]
@@ -261,6 +265,7 @@ def _guard(access: InstanceAccess, settings: AccessSettings) -> dict[str, Any]:
             "backendRefs": [{"group": "", "kind": "Service", "name": settings.guard_service, "namespace": settings.gateway_namespace, "port": settings.guard_port}],
             "path": f"{GUARD_PATH_PREFIX}/{access.system_namespace}/{access.instance}",
             "headersToBackend": list(IDENTITY_HEADERS),
+            "backendSettings": {"timeout": {"http": {"connectionIdleTimeout": GUARD_CONNECTION_IDLE_TIMEOUT}}},
         },
         "headersToExtAuth": [ID_TOKEN_HEADER.lower()],
         "failOpen": False,

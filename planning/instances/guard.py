@@ -12,6 +12,12 @@ Rules:
   services/access_guard): authentication, minimum role, sharing and the claim names. The
   guard re-reads the mounted files, so a changed or removed grant takes effect without a restart;
   an instance whose spec is now refused keeps its grant as last applied (invariant 6);
+- only the Envoy proxy Pods of the shared Gateway reach the guard's port: a NetworkPolicy in the
+  gateway namespace admits, on that port alone, Pods labelled as Envoy Gateway labels the proxies
+  of that Gateway, in Envoy Gateway's namespace (where it runs proxies by default) or in the
+  gateway namespace (its gateway-namespace mode). Any other Pod that could reach the guard could
+  ask it about tokens at will. It needs a CNI that enforces NetworkPolicies; the kubelet's probes
+  come from the node, which the common CNIs admit whatever the policy says;
 - the guard is ready when the Deployment carrying the planned spec hash has rolled out
   (planning.readiness `deployment_rollout`); until then no route gets a backend. A guard image
   still tagged CHANGEME is never ready, and says so;
@@ -42,6 +48,9 @@ COMPONENT_LABEL = "app.kubernetes.io/component"
 GUARD_COMPONENT = "access-guard"
 GUARD_SELECTOR = f"{COMPONENT_LABEL}={GUARD_COMPONENT}"
 """The live reader's selector for the guard's Deployment in the gateway namespace."""
+ENVOY_GATEWAY_NAMESPACE = "envoy-gateway-system"
+"""Where Envoy Gateway runs (magic-cluster/platform/basis/envoy-gateway.yaml) and, by default, its proxies."""
+NAMESPACE_NAME_LABEL = "kubernetes.io/metadata.name"
 GUARD_USER = 65532
 GUARD_REPLICAS = 2
 PLACEHOLDER_TAG = ":CHANGEME"
@@ -100,7 +109,7 @@ def _metadata(name: str, settings: AccessSettings, field_manager: str, **annotat
 
 
 def guard_objects(grants: Mapping[str, str], settings: AccessSettings, *, field_manager: str) -> tuple[DesiredObject, ...]:
-    """The grants ConfigMap, the guard's Service, Deployment and PodDisruptionBudget. Pure."""
+    """The grants ConfigMap, the guard's Service, Deployment, PodDisruptionBudget and NetworkPolicy. Pure."""
     selector = {COMPONENT_LABEL: GUARD_COMPONENT, MANAGED_BY: MANAGED_BY_VALUE}
     config_map = {
         "apiVersion": "v1",
@@ -131,7 +140,43 @@ def guard_objects(grants: Mapping[str, str], settings: AccessSettings, *, field_
         "metadata": _metadata(settings.guard_service, settings, field_manager, **{OWNED_FORCE_ANNOTATION: "true"}),
         "spec": {"maxUnavailable": 1, "selector": {"matchLabels": selector}},
     }
-    return tuple(DesiredObject.of(body) for body in (config_map, service, deployment, budget))
+    network_policy = {
+        "apiVersion": "networking.k8s.io/v1",
+        "kind": "NetworkPolicy",
+        "metadata": _metadata(settings.guard_service, settings, field_manager, **{OWNED_FORCE_ANNOTATION: "true"}),
+        "spec": _network_policy_spec(selector, settings),
+    }
+    return tuple(DesiredObject.of(body) for body in (config_map, service, deployment, budget, network_policy))
+
+
+def envoy_proxy_labels(settings: AccessSettings) -> dict[str, str]:
+    """The labels Envoy Gateway gives the proxy Pods of the shared Gateway. Pure."""
+    return {
+        "app.kubernetes.io/name": "envoy",
+        "app.kubernetes.io/component": "proxy",
+        "app.kubernetes.io/managed-by": "envoy-gateway",
+        "gateway.envoyproxy.io/owning-gateway-name": settings.gateway_name,
+        "gateway.envoyproxy.io/owning-gateway-namespace": settings.gateway_namespace,
+    }
+
+
+def _network_policy_spec(selector: dict[str, str], settings: AccessSettings) -> dict[str, Any]:
+    namespaces = sorted({ENVOY_GATEWAY_NAMESPACE, settings.gateway_namespace})
+    return {
+        "podSelector": {"matchLabels": selector},
+        "policyTypes": ["Ingress"],
+        "ingress": [
+            {
+                "from": [
+                    {
+                        "namespaceSelector": {"matchExpressions": [{"key": NAMESPACE_NAME_LABEL, "operator": "In", "values": namespaces}]},
+                        "podSelector": {"matchLabels": envoy_proxy_labels(settings)},
+                    }
+                ],
+                "ports": [{"protocol": "TCP", "port": settings.guard_port}],
+            }
+        ],
+    }
 
 
 def _deployment_spec(selector: dict[str, str], settings: AccessSettings) -> dict[str, Any]:

@@ -4,6 +4,7 @@ from providers.kube.access import KubeAccess, open_client
 from providers.kube.retry import RetryPolicy
 from providers.kube.client import Collection, KubeClient, ResourceKind
 from providers.kube.errors import (
+    CauseType,
     Conflict,
     ConnectionFailure,
     Forbidden,
@@ -13,13 +14,15 @@ from providers.kube.errors import (
     KubeConnectionError,
     KubeError,
     NotFound,
+    ResourceVersionTooLarge,
     ServerError,
     TooManyRequests,
     Unauthorized,
 )
-from providers.kube.watch import EventType, WatchEvent, WatchStream
+from providers.kube.watch import EventType, TcpKeepalive, WatchEvent, WatchStream
 
 __all__ = [
+    "CauseType",
     "Collection",
     "Conflict",
     "ConnectionFailure",
@@ -34,9 +37,11 @@ __all__ = [
     "KubeError",
     "NotFound",
     "ResourceKind",
+    "ResourceVersionTooLarge",
     "RetryPolicy",
     "ServerError",
     "TooManyRequests",
+    "TcpKeepalive",
     "Unauthorized",
     "WatchEvent",
     "WatchStream",

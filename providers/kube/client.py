@@ -22,7 +22,7 @@ import httpx
 
 from providers.kube.errors import ConnectionFailure, Gone, NotFound, ServerError, TooManyRequests, connection_error, error_for
 from providers.kube.retry import RetryPolicy
-from providers.kube.watch import WatchStream
+from providers.kube.watch import TcpKeepalive, WatchStream, set_keepalive
 
 APPLY_PATCH = "application/apply-patch+yaml"
 MERGE_PATCH = "application/merge-patch+json"
@@ -31,8 +31,9 @@ DEFAULT_PAGE_SIZE = 500
 RELISTS = 3
 """How many times a paged LIST starts again after its `continue` token expired (410 Gone)."""
 WATCH_READ_MARGIN_SECONDS = 15.0
-"""How much longer than the watch's own timeoutSeconds a read may wait before the connection
-counts as dead: the server ends an idle watch at timeoutSeconds, so silence beyond is a fault."""
+"""By default, how much longer than the watch's own timeoutSeconds a read may wait before the
+connection counts as dead: the server ends an idle watch at timeoutSeconds, so silence beyond is
+a fault."""
 
 
 class _ExpiredContinue(Exception):
@@ -203,14 +204,19 @@ class KubeClient:
         namespace: str | None = None,
         label_selector: str | None = None,
         timeout_seconds: int = 300,
+        read_deadline_seconds: float | None = None,
+        keepalive: TcpKeepalive | None = TcpKeepalive(),
     ) -> Iterator[WatchStream]:
         """One watch of a collection, from `resource_version` (exclusive), with bookmarks.
 
-        The server ends it after `timeout_seconds`; a read waits that long plus
-        WATCH_READ_MARGIN_SECONDS before the connection counts as dead. Not retried: raises
-        the typed KubeError of a refusal (Gone when `resource_version` is too old; the server
-        may also say so later, as an ERROR event the stream raises) and KubeConnectionError
-        when no answer came. The connection is closed on exit.
+        The server ends it after `timeout_seconds`. A read that waits longer than
+        `read_deadline_seconds` (default: `timeout_seconds` plus WATCH_READ_MARGIN_SECONDS) for
+        the next byte (an event, a bookmark, the end) counts the connection as dead and raises
+        KubeConnectionError (Timeout). `keepalive` is set on the socket (None: left as it is).
+        Not retried: raises the typed KubeError of a refusal (Gone when `resource_version` is too
+        old, ResourceVersionTooLarge when it is newer than the server holds; the server may also
+        say so later, as an ERROR event the stream raises) and KubeConnectionError when no answer
+        came. The connection is closed on exit.
         """
         path = kind.collection_path(namespace)
         params = {
@@ -221,9 +227,8 @@ class KubeClient:
             "labelSelector": label_selector,
         }
         configured = self._http.timeout
-        timeout = httpx.Timeout(
-            connect=configured.connect, read=timeout_seconds + WATCH_READ_MARGIN_SECONDS, write=configured.write, pool=configured.pool
-        )
+        read = read_deadline_seconds if read_deadline_seconds is not None else timeout_seconds + WATCH_READ_MARGIN_SECONDS
+        timeout = httpx.Timeout(connect=configured.connect, read=read, write=configured.write, pool=configured.pool)
         request = self._http.build_request(
             "GET", path, params={k: v for k, v in params.items() if v is not None}, headers={"Accept": "application/json"}, timeout=timeout
         )
@@ -239,7 +244,11 @@ class KubeClient:
                 except httpx.TransportError as error:
                     raise connection_error(error, method="GET", path=path, url=self.server, timeout=timeout) from error
                 raise error_for(response)
-            yield WatchStream(response, path=path, url=self.server, timeout=timeout)
+            stream = WatchStream(response, path=path, url=self.server, timeout=timeout)
+            sock = stream.raw_socket()
+            if keepalive is not None and sock is not None:
+                set_keepalive(sock, keepalive)
+            yield stream
         finally:
             response.close()
 

@@ -6,31 +6,52 @@ object is the most precise explanation there is, so it travels with the error un
 A request that gets no answer at all raises KubeConnectionError, which names the server's URL
 and what failed in words (`cannot reach https://127.0.0.1:6443: connection refused`); its
 `reason` is a ConnectionFailure, its `code` 0 (no status came back).
+
+One status is told apart by its cause rather than by its code alone: a 504 `Timeout` whose
+`details.causes` name `ResourceVersionTooLarge` (the class ResourceVersionTooLarge) means the
+server has not reached the resourceVersion asked for (its watch cache lags after a restart, or
+etcd was restored from an older copy): waiting on that resourceVersion may never end, listing
+again does.
 """
 
 from __future__ import annotations
 
 import socket
 import ssl
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from enum import StrEnum
 from typing import Any
 
 import httpx
 
 
+class CauseType(StrEnum):
+    """The `reason` of an entry of a Status's `details.causes` (metav1.CauseType), those told apart here."""
+
+    RESOURCE_VERSION_TOO_LARGE = "ResourceVersionTooLarge"
+
+
 class KubeError(Exception):
-    """A request failed. `code`, `reason` and `message` come from the server's Status when it sent one."""
+    """A request failed. `code`, `reason` and `message` come from the server's Status when it sent
+    one; `status` is that Status as it came (empty when there was none)."""
 
     code: int = 0
 
-    def __init__(self, *, method: str, path: str, code: int, reason: str, message: str) -> None:
+    def __init__(
+        self, *, method: str, path: str, code: int, reason: str, message: str, status: Mapping[str, Any] | None = None
+    ) -> None:
         self.method = method
         self.path = path
         self.code = code
         self.reason = reason
         self.message = message
+        self.status: Mapping[str, Any] = dict(status or {})
         super().__init__(f"{method} {path}: {self.detail}")
+
+    @property
+    def causes(self) -> tuple[str, ...]:
+        """The `reason` of each entry of the Status's `details.causes`, in order."""
+        return _cause_reasons(self.status)
 
     @property
     def detail(self) -> str:
@@ -108,20 +129,41 @@ class ServerError(KubeError):
     code = 500
 
 
+class ResourceVersionTooLarge(ServerError):
+    """504 Timeout with the cause ResourceVersionTooLarge: the resourceVersion asked for is newer
+    than anything the server holds. Like Gone, it asks the caller to list again."""
+
+    code = 504
+
+
 _BY_CODE: dict[int, type[KubeError]] = {cls.code: cls for cls in (Unauthorized, Forbidden, NotFound, Conflict, Gone, Invalid, TooManyRequests)}
+
+
+def _error_class(code: int, status: Mapping[str, Any]) -> type[KubeError]:
+    if code == ResourceVersionTooLarge.code and CauseType.RESOURCE_VERSION_TOO_LARGE in _cause_reasons(status):
+        return ResourceVersionTooLarge
+    return _BY_CODE.get(code, ServerError if code >= 500 else KubeError)
+
+
+def _cause_reasons(status: Mapping[str, Any]) -> tuple[str, ...]:
+    details = status.get("details")
+    causes = details.get("causes") if isinstance(details, Mapping) else None
+    if not isinstance(causes, list):
+        return ()
+    return tuple(str(cause.get("reason") or "") for cause in causes if isinstance(cause, Mapping))
 
 
 def error_for(response: httpx.Response) -> KubeError:
     """The typed error of a failed response, carrying the server's Status."""
     status = _status_body(response)
     code = response.status_code
-    cls = _BY_CODE.get(code, ServerError if code >= 500 else KubeError)
-    return cls(
+    return _error_class(code, status)(
         method=response.request.method,
         path=response.request.url.path,
         code=code,
         reason=str(status.get("reason") or response.reason_phrase),
         message=str(status.get("message") or response.text[:500]),
+        status=status,
     )
 
 
@@ -129,13 +171,15 @@ def error_for_status(status: Any, *, method: str, path: str) -> KubeError:
     """The typed error of a Status the server sent inside an answer: a watch's ERROR event. Pure.
 
     A watch from a resourceVersion the server no longer holds is answered 200, then an ERROR
-    event whose Status has code 410; this gives it the class a 410 response would have.
+    event whose Status has code 410; this gives it the class a 410 response would have (and a
+    504 naming ResourceVersionTooLarge its own).
     """
     body = status if isinstance(status, dict) else {}
     raw_code = body.get("code")
     code = raw_code if isinstance(raw_code, int) and not isinstance(raw_code, bool) else 500
-    cls = _BY_CODE.get(code, ServerError if code >= 500 else KubeError)
-    return cls(method=method, path=path, code=code, reason=str(body.get("reason") or "Unknown"), message=str(body.get("message") or ""))
+    return _error_class(code, body)(
+        method=method, path=path, code=code, reason=str(body.get("reason") or "Unknown"), message=str(body.get("message") or ""), status=body
+    )
 
 
 def _status_body(response: httpx.Response) -> dict[str, Any]:

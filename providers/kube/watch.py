@@ -7,6 +7,11 @@ when the resourceVersion asked for is older than what the server keeps).
 
 Nothing here retries: resuming, relisting and backing off belong to the caller, who knows the
 last resourceVersion it saw.
+
+A watch's connection is quiet for long stretches by design, so two bounds tell quiet from dead:
+TCP keepalive (`TcpKeepalive`) on its socket finds a peer that vanished (a node or a NAT entry
+gone: nothing answers the probes), and the read deadline the caller chooses (client.py) finds a
+connection that stays up but delivers nothing.
 """
 
 from __future__ import annotations
@@ -22,6 +27,48 @@ from typing import Any
 import httpx
 
 from providers.kube.errors import ConnectionFailure, KubeConnectionError, connection_error, error_for_status
+
+
+@dataclass(frozen=True)
+class TcpKeepalive:
+    """TCP keepalive of a watch's socket: after `idle_seconds` without traffic, a probe every
+    `interval_seconds`; `probes` unanswered ones close the connection. A dead peer is found within
+    `bound_seconds`."""
+
+    idle_seconds: int = 20
+    interval_seconds: int = 10
+    probes: int = 3
+
+    def __post_init__(self) -> None:
+        if min(self.idle_seconds, self.interval_seconds, self.probes) < 1:
+            raise ValueError(f"TcpKeepalive needs positive numbers, not {self}")
+
+    @property
+    def bound_seconds(self) -> int:
+        return self.idle_seconds + self.interval_seconds * self.probes
+
+
+_KEEPALIVE_OPTIONS: tuple[tuple[str, str], ...] = (
+    ("TCP_KEEPIDLE", "idle_seconds"),
+    ("TCP_KEEPINTVL", "interval_seconds"),
+    ("TCP_KEEPCNT", "probes"),
+)
+
+
+def set_keepalive(sock: socket.socket, keepalive: TcpKeepalive) -> None:
+    """Turn TCP keepalive on for `sock` with `keepalive`'s timing (where the platform names it)."""
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_KEEPALIVE, 1)
+    for option, attribute in _KEEPALIVE_OPTIONS:
+        if hasattr(socket, option):
+            sock.setsockopt(socket.IPPROTO_TCP, getattr(socket, option), getattr(keepalive, attribute))
+
+
+def keepalive_of(sock: socket.socket) -> TcpKeepalive | None:
+    """The keepalive in effect on `sock`; None when it is off."""
+    if not sock.getsockopt(socket.SOL_SOCKET, socket.SO_KEEPALIVE):
+        return None
+    named = [(option, attribute) for option, attribute in _KEEPALIVE_OPTIONS if hasattr(socket, option)]
+    return TcpKeepalive(**{attribute: sock.getsockopt(socket.IPPROTO_TCP, getattr(socket, option)) for option, attribute in named})
 
 
 class EventType(StrEnum):
@@ -89,6 +136,17 @@ class WatchStream:
             )
         return WatchEvent(type=event_type, object=body)
 
+    def raw_socket(self) -> socket.socket | None:
+        """The connection's socket (None when the transport has none, as a test double)."""
+        stream = self._response.extensions.get("network_stream")
+        sock = stream.get_extra_info("socket") if stream is not None else None
+        return sock if isinstance(sock, socket.socket) else None
+
+    def keepalive(self) -> TcpKeepalive | None:
+        """The TCP keepalive in effect on the connection; None when off or when there is no socket."""
+        sock = self.raw_socket()
+        return keepalive_of(sock) if sock is not None else None
+
     def abort(self) -> None:
         """End the watch from another thread: a read blocked on the connection returns at once.
 
@@ -96,9 +154,8 @@ class WatchStream:
         TLS layer is bypassed on purpose (its own shutdown would need the reading thread's lock).
         """
         self._aborted.set()
-        stream = self._response.extensions.get("network_stream")
-        sock = stream.get_extra_info("socket") if stream is not None else None
-        if isinstance(sock, socket.socket):
+        sock = self.raw_socket()
+        if sock is not None:
             try:
                 socket.socket.shutdown(sock, socket.SHUT_RDWR)
             except OSError:

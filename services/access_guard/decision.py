@@ -1,4 +1,4 @@
-"""The decision table: one request of an instance in, allow (200) or deny (401/403) out.
+"""The decision table: one request of an instance in, allow (200) or deny (401/403/503) out.
 
 In the order a request meets them; the first that applies decides, and any error denies:
 
@@ -9,17 +9,30 @@ In the order a request meets them; the first that applies decides, and any error
 | 3 | grant unreadable or malformed                                         | 403    | malformed-grant             |
 | 4 | `authentication: none`                                                | 200    | unauthenticated-allowed     |
 | 5 | no token header, an empty one, or more than one                       | 401    | missing-token               |
-| 6 | token malformed, unsigned, foreign algorithm, unknown key, bad        | 401    | the token's rejection       |
+| 6 | the token is neither cached nor verifiable with the fresh key set,    | 503    | overloaded                  |
+|   | and `--verify-queue` such tokens already wait for the pool            |        |                             |
+| 7 | token malformed, unsigned, foreign algorithm, unknown key, bad        | 401    | the token's rejection       |
 |   | signature, expired, not yet valid, foreign issuer, wrong audience,    |        | (tokens.Rejection)          |
 |   | no `exp`; no key set younger than the cache lifetime                  |        |                             |
-| 7 | the subject claim is missing or not a non-empty string                | 401    | missing-subject             |
-| 8 | roles or groups claim present but not a list of strings               | 403    | malformed-identity          |
-| 9 | no held role at or above `minimumRole` (admin>operator>user>viewer)    | 403    | insufficient-role           |
-|10 | sharing `selected` and neither the subject is a listed user nor one   | 403    | not-shared                  |
+| 8 | the subject claim is missing or not a non-empty string                | 401    | missing-subject             |
+| 9 | roles or groups claim present but not a list of strings               | 403    | malformed-identity          |
+|10 | the subject or a group cannot travel in a header as it is (below)     | 403    | unrepresentable-identity    |
+|11 | no held role at or above `minimumRole` (admin>operator>user>viewer)   | 403    | insufficient-role           |
+|12 | sharing `selected` and neither the subject is a listed user nor one   | 403    | not-shared                  |
 |   | of the token's groups a listed group (an empty selection: nobody)     |        |                             |
-|11 | subject or a group not representable in a header (control character,  | 403    | unrepresentable-identity    |
-|   | or a comma inside a group name)                                       |        |                             |
-|12 | otherwise                                                             | 200    | allowed                     |
+|13 | otherwise                                                             | 200    | allowed                     |
+
+Row 10, exactly: the subject and each group must be printable ASCII, 0x20 to 0x7E, with a
+first and a last character from 0x21 to 0x7E (no leading or trailing space); a group must
+also not be empty (a subject never is after row 8) and hold no comma, which separates the
+groups in their header. Anything else is refused rather than altered: a header parser trims
+surrounding whitespace (` alice` would arrive upstream as `alice`, and ` ` as the anonymous
+empty user), a tab or a control character could split or end a header, and a comma would
+make one group two. Non-ASCII names are refused too: header values are bytes whose encoding
+the applications behind Envoy would have to guess.
+
+A verified-token cache (services.access_guard.verification) may answer row 7 for a token seen
+before; rows 8 to 13 are decided afresh on every request, from the grant as it is now.
 
 An allow for SSO carries `X-Magicstick-User` (the subject), `X-Magicstick-Role` (the highest
 role held) and `X-Magicstick-Groups` (the token's groups, comma-joined, possibly empty);
@@ -37,7 +50,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from services.access_guard.grants import ROLES, Grant, GrantStore, MalformedGrant, UnknownInstance
-from services.access_guard.tokens import TokenRejected, TokenVerifier
+from services.access_guard.tokens import TokenRejected
+from services.access_guard.verification import CachingVerifier, Overloaded
 
 PATH_PREFIX = "/instances/"
 USER_HEADER = "X-Magicstick-User"
@@ -46,7 +60,10 @@ GROUPS_HEADER = "X-Magicstick-Groups"
 
 ANONYMOUS_HEADERS: tuple[tuple[str, str], ...] = ((USER_HEADER, ""), (ROLE_HEADER, ""), (GROUPS_HEADER, ""))
 
-_UNSAFE = re.compile(r"[\x00-\x1f\x7f]")
+_SUBJECT = re.compile(r"[\x21-\x7e]([\x20-\x7e]*[\x21-\x7e])?")
+"""Row 10 for a subject: printable ASCII, no space at either end."""
+_GROUP = re.compile(r"[\x21-\x2b\x2d-\x7e]([\x20-\x2b\x2d-\x7e]*[\x21-\x2b\x2d-\x7e])?")
+"""Row 10 for a group: the subject's rule without the comma (0x2C)."""
 
 
 class Reason(enum.StrEnum):
@@ -63,12 +80,13 @@ class Reason(enum.StrEnum):
     INSUFFICIENT_ROLE = "insufficient-role"
     NOT_SHARED = "not-shared"
     UNREPRESENTABLE_IDENTITY = "unrepresentable-identity"
+    OVERLOADED = "overloaded"
 
 
 @dataclass(frozen=True)
 class Decision:
     status: int
-    """200 allow, 401 no valid identity, 403 not allowed."""
+    """200 allow, 401 no valid identity, 403 not allowed, 503 overloaded (try again)."""
     reason: str
     """A Reason or a tokens.Rejection value."""
     detail: str = ""
@@ -121,8 +139,18 @@ def _string_list(value: object) -> tuple[str, ...] | None:
     return tuple(value)
 
 
+def unrepresentable(*, subject: str, groups: Sequence[str]) -> str | None:
+    """Why the subject or a group cannot travel in a header as it is (row 10), or None. Pure."""
+    if not _SUBJECT.fullmatch(subject):
+        return "the subject is not printable ASCII without surrounding spaces"
+    for group in groups:
+        if not _GROUP.fullmatch(group):
+            return "a group is empty, holds a comma, or is not printable ASCII without surrounding spaces"
+    return None
+
+
 def authorize(grant: Grant, claims: Mapping[str, Any]) -> Decision:
-    """Rows 7 to 12 of the table, for an SSO grant and verified claims. Pure."""
+    """Rows 8 to 13 of the table, for an SSO grant and verified claims. Pure."""
     instance = grant.instance
     if grant.claims is None or grant.minimum_role is None:
         return Decision(403, Reason.MALFORMED_GRANT, "an SSO grant without claims or minimum role", instance)
@@ -133,26 +161,27 @@ def authorize(grant: Grant, claims: Mapping[str, Any]) -> Decision:
     groups = _string_list(_claim(claims, grant.claims.groups))
     if roles is None or groups is None:
         return Decision(403, Reason.MALFORMED_IDENTITY, "the roles or groups claim is not a list of strings", instance, subject)
+    problem = unrepresentable(subject=subject, groups=groups)
+    if problem is not None:
+        return Decision(403, Reason.UNREPRESENTABLE_IDENTITY, problem, instance, subject)
     held = [role for role in ROLES if role in roles]
     if not held or ROLES.index(held[0]) > ROLES.index(grant.minimum_role):
         return Decision(403, Reason.INSUFFICIENT_ROLE, f"holds {held or 'no role'}, needs {grant.minimum_role} or above", instance, subject)
     if grant.sharing_mode == "selected" and subject not in grant.users and grant.groups.isdisjoint(groups):
         return Decision(403, Reason.NOT_SHARED, "neither a selected user nor in a selected group", instance, subject)
-    if _UNSAFE.search(subject) or any(_UNSAFE.search(group) or "," in group for group in groups):
-        return Decision(403, Reason.UNREPRESENTABLE_IDENTITY, "the subject or a group cannot travel in a header", instance, subject)
     headers = ((USER_HEADER, subject), (ROLE_HEADER, held[0]), (GROUPS_HEADER, ",".join(groups)))
     return Decision(200, Reason.ALLOWED, f"role {held[0]}", instance, subject, headers)
 
 
 class Guard:
-    """The whole table over the grant store and the token verifier. Thread-safe."""
+    """The whole table over the grant store and the caching verifier. Event loop thread only."""
 
-    def __init__(self, *, grants: GrantStore, verifier: TokenVerifier) -> None:
+    def __init__(self, *, grants: GrantStore, verifier: CachingVerifier) -> None:
         self._grants = grants
         self._verifier = verifier
 
-    def decide(self, *, path: str, tokens: Sequence[str]) -> Decision:
-        """The decision for one check request: its path and every value of the token header."""
+    async def decide(self, *, path: str, tokens: Sequence[str]) -> Decision:
+        """The decision for one check request: its target (path and query) and every value of the token header."""
         location = instance_of(path)
         if location is None:
             return Decision(403, Reason.NOT_AN_INSTANCE_PATH, "the path is not under /instances/<namespace>/<instance>")
@@ -168,7 +197,9 @@ class Guard:
         if len(tokens) != 1 or not tokens[0]:
             return Decision(401, Reason.MISSING_TOKEN, f"{len(tokens)} token headers", instance)
         try:
-            claims = self._verifier.verify(tokens[0].strip())
+            claims = await self._verifier.claims(tokens[0].strip())
+        except Overloaded as error:
+            return Decision(503, Reason.OVERLOADED, str(error), instance)
         except TokenRejected as rejected:
             return Decision(401, rejected.rejection, rejected.detail, instance)
         return authorize(grant, claims)

@@ -21,11 +21,27 @@ Rules:
   on every lookup (one syscall, following the symlinks) and parses it again when its identity
   (device, inode, size, modification and change times) differs from the cached one. A grant
   whose file is gone is unknown from the next lookup on.
+
+A malformed grant fails closed, and loudly:
+
+- Every request of its instance is denied (403 malformed-grant) until the file is fixed; the
+  last good grant is not kept. The file is the program's statement of who may reach the
+  instance, and a file the guard cannot read is no statement at all: a hand edit, a bug in
+  the writer or tampering. Keeping the previous grant would keep access the edit may have
+  been withdrawing (a narrowed sharing, a raised role), and the guard cannot tell a widening
+  edit from a narrowing one. Nor is a malformed file a passing state worth riding out: the
+  kubelet swaps a ConfigMap's files atomically, so a half-written file is never seen. The
+  program rewrites the file on its next run, which is what fixes it.
+- It is made visible at once: a WARNING line names the file and the problem, once per change
+  of the file (and an INFO line when it is usable again), and `GrantStore.problems` lists every
+  unusable grant file for `/healthz`, which stays 200: a restart would not fix the file, and a
+  failing probe would take the guard, and so every other instance, down with it.
 """
 
 from __future__ import annotations
 
 import json
+import logging
 import os
 import re
 import stat
@@ -38,6 +54,7 @@ from typing import Literal, TypeAlias, cast
 ROLES = ("admin", "operator", "user", "viewer")
 """Dashboard roles, highest first: each role holds the access of every role after it."""
 MAX_GRANT_BYTES = 64 * 1024
+LOGGER = logging.getLogger("services.access_guard.grants")
 
 NAMESPACE = re.compile(r"[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?")
 """A DNS label: the system namespace, which holds no dot."""
@@ -169,17 +186,41 @@ def _identity(status: os.stat_result) -> _Identity:
     return (status.st_dev, status.st_ino, status.st_size, status.st_mtime_ns, status.st_ctime_ns)
 
 
-class GrantStore:
-    """The grants directory, parsed lazily and cached per file identity.
+def grant_location(file_name: str) -> tuple[str, str] | None:
+    """(`namespace`, `instance`) of a grant file name, or None when it names no grant. Pure."""
+    stem = file_name.removesuffix(".json")
+    namespace, separator, instance = stem.partition(".")
+    if stem == file_name or not separator or not NAMESPACE.fullmatch(namespace) or not INSTANCE.fullmatch(instance):
+        return None
+    return namespace, instance
 
-    Thread-safe: lookups run on the server's request threads.
-    """
+
+@dataclass(frozen=True)
+class GrantProblem:
+    """A grant file the guard cannot use, for `/healthz`."""
+
+    file: str
+    problem: str
+
+
+@dataclass(frozen=True)
+class _Entry:
+    identity: _Identity | None
+    """None when the file could not be stat'ed or opened: it is looked at again on every use."""
+    grant: Grant | None = None
+    problem: str | None = None
+    """Why the file cannot be used (without its name); set exactly when `grant` is None."""
+
+
+class GrantStore:
+    """The grants directory, parsed lazily and cached per file identity. Thread-safe."""
 
     def __init__(self, directory: Path) -> None:
-        self._directory = directory
+        self._directory = os.fspath(directory)
+        """A string: joining strings costs a fraction of building a Path on every lookup."""
         self._lock = threading.Lock()
-        self._cache: dict[str, tuple[_Identity, Grant | str]] = {}
-        """File name -> (identity, the grant or why it is malformed)."""
+        self._cache: dict[str, _Entry] = {}
+        """File name -> what its current identity holds."""
 
     def lookup(self, namespace: str, instance: str) -> Grant:
         """The current grant of `namespace/instance`.
@@ -189,58 +230,93 @@ class GrantStore:
         if not NAMESPACE.fullmatch(namespace) or not INSTANCE.fullmatch(instance):
             raise UnknownInstance(f"{namespace}/{instance} is not a namespace and instance name")
         name = grant_file_name(namespace, instance)
-        path = self._directory / name
+        entry = self._current(name, f"{namespace}/{instance}")
+        if entry is None:
+            raise UnknownInstance(f"no grant file {name}")
+        if entry.grant is None:
+            raise MalformedGrant(f"{name}: {entry.problem}")
+        return entry.grant
+
+    def problems(self) -> tuple[GrantProblem, ...]:
+        """Every `*.json` file of the directory that is no usable grant, by name; reads only files that changed."""
+        try:
+            names = sorted(name for name in os.listdir(self._directory) if name.endswith(".json") and not name.startswith("."))
+        except OSError as error:
+            return (GrantProblem(self._directory, f"cannot list the directory: {error.strerror}"),)
+        found = []
+        for name in names:
+            location = grant_location(name)
+            if location is None:
+                found.append(GrantProblem(name, "not named <namespace>.<instance>.json"))
+                continue
+            entry = self._current(name, "/".join(location))
+            if entry is not None and entry.problem is not None:
+                found.append(GrantProblem(name, entry.problem))
+        return tuple(found)
+
+    def _current(self, name: str, instance: str) -> _Entry | None:
+        """What the file `name` holds now (None: there is no such file), from the cache while its identity holds."""
+        path = os.path.join(self._directory, name)
         try:
             identity = _identity(os.stat(path))
         except FileNotFoundError:
             self._forget(name)
-            raise UnknownInstance(f"no grant file {name}") from None
+            return None
         except OSError as error:
-            raise MalformedGrant(f"cannot stat {name}: {error.strerror}") from error
+            return self._record(name, _Entry(None, problem=f"cannot stat: {error.strerror}"))
         with self._lock:
             cached = self._cache.get(name)
-        if cached is None or cached[0] != identity:
-            cached = self._load(path, name, f"{namespace}/{instance}")
-            with self._lock:
-                self._cache[name] = cached
-        result = cached[1]
-        if isinstance(result, str):
-            raise MalformedGrant(result)
-        return result
+        if cached is not None and cached.identity == identity:
+            return cached
+        loaded = self._load(path, instance)
+        if loaded is None:
+            self._forget(name)
+            return None
+        return self._record(name, loaded)
+
+    def _record(self, name: str, entry: _Entry) -> _Entry:
+        """Cache `entry`, saying so in the log when the file became unusable or usable again."""
+        with self._lock:
+            previous = self._cache.get(name)
+            self._cache[name] = entry
+        if entry.problem is not None and (previous is None or (previous.identity, previous.problem) != (entry.identity, entry.problem)):
+            LOGGER.warning("grant file %s is unusable, every request of its instance is denied until it is fixed: %s", name, entry.problem)
+        elif entry.problem is None and previous is not None and previous.problem is not None:
+            LOGGER.info("grant file %s is usable again", name)
+        return entry
 
     def _forget(self, name: str) -> None:
         with self._lock:
             self._cache.pop(name, None)
 
-    def _load(self, path: Path, name: str, instance: str) -> tuple[_Identity, Grant | str]:
-        """Read and parse the file; the identity comes from the open file, so it matches the text."""
+    def _load(self, path: str, instance: str) -> _Entry | None:
+        """Read and parse the file (None: it is gone); the identity comes from the open file, so it matches the text."""
         try:
             descriptor = os.open(path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
         except FileNotFoundError:
-            raise UnknownInstance(f"no grant file {name}") from None
+            return None
         except OSError as error:
-            raise MalformedGrant(f"cannot open {name}: {error.strerror}") from error
+            return _Entry(None, problem=f"cannot open: {error.strerror}")
         try:
             status = os.fstat(descriptor)
             if not stat.S_ISREG(status.st_mode):
-                return _identity(status), f"{name} is not a regular file"
+                return _Entry(_identity(status), problem="not a regular file")
             if status.st_size > MAX_GRANT_BYTES:
-                return _identity(status), f"{name} is larger than {MAX_GRANT_BYTES} bytes"
+                return _Entry(_identity(status), problem=f"larger than {MAX_GRANT_BYTES} bytes")
             data = os.read(descriptor, MAX_GRANT_BYTES + 1)
         except OSError as error:
-            raise MalformedGrant(f"cannot read {name}: {error.strerror}") from error
+            return _Entry(None, problem=f"cannot read: {error.strerror}")
         finally:
             os.close(descriptor)
-        return _identity(status), _parsed(data, name, instance)
+        return _parsed(data, _identity(status), instance)
 
 
-def _parsed(data: bytes, name: str, instance: str) -> Grant | str:
-    """The grant, or why it is malformed."""
+def _parsed(data: bytes, identity: _Identity, instance: str) -> _Entry:
     try:
         document = json.loads(data.decode("utf-8"))
     except (UnicodeDecodeError, json.JSONDecodeError) as error:
-        return f"{name} is not UTF-8 JSON: {error}"
+        return _Entry(identity, problem=f"not UTF-8 JSON: {error}")
     try:
-        return parse_grant(document, instance=instance)
+        return _Entry(identity, grant=parse_grant(document, instance=instance))
     except MalformedGrant as error:
-        return f"{name}: {error}"
+        return _Entry(identity, problem=str(error))

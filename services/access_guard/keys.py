@@ -21,6 +21,10 @@ Why PyJWT's `PyJWKClient` fetches and parses, and why the guard still owns the c
      requests are refused at once instead of each waiting for the fetch timeout.
   4. A failed refresh never discards a set that is still young.
   5. One fetch at a time; requests whose key is in the fresh set never wait for it.
+  6. A refresh that brings a key back unchanged (same ID, algorithm and public numbers) keeps
+     the key object of the previous set, so a token verified by it stays trusted by the
+     verified-token cache (`tokens.TokenVerifier.still_trusted`); a key whose material
+     changed is a new object, and every token it verified is checked again.
 
 Only RS256 and ES256 keys are kept.
 """
@@ -85,13 +89,13 @@ class KeySet:
 
         Raises KeysUnavailable (no fresh set) or UnknownKey (the fresh set lacks `key_id`).
         """
-        key = self._fresh_key(key_id)
+        key = self.fresh_key(key_id)
         if key is not None:
             return key
         if not self._fetch_lock.acquire(timeout=self._timeout + 1.0):
             return self._fresh_key_or_raise(key_id)
         try:
-            key = self._fresh_key(key_id)
+            key = self.fresh_key(key_id)
             if key is None and self._may_fetch(self._clock()):
                 self.refresh()
         finally:
@@ -106,8 +110,9 @@ class KeySet:
             self._last_failure = self._clock()
             self.last_error = f"{type(error).__name__}: {error}"
             return False
+        previous = self._snapshot.keys
         keys = {
-            key.key_id: key
+            key.key_id: _kept(previous.get(key.key_id), key)
             for key in fetched.keys
             if key.key_id and key.public_key_use in ("sig", None) and key.algorithm_name in ALGORITHMS
         }
@@ -119,7 +124,8 @@ class KeySet:
     def _is_fresh(self, snapshot: _Snapshot, now: float) -> bool:
         return snapshot.fetched_at is not None and now - snapshot.fetched_at <= self._lifetime
 
-    def _fresh_key(self, key_id: str) -> jwt.PyJWK | None:
+    def fresh_key(self, key_id: str) -> jwt.PyJWK | None:
+        """The key for `key_id` in a set younger than the lifetime, or None. Never fetches nor waits."""
         snapshot = self._snapshot
         if not self._is_fresh(snapshot, self._clock()):
             return None
@@ -141,3 +147,11 @@ class KeySet:
         if fetched_at is None or now - fetched_at > self._lifetime:
             return True
         return now - fetched_at >= UNKNOWN_KEY_REFRESH_SECONDS
+
+
+def _kept(previous: jwt.PyJWK | None, fetched: jwt.PyJWK) -> jwt.PyJWK:
+    """`previous` when `fetched` is the same key (policy 6), else `fetched`."""
+    if previous is None or previous.algorithm_name != fetched.algorithm_name:
+        return fetched
+    same: bool = previous.key.public_numbers() == fetched.key.public_numbers()
+    return previous if same else fetched

@@ -1,139 +1,259 @@
-"""The HTTP side: Envoy's HTTP external-authorization contract over HTTP/1.1 keep-alive.
+"""The HTTP side: uvicorn (httptools parser, uvloop event loop) serving `app.GuardApp`, bounded.
 
-Envoy sends a check request with the original method, the path prefixed by the guard's path
-(`/instances/<namespace>/<instance>`), the headers it is told to forward and no body. Envoy
-admits the original request only on 200, adding the allowed headers of the answer upstream;
-any other answer goes back to the client as it is.
+Why this server. The guard used to be the standard library's ThreadingHTTPServer: a thread
+per connection, so 8,000 half-open connections made 8,001 threads and 249 MB of memory, and
+closing them stalled it for minutes. One event loop holds a connection for a few kilobytes
+and no thread, so memory follows the connection limit and not the attacker. uvicorn is a
+maintained HTTP/1.1 server for exactly that (keep-alive, pipelining, body flow control,
+graceful shutdown), and the guard needs no framework on top: `GuardApp` is a bare ASGI
+callable. httptools (llhttp, Node.js's parser) parses requests, and uvloop (libuv) runs the
+loop: both several times faster than their pure-Python counterparts (h11, asyncio's loop), and
+a decision costs less than the HTTP around it, so they set the guard's latency.
 
-Why the standard library's `ThreadingHTTPServer`: a decision costs well under a millisecond
-of CPU (a stat, a dictionary lookup, one signature check with a cached key), Envoy keeps a
-few long-lived connections to the guard, and a thread per connection serves that with no
-dependency to keep up to date. Two details make it fast enough: Nagle's algorithm is off
-(`disable_nagle_algorithm`), and each answer is written in one `send`, so no answer waits for
-a delayed ACK.
+What uvicorn does not bound by itself, and this module adds to its HTTP protocol:
+
+- **A connection limit** (`--max-connections`). A connection beyond it is answered 503 with
+  `Connection: close` and closed as soon as it is accepted, before anything is read, so it
+  costs neither memory nor a parse. Connections already open (Envoy's pool) keep being served.
+- **A request deadline** (`--request-timeout-seconds`). uvicorn arms its keep-alive timeout only
+  after an answer, so a connection that sends nothing, or a request head or body dribbled a byte
+  at a time, would be kept forever. Here a new connection must deliver its whole first request
+  (head and body) within the deadline, and every later request within the deadline from its
+  first byte; otherwise the connection is closed.
+- **A short idle timeout** (`--idle-timeout-seconds`, uvicorn's keep-alive timeout) for a
+  connection between requests; it sheds a client that parks connections. Each SecurityPolicy
+  tells Envoy to close its own idle connections to the guard sooner (15 s,
+  planning/instances/access.py), so Envoy never sends a check on a connection the guard is
+  closing at that moment.
+- **A bounded drain.** SIGTERM (or SIGINT) stops accepting, closes idle connections, lets
+  answers in progress finish and then closes their connections, and after `--drain-seconds`
+  closes what is left; the process then exits 0, within the Pod's grace period.
+- **Shedding in the log.** Connections refused and requests answered 503 are counted and
+  reported in one WARNING line a second at most, never a line each.
+
+Queues stay bounded: each connection has at most one request in progress (a pipelined request
+waits, unread, until the previous answer is written), the connections are bounded, and the
+token verifications that may wait for a key set fetch are bounded by `--verify-queue`
+(verification.CachingVerifier).
 """
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import logging
+import signal
 import socket
-import socketserver
-from collections.abc import Callable
-from http import HTTPStatus
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from pathlib import Path
-from typing import Any, cast
+from collections.abc import Callable, Iterator
+from types import FrameType
+from typing import Any
 
-from services.access_guard.decision import Decision, Guard
-from services.access_guard.settings import Listen
+import uvicorn
+from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
+
+from services.access_guard.app import OVERLOADED_BODY, GuardApp
+from services.access_guard.settings import ServerLimits
+from services.flags import ListenAddress
 
 LOGGER = logging.getLogger("services.access_guard")
-HEALTH_PATH = "/healthz"
-IDLE_TIMEOUT_SECONDS = 120.0
-"""An idle keep-alive connection is closed after this; Envoy opens a new one when needed."""
-MAX_DISCARDED_BODY_BYTES = 64 * 1024
-_BODIES = {200: b"allowed\n", 401: b"unauthenticated\n", 403: b"forbidden\n"}
-_LOGGED_PATH_CHARACTERS = 256
+BACKLOG = 2048
+"""Connections the kernel completes before the guard accepts them; the guard accepts eagerly."""
+SHEDDING_REPORT_SECONDS = 1.0
+STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT)
+REFUSAL = (
+    b"HTTP/1.1 503 Service Unavailable\r\n"
+    b"Content-Type: text/plain; charset=utf-8\r\n"
+    b"Content-Length: %d\r\n"
+    b"Cache-Control: no-store\r\n"
+    b"Connection: close\r\n"
+    b"\r\n"
+    b"%s"
+) % (len(OVERLOADED_BODY), OVERLOADED_BODY)
+"""The whole answer to a connection beyond the limit, written before its request is read."""
 
 
-class GuardServer(ThreadingHTTPServer):
-    """A thread per connection; the guard and the token header are shared by every handler."""
+class Shedding:
+    """What the limits turned away, reported in at most one WARNING line per SHEDDING_REPORT_SECONDS.
 
-    daemon_threads = True
-    request_queue_size = 256
+    The first event is reported at once; what follows within the interval is summed into the
+    next line. Event loop thread only.
+    """
 
-    def __init__(self, *, listen: Listen, guard: Guard, token_header: str, grants_dir: Path) -> None:
-        self.address_family = socket.AF_INET6 if ":" in listen.host else socket.AF_INET
-        self.guard = guard
-        self.token_header = token_header
-        self.grants_dir = grants_dir
-        super().__init__((listen.host, listen.port), GuardHandler)
+    def __init__(self, *, limits: ServerLimits) -> None:
+        self._limits = limits
+        self._refused_connections = 0
+        self._overloaded_requests = 0
+        self._report: asyncio.TimerHandle | None = None
 
-    def server_bind(self) -> None:
-        """Bind without HTTPServer's reverse DNS lookup of the listen address."""
-        socketserver.TCPServer.server_bind(self)
-        host, port = self.server_address[:2]
-        self.server_name = str(host)
-        self.server_port = int(port)
+    def refused_connection(self) -> None:
+        self._refused_connections += 1
+        self._noted()
 
+    def overloaded_request(self) -> None:
+        self._overloaded_requests += 1
+        self._noted()
 
-class GuardHandler(BaseHTTPRequestHandler):
-    """Answers any method: `GET /healthz`, else one decision per request."""
+    def _noted(self) -> None:
+        if self._report is None:
+            self._reported()
 
-    protocol_version = "HTTP/1.1"
-    server_version = "magicstick-access-guard"
-    disable_nagle_algorithm = True
-    timeout = IDLE_TIMEOUT_SECONDS
-
-    def __getattr__(self, name: str) -> Callable[[], None]:
-        if name.startswith("do_"):
-            return self._answer
-        raise AttributeError(name)
-
-    @property
-    def _server(self) -> GuardServer:
-        return cast(GuardServer, self.server)
-
-    def _answer(self) -> None:
-        self._discard_body()
-        if self.path == HEALTH_PATH and self.command in ("GET", "HEAD"):
-            healthy = self._server.grants_dir.is_dir()
-            self._send(200 if healthy else 503, (), b"ok\n" if healthy else b"grants directory missing\n")
+    def _reported(self) -> None:
+        self._report = None
+        if not self._refused_connections and not self._overloaded_requests:
             return
-        tokens = self.headers.get_all(self._server.token_header) or []
-        decision = self._server.guard.decide(path=self.path, tokens=tokens)
-        self._log(decision)
-        self._send(decision.status, decision.headers, _BODIES.get(decision.status, b""))
-
-    def _discard_body(self) -> None:
-        """Read a body Envoy should not send, so the next request on the connection parses."""
-        if self.headers.get("Transfer-Encoding") is not None:
-            self.close_connection = True
-            return
-        length = self.headers.get("Content-Length")
-        if length is None:
-            return
-        if not length.isdigit() or int(length) > MAX_DISCARDED_BODY_BYTES:
-            self.close_connection = True
-            return
-        remaining = int(length)
-        while remaining:
-            chunk = self.rfile.read(min(remaining, 16 * 1024))
-            if not chunk:
-                self.close_connection = True
-                return
-            remaining -= len(chunk)
-
-    def _send(self, status: int, headers: tuple[tuple[str, str], ...], body: bytes) -> None:
-        lines = [
-            f"HTTP/1.1 {status} {HTTPStatus(status).phrase}",
-            "Content-Type: text/plain; charset=utf-8",
-            f"Content-Length: {len(body)}",
-            "Cache-Control: no-store",
-        ]
-        if self.close_connection:
-            lines.append("Connection: close")
-        lines.extend(f"{name}: {value}" for name, value in headers)
-        head = ("\r\n".join(lines) + "\r\n\r\n").encode("utf-8")
-        self.wfile.write(head if self.command == "HEAD" else head + body)
-
-    def _log(self, decision: Decision) -> None:
-        level = logging.DEBUG if decision.allowed else logging.INFO
-        if not LOGGER.isEnabledFor(level):
-            return
-        path = self.path.partition("?")[0][:_LOGGED_PATH_CHARACTERS]
-        LOGGER.log(
-            level,
-            "%s status=%d reason=%s instance=%s subject=%s method=%s path=%r detail=%r",
-            "allow" if decision.allowed else "deny",
-            decision.status,
-            decision.reason,
-            decision.instance or "-",
-            decision.subject or "-",
-            self.command,
-            path,
-            decision.detail,
+        LOGGER.warning(
+            "overloaded: refused %d connections beyond --max-connections=%d and answered %d requests 503 beyond --verify-queue=%d",
+            self._refused_connections,
+            self._limits.max_connections,
+            self._overloaded_requests,
+            self._limits.verify_queue,
         )
+        self._refused_connections = self._overloaded_requests = 0
+        self._report = asyncio.get_running_loop().call_later(SHEDDING_REPORT_SECONDS, self._reported)
 
-    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - the base class's name
-        LOGGER.debug("http: " + format, *args)
+
+def bind(listen: ListenAddress) -> socket.socket:
+    """A listening socket on `listen`; raises OSError when the address cannot be bound."""
+    family = socket.AF_INET6 if ":" in listen.host else socket.AF_INET
+    listener = socket.socket(family, socket.SOCK_STREAM)
+    try:
+        listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        listener.bind((listen.host, listen.port))
+        listener.listen(BACKLOG)
+    except OSError:
+        listener.close()
+        raise
+    return listener
+
+
+class Admission:
+    """Whether a new connection is served: below the limit, and not once the drain began. Event loop thread only."""
+
+    def __init__(self, *, limits: ServerLimits, shedding: Shedding) -> None:
+        self.limits = limits
+        self.shedding = shedding
+        self.draining = False
+
+    def admits(self, *, open_connections: int) -> bool:
+        if self.draining:
+            return False
+        if open_connections >= self.limits.max_connections:
+            self.shedding.refused_connection()
+            return False
+        return True
+
+
+def protocol_class(admission: Admission) -> type[HttpToolsProtocol]:
+    """uvicorn's httptools protocol with the connection limit and the request deadline."""
+    request_timeout = admission.limits.request_timeout_seconds
+
+    class GuardProtocol(HttpToolsProtocol):
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            super().__init__(*args, **kwargs)
+            self._deadline: asyncio.TimerHandle | None = None
+            self._refused = False
+
+        def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
+            if not admission.admits(open_connections=len(self.connections)):
+                self._refused = True
+                self.transport = transport
+                transport.write(REFUSAL)
+                transport.close()
+                return
+            super().connection_made(transport)
+            self._arm_deadline()
+
+        def data_received(self, data: bytes) -> None:
+            if not self._refused:
+                super().data_received(data)
+
+        def on_message_begin(self) -> None:
+            super().on_message_begin()
+            if self._deadline is None:
+                self._arm_deadline()
+
+        def on_message_complete(self) -> None:
+            self._disarm_deadline()
+            super().on_message_complete()
+
+        def connection_lost(self, exc: Exception | None) -> None:
+            self._disarm_deadline()
+            super().connection_lost(exc)
+
+        def _arm_deadline(self) -> None:
+            self._deadline = self.loop.call_later(request_timeout, self._request_timed_out)
+
+        def _disarm_deadline(self) -> None:
+            if self._deadline is not None:
+                self._deadline.cancel()
+                self._deadline = None
+
+        def _request_timed_out(self) -> None:
+            self._deadline = None
+            if not self.transport.is_closing():
+                self.transport.close()
+
+    return GuardProtocol
+
+
+class GuardServer(uvicorn.Server):
+    """uvicorn's server with the guard's signals, readiness and bounded drain."""
+
+    def __init__(self, config: uvicorn.Config, *, admission: Admission, ready: Callable[[], None]) -> None:
+        super().__init__(config)
+        self._admission = admission
+        self._drain_seconds = admission.limits.drain_seconds
+        self._ready = ready
+        self._signal: int | None = None
+
+    @contextlib.contextmanager
+    def capture_signals(self) -> Iterator[None]:
+        """Like uvicorn's, without raising the signal again afterwards: a drained guard exits 0."""
+        previous = {number: signal.signal(number, self.handle_exit) for number in STOP_SIGNALS}
+        try:
+            yield
+        finally:
+            for number, handler in previous.items():
+                signal.signal(number, handler)
+
+    def handle_exit(self, sig: int, frame: FrameType | None) -> None:
+        if self.should_exit:
+            self.force_exit = True
+        self._signal = sig
+        self.should_exit = True
+
+    async def startup(self, sockets: list[socket.socket] | None = None) -> None:
+        await super().startup(sockets)
+        if self.started:
+            self._ready()
+
+    async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
+        LOGGER.info("stopping on signal %s; answers in progress get at most %g s", self._signal, self._drain_seconds)
+        # A connection accepted but not yet made would otherwise escape the shutdown of the open ones.
+        self._admission.draining = True
+        try:
+            await asyncio.wait_for(super().shutdown(sockets), timeout=self._drain_seconds)
+        except TimeoutError:
+            left = list(self.server_state.connections)
+            LOGGER.warning("drain bound of %g s reached: closing %d connections with answers in progress", self._drain_seconds, len(left))
+            for connection in left:
+                connection.transport.close()
+
+
+def serve(listener: socket.socket, *, app: GuardApp, admission: Admission, ready: Callable[[], None]) -> None:
+    """Serve `app` on `listener` until SIGTERM or SIGINT, then drain (bounded) and return."""
+    config = uvicorn.Config(
+        app,
+        loop="uvloop",
+        http=protocol_class(admission),
+        ws="none",
+        lifespan="off",
+        interface="asgi3",
+        log_config=None,
+        access_log=False,
+        proxy_headers=False,
+        server_header=False,
+        timeout_keep_alive=admission.limits.idle_timeout_seconds,  # type: ignore[arg-type]
+        backlog=BACKLOG,
+    )
+    GuardServer(config, admission=admission, ready=ready).run(sockets=[listener])

@@ -7,7 +7,6 @@ one line that names the flag (and the variable when the value came from there).
 
 from __future__ import annotations
 
-import ipaddress
 import math
 import re
 from collections.abc import Mapping, Sequence
@@ -15,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from services.flags import LOG_LEVELS, Flag, SettingsError, raw_values
+from services.flags import LOG_LEVELS, Flag, ListenAddress, SettingsError, listen_address, raw_values
 
 PROGRAM = "magicstick-access-guard"
 ENV_PREFIX = "MAGICSTICK_ACCESS_GUARD_"
@@ -23,19 +22,43 @@ DEFAULT_TOKEN_HEADER = "X-Magicstick-Id-Token"
 DEFAULT_LISTEN = "0.0.0.0:8080"
 DEFAULT_JWKS_CACHE_SECONDS = 300.0
 DEFAULT_JWKS_TIMEOUT_SECONDS = 2.0
+DEFAULT_MAX_CONNECTIONS = 1024
+DEFAULT_IDLE_TIMEOUT_SECONDS = 30.0
+DEFAULT_REQUEST_TIMEOUT_SECONDS = 5.0
+DEFAULT_VERIFY_WORKERS = 2
+DEFAULT_VERIFY_QUEUE = 64
+DEFAULT_TOKEN_CACHE_SIZE = 4096
+DEFAULT_DRAIN_SECONDS = 20.0
+TERMINATION_GRACE_SECONDS = 30.0
+"""The Pod's default grace period between SIGTERM and SIGKILL; the drain must end before it."""
+MAX_CONNECTIONS_LIMIT = 1_000_000
+MAX_VERIFY_WORKERS = 64
+MAX_VERIFY_QUEUE = 100_000
+MAX_TOKEN_CACHE_SIZE = 1_000_000
 
 _HEADER_NAME = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+")
-
-
+_DIGITS = re.compile(r"[0-9]{1,9}")
 
 
 @dataclass(frozen=True)
-class Listen:
-    host: str
-    port: int
+class ServerLimits:
+    """What one guard process spends at most, and how long it waits for a client."""
 
-    def __str__(self) -> str:
-        return f"[{self.host}]:{self.port}" if ":" in self.host else f"{self.host}:{self.port}"
+    max_connections: int = DEFAULT_MAX_CONNECTIONS
+    """Open connections; one more is answered 503 and closed at once."""
+    idle_timeout_seconds: float = DEFAULT_IDLE_TIMEOUT_SECONDS
+    """A keep-alive connection with no request for this long is closed."""
+    request_timeout_seconds: float = DEFAULT_REQUEST_TIMEOUT_SECONDS
+    """A new connection must deliver a whole request (head and body) within this, and so must
+    every later request once its first byte arrives; otherwise the connection is closed."""
+    verify_workers: int = DEFAULT_VERIFY_WORKERS
+    """Threads that verify the tokens whose verification may wait for a key set fetch."""
+    verify_queue: int = DEFAULT_VERIFY_QUEUE
+    """Such tokens waiting for or in verification; one more is answered 503 at once."""
+    token_cache_size: int = DEFAULT_TOKEN_CACHE_SIZE
+    """Verified tokens remembered (by their SHA-256) until they expire; the least recently used go first."""
+    drain_seconds: float = DEFAULT_DRAIN_SECONDS
+    """After SIGTERM, how long answers in progress may take before the guard exits anyway."""
 
 
 @dataclass(frozen=True)
@@ -48,12 +71,12 @@ class GuardSettings:
     """The OIDC client ID; a token's `aud` must contain it."""
     jwks_uri: str
     token_header: str = DEFAULT_TOKEN_HEADER
-    listen: Listen = Listen("0.0.0.0", 8080)
+    listen: ListenAddress = ListenAddress("0.0.0.0", 8080)
     jwks_cache_seconds: float = DEFAULT_JWKS_CACHE_SECONDS
     """How long a fetched key set is used; after that, without a fresh one, every token is refused."""
     jwks_timeout_seconds: float = DEFAULT_JWKS_TIMEOUT_SECONDS
     log_level: str = "info"
-
+    limits: ServerLimits = ServerLimits()
 
 
 _FLAGS = (
@@ -66,6 +89,21 @@ _FLAGS = (
     Flag("--jwks-cache-seconds", "lifetime of a fetched key set, seconds", str(DEFAULT_JWKS_CACHE_SECONDS)),
     Flag("--jwks-timeout-seconds", "timeout of one key set fetch, seconds", str(DEFAULT_JWKS_TIMEOUT_SECONDS)),
     Flag("--log-level", f"one of {', '.join(LOG_LEVELS)}", "info"),
+    Flag("--max-connections", "open connections at most; one more is answered 503 and closed", str(DEFAULT_MAX_CONNECTIONS)),
+    Flag("--idle-timeout-seconds", "close a keep-alive connection idle this long, seconds", str(DEFAULT_IDLE_TIMEOUT_SECONDS)),
+    Flag(
+        "--request-timeout-seconds",
+        "close a connection whose request (or first request) is not complete within this, seconds",
+        str(DEFAULT_REQUEST_TIMEOUT_SECONDS),
+    ),
+    Flag("--verify-workers", "threads verifying tokens that may wait for a key set fetch", str(DEFAULT_VERIFY_WORKERS)),
+    Flag("--verify-queue", "such tokens in verification at most; beyond, 503", str(DEFAULT_VERIFY_QUEUE)),
+    Flag("--token-cache-size", "verified tokens remembered until they expire", str(DEFAULT_TOKEN_CACHE_SIZE)),
+    Flag(
+        "--drain-seconds",
+        f"after SIGTERM, finish answers in progress for at most this long, seconds (below {TERMINATION_GRACE_SECONDS:.0f})",
+        str(DEFAULT_DRAIN_SECONDS),
+    ),
 )
 
 
@@ -88,6 +126,15 @@ def parse_settings(argv: Sequence[str], environ: Mapping[str, str]) -> GuardSett
         jwks_cache_seconds=_seconds(*raw["jwks_cache_seconds"]),
         jwks_timeout_seconds=_seconds(*raw["jwks_timeout_seconds"]),
         log_level=_choice(*raw["log_level"], LOG_LEVELS),
+        limits=ServerLimits(
+            max_connections=_count(*raw["max_connections"], maximum=MAX_CONNECTIONS_LIMIT),
+            idle_timeout_seconds=_seconds(*raw["idle_timeout_seconds"]),
+            request_timeout_seconds=_seconds(*raw["request_timeout_seconds"]),
+            verify_workers=_count(*raw["verify_workers"], maximum=MAX_VERIFY_WORKERS),
+            verify_queue=_count(*raw["verify_queue"], maximum=MAX_VERIFY_QUEUE),
+            token_cache_size=_count(*raw["token_cache_size"], maximum=MAX_TOKEN_CACHE_SIZE),
+            drain_seconds=_seconds(*raw["drain_seconds"], below=TERMINATION_GRACE_SECONDS),
+        ),
     )
 
 
@@ -121,27 +168,11 @@ def _header_name(value: str | None, origin: str) -> str:
     return text
 
 
-def _listen(value: str | None, origin: str) -> Listen:
-    text = _required(value, origin)
-    host, separator, port_text = text.rpartition(":")
-    if host.startswith("[") and host.endswith("]"):
-        host = host[1:-1]
-        _ip_or_raise(host, text, origin)
-    elif ":" in host:
-        raise SettingsError(f"{origin}: {text!r}: write an IPv6 address in brackets, [HOST]:PORT")
-    if not separator or not host or not port_text.isdigit() or int(port_text) > 65535:
-        raise SettingsError(f"{origin}: {text!r} is not HOST:PORT with a port from 0 to 65535")
-    return Listen(host, int(port_text))
+def _listen(value: str | None, origin: str) -> ListenAddress:
+    return listen_address(_required(value, origin), origin)
 
 
-def _ip_or_raise(host: str, text: str, origin: str) -> None:
-    try:
-        ipaddress.IPv6Address(host)
-    except ValueError as error:
-        raise SettingsError(f"{origin}: {text!r} holds no IPv6 address in brackets") from error
-
-
-def _seconds(value: str | None, origin: str) -> float:
+def _seconds(value: str | None, origin: str, *, below: float | None = None) -> float:
     text = _required(value, origin)
     try:
         seconds = float(text)
@@ -149,7 +180,16 @@ def _seconds(value: str | None, origin: str) -> float:
         raise SettingsError(f"{origin}: {text!r} is not a number of seconds") from error
     if not math.isfinite(seconds) or seconds <= 0:
         raise SettingsError(f"{origin}: {text!r} must be a finite number of seconds above 0")
+    if below is not None and seconds >= below:
+        raise SettingsError(f"{origin}: {text!r} must be below {below:g} seconds")
     return seconds
+
+
+def _count(value: str | None, origin: str, *, maximum: int) -> int:
+    text = _required(value, origin)
+    if not _DIGITS.fullmatch(text) or not 1 <= int(text) <= maximum:
+        raise SettingsError(f"{origin}: {text!r} is not a whole number from 1 to {maximum}")
+    return int(text)
 
 
 def _choice(value: str | None, origin: str, choices: tuple[str, ...]) -> str:

@@ -1,8 +1,11 @@
 """`magicstick-reconcile-trigger`: watch what the program reads, request runs of its Stack.
 
 Exit status: 0 after SIGTERM or SIGINT; 1 when a thread of the trigger failed unexpectedly
-(Kubernetes restarts the container); 2 on an invalid flag or environment value, or unusable
-cluster access (one line on stderr naming the flag, or what is wrong with the access).
+(Kubernetes restarts the container); 2 on an invalid flag or environment value, unusable
+cluster access, or a probe address that cannot be bound (one line on stderr naming the flag,
+or what is wrong with the access).
+
+/healthz and /readyz are served on `--probe-address` (probes.py) from the start.
 
 Nothing is written to disk: the trigger runs on a read-only root filesystem.
 """
@@ -18,8 +21,9 @@ from types import FrameType
 
 from providers.kube import KubeAccess, KubeConfigError, open_client
 from services.flags import EXIT_BAD_INPUT, settings_or_exit_code, start_logging
+from services.reconcile_trigger.probes import ProbePath, ProbeServer
 from services.reconcile_trigger.settings import PROGRAM, TriggerSettings, parse_settings
-from services.reconcile_trigger.stack import StackRef
+from services.reconcile_trigger.stack import Backoff, StackRef
 from services.reconcile_trigger.trigger import LOGGER, ReconcileTrigger, Timing
 from services.reconcile_trigger.watches import watch_targets
 
@@ -36,8 +40,17 @@ def build_trigger(settings: TriggerSettings, access: KubeAccess) -> ReconcileTri
         target_namespaces=settings.target_namespaces,
         gateway_namespace=settings.gateway_namespace,
     )
-    timing = Timing(quiet_seconds=settings.quiet_seconds, max_delay_seconds=settings.max_delay_seconds)
+    timing = Timing(
+        quiet_seconds=settings.quiet_seconds,
+        max_delay_seconds=settings.max_delay_seconds,
+        churn_backoff=Backoff(settings.max_delay_seconds, settings.resync_seconds),
+    )
     return ReconcileTrigger(access=access, stack=StackRef(settings.stack_namespace, settings.stack_name), targets=targets, timing=timing)
+
+
+def build_probes(settings: TriggerSettings, trigger: ReconcileTrigger) -> ProbeServer:
+    """The bound (not yet serving) probe server of `trigger`. Raises OSError when the address cannot be bound."""
+    return ProbeServer(listen=settings.probe_address, reports={ProbePath.HEALTHZ: trigger.health, ProbePath.READYZ: trigger.readiness})
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -55,6 +68,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"{PROGRAM}: cluster access: {error}", file=sys.stderr)
         return EXIT_BAD_INPUT
     trigger = build_trigger(settings, access)
+    try:
+        probes = build_probes(settings, trigger)
+    except OSError as error:
+        print(f"{PROGRAM}: --probe-address: cannot listen on {settings.probe_address}: {error.strerror or error}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    LOGGER.info("serving %s and %s on %s", ProbePath.HEALTHZ, ProbePath.READYZ, probes.address)
     stopping = threading.Event()
 
     def stop(signum: int, frame: FrameType | None) -> None:
@@ -63,9 +82,13 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     signal.signal(signal.SIGTERM, stop)
     signal.signal(signal.SIGINT, stop)
-    with trigger:
-        while not stopping.is_set() and not trigger.failed.is_set():
-            stopping.wait(WAKE_SECONDS)
+    probes.start()
+    try:
+        with trigger:
+            while not stopping.is_set() and not trigger.failed.is_set():
+                stopping.wait(WAKE_SECONDS)
+    finally:
+        probes.stop()
     if stopping.is_set():
         return EXIT_OK
     LOGGER.error("a thread of the trigger failed (its traceback is above); exiting")

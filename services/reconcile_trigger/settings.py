@@ -14,7 +14,7 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from services.flags import LOG_LEVELS, Flag, SettingsError, raw_values
+from services.flags import LOG_LEVELS, Flag, ListenAddress, SettingsError, listen_address, raw_values
 
 PROGRAM = "magicstick-reconcile-trigger"
 ENV_PREFIX = "MAGICSTICK_RECONCILE_TRIGGER_"
@@ -24,13 +24,15 @@ DEFAULT_SYSTEM_NAMESPACE = "ai-system"
 DEFAULT_TARGET_NAMESPACES = "ai"
 DEFAULT_QUIET_MS = 500
 DEFAULT_MAX_DELAY_MS = 2000
+DEFAULT_RESYNC_SECONDS = 300
+"""PKO's resyncFrequencySeconds of the Stack (deploy/stack.yaml)."""
+DEFAULT_PROBE_ADDRESS = ListenAddress("0.0.0.0", 8081)
 MAX_MILLISECONDS = 3_600_000
+MAX_SECONDS = 86_400
 
 _DNS_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?")
 _DNS_SUBDOMAIN = re.compile(r"(?=.{1,253}\Z)[a-z0-9]([-a-z0-9.]*[a-z0-9])?")
 _DIGITS = re.compile(r"[0-9]{1,10}")
-
-
 
 
 @dataclass(frozen=True)
@@ -48,8 +50,11 @@ class TriggerSettings:
     """A burst of changes is requested once it has been quiet this long..."""
     max_delay_seconds: float = DEFAULT_MAX_DELAY_MS / 1000
     """...or once its first change is this old, whichever comes first."""
+    resync_seconds: int = DEFAULT_RESYNC_SECONDS
+    """The Stack's resync interval: status churn is held back at most this long."""
+    probe_address: ListenAddress = DEFAULT_PROBE_ADDRESS
+    """Where /healthz and /readyz are served."""
     log_level: str = "info"
-
 
 
 _FLAGS = (
@@ -60,6 +65,8 @@ _FLAGS = (
     Flag("--gateway-namespace", "namespace of the instances' routes and policies; default: the system namespace"),
     Flag("--quiet-ms", "request a run once changes have been quiet this long, milliseconds", str(DEFAULT_QUIET_MS)),
     Flag("--max-delay-ms", "request a run at the latest this long after the first change, milliseconds", str(DEFAULT_MAX_DELAY_MS)),
+    Flag("--resync-seconds", "the Stack's resyncFrequencySeconds: status churn is held back at most this long", str(DEFAULT_RESYNC_SECONDS)),
+    Flag("--probe-address", "where /healthz and /readyz are served, HOST:PORT ([HOST]:PORT for IPv6)", str(DEFAULT_PROBE_ADDRESS)),
     Flag("--log-level", f"one of {', '.join(LOG_LEVELS)}", "info"),
 )
 
@@ -79,6 +86,9 @@ def parse_settings(argv: Sequence[str], environ: Mapping[str, str]) -> TriggerSe
     max_delay_ms = _milliseconds(*raw["max_delay_ms"])
     if max_delay_ms < quiet_ms:
         raise SettingsError(f"{raw['max_delay_ms'][1]}: {max_delay_ms} is shorter than --quiet-ms ({quiet_ms})")
+    resync_seconds = _seconds(*raw["resync_seconds"])
+    if resync_seconds * 1000 < max_delay_ms:
+        raise SettingsError(f"{raw['resync_seconds'][1]}: {resync_seconds} s is shorter than --max-delay-ms ({max_delay_ms} ms)")
     return TriggerSettings(
         stack_namespace=_namespace(*raw["stack_namespace"]),
         stack_name=_name(*raw["stack_name"]),
@@ -87,6 +97,8 @@ def parse_settings(argv: Sequence[str], environ: Mapping[str, str]) -> TriggerSe
         gateway_namespace=system_namespace if gateway_value is None else _namespace(gateway_value, gateway_origin),
         quiet_seconds=quiet_ms / 1000,
         max_delay_seconds=max_delay_ms / 1000,
+        resync_seconds=resync_seconds,
+        probe_address=listen_address(_required(*raw["probe_address"]), raw["probe_address"][1]),
         log_level=_choice(*raw["log_level"], LOG_LEVELS),
     )
 
@@ -128,6 +140,13 @@ def _milliseconds(value: str | None, origin: str) -> int:
     text = _required(value, origin)
     if not _DIGITS.fullmatch(text) or not 1 <= int(text) <= MAX_MILLISECONDS:
         raise SettingsError(f"{origin}: {text!r} is not a whole number of milliseconds from 1 to {MAX_MILLISECONDS}")
+    return int(text)
+
+
+def _seconds(value: str | None, origin: str) -> int:
+    text = _required(value, origin)
+    if not _DIGITS.fullmatch(text) or not 1 <= int(text) <= MAX_SECONDS:
+        raise SettingsError(f"{origin}: {text!r} is not a whole number of seconds from 1 to {MAX_SECONDS}")
     return int(text)
 
 

@@ -2,12 +2,16 @@
 
 Threads, each with its own connection to the API server:
 
-- one per WatchTarget (`watcher.KindWatcher`): reports the changes that count;
-- the requester: takes each due batch from the debouncer and sets the Stack's request
-  annotation; a request that fails (the Stack missing, the server unreachable) is kept and
-  tried again after a bounded exponential backoff, merged with what came meanwhile;
+- one per WatchTarget (`watcher.KindWatcher`): reports the changes that count, as spec or
+  churn, and creates an Event on the Stack when its kind turns forbidden (events.py);
+- the requester: takes each due batch from the debouncer (churn held back by its backoff,
+  debounce.py) and sets the Stack's request annotation; a request that fails (the Stack
+  missing, the server unreachable) is kept and tried again after a bounded exponential
+  backoff, merged with what came meanwhile;
 - the stall monitor: GETs the Stack every `stall_poll_seconds` and, while it is Stalled,
   reports a change when `StallRetry` says so (so the re-request is debounced like any other).
+
+`health()` and `readiness()` are what /healthz and /readyz answer (probes.py).
 
 A thread that ends by an unexpected exception sets `failed` (and the exception is printed by
 Python's threading hook): the process then exits non-zero, and Kubernetes restarts it.
@@ -16,15 +20,19 @@ Python's threading hook): the process then exits non-zero, and Kubernetes restar
 from __future__ import annotations
 
 import logging
+import socket
 import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from types import TracebackType
+from typing import Any
 
 from providers.kube import KubeAccess, KubeClient, KubeConfigError, KubeError, open_client
-from services.reconcile_trigger.debounce import Batch, Debouncer
+from services.reconcile_trigger.debounce import DEFAULT_CHURN_BACKOFF, Batch, ChurnState, Debouncer
+from services.reconcile_trigger.events import create_event, forbidden_event
+from services.reconcile_trigger.probes import ProbeReport, WatchHealth, health_report, readiness_report
 from services.reconcile_trigger.progress import Progress
 from services.reconcile_trigger.stack import (
     STACK,
@@ -36,7 +44,7 @@ from services.reconcile_trigger.stack import (
     request_run,
     request_value,
 )
-from services.reconcile_trigger.watcher import KindWatcher, WatchTiming
+from services.reconcile_trigger.watcher import KindWatcher, Refusal, WatchTiming
 from services.reconcile_trigger.watches import WatchTarget
 
 LOGGER = logging.getLogger("magicstick.reconcile_trigger")
@@ -46,6 +54,9 @@ LOGGER = logging.getLogger("magicstick.reconcile_trigger")
 class Timing:
     quiet_seconds: float = 0.5
     max_delay_seconds: float = 2.0
+    churn_backoff: Backoff = DEFAULT_CHURN_BACKOFF
+    """After a request for status churn alone, the wait before the next one: the maximum delay,
+    doubling up to the Stack's resync interval (`--resync-seconds`)."""
     watch: WatchTiming = field(default_factory=WatchTiming)
     request_backoff: Backoff = Backoff(1.0, 60.0)
     """Between attempts to set the annotation, when one failed."""
@@ -57,6 +68,9 @@ class Timing:
     """At start, the first request waits until every watch listed, at most this long."""
     stop_seconds: float = 5.0
     """How long `stop` waits for the threads."""
+    stale_seconds: float = 120.0
+    """/healthz fails when a watch heard nothing from the API server this long: longer than a
+    hung watch's read deadline, the longest backoff and one more attempt together."""
 
 
 @dataclass(frozen=True)
@@ -81,26 +95,38 @@ class ReconcileTrigger:
         targets: Sequence[WatchTarget],
         timing: Timing = Timing(),
         wall_clock: Callable[[], datetime] = lambda: datetime.now(UTC),
+        instance: str | None = None,
     ) -> None:
         self.stack = stack
         self._access = access
         self._timing = timing
         self._wall_clock = wall_clock
+        self._instance = instance or socket.gethostname()
+        """Who reports Events: the Pod's name in the cluster (its host name)."""
         self._stop = threading.Event()
         self.failed = threading.Event()
         """Set when a thread ended by an unexpected exception."""
-        self._debouncer = Debouncer(quiet_seconds=timing.quiet_seconds, max_delay_seconds=timing.max_delay_seconds)
+        self._debouncer = Debouncer(quiet_seconds=timing.quiet_seconds, max_delay_seconds=timing.max_delay_seconds, churn_backoff=timing.churn_backoff)
         self._listed_all = threading.Event()
         self.progress = Progress()
         """Notified after each change of what the trigger and its watches report."""
         self.watchers = tuple(
             KindWatcher(
-                target, access=access, report=self._debouncer.add, stop=self._stop, timing=timing.watch, on_listed=self._on_listed, progress=self.progress
+                target,
+                access=access,
+                report=self._debouncer.add,
+                stop=self._stop,
+                timing=timing.watch,
+                on_listed=self._on_listed,
+                on_forbidden=self._report_forbidden,
+                progress=self.progress,
             )
             for target in targets
         )
+        self._stack_uid: str | None = None
+        self._events: list[dict[str, Any]] = []
         self._requests: list[Request] = []
-        self._requests_lock = threading.Lock()
+        self._records_lock = threading.Lock()
         self._last_request_time: datetime | None = None
         self._stall = StallRetry(timing.stall_backoff)
         self.stalled: bool | None = None
@@ -143,8 +169,14 @@ class ReconcileTrigger:
 
     @property
     def requests(self) -> tuple[Request, ...]:
-        with self._requests_lock:
+        with self._records_lock:
             return tuple(self._requests)
+
+    @property
+    def events(self) -> tuple[dict[str, Any], ...]:
+        """The Events created on the Stack, as the server returned them."""
+        with self._records_lock:
+            return tuple(self._events)
 
     def synced(self) -> bool:
         """Every watch has listed its collection once."""
@@ -153,6 +185,21 @@ class ReconcileTrigger:
     def idle(self) -> bool:
         """No change waits to be requested and no request is in progress."""
         return self._debouncer.idle()
+
+    def churn(self) -> ChurnState:
+        """Where the backoff of status churn stands."""
+        return self._debouncer.churn_state()
+
+    def health(self) -> ProbeReport:
+        """What /healthz answers: no thread failed, every watch heard from the server lately."""
+        return health_report(failed=self.failed.is_set(), watches=self._watch_health(), now=time.monotonic(), stale_seconds=self._timing.stale_seconds)
+
+    def readiness(self) -> ProbeReport:
+        """What /readyz answers: every watch listed once, none forbidden."""
+        return readiness_report(watches=self._watch_health())
+
+    def _watch_health(self) -> list[WatchHealth]:
+        return [WatchHealth(target=str(w.target), listed=w.listed.is_set(), heard_at=w.heard_at, forbidden=w.forbidden) for w in self.watchers]
 
     # --- threads --------------------------------------------------------------------------
 
@@ -169,6 +216,28 @@ class ReconcileTrigger:
     def _on_listed(self) -> None:
         if self.synced():
             self._listed_all.set()
+
+    def _report_forbidden(self, refusal: Refusal) -> bool:
+        """Create the Event of a watch turned forbidden (in the watch's thread); True once created.
+        A failure is logged, and the watch asks again at its next refusal."""
+        try:
+            with open_client(self._access, sleep=self._stop.wait) as client:
+                if self._stack_uid is None:
+                    found = client.get_or_none(STACK, self.stack.name, self.stack.namespace)
+                    self._stack_uid = None if found is None else found["metadata"].get("uid")
+                body = forbidden_event(stack=self.stack, stack_uid=self._stack_uid, refusal=refusal, now=self._wall_clock(), instance=self._instance)
+                created = create_event(client, body)
+        except KubeError as error:
+            LOGGER.warning("creating the Event of a forbidden watch on Stack %s: %s", self.stack, error.detail)
+            return False
+        except KubeConfigError as error:
+            LOGGER.warning("creating the Event of a forbidden watch on Stack %s: %s", self.stack, error)
+            return False
+        with self._records_lock:
+            self._events.append(created)
+        self.progress.notify()
+        LOGGER.info("reported on Stack %s: Event %s (%s)", self.stack, created["metadata"]["name"], refusal.target)
+        return True
 
     def _request_loop(self) -> None:
         self._wait_for_first_lists()
@@ -212,7 +281,7 @@ class ReconcileTrigger:
             LOGGER.warning("setting the reconciliation request of Stack %s: %s", self.stack, error.detail)
             return False
         self._last_request_time = moment
-        with self._requests_lock:
+        with self._records_lock:
             self._requests.append(Request(value=value, at=time.monotonic(), batch=batch))
         shown = "; ".join(batch.descriptions[:3])
         more = f"; and {batch.count - 3} more" if batch.count > 3 else ""
@@ -239,6 +308,8 @@ class ReconcileTrigger:
             self._count_read(time.monotonic())
             return
         now = time.monotonic()
+        if stack is not None:
+            self._stack_uid = stack["metadata"].get("uid")
         stalled = stack is not None and is_stalled(stack)
         self.stalled = None if stack is None else stalled
         if self._stall.observe(stalled=stalled, now=now):

@@ -33,6 +33,25 @@ What counts as a change, by sensitivity:
 
 ADDED and DELETED always count. A MODIFIED event of an object the watch had not seen counts.
 
+Which of the changes that count are churn (`classify`), requested with a growing backoff
+(debounce.py says how) rather than at once:
+
+- spec: an object created or deleted, or a modification of anything but its `status` (a spec
+  edit, `metadata.generation`, labels, annotations, finalizers, deletion, a ConfigMap's data).
+  It is what someone wrote: a user, the program, a controller's own spec write.
+- churn: a modification of `status` alone: a Pod's phase, readiness or restart count, a Flux
+  object's conditions, a Model's replicas, a Deployment's rollout, a Node's allocatable. A
+  crash-looping Pod writes such a status every few seconds, for ever.
+
+Why classify here rather than ask PKO whether the last run changed anything: PKO v2 does not
+say. The Stack's `status.lastUpdate` (operator/api/pulumi/shared/stack_types.go,
+StackUpdateState) holds the update's name, type, state (`succeeded` or `failed`), message,
+commits, permalink, resync time and failures; the Update's status (operator/api/auto/v1alpha1,
+UpdateStatus) its times, message, outputs Secret and conditions; the agent copies only the
+result, message and times of the engine's summary (agent/pkg/server/server.go,
+marshalUpdateSummary), never its resource changes. A run that changed nothing looks the same
+as one that changed everything.
+
 Not watched, though the reader lists them: CustomResourceDefinitions, NodeFeatures,
 ReferenceGrants, the access guard's Deployment in the gateway namespace and the direct
 runtimes' ConfigMaps. The Stack's periodic resync (every 300 s) covers them.
@@ -40,6 +59,7 @@ runtimes' ConfigMaps. The Stack's periodic resync (every 300 s) covers them.
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -82,6 +102,15 @@ RUNTIME_SELECTOR: Final = "appliance.magicstick.dev/runtime"
 NODE_ANNOTATION_PREFIX: Final = "appliance.magicstick.dev/"
 NODE_STATUS_FIELDS: Final = ("allocatable", "capacity", "nodeInfo")
 """What the plan reads of a Node's status."""
+SERVER_WRITTEN_METADATA: Final = ("resourceVersion", "managedFields")
+"""Metadata the server moves on every write, status writes included."""
+
+
+class ChangeClass(StrEnum):
+    """Whose change it is: what someone wrote (requested at once), or status churn (backed off)."""
+
+    SPEC = "spec"
+    CHURN = "churn"
 
 
 class Sensitivity(StrEnum):
@@ -166,3 +195,22 @@ def counts(event: EventType, previous: str | None, current: str) -> bool:
     if event in (EventType.ADDED, EventType.DELETED):
         return True
     return previous is None or previous != current
+
+
+def spec_fingerprint(obj: Mapping[str, Any]) -> str:
+    """A digest of `obj` without its `status` and the metadata the server moves on every write:
+    it moves with a spec, metadata or data change, never with a status write alone. Pure."""
+    metadata = {k: v for k, v in (obj.get("metadata") or {}).items() if k not in SERVER_WRITTEN_METADATA}
+    rest = {k: v for k, v in obj.items() if k not in ("metadata", "status")}
+    return hashlib.sha256(_canonical([metadata, rest]).encode()).hexdigest()
+
+
+def classify(event: EventType, previous: str | None, current: str) -> ChangeClass:
+    """Whether a change that counts is spec or churn, from the spec fingerprints before and after. Pure.
+
+    Creation and deletion are spec; so is a modification of an object the watch had not seen
+    (nothing to compare with). A modification that leaves the spec fingerprint alone is churn.
+    """
+    if event is EventType.MODIFIED and previous is not None and previous == current:
+        return ChangeClass.CHURN
+    return ChangeClass.SPEC

@@ -8,13 +8,14 @@ import pytest
 from planning.frozen import thaw
 from planning.instances.guard import envoy_proxy, guard_objects
 from planning.settings import FIELD_MANAGER, PlanSettings
-from providers.kinds import CONFIG_MAP, DEPLOYMENT, ENVOY_PROXY, POD_DISRUPTION_BUDGET, SERVICE
+from providers.kinds import CONFIG_MAP, DEPLOYMENT, ENVOY_PROXY, NETWORK_POLICY, POD_DISRUPTION_BUDGET, SERVICE
 from providers.kube import Forbidden, KubeClient
 from tests.deploy.manifests import SYSTEM_NAMESPACE
 
 ACCESS = PlanSettings().access
 GRANTS = {"ai-system.openclaw-default.json": '{"authentication":"sso"}'}
-KINDS = {"ConfigMap": CONFIG_MAP, "Service": SERVICE, "Deployment": DEPLOYMENT, "EnvoyProxy": ENVOY_PROXY, "PodDisruptionBudget": POD_DISRUPTION_BUDGET}
+KINDS = {"ConfigMap": CONFIG_MAP, "Service": SERVICE, "Deployment": DEPLOYMENT, "EnvoyProxy": ENVOY_PROXY, "PodDisruptionBudget": POD_DISRUPTION_BUDGET,
+         "NetworkPolicy": NETWORK_POLICY}
 
 
 def planned() -> list[dict]:

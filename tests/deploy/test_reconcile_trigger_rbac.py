@@ -2,9 +2,10 @@
 
 deploy/reconcile-trigger.yaml (ServiceAccount, Deployment) and deploy/reconcile-trigger-rbac.yaml
 are applied as the admin; the trigger then runs with a token the TokenRequest API issues for
-`ai-system/magicstick-reconcile-trigger`. Its watches must work and it must be able to request a
-run of the Stack `magicstick`; any other write, and any other Stack, must be Forbidden. The
-manifests themselves are checked first, without a cluster.
+`ai-system/magicstick-reconcile-trigger`. Its watches must work, it must be able to request a
+run of the Stack `magicstick` and to report a refused kind as an Event on it; any other write,
+and any other Stack, must be Forbidden. The manifests themselves are checked first, without a
+cluster.
 """
 
 from __future__ import annotations
@@ -12,20 +13,23 @@ from __future__ import annotations
 import contextlib
 import hashlib
 from collections.abc import Iterable, Iterator, Mapping
+from datetime import UTC, datetime
 from typing import Any, Final
 
 import pytest
 
-from providers.kinds import CONFIG_MAP
+from providers.kinds import CONFIG_MAP, MODEL_ACTIVATION
 from providers.kube import Forbidden, KubeAccess, KubeClient, NotFound, open_client
+from services.reconcile_trigger.events import EVENT, forbidden_event
 from services.reconcile_trigger.settings import TriggerSettings, parse_settings
 from services.reconcile_trigger.stack import STACK, StackRef, request_run
 from services.reconcile_trigger.trigger import ReconcileTrigger
-from services.reconcile_trigger.watches import FLUX_NAMESPACE, watch_targets
+from services.reconcile_trigger.watcher import Refusal, Verb
+from services.reconcile_trigger.watches import FLUX_NAMESPACE, WatchTarget, watch_targets
 from tests.cluster.apiserver import ClusterInfo, TestIdentity
 from tests.deploy.manifests import Permission, documents, the_one
 from tests.deploy.program_identity import apply_all, wait_until_granted
-from tests.services.reconcile_trigger.world import FAST, LOADER, config_map, create_stack, ensure_stack_crd, eventually, version_of
+from tests.services.reconcile_trigger.world import FAST, LOADER, config_map, create_stack, ensure_stack_crd, eventually, serving_watches, version_of
 
 MANIFEST: Final = "reconcile-trigger.yaml"
 RBAC: Final = "reconcile-trigger-rbac.yaml"
@@ -35,6 +39,7 @@ USER: Final = f"system:serviceaccount:{NAMESPACE}:{ACCOUNT}"
 GROUPS: Final = ("system:serviceaccounts", f"system:serviceaccounts:{NAMESPACE}", "system:authenticated")
 STACK_NAME: Final = "magicstick"
 READS: Final = frozenset({"get", "list", "watch"})
+EVENT_CREATION: Final = Permission("create", "events.k8s.io", "events", NAMESPACE)
 
 
 def deployed_settings() -> TriggerSettings:
@@ -101,14 +106,34 @@ class TestTheManifests:
         assert settings.gateway_namespace == config["magicstick:gatewayNamespace"]
         assert settings.target_namespaces == ("ai",)
 
+    def test_it_holds_status_churn_back_at_most_as_long_as_the_stack_waits_between_resyncs(self):
+        stack = the_one(documents("stack.yaml"), "Stack")
+
+        assert deployed_settings().resync_seconds == stack["spec"]["resyncFrequencySeconds"]
+
+    def test_its_probes_ask_healthz_and_readyz_on_the_named_port_the_probe_address_serves(self):
+        (container,) = the_one(documents(MANIFEST), "Deployment")["spec"]["template"]["spec"]["containers"]
+        (port,) = container["ports"]
+
+        assert (port["name"], port["containerPort"]) == ("probes", deployed_settings().probe_address.port)
+        assert container["livenessProbe"]["httpGet"] == {"path": "/healthz", "port": "probes"}
+        assert container["readinessProbe"]["httpGet"] == {"path": "/readyz", "port": "probes"}
+        assert deployed_settings().probe_address.host == "0.0.0.0", "the kubelet probes the Pod's address"
+
     def test_it_may_get_list_and_watch_exactly_what_it_watches(self):
         rbac = documents(RBAC)
-        reads = {(p.group, p.resource, p.namespace) for p in granted(rbac)}
+        reads = {(p.group, p.resource, p.namespace) for p in granted(rbac) if p != EVENT_CREATION}
 
-        assert {p.verb for p in granted(rbac)} == READS
+        assert {p.verb for p in granted(rbac) if p != EVENT_CREATION} == READS
         assert reads == watched(deployed_settings())
         for group, resource, namespace in reads:
             assert {p.verb for p in granted(rbac) if (p.group, p.resource, p.namespace) == (group, resource, namespace)} == READS
+
+    def test_its_one_write_on_no_named_object_is_creating_events_in_the_stacks_namespace(self):
+        writes = {p for p in granted(documents(RBAC)) if p.verb not in READS}
+
+        assert writes == {EVENT_CREATION}
+        assert EVENT_CREATION.namespace == deployed_settings().stack_namespace
 
     def test_its_one_write_is_a_patch_of_the_stack_magicstick_by_name(self):
         named = [(rule, namespace) for rule, namespace in bound_rules(documents(RBAC)) if rule.get("resourceNames")]
@@ -177,6 +202,7 @@ def test_the_trigger_watches_everything_it_watches_and_requests_runs_as_its_serv
         system_namespace=settings.system_namespace, target_namespaces=settings.target_namespaces, gateway_namespace=settings.gateway_namespace
     )
     name = f"rbac-trigger-{hashlib.sha256(request.node.nodeid.encode()).hexdigest()[:10]}"
+    serving_watches(admin, targets)
     trigger = ReconcileTrigger(access=trigger_access, stack=magicstick, targets=targets, timing=FAST).start()
     try:
         eventually(trigger, trigger.synced, what="every watch listed its collection")
@@ -205,6 +231,52 @@ def test_it_may_request_a_run_of_the_stack_magicstick_but_not_of_another_stack(a
         request_run(as_trigger, other, "2026-01-01T00:00:00.000002Z")
     with pytest.raises(Forbidden):
         as_trigger.get(STACK, other.name, other.namespace)
+
+
+def refusal(namespace: str) -> Refusal:
+    return Refusal("ModelActivation in " + namespace, Verb.LIST, "modelactivations.appliance.magicstick.dev", namespace, "forbidden")
+
+
+def test_it_may_create_an_event_on_the_stack_in_the_stacks_namespace_and_nowhere_else(as_trigger: KubeClient, stacks: tuple[StackRef, StackRef]):
+    magicstick, _ = stacks
+    body = forbidden_event(stack=magicstick, stack_uid=None, refusal=refusal("default"), now=datetime.now(UTC), instance="rbac-test")
+    elsewhere = {**body, "metadata": {**body["metadata"], "namespace": FLUX_NAMESPACE}, "regarding": {**body["regarding"], "namespace": FLUX_NAMESPACE}}
+
+    created = as_trigger.request("POST", EVENT.collection_path(NAMESPACE), params={"dryRun": "All"}, body=body, content_type="application/json")
+    assert created["reason"] == "WatchForbidden"
+    with pytest.raises(Forbidden):
+        as_trigger.request("POST", EVENT.collection_path(FLUX_NAMESPACE), params={"dryRun": "All"}, body=elsewhere, content_type="application/json")
+
+
+def test_a_kind_it_may_not_list_fails_readiness_naming_it_and_puts_one_event_on_the_stack(
+    trigger_access: KubeAccess, admin: KubeClient, stacks: tuple[StackRef, StackRef], request: pytest.FixtureRequest
+):
+    """The deployed rights, and one watch more: ModelActivations in `default`, where no Role lets
+    the trigger read. The server itself refuses it, and the Event is created as the trigger."""
+    magicstick, _ = stacks
+    settings = deployed_settings()
+    refused = WatchTarget(MODEL_ACTIVATION, "default")
+    targets = (
+        *watch_targets(system_namespace=settings.system_namespace, target_namespaces=settings.target_namespaces, gateway_namespace=settings.gateway_namespace),
+        refused,
+    )
+    instance = f"rbac-{hashlib.sha256(request.node.nodeid.encode()).hexdigest()[:10]}"
+    trigger = ReconcileTrigger(access=trigger_access, stack=magicstick, targets=targets, timing=FAST, instance=instance).start()
+    try:
+        (watcher,) = [w for w in trigger.watchers if w.target == refused]
+        eventually(trigger, lambda: trigger.events, what="an Event on the Stack")
+        eventually(trigger, lambda: watcher.failures >= FAST.watch.forbidden_after + 3, what="more refusals after the Event")
+        readiness = trigger.readiness()
+    finally:
+        trigger.stop()
+
+    assert len(readiness.problems) == 1, readiness.problems
+    (problem,) = readiness.problems
+    assert problem.startswith("watch ModelActivation in default: forbidden to list modelactivations.appliance.magicstick.dev in namespace default")
+    assert f'User "{USER}" cannot list resource "modelactivations"' in problem
+    events = [e for e in admin.list(EVENT, namespace=NAMESPACE) if e.get("reportingInstance") == instance]
+    assert [(e["reason"], e["type"], e["regarding"]["name"]) for e in events] == [("WatchForbidden", "Warning", STACK_NAME)]
+    assert events[0]["regarding"]["uid"] == admin.get(STACK, magicstick.name, magicstick.namespace)["metadata"]["uid"]
 
 
 def stack_path(name: str, subresource: str = "") -> str:

@@ -5,8 +5,14 @@ request to the API server unchanged (method, path, query, body, and the client's
 `Authorization`: the caller's identity is the one its kubeconfig names). A `Fault` plan decides
 which requests are not simply forwarded:
 
-- `Answer(code, retry_after)`: answer with that status and a Kubernetes `Status` body, never
-  forwarding (429 with Retry-After, 500, 503, a synthetic 409);
+- `Answer(code, retry_after, status)`: answer with that status and a Kubernetes `Status` body,
+  never forwarding (429 with Retry-After, 500, 503, a synthetic 409); `status` replaces the
+  generic body with one of the exact Statuses the API server sends (`too_large_resource_version`,
+  `forbidden`; tests/faults/test_proxy_statuses.py holds them to the real server's);
+- `WatchError(status)`: answer a watch 200, then one ERROR event carrying `status`, then end
+  the stream, as the API server reports a failure it finds once the watch has begun;
+- `Stall()`: forward, pass the server's status line and headers on (the watch is open), then
+  nothing more, keeping the connection until the client gives up: a watch that hangs silently;
 - `Reset(stage)`: reset the connection before forwarding (the request is lost), or after the
   server answered (the answer is lost, the change landed); or close it halfway through the
   answer body (a truncated answer). Over TLS a client reads a reset as the server
@@ -38,11 +44,11 @@ import sys
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from enum import Enum
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Final
+from typing import Any, Final
 from urllib.parse import urlsplit
 
 import httpx
@@ -59,10 +65,24 @@ _REASONS: Final = {
 
 @dataclass(frozen=True)
 class Answer:
-    """Answer `code` with a Kubernetes Status body (and a Retry-After header when given)."""
+    """Answer `code` with a Kubernetes Status body (and a Retry-After header when given): `status`
+    when given, else a generic one."""
 
     code: int
     retry_after: str | None = None
+    status: dict[str, Any] | None = None
+
+
+@dataclass(frozen=True)
+class WatchError:
+    """Answer 200 and one ERROR event whose object is `status`, then end the stream."""
+
+    status: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class Stall:
+    """Forward; pass on the server's status line and headers, then nothing until the client hangs up."""
 
 
 class ResetStage(Enum):
@@ -90,7 +110,7 @@ class Interleave:
     action: Callable[[], None]
 
 
-Action = Answer | Reset | Hold | Interleave
+Action = Answer | WatchError | Stall | Reset | Hold | Interleave
 
 
 @dataclass(frozen=True)
@@ -120,6 +140,8 @@ class Exchange:
     """The status the API server answered; None when the request was not forwarded."""
     body: bytes = b""
     """The server's answer to a forwarded write (not kept for reads)."""
+    at: float = field(default_factory=time.monotonic)
+    """When the proxy received the request (time.monotonic)."""
 
 
 class FaultProxy:
@@ -221,7 +243,15 @@ class _Handler(BaseHTTPRequestHandler):
         action = self.server.proxy._choose(self.command, path)
         if isinstance(action, Answer):
             self._record(path, action, received=action.code)
-            self._send(action.code, _status_body(action.code, self.command, path), retry_after=action.retry_after)
+            body_sent = json.dumps(action.status).encode() if action.status is not None else _status_body(action.code, self.command, path)
+            self._send(action.code, body_sent, retry_after=action.retry_after)
+        elif isinstance(action, WatchError):
+            self._record(path, action, received=200)
+            self._start_chunks(200, "application/json")
+            self._chunk(json.dumps({"type": "ERROR", "object": action.status}).encode() + b"\n")
+            self.wfile.write(b"0\r\n\r\n")
+        elif isinstance(action, Stall):
+            self._stall(path, action, body)
         elif isinstance(action, Reset) and action.stage is ResetStage.BEFORE_FORWARD:
             self._record(path, action)
             self._reset()
@@ -267,6 +297,27 @@ class _Handler(BaseHTTPRequestHandler):
         self.connection.shutdown(socket.SHUT_RDWR)  # a plain close: a reset would discard what was sent
         self.close_connection = True
 
+    def _start_chunks(self, code: int, content_type: str) -> None:
+        """The status line and headers of a streamed answer, as the API server sends a watch's."""
+        self.send_response(code)
+        self.send_header("Content-Type", content_type)
+        self.send_header("Transfer-Encoding", "chunked")
+        self.end_headers()
+
+    def _chunk(self, data: bytes) -> None:
+        self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
+
+    def _stall(self, path: str, action: Stall, body: bytes) -> None:
+        headers = {k: v for k, v in self.headers.items() if k.lower() in FORWARDED_HEADERS}
+        upstream = self.server.proxy._upstream
+        answer = upstream.send(upstream.build_request(self.command, self.path, headers=headers, content=body or None), stream=True)
+        try:
+            self._record(path, action, received=answer.status_code, upstream=answer.status_code)
+            self._start_chunks(answer.status_code, answer.headers.get("content-type") or "application/json")
+        finally:
+            answer.close()
+        self._hold()
+
     def _reset(self) -> None:
         """Close with SO_LINGER 0: the kernel sends RST instead of FIN."""
         self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
@@ -301,6 +352,40 @@ def _status_body(code: int, method: str, path: str) -> bytes:
         "code": code,
     }
     return json.dumps(status).encode()
+
+
+def too_large_resource_version(*, requested: int, current: int) -> dict[str, Any]:
+    """The Status a kube-apiserver answers for a resourceVersion newer than its cache holds
+    (storage.NewTooLargeResourceVersionError: 504 Timeout, cause ResourceVersionTooLarge; it comes
+    with `Retry-After: 1`)."""
+    return {
+        "kind": "Status",
+        "apiVersion": "v1",
+        "metadata": {},
+        "status": "Failure",
+        "message": f"Timeout: Too large resource version: {requested}, current: {current}",
+        "reason": "Timeout",
+        "details": {"causes": [{"reason": "ResourceVersionTooLarge", "message": "Too large resource version"}], "retryAfterSeconds": 1},
+        "code": 504,
+    }
+
+
+def forbidden(*, user: str, verb: str, plural: str, group: str, namespace: str) -> dict[str, Any]:
+    """The Status a kube-apiserver answers when RBAC refuses `verb` on a namespaced collection."""
+    resource = f"{plural}.{group}" if group else plural
+    details = {"group": group, "kind": plural} if group else {"kind": plural}
+    return {
+        "kind": "Status",
+        "apiVersion": "v1",
+        "metadata": {},
+        "status": "Failure",
+        "message": (
+            f'{resource} is forbidden: User "{user}" cannot {verb} resource "{plural}" in API group "{group}" in the namespace "{namespace}"'
+        ),
+        "reason": "Forbidden",
+        "details": details,
+        "code": 403,
+    }
 
 
 def self_signed_certificate(directory: Path) -> tuple[Path, Path]:

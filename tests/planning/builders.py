@@ -91,7 +91,7 @@ def external_model(name: str) -> dict:
     )
 
 
-CORE_API_VERSIONS = frozenset({"v1", "apps/v1", "policy/v1"})
+CORE_API_VERSIONS = frozenset({"v1", "apps/v1", "policy/v1", "networking.k8s.io/v1"})
 """Built-in kinds: no CRD defaults to apply (the server's own defaults are not played here)."""
 
 

@@ -19,6 +19,7 @@ from planning.instances.access import (
 )
 from planning.labels import FIELD_MANAGER_ANNOTATION
 from planning.readiness import SPEC_HASH_ANNOTATION, spec_hash
+from services.access_guard.settings import DEFAULT_IDLE_TIMEOUT_SECONDS
 from tests.planning.builders import CATALOGS, access_for
 from tests.support.crd_schema import upstream_registry
 
@@ -241,6 +242,15 @@ def test_the_fail_closed_guard_names_the_instance_whatever_the_authentication(au
     assert guard["failOpen"] is False
     assert guard["http"]["backendRefs"] == [{"group": "", "kind": "Service", "name": "magicstick-access-guard", "namespace": "ai-system", "port": 8080}]
     assert guard["http"]["path"] == "/instances/ai-system/openclaw-default"
+
+
+def test_envoy_closes_an_idle_connection_to_the_guard_before_the_guard_would():
+    """The guard closes connections idle for --idle-timeout-seconds; a check Envoy sent on one at
+    that moment would fail (and deny). Envoy's own idle timeout is shorter, so it never does."""
+    guard = policy(access_for())["extAuth"]["http"]
+    envoy_idle = guard["backendSettings"]["timeout"]["http"]["connectionIdleTimeout"]
+
+    assert envoy_idle.endswith("s") and float(envoy_idle.removesuffix("s")) < DEFAULT_IDLE_TIMEOUT_SECONDS
 
 
 def test_single_sign_on_uses_the_shared_client_and_returns_to_the_instance_callback_path():

@@ -7,6 +7,7 @@ import json
 from dataclasses import replace
 
 import pytest
+import yaml
 
 from planning.access_settings import AccessSettings
 from planning.frozen import thaw
@@ -16,6 +17,7 @@ from planning.settings import PlanSettings
 from tests.planning.builders import SETTINGS, accepted_policy, crd, plan_of, running_guard, status_of
 from tests.planning.instances.scene import converged, instance, objects_of, platform
 from tests.support.crd_schema import upstream_registry
+from tests.support.vendored import REPOSITORY_ROOT
 
 NAME = "openclaw-default"
 
@@ -36,10 +38,10 @@ def test_no_guard_is_declared_while_no_instance_has_gateway_objects():
     assert plan_of(*platform("openclaw")).instances.guard == ()
 
 
-def test_an_instance_brings_the_guard_its_service_disruption_budget_and_grants_beside_the_gateway():
+def test_an_instance_brings_the_guard_its_service_disruption_budget_network_policy_and_grants_beside_the_gateway():
     result = plan_of(*platform("openclaw"), instance(NAME, "openclaw"))
     kinds = sorted(o.kind for o in result.instances.guard)
-    assert kinds == ["ConfigMap", "Deployment", "PodDisruptionBudget", "Service"]
+    assert kinds == ["ConfigMap", "Deployment", "NetworkPolicy", "PodDisruptionBudget", "Service"]
     assert {o.namespace for o in result.instances.guard} == {SETTINGS.access.gateway_namespace}
     assert guard_of(result, "ConfigMap")["metadata"]["name"] == GRANTS_CONFIG_MAP
 
@@ -51,6 +53,56 @@ def test_the_guard_pod_is_non_root_with_a_read_only_root_filesystem_and_no_servi
     assert context["runAsNonRoot"] is True and context["readOnlyRootFilesystem"] is True
     assert context["allowPrivilegeEscalation"] is False and context["capabilities"] == {"drop": ["ALL"]}
     assert pod["volumes"] == [{"name": "grants", "configMap": {"name": GRANTS_CONFIG_MAP}}]
+
+
+class TestOnlyTheEnvoyProxiesReachTheGuard:
+    @pytest.fixture
+    def result(self):
+        return plan_of(*platform("openclaw"), instance(NAME, "openclaw"))
+
+    def test_the_policy_isolates_exactly_the_guard_pods_for_ingress(self, result):
+        policy = guard_of(result, "NetworkPolicy")["spec"]
+        pods = guard_of(result, "Deployment")["spec"]["template"]["metadata"]["labels"]
+
+        assert policy["policyTypes"] == ["Ingress"]
+        assert policy["podSelector"] == {"matchLabels": pods}
+        assert guard_of(result, "NetworkPolicy")["metadata"]["namespace"] == SETTINGS.access.gateway_namespace
+
+    def test_its_one_rule_admits_only_the_shared_gateways_envoy_proxy_pods_on_the_guard_port(self, result):
+        (rule,) = guard_of(result, "NetworkPolicy")["spec"]["ingress"]
+        (peer,) = rule["from"]
+        (container,) = guard_of(result, "Deployment")["spec"]["template"]["spec"]["containers"]
+
+        assert rule["ports"] == [{"protocol": "TCP", "port": container["ports"][0]["containerPort"]}]
+        assert peer["podSelector"]["matchLabels"] == {
+            "app.kubernetes.io/name": "envoy",
+            "app.kubernetes.io/component": "proxy",
+            "app.kubernetes.io/managed-by": "envoy-gateway",
+            "gateway.envoyproxy.io/owning-gateway-name": SETTINGS.access.gateway_name,
+            "gateway.envoyproxy.io/owning-gateway-namespace": SETTINGS.access.gateway_namespace,
+        }
+
+    def test_the_proxies_are_admitted_from_envoy_gateways_namespace_as_installed_and_from_the_gateway_namespace(self, result):
+        (rule,) = guard_of(result, "NetworkPolicy")["spec"]["ingress"]
+        (peer,) = rule["from"]
+        (installed,) = [d for d in yaml.safe_load_all((REPOSITORY_ROOT / "magic-cluster/platform/basis/envoy-gateway.yaml").read_text()) if d["kind"] == "HelmRelease"]
+
+        assert peer["namespaceSelector"] == {
+            "matchExpressions": [
+                {
+                    "key": "kubernetes.io/metadata.name",
+                    "operator": "In",
+                    "values": sorted({installed["spec"]["targetNamespace"], SETTINGS.access.gateway_namespace}),
+                }
+            ]
+        }
+
+    def test_the_guard_port_setting_moves_the_admitted_port_with_the_container(self):
+        settings = replace(SETTINGS, access=replace(SETTINGS.access, guard_port=9443))
+        result = plan_of(*platform("openclaw"), instance(NAME, "openclaw"), settings=settings)
+
+        (rule,) = guard_of(result, "NetworkPolicy")["spec"]["ingress"]
+        assert rule["ports"] == [{"protocol": "TCP", "port": 9443}]
 
 
 @pytest.mark.parametrize(
@@ -160,5 +212,6 @@ def test_an_instance_without_sign_in_keeps_the_guard_and_says_so():
 
 def test_every_guard_object_is_a_kind_the_program_may_write_in_the_gateway_namespace():
     kinds = {(o.api_version, o.kind) for o in plan_of(*platform("openclaw"), instance(NAME, "openclaw"), crd(ENVOY_PROXY_CRD)).instances.guard}
-    assert kinds == {("v1", "ConfigMap"), ("v1", "Service"), ("apps/v1", "Deployment"), ("policy/v1", "PodDisruptionBudget"), ("gateway.envoyproxy.io/v1alpha1", "EnvoyProxy")}
+    assert kinds == {("v1", "ConfigMap"), ("v1", "Service"), ("apps/v1", "Deployment"), ("policy/v1", "PodDisruptionBudget"),
+                     ("networking.k8s.io/v1", "NetworkPolicy"), ("gateway.envoyproxy.io/v1alpha1", "EnvoyProxy")}
     assert AccessSettings().guard_image.endswith(":CHANGEME")

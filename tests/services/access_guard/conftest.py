@@ -1,13 +1,16 @@
 """Fixtures: one issuer and one guard for the session, a fresh instance name per use.
 
 Tests that stop the issuer or need another cache lifetime start their own (see
-test_key_set_outage.py).
+test_key_set_outage.py); tests that attack the guard, signal it or need other limits start
+their own through `own_guard`, on a grants directory of their own.
 """
 
 from __future__ import annotations
 
 import itertools
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
 
 import httpx
 import pytest
@@ -55,3 +58,27 @@ def new_instance(instance_serial: Iterator[int]) -> Callable[[], str]:
     """Instance names never used before in the session; they hold a dot, as names may."""
     return lambda: f"app-{next(instance_serial)}.example"
 
+
+
+@dataclass(frozen=True)
+class OwnGuard:
+    process: GuardProcess
+    volume: ConfigMapVolume
+
+
+@pytest.fixture
+def own_guard(jwks: JwksServer, tmp_path: Path) -> Iterator[Callable[..., OwnGuard]]:
+    """Start a guard with extra flags on a grants directory of its own; stopped after the test."""
+    started: list[GuardProcess] = []
+
+    def start(*extra: str) -> OwnGuard:
+        serial = len(started)
+        (tmp_path / f"grants-{serial}").mkdir()
+        volume = ConfigMapVolume(tmp_path / f"grants-{serial}")
+        process = start_guard(grants_dir=volume.root, jwks_uri=jwks.uri, log=tmp_path / f"guard-{serial}.log", extra=extra)
+        started.append(process)
+        return OwnGuard(process=process, volume=volume)
+
+    yield start
+    for process in started:
+        process.stop()

@@ -115,6 +115,10 @@ class JwksServer:
     def uri(self) -> str:
         return f"http://127.0.0.1:{self.port}{JWKS_PATH}"
 
+    def publish(self, keys: IssuerKeys) -> None:
+        """Serve the key set of `keys` from now on, under the same key IDs: a key rotation."""
+        self._body = json.dumps(keys.jwks()).encode()
+
     def start(self) -> None:
         owner = self
 

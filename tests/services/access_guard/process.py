@@ -23,9 +23,9 @@ REPO_ROOT = Path(__file__).resolve().parents[3]
 START_DEADLINE_SECONDS = 20.0
 
 
-def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
-        probe.bind(("127.0.0.1", 0))
+def free_port(host: str = "127.0.0.1") -> int:
+    with socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET, socket.SOCK_STREAM) as probe:
+        probe.bind((host, 0))
         return int(probe.getsockname()[1])
 
 
@@ -77,15 +77,17 @@ def start_guard(
     cache_seconds: float = 300,
     extra: Sequence[str] = (),
     env: Mapping[str, str] | None = None,
+    host: str = "127.0.0.1",
 ) -> GuardProcess:
-    """Start the guard and wait (bounded) until `/healthz` answers 200."""
-    port = free_port()
+    """Start the guard on `host` (an IPv4 or IPv6 loopback address) and wait (bounded) until `/healthz` answers 200."""
+    port = free_port(host)
+    authority = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
     arguments = [
         "--grants-dir", str(grants_dir),
         "--issuer", ISSUER,
         "--audience", AUDIENCE,
         "--jwks-uri", jwks_uri,
-        "--listen", f"127.0.0.1:{port}",
+        "--listen", authority,
         "--jwks-cache-seconds", str(cache_seconds),
         "--jwks-timeout-seconds", "1",
         *extra,
@@ -101,7 +103,7 @@ def start_guard(
                 stdout=stream,
                 stderr=subprocess.STDOUT,
             )
-        guard = GuardProcess(process=process, url=f"http://127.0.0.1:{port}", log=log)
+        guard = GuardProcess(process=process, url=f"http://{authority}", log=log)
         wait_until_ready(guard, channel)
     return guard
 

@@ -11,6 +11,7 @@ import httpx
 import pytest
 
 from tests.services.access_guard.checks import IDENTITY_HEADERS, bearer, check_path, logged_reasons, raw_status
+from tests.services.access_guard.conftest import OwnGuard
 from tests.services.access_guard.issuer import IssuerKeys
 from tests.services.access_guard.process import GuardProcess
 from tests.services.access_guard.volume import ConfigMapVolume, file_name, grant
@@ -219,3 +220,53 @@ def test_a_grant_added_while_running_allows_on_the_next_request(
     assert client.get(check_path(instance), headers=headers).status_code == 403
     volume.put(instance, grant(instance))
     assert client.get(check_path(instance), headers=headers).status_code == 200
+
+
+def _warnings_about(guard: GuardProcess, name: str) -> list[str]:
+    return [line for line in guard.log_text().splitlines() if " WARNING " in line and f"grant file {name} " in line]
+
+
+def test_a_malformed_grant_is_named_on_healthz_which_stays_200_until_it_is_fixed(own_guard: Callable[..., OwnGuard]) -> None:
+    guard = own_guard()
+    guard.volume.put("good-app", grant("good-app"))
+    guard.volume.put("bad-app", _with("bad-app", minimumRole="root"))
+    with guard.process.client() as client:
+        broken = client.get("/healthz")
+        guard.volume.put("bad-app", grant("bad-app"))
+        fixed = client.get("/healthz")
+    assert broken.status_code == 200
+    assert broken.text == (
+        "ok\nunusable grant file ai-system.bad-app.json: minimumRole 'root' is not one of ['admin', 'operator', 'user', 'viewer']\n"
+    )
+    assert (fixed.status_code, fixed.text) == (200, "ok\n")
+
+
+def test_healthz_names_a_stray_file_that_is_no_grant(own_guard: Callable[..., OwnGuard]) -> None:
+    guard = own_guard()
+    (guard.volume.root / "Not A Grant.json").write_text("{}", encoding="utf-8")
+    with guard.process.client() as client:
+        answer = client.get("/healthz")
+    assert (answer.status_code, answer.text) == (200, "ok\nunusable grant file Not A Grant.json: not named <namespace>.<instance>.json\n")
+
+
+def test_a_malformed_grant_is_logged_once_per_change_naming_the_file_and_the_problem(
+    guard: GuardProcess, client: httpx.Client, volume: ConfigMapVolume, keys: IssuerKeys, new_instance: Callable[[], str]
+) -> None:
+    instance = new_instance()
+    name = file_name(instance)
+    headers = bearer(keys.token())
+    volume.put(instance, "{not json")
+    assert [client.get(check_path(instance), headers=headers).status_code for _ in range(3)] == [403] * 3
+    assert client.get("/healthz").status_code == 200
+    first = _warnings_about(guard, name)
+    volume.put(instance, _with(instance, sharing={"mode": "some"}))
+    assert [client.get(check_path(instance), headers=headers).status_code for _ in range(2)] == [403] * 2
+    second = _warnings_about(guard, name)
+    volume.put(instance, grant(instance))
+    assert client.get(check_path(instance), headers=headers).status_code == 200
+    assert len(first) == 1
+    assert first[0].endswith(f"grant file {name} is unusable, every request of its instance is denied until it is fixed: "
+                             "not UTF-8 JSON: Expecting property name enclosed in double quotes: line 1 column 2 (char 1)")
+    assert len(second) == 2
+    assert second[1].endswith(": sharing mode 'some' is neither 'all' nor 'selected'")
+    assert f"grant file {name} is usable again" in guard.log_text()

@@ -13,6 +13,7 @@ import httpx
 import pytest
 
 from tests.services.access_guard.checks import ROLE_HEADER, TOKEN_HEADER, bearer, check_path
+from tests.services.access_guard.conftest import OwnGuard
 from tests.services.access_guard.issuer import IssuerKeys, JwksServer
 from tests.services.access_guard.process import GuardProcess, run_guard, start_guard
 from tests.services.access_guard.volume import ConfigMapVolume, grant
@@ -23,9 +24,13 @@ def _connection(guard: GuardProcess) -> http.client.HTTPConnection:
     return http.client.HTTPConnection(address.hostname or "", address.port, timeout=10)
 
 
-def test_healthz_answers_ok(client: httpx.Client) -> None:
-    answer = client.get("/healthz")
+def test_healthz_answers_ok_when_every_grant_is_usable(own_guard: Callable[..., OwnGuard]) -> None:
+    guard = own_guard()
+    guard.volume.put("healthy-app", grant("healthy-app"))
+    with guard.process.client() as client:
+        answer = client.get("/healthz")
     assert (answer.status_code, answer.text) == (200, "ok\n")
+    assert answer.headers["cache-control"] == "no-store"
 
 
 def test_answers_share_one_keep_alive_connection(guard: GuardProcess, volume: ConfigMapVolume, keys: IssuerKeys, new_instance: Callable[[], str]) -> None:
@@ -65,13 +70,42 @@ def test_a_request_body_is_discarded_and_the_connection_stays_usable(
     volume.put(instance, grant(instance))
     connection = _connection(guard)
     try:
-        for body in (b'{"prompt": "hello"}', b"", b"x" * 10_000):
+        sockets = set()
+        for body in (b'{"prompt": "hello"}', b"", b"x" * 10_000, b"y" * 64 * 1024):
             connection.request("POST", check_path(instance), body=body, headers=bearer(keys.token()))
             response = connection.getresponse()
             response.read()
-            assert response.status == 200
+            assert (response.status, response.will_close) == (200, False)
+            sockets.add(id(connection.sock))
+        assert len(sockets) == 1
     finally:
         connection.close()
+
+
+def test_a_body_over_64_kib_is_not_read_and_its_connection_is_closed_after_the_answer(
+    guard: GuardProcess, volume: ConfigMapVolume, keys: IssuerKeys, new_instance: Callable[[], str]
+) -> None:
+    instance = new_instance()
+    volume.put(instance, grant(instance))
+    address = urlsplit(guard.url)
+    with socket.create_connection((address.hostname, address.port), timeout=10) as raw:
+        head = f"POST {check_path(instance)} HTTP/1.1\r\nHost: guard\r\n{TOKEN_HEADER}: {keys.token()}\r\nContent-Length: {64 * 1024 + 1}\r\n\r\n"
+        raw.sendall(head.encode())
+        answer = b""
+        while chunk := raw.recv(65536):
+            answer += chunk
+    assert answer.startswith(b"HTTP/1.1 200 ")
+    assert b"\r\nconnection: close\r\n" in answer.lower()
+
+
+@pytest.mark.parametrize(("roles", "token", "status"), [(["user"], True, 200), ([], True, 403), (["user"], False, 401)], ids=["allow", "deny", "unauthenticated"])
+def test_every_answer_forbids_caching(
+    client: httpx.Client, volume: ConfigMapVolume, keys: IssuerKeys, new_instance: Callable[[], str], roles: list[str], token: bool, status: int
+) -> None:
+    instance = new_instance()
+    volume.put(instance, grant(instance))
+    answer = client.get(check_path(instance), headers=bearer(keys.token(roles=roles)) if token else {})
+    assert (answer.status_code, answer.headers["cache-control"]) == (status, "no-store")
 
 
 def test_a_chunked_request_is_answered_and_its_connection_closed(
@@ -90,7 +124,18 @@ def test_a_chunked_request_is_answered_and_its_connection_closed(
         while chunk := raw.recv(65536):
             answer += chunk
     assert answer.startswith(b"HTTP/1.1 200 ")
-    assert b"\r\nConnection: close\r\n" in answer
+    assert b"\r\nconnection: close\r\n" in answer.lower()
+
+
+def test_the_guard_listens_on_an_ipv6_address(volume: ConfigMapVolume, jwks: JwksServer, keys: IssuerKeys, tmp_path: Path) -> None:
+    volume.put("ipv6-app", grant("ipv6-app"))
+    guard = start_guard(grants_dir=volume.root, jwks_uri=jwks.uri, log=tmp_path / "guard.log", host="::1")
+    try:
+        with guard.client() as client:
+            assert client.get(check_path("ipv6-app"), headers=bearer(keys.token())).status_code == 200
+    finally:
+        guard.stop()
+    assert "listening on [::1]:" in guard.log_text()
 
 
 def test_a_head_answer_has_no_body(client: httpx.Client, new_instance: Callable[[], str]) -> None:
@@ -146,10 +191,22 @@ def test_a_listen_address_in_use_stops_the_guard_naming_the_flag(volume: ConfigM
         (["--jwks-cache-seconds", "0"], {}, "--jwks-cache-seconds: '0' must be a finite number of seconds above 0"),
         (["--jwks-timeout-seconds", "soon"], {}, "--jwks-timeout-seconds: 'soon' is not a number of seconds"),
         (["--log-level", "loud"], {}, "--log-level: 'loud' is not one of debug, info, warning, error"),
+        (["--max-connections", "0"], {}, "--max-connections: '0' is not a whole number from 1 to 1000000"),
+        (["--verify-workers", "two"], {}, "--verify-workers: 'two' is not a whole number from 1 to 64"),
+        (["--verify-queue", "-1"], {}, "--verify-queue: '-1' is not a whole number from 1 to 100000"),
+        (["--token-cache-size", "1e3"], {}, "--token-cache-size: '1e3' is not a whole number from 1 to 1000000"),
+        (["--idle-timeout-seconds", "0"], {}, "--idle-timeout-seconds: '0' must be a finite number of seconds above 0"),
+        (["--request-timeout-seconds", "inf"], {}, "--request-timeout-seconds: 'inf' must be a finite number of seconds above 0"),
+        (["--drain-seconds", "30"], {}, "--drain-seconds: '30' must be below 30 seconds"),
         (
             [],
             {"MAGICSTICK_ACCESS_GUARD_JWKS_CACHE_SECONDS": "-5"},
             "--jwks-cache-seconds (from MAGICSTICK_ACCESS_GUARD_JWKS_CACHE_SECONDS): '-5' must be a finite number of seconds above 0",
+        ),
+        (
+            [],
+            {"MAGICSTICK_ACCESS_GUARD_MAX_CONNECTIONS": "many"},
+            "--max-connections (from MAGICSTICK_ACCESS_GUARD_MAX_CONNECTIONS): 'many' is not a whole number from 1 to 1000000",
         ),
         (["--unknown-flag", "1"], {}, "unrecognized arguments: --unknown-flag 1"),
     ],
@@ -166,7 +223,15 @@ def test_a_listen_address_in_use_stops_the_guard_naming_the_flag(volume: ConfigM
         "a-zero-cache-lifetime",
         "a-timeout-that-is-no-number",
         "an-unknown-log-level",
+        "no-connection-at-all",
+        "workers-that-are-no-number",
+        "a-negative-queue",
+        "a-cache-size-in-exponent-notation",
+        "a-zero-idle-timeout",
+        "an-infinite-request-timeout",
+        "a-drain-as-long-as-the-grace-period",
         "an-invalid-environment-value",
+        "an-invalid-connection-limit-from-the-environment",
         "an-unknown-flag",
     ],
 )

@@ -175,3 +175,16 @@ def test_a_kind_the_server_does_not_serve_counts_as_listed_and_is_asked_again_la
     assert unserved.listed.is_set() and unserved.lists == 0 and unserved.unserved
     assert all(w.lists > 0 for w in trigger.watchers if w is not unserved)
     eventually(trigger, lambda: unserved.failures >= 2, what="the unserved kind is asked again")
+
+
+def test_a_quiet_watch_outlives_its_read_deadline_since_the_server_ends_each_watch_before_it(start_trigger: StartTrigger, namespace: str):
+    """Scaled down: watches of one second, a read deadline of two. Nothing touches the namespace's
+    ModelActivations, so no event and (the server's cache having nothing newer) no bookmark comes."""
+    timing = replace(FAST, watch=replace(FAST.watch, timeout_seconds=1, read_deadline_seconds=2.0))
+    trigger = start_trigger(timing=timing)
+    (quiet,) = [w for w in trigger.watchers if w.target.kind == MODEL_ACTIVATION]
+
+    eventually(trigger, lambda: quiet.watches_ended >= 4, what="four watches ended by the server, twice the read deadline")
+
+    assert (quiet.failures, quiet.lists, quiet.events) == (0, 1, 0)
+    assert trigger.health().ok, trigger.health().body()

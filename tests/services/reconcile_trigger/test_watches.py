@@ -14,9 +14,12 @@ from services.reconcile_trigger.watches import (
     MODEL_POD_SELECTOR,
     RUNTIME_SELECTOR,
     SETUP_NAMESPACE,
+    ChangeClass,
     Sensitivity,
+    classify,
     counts,
     fingerprint,
+    spec_fingerprint,
     watch_targets,
 )
 
@@ -146,3 +149,44 @@ def test_every_modification_of_an_every_change_kind_counts():
     after = {"metadata": {"resourceVersion": "2"}, "status": {"ready": True}}
 
     assert counts(EventType.MODIFIED, fingerprint(Sensitivity.EVERY_CHANGE, before), fingerprint(Sensitivity.EVERY_CHANGE, after))
+
+
+def pod_object(**changes: object) -> dict:
+    base = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": "qwen-0", "namespace": "ai", "generation": 1, "resourceVersion": "10", "labels": {"model": "qwen"}},
+        "spec": {"containers": [{"name": "server", "image": "registry.example.com/model:CHANGEME"}]},
+        "status": {"phase": "Running", "containerStatuses": [{"name": "server", "restartCount": 3}]},
+    }
+    return {**base, **changes}
+
+
+@pytest.mark.parametrize(
+    ("after", "change"),
+    [
+        (pod_object(status={"phase": "Running", "containerStatuses": [{"name": "server", "restartCount": 4}]}), ChangeClass.CHURN),
+        (pod_object(metadata={**pod_object()["metadata"], "resourceVersion": "11", "managedFields": [{"manager": "kubelet"}]}), ChangeClass.CHURN),
+        (pod_object(metadata={**pod_object()["metadata"], "generation": 2}), ChangeClass.SPEC),
+        (pod_object(metadata={**pod_object()["metadata"], "labels": {"model": "qwen", "extra": "1"}}), ChangeClass.SPEC),
+        (pod_object(metadata={**pod_object()["metadata"], "deletionTimestamp": "2026-01-01T00:00:00Z"}), ChangeClass.SPEC),
+        (pod_object(spec={"containers": [{"name": "server", "image": "registry.example.com/model:CHANGEME-2"}]}), ChangeClass.SPEC),
+    ],
+    ids=["restart count", "status write's metadata", "generation", "label", "deletion", "spec"],
+)
+def test_a_modification_of_the_status_alone_is_churn_and_of_anything_else_spec(after, change):
+    assert classify(EventType.MODIFIED, spec_fingerprint(pod_object()), spec_fingerprint(after)) is change
+
+
+def test_a_config_maps_data_change_is_spec():
+    before = {"kind": "ConfigMap", "metadata": {"name": "profiles", "resourceVersion": "1"}, "data": {"profiles.json": "{}"}}
+    after = {**before, "metadata": {"name": "profiles", "resourceVersion": "2"}, "data": {"profiles.json": '{"a": 1}'}}
+
+    assert classify(EventType.MODIFIED, spec_fingerprint(before), spec_fingerprint(after)) is ChangeClass.SPEC
+
+
+@pytest.mark.parametrize(("event", "previous"), [(EventType.ADDED, None), (EventType.DELETED, "same"), (EventType.MODIFIED, None)])
+def test_a_creation_a_deletion_and_a_modification_of_an_unseen_object_are_spec(event, previous):
+    current = spec_fingerprint(pod_object())
+
+    assert classify(event, current if previous == "same" else previous, current) is ChangeClass.SPEC

@@ -7,15 +7,17 @@ Every wait polls a condition with a short pause and a deadline; none times the t
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+import time
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Final, TypeVar
 
 from api.meta import API_VERSION
 from providers.kinds import CRD
-from providers.kube import KubeClient, ResourceKind
+from providers.kube import KubeClient, NotFound, ResourceKind, TooManyRequests
 from services.reconcile_trigger.stack import RECONCILIATION_REQUEST, STACK, Backoff, StackRef
 from services.reconcile_trigger.trigger import ReconcileTrigger, Timing
 from services.reconcile_trigger.watcher import WatchTiming
+from services.reconcile_trigger.watches import WatchTarget
 from tests.cluster.apiserver import ClusterInfo, install_crds
 from tests.support.vendored import VENDORED_CRDS
 
@@ -32,7 +34,8 @@ PKO: Final = "pulumi-kubernetes-operator"
 FAST: Final = Timing(
     quiet_seconds=0.05,
     max_delay_seconds=0.2,
-    watch=WatchTiming(timeout_seconds=60, backoff=Backoff(0.05, 0.5)),
+    churn_backoff=Backoff(0.2, 30.0),
+    watch=WatchTiming(timeout_seconds=60, read_deadline_seconds=75.0, backoff=Backoff(0.05, 0.5)),
     request_backoff=Backoff(0.05, 0.5),
     stall_backoff=Backoff(0.25, 2.0),
     stall_poll_seconds=0.02,
@@ -67,6 +70,26 @@ def stack_request_after(client: KubeClient, stack: StackRef, previous: str | Non
             if metadata.get("name") == stack.name and found not in (None, previous):
                 return found
     raise AssertionError(f"not within {timeout} s: a reconciliation request of Stack {stack} other than {previous}")
+
+
+def serving_watches(client: KubeClient, targets: Iterable[WatchTarget], *, timeout: float = DEADLINE) -> None:
+    """Wait until the server opens a watch of each target's kind. A CRD just installed answers
+    429 `storage is (re)initializing` until the server's cache of its objects is filled; a
+    trigger started before would count that as a failure. Each attempt is a request the server
+    answers: its answer paces the loop. A kind not served is skipped."""
+    deadline = time.monotonic() + timeout
+    for target in targets:
+        while True:
+            try:
+                version = client.list_collection(target.kind, namespace=target.namespace, label_selector=target.label_selector).resource_version
+                with client.watch(target.kind, namespace=target.namespace, resource_version=version, timeout_seconds=1) as stream:
+                    stream.abort()
+                break
+            except NotFound:
+                break
+            except TooManyRequests:
+                if time.monotonic() > deadline:
+                    raise AssertionError(f"not within {timeout:g} s: the server watches {target}") from None
 
 
 def ensure_stack_crd(cluster: ClusterInfo, client: KubeClient) -> None:
@@ -185,6 +208,36 @@ def pod_ready() -> dict[str, Any]:
     }
 
 
+def crash_looping(restarts: int) -> dict[str, Any]:
+    """A model Pod's status as the kubelet writes it while its container crash-loops: waiting in
+    CrashLoopBackOff after its `restarts`-th failure. Only the restart count moves between two."""
+    return {
+        "phase": "Running",
+        "podIP": "10.96.0.10",
+        "conditions": [{"type": "Ready", "status": "False", "reason": "ContainersNotReady", "lastTransitionTime": "2026-01-01T00:00:00Z"}],
+        "containerStatuses": [
+            {
+                "name": "server",
+                "image": "registry.example.com/model:CHANGEME",
+                "imageID": "",
+                "ready": False,
+                "started": False,
+                "restartCount": restarts,
+                "state": {"waiting": {"reason": "CrashLoopBackOff", "message": "back-off 10s restarting failed container=server"}},
+                "lastState": {"terminated": {"exitCode": 1, "reason": "Error", "startedAt": "2026-01-01T00:00:00Z", "finishedAt": "2026-01-01T00:00:01Z"}},
+            }
+        ],
+    }
+
+
+def restarted(restarts: int) -> dict[str, Any]:
+    """The same Pod's status right after its `restarts`-th restart: running again, not ready yet."""
+    status = crash_looping(restarts)
+    (container,) = status["containerStatuses"]
+    container.update(started=True, state={"running": {"startedAt": "2026-01-01T00:00:02Z"}})
+    return status
+
+
 def node(name: str, labels: Mapping[str, str] | None = None) -> dict[str, Any]:
     return {"apiVersion": "v1", "kind": "Node", "metadata": {"name": name, "labels": dict(labels or {})}}
 
@@ -211,9 +264,9 @@ def config_map(namespace: str, name: str, data: Mapping[str, str]) -> dict[str, 
     return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name, "namespace": namespace}, "data": dict(data)}
 
 
-def settled(trigger: ReconcileTrigger, kind: ResourceKind, namespace: str | None, version: str, selector: str | None = None) -> None:
+def handled(trigger: ReconcileTrigger, kind: ResourceKind, namespace: str | None, version: str, selector: str | None = None) -> None:
     """Wait until the watch of `kind` in `namespace` has handled `version` (an etcd revision:
-    comparable as a number on this server) and the trigger has nothing left to request."""
+    comparable as a number on this server)."""
     (watcher,) = [
         w for w in trigger.watchers if w.target.kind == kind and w.target.namespace == namespace and w.target.label_selector == selector
     ]
@@ -222,4 +275,9 @@ def settled(trigger: ReconcileTrigger, kind: ResourceKind, namespace: str | None
         lambda: watcher.resource_version is not None and int(watcher.resource_version) >= int(version),
         what=f"the watch of {watcher.target} handles resourceVersion {version}",
     )
+
+
+def settled(trigger: ReconcileTrigger, kind: ResourceKind, namespace: str | None, version: str, selector: str | None = None) -> None:
+    """`handled`, and then the trigger has nothing left to request."""
+    handled(trigger, kind, namespace, version, selector)
     eventually(trigger, trigger.idle, what="the trigger has nothing left to request")
