@@ -9,7 +9,9 @@ its default limits, then prints:
    same on every request, as Envoy forwards one user's token: after the first request it
    comes from the verified-token cache. Two more rows: a new token on every request (each
    one verified), and `/healthz` (no decision: the HTTP round trip and a scan of the grants
-   directory, which holds one file here).
+   directory, which holds one file here), and the floor: the same HTTP stack (uvicorn,
+   httptools, uvloop) answering 200 with no decision at all (benchmarks.http_floor), loaded the
+   same way at the top rate, so the difference is what the guard itself costs.
 2. In-process medians of a decision's parts, and which part dominates.
 3. Attacks, each on a guard of its own: 8,000 idle connections (half of them stalled in a
    request head), held then closed at once; a burst of 6,000 simultaneous checks, each on a
@@ -69,6 +71,17 @@ IN_PROCESS_REPEATS = 300
 MiB = 1024 * 1024
 
 
+FLOOR_START_SECONDS = 10.0
+
+
+@dataclass(frozen=True)
+class Served:
+    """A server process under load: the guard, or the floor."""
+
+    url: str
+    process: subprocess.Popen[bytes]
+
+
 @dataclass(frozen=True)
 class Setting:
     seconds: float
@@ -110,7 +123,7 @@ def _machine_busy_seconds() -> float:
     return (user + nice + system + irq + softirq + steal) / os.sysconf("SC_CLK_TCK")
 
 
-def load(guard: GuardProcess, requests: Sequence[str], *, connections: int, rate: float, count: int) -> Run:
+def load(guard: GuardProcess | Served, requests: Sequence[str], *, connections: int, rate: float, count: int) -> Run:
     """One open-loop run of benchmarks.http_load against `guard`, in its own process, with the CPU it took."""
     host, port = address_of(guard.url)
     spec = LoadSpec(host=host, port=port, connections=connections, rate=rate, count=count, requests=list(requests))
@@ -210,6 +223,29 @@ def _guard(keys: IssuerKeys, jwks: JwksServer, scratch: Path, name: str) -> Iter
         guard.stop()
 
 
+@contextmanager
+def _floor() -> Iterator[Served]:
+    """benchmarks.http_floor on a free loopback port, once it accepts connections."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    process = subprocess.Popen([sys.executable, "-m", "benchmarks.http_floor", str(port)], cwd=REPO_ROOT)
+    try:
+        deadline = time.monotonic() + FLOOR_START_SECONDS
+        while True:
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=1).close()
+                break
+            except OSError:
+                if time.monotonic() > deadline or process.poll() is not None:
+                    raise
+                time.sleep(0.05)
+        yield Served(url=f"http://127.0.0.1:{port}", process=process)
+    finally:
+        process.terminate()
+        process.wait(timeout=FLOOR_START_SECONDS)
+
+
 def _latency(setting: Setting, keys: IssuerKeys, guard: GuardProcess) -> tuple[str, LoadResult, LoadResult]:
     """Print the latency rows; the token, and the rows the split needs (allow and healthz at the top load)."""
     token = keys.token(algorithm=setting.algorithm, roles=["operator"], groups=["team-a"], exp=int(time.time()) + 3600)
@@ -233,6 +269,10 @@ def _latency(setting: Setting, keys: IssuerKeys, guard: GuardProcess) -> tuple[s
     top_rate, top_connections = max(setting.rates), max(setting.connections)
     healthz = load(guard, [health], connections=top_connections, rate=top_rate, count=setting.count(top_rate))
     print(_line(f"healthz, {top_connections} conns, {top_rate:.0f}/s", healthz))
+    with _floor() as floor:
+        floor_request = check_request("/", {}).decode("latin-1")
+        load(floor, [floor_request], connections=top_connections, rate=1000, count=top_connections * 5)
+        print(_line(f"floor (no decision), {top_connections} conns, {top_rate:.0f}/s", load(floor, [floor_request], connections=top_connections, rate=top_rate, count=setting.count(top_rate))))
     return token, top, healthz.result
 
 
