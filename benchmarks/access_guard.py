@@ -65,6 +65,7 @@ from tests.services.access_guard.checks import bearer, check_path
 from tests.services.access_guard.issuer import AUDIENCE, EC_KID, ISSUER, RSA_KID, IssuerKeys, JwksServer
 from tests.services.access_guard.process import REPO_ROOT, GuardProcess, start_guard
 from tests.services.access_guard.volume import ConfigMapVolume, grant
+from tests.support.processes import stop_process
 
 INSTANCE = "benchmark-app"
 IN_PROCESS_REPEATS = 300
@@ -242,8 +243,7 @@ def _floor() -> Iterator[Served]:
                 time.sleep(0.05)
         yield Served(url=f"http://127.0.0.1:{port}", process=process)
     finally:
-        process.terminate()
-        process.wait(timeout=FLOOR_START_SECONDS)
+        stop_process(process, grace_seconds=FLOOR_START_SECONDS)
 
 
 def _latency(setting: Setting, keys: IssuerKeys, guard: GuardProcess) -> tuple[str, LoadResult, LoadResult]:

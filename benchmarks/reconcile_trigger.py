@@ -35,7 +35,6 @@ import argparse
 import contextlib
 import math
 import os
-import signal
 import statistics
 import subprocess
 import sys
@@ -68,6 +67,7 @@ from tests.services.reconcile_trigger.world import (
     write_status,
 )
 from tests.support.vendored import REPOSITORY_ROOT as REPO_ROOT
+from tests.support.processes import stop_process
 
 NAMESPACE = "bench-trigger"
 DEFAULT_TIME_SCALE = 10
@@ -172,12 +172,7 @@ def trigger_process(
     try:
         yield process
     finally:
-        process.send_signal(signal.SIGTERM)
-        try:
-            process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait(timeout=10)
+        stop_process(process, grace_seconds=10)
 
 
 def singles(admin: KubeClient, namespace: str, watch: StackWatch, count: int) -> list[float]:

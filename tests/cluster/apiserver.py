@@ -59,6 +59,7 @@ import yaml
 
 from tests import toolchain
 from tests.support.vendored import VENDORED_CRDS
+from tests.support.processes import stop_process
 
 KUBE_VERSION: Final = toolchain.versions().kube
 """The kube-apiserver version the toolchain script builds and the tests run against."""
@@ -383,14 +384,7 @@ class _Process:
 
     def stop(self) -> None:
         """SIGTERM, then SIGKILL after `STOP_TIMEOUT` seconds."""
-        if self.popen.poll() is not None:
-            return
-        self.popen.send_signal(signal.SIGTERM)
-        try:
-            self.popen.wait(timeout=STOP_TIMEOUT)
-        except subprocess.TimeoutExpired:
-            self.popen.kill()
-            self.popen.wait(timeout=STOP_TIMEOUT)
+        stop_process(self.popen, grace_seconds=STOP_TIMEOUT)
 
 
 def _launch(name: str, argv: Sequence[str], workdir: Path) -> _Process:

@@ -26,7 +26,6 @@ import json
 import os
 import secrets
 import shutil
-import signal
 import subprocess
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -34,6 +33,7 @@ from pathlib import Path
 from typing import Any, Final
 
 from tests import toolchain
+from tests.support.processes import stop_process
 
 REPO_ROOT: Final = toolchain.REPO_ROOT
 COMMAND_TIMEOUT: Final = 900.0
@@ -197,11 +197,6 @@ class PulumiProject:
                 raise RuntimeError(f"the language host exited with {process.returncode}; see {self.root / 'language-host.log'}")
             yield address
         finally:
-            process.send_signal(signal.SIGTERM)
-            try:
-                process.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait()
+            stop_process(process, grace_seconds=10)
             assert process.stdout is not None
             process.stdout.close()

@@ -1,11 +1,13 @@
 """Upgrading from the state an earlier release left: the program of this commit, previewed by the
 real engine against that state, replaces nothing and creates or deletes no Kubernetes object
-(the aliases carry renamed resources over).
+(the aliases carry renamed resources over); an object this release adds is the only create.
 
 Each `tests/e2e/fixtures/state-<commit>.json` is the state of a release's own real `pulumi up`
 of the demo (`python -m tests.e2e.upgrade_state`). The cluster is the demo again, converged by
-the stand-ins, and the state is imported as the same workstation's: its kubeconfig path is
-this cluster's.
+the stand-ins, holding every object that release applied (from the state's outputs, by the field
+manager that applied it), and the state is imported as the same workstation's: its kubeconfig
+path is this cluster's. A preview that updates an object reads it from the cluster, so the
+objects must be there as that release left them.
 """
 
 from __future__ import annotations
@@ -19,9 +21,10 @@ from providers.kube import KubeClient
 from tests.cluster.apiserver import ADMIN_USER, ClusterInfo, install_crds
 from tests.e2e.engine import REPO_ROOT, PulumiProject
 from tests.e2e.lifecycle import resource_type
-from tests.e2e.upgrade_state import FIXTURE_PASSPHRASE, FIXTURES, KUBECONFIG_PLACEHOLDER, MACHINE_FIELDS
+from tests.e2e.upgrade_state import FIXTURE_PASSPHRASE, FIXTURES, KUBECONFIG_PLACEHOLDER, MACHINE_FIELDS, applied_objects, identity
 from tests.e2e.world import load_demo, play_controllers
 from tests.live.ollama_double import OllamaDouble
+from tests.live.world import kind_of
 
 STATES = sorted(FIXTURES.glob("state-*.json"))
 REPLACING = frozenset({"replace", "create-replacement", "delete-replaced"})
@@ -44,18 +47,24 @@ def test_there_is_a_state_of_an_earlier_release():
 
 
 @pytest.mark.parametrize("state", STATES, ids=[path.stem for path in STATES])
-def test_a_preview_from_an_earlier_release_state_replaces_nothing_and_creates_or_deletes_no_object(
-    state: Path, project: PulumiProject, engine_cluster: ClusterInfo
+def test_a_preview_from_an_earlier_release_state_replaces_nothing_deletes_nothing_and_creates_only_new_objects(
+    state: Path, project: PulumiProject, engine_cluster: ClusterInfo, kube: KubeClient
 ):
     kubeconfig = str(engine_cluster.kubeconfig_path(ADMIN_USER))
+    exported = json.loads(state.read_text())
+    left = applied_objects(exported)
+    for field_manager, body in left:
+        kube.apply(kind_of(body), body, field_manager=field_manager)
     imported = project.root / f"import-{state.name}"
     imported.write_text(state.read_text().replace(KUBECONFIG_PLACEHOLDER, kubeconfig))
     project.pulumi("stack", "import", "--file", str(imported))
     steps = project.pulumi("preview", "--json").json().get("steps", [])
     replaced = [step["urn"] for step in steps if step["op"] in REPLACING]
     assert replaced == []
-    objects = [(step["op"], step["urn"]) for step in steps if step["op"] in ("create", "delete") and resource_type(step["urn"]).startswith("kubernetes:")]
-    assert objects == []
+    objects = [step for step in steps if resource_type(step["urn"]).startswith("kubernetes:")]
+    assert [step["urn"] for step in objects if step["op"] == "delete"] == []
+    created = [identity(step["newState"].get("outputs") or step["newState"]["inputs"]) for step in objects if step["op"] == "create"]
+    assert set(created) & {identity(body) for _, body in left} == set()
 
 
 @pytest.mark.parametrize("state", STATES, ids=[path.stem for path in STATES])

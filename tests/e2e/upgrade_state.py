@@ -25,6 +25,7 @@ from tests.e2e.engine import REPO_ROOT, PulumiProject
 from tests.e2e.lifecycle import GARBAGE_COLLECTION, converge, first_up
 from tests.e2e.world import demo_documents, load_demo, prepare_cluster
 from tests.live.ollama_double import proxyable_host_address, running_ollama
+from tests.live.world import without_server_fields
 
 FIXTURES: Final = Path(__file__).parent / "fixtures"
 FIXTURE_PASSPHRASE: Final = "CHANGEME-fixture-passphrase"
@@ -33,6 +34,33 @@ KUBECONFIG_PLACEHOLDER: Final = "/CHANGEME/kubeconfig"
 
 MACHINE_FIELDS: Final = ("sourcePosition", "stackTrace")
 """Per-resource registration debug information: paths of the machine that ran the release."""
+
+
+ObjectIdentity = tuple[str, str, str]
+"""A Kubernetes object's (kind, namespace, name); the namespace is empty for a cluster-wide one."""
+
+
+def applied_objects(exported: dict) -> list[tuple[str, dict]]:
+    """The Kubernetes objects the release's `up` applied, each with the field manager that applied
+    it, as its state records them: the resource outputs without the provider's bookkeeping keys
+    (`__inputs`, ...) and without what the server sets (uid, resourceVersion, managedFields, ...).
+
+    CustomResourceDefinitions are left out: the state records them under the SDK's property names
+    (`x_kubernetes_preserve_unknown_fields`), which the API server refuses, and the test cluster
+    has the program's CRDs installed already."""
+    applied = []
+    for resource in exported["deployment"]["resources"]:
+        outputs = resource.get("outputs") or {}
+        if not resource["type"].startswith("kubernetes:") or "metadata" not in outputs or outputs.get("kind") == "CustomResourceDefinition":
+            continue
+        body = without_server_fields({key: value for key, value in outputs.items() if not key.startswith("__")})
+        applied.append((str(outputs.get("__fieldManager") or "pulumi-kubernetes"), body))
+    return applied
+
+
+def identity(body: dict) -> ObjectIdentity:
+    metadata = body["metadata"]
+    return body["kind"], str(metadata.get("namespace") or ""), metadata["name"]
 
 
 def without_machine_fields(exported: dict) -> dict:

@@ -23,6 +23,7 @@ from providers.kinds import (
     POD,
     POD_DISRUPTION_BUDGET,
     REFERENCE_GRANT,
+    NETWORK_POLICY,
     SECURITY_POLICY,
     SERVICE,
 )
@@ -56,6 +57,7 @@ _KINDS: dict[tuple[str, str], ResourceKind] = {
         DEPLOYMENT,
         SERVICE,
         POD_DISRUPTION_BUDGET,
+        NETWORK_POLICY,
         ENVOY_PROXY,
     )
 }

@@ -18,6 +18,7 @@ import httpx
 
 from services.readiness import NOTIFY_SOCKET
 from tests.services.access_guard.issuer import AUDIENCE, ISSUER
+from tests.support.processes import stop_process
 
 REPO_ROOT = Path(__file__).resolve().parents[3]
 START_DEADLINE_SECONDS = 20.0
@@ -59,14 +60,7 @@ class GuardProcess:
         return self.log.read_text(encoding="utf-8", errors="replace")
 
     def stop(self) -> int:
-        if self.process.poll() is None:
-            self.process.terminate()
-            try:
-                self.process.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait(timeout=10)
-        return self.process.returncode
+        return stop_process(self.process, grace_seconds=10)
 
 
 def start_guard(

@@ -24,6 +24,17 @@ def _connection(guard: GuardProcess) -> http.client.HTTPConnection:
     return http.client.HTTPConnection(address.hostname or "", address.port, timeout=10)
 
 
+def _until_closed(guard: GuardProcess, request: bytes) -> bytes:
+    """Send `request` on a new connection and read until the guard closes it (bounded by the socket timeout)."""
+    address = urlsplit(guard.url)
+    with socket.create_connection((address.hostname, address.port), timeout=10) as raw:
+        raw.sendall(request)
+        answer = b""
+        while chunk := raw.recv(65536):
+            answer += chunk
+    return answer
+
+
 def test_healthz_answers_ok_when_every_grant_is_usable(own_guard: Callable[..., OwnGuard]) -> None:
     guard = own_guard()
     guard.volume.put("healthy-app", grant("healthy-app"))
@@ -87,13 +98,8 @@ def test_a_body_over_64_kib_is_not_read_and_its_connection_is_closed_after_the_a
 ) -> None:
     instance = new_instance()
     volume.put(instance, grant(instance))
-    address = urlsplit(guard.url)
-    with socket.create_connection((address.hostname, address.port), timeout=10) as raw:
-        head = f"POST {check_path(instance)} HTTP/1.1\r\nHost: guard\r\n{TOKEN_HEADER}: {keys.token()}\r\nContent-Length: {64 * 1024 + 1}\r\n\r\n"
-        raw.sendall(head.encode())
-        answer = b""
-        while chunk := raw.recv(65536):
-            answer += chunk
+    head = f"POST {check_path(instance)} HTTP/1.1\r\nHost: guard\r\n{TOKEN_HEADER}: {keys.token()}\r\nContent-Length: {64 * 1024 + 1}\r\n\r\n"
+    answer = _until_closed(guard, head.encode())
     assert answer.startswith(b"HTTP/1.1 200 ")
     assert b"\r\nconnection: close\r\n" in answer.lower()
 
@@ -113,16 +119,11 @@ def test_a_chunked_request_is_answered_and_its_connection_closed(
 ) -> None:
     instance = new_instance()
     volume.put(instance, grant(instance))
-    address = urlsplit(guard.url)
-    with socket.create_connection((address.hostname, address.port), timeout=10) as raw:
-        request = (
-            f"POST {check_path(instance)} HTTP/1.1\r\nHost: guard\r\n{TOKEN_HEADER}: {keys.token()}\r\n"
-            "Transfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n0\r\n\r\n"
-        )
-        raw.sendall(request.encode())
-        answer = b""
-        while chunk := raw.recv(65536):
-            answer += chunk
+    request = (
+        f"POST {check_path(instance)} HTTP/1.1\r\nHost: guard\r\n{TOKEN_HEADER}: {keys.token()}\r\n"
+        "Transfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n0\r\n\r\n"
+    )
+    answer = _until_closed(guard, request.encode())
     assert answer.startswith(b"HTTP/1.1 200 ")
     assert b"\r\nconnection: close\r\n" in answer.lower()
 
