@@ -11,6 +11,7 @@ from dataclasses import dataclass
 
 from catalogs import ModuleEntry
 from planning.labels import ACTIVATION, FIELD_MANAGER_ANNOTATION, MANAGED_BY, MANAGED_BY_VALUE, MODULE
+from planning.names import LABEL_VALUE_LIMIT, fit
 from planning.objects import DesiredObject
 from planning.settings import FLUX_NAMESPACE
 
@@ -44,8 +45,10 @@ def module_kustomization(
     must serve. Flux ignores healthChecks when wait is on, so only one of the two is written.
     """
     labels = {MANAGED_BY: MANAGED_BY_VALUE, MODULE: entry.name}
+    annotations = {FIELD_MANAGER_ANNOTATION: field_manager}
     if activation is not None:
-        labels[ACTIVATION] = activation
+        labels[ACTIVATION] = fit(activation, LABEL_VALUE_LIMIT)
+        annotations[ACTIVATION] = activation
     spec: dict = {
         "interval": INTERVAL,
         "path": entry.path,
@@ -74,7 +77,7 @@ def module_kustomization(
             "name": entry.kustomization,
             "namespace": FLUX_NAMESPACE,
             "labels": labels,
-            "annotations": {FIELD_MANAGER_ANNOTATION: field_manager},
+            "annotations": annotations,
         },
         "spec": spec,
     }

@@ -8,6 +8,8 @@ MANAGED_BY = "app.kubernetes.io/managed-by"
 MANAGED_BY_VALUE = "magicstick"
 MODULE = "appliance.magicstick.dev/module"
 ACTIVATION = "appliance.magicstick.dev/activation"
+"""A label: the ModuleActivation that requested a module, fitted to 63 characters (planning.names);
+the annotation of the same key holds the whole name."""
 SEEDED_FROM = "appliance.magicstick.dev/seeded-from"
 FIELD_MANAGER_ANNOTATION = "pulumi.com/patchFieldManager"
 

@@ -344,7 +344,7 @@ def _frozen(classified: _Classified, snapshot: Snapshot, catalogs: Catalogs) -> 
         if reason is Reason.INVALID_SPEC and module is not None:
             found.setdefault(module, _Frozen(module, parsed, reason, message))
     for observed in _generated_kustomizations(snapshot):
-        owner = invalid.get(observed.meta.labels.get(ACTIVATION, ""))
+        owner = invalid.get(observed.meta.annotations.get(ACTIVATION) or observed.meta.labels.get(ACTIVATION, ""))
         module = observed.meta.labels.get(MODULE, "")
         if owner is not None and catalogs.modules.get(module) is not None:
             found.setdefault(module, _Frozen(module, *owner))

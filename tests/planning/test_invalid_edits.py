@@ -228,3 +228,21 @@ def test_an_invalid_activation_of_an_auto_enabled_module_keeps_its_kustomization
     after = plan_of(*applied, broken, now=LATER)
     assert "operator-openclaw" in {k.name for k in after.modules.kustomizations}
     assert status_of(after, "ModuleActivation", "openclaw-operator")["phase"] == "Failed"
+
+
+def test_an_invalid_edit_of_an_activation_named_past_63_characters_keeps_its_module():
+    """With `module` unreadable and no status of its own to recall it, the rejected activation
+    finds the module it stood for by the Kustomization it requested: its label holds the fitted
+    name, the annotation of the same key the whole one."""
+    name = "team-" + "a" * 70
+    before, applied = converge((appliance(), activation(name, "litellm")))
+    assert "app-litellm" in {k.name for k in before.modules.kustomizations}
+
+    def unreadable_module_and_no_status(obj: dict) -> None:
+        obj["spec"]["module"] = 5
+        obj.pop("status", None)
+
+    after = plan_of(*_edited(applied, "ModuleActivation", name, unreadable_module_and_no_status), now=LATER)
+
+    assert "app-litellm" in {k.name for k in after.modules.kustomizations}
+    assert status_of(after, "ModuleActivation", name)["reason"] == "InvalidSpec"
