@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from dataclasses import replace
 from importlib import metadata
 from pathlib import Path
 
@@ -23,6 +24,7 @@ from cli.snapshot import write_snapshot
 from planning.access_settings import AccessSettings
 from planning.settings import DEFAULT_SYSTEM_NAMESPACE
 from program.access_config import ACCESS_KEYS, AccessKey
+from program.settings import format_now, parse_now
 
 EXIT_OK = 0
 EXIT_FINDING = 1
@@ -187,6 +189,10 @@ def _diff(arguments: argparse.Namespace) -> int:
         raise RenderInputError("OLD and NEW cannot both be standard input")
     progress = Progress.for_terminal(command="magicstick diff", verbose=arguments.verbose)
     options = _options(arguments)
+    if options.now is None:
+        # Both sides are rendered at one moment: statuses that depend on the clock (a stalled
+        # pod, a backoff) must not differ only because the second render came later.
+        options = replace(options, now=format_now(parse_now(None)))
     old = load_side(arguments.old, options=options, progress=progress)
     new = load_side(arguments.new, options=options, progress=progress)
     difference = compare(old, new)

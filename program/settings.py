@@ -83,6 +83,11 @@ def parse_stack_name(value: str | None) -> str:
     return value
 
 
+def format_now(moment: datetime) -> str:
+    """`moment` as parse_now reads it back: RFC 3339 in UTC, to the second."""
+    return moment.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
 def parse_now(value: str | None) -> datetime:
     """The run's clock: the configured RFC 3339 instant (offline renders), else the wall clock."""
     if not value:

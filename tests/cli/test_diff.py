@@ -5,9 +5,11 @@ from __future__ import annotations
 import io
 import shutil
 import sys
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 from cli.diff import RenderTree, compare
+import program.settings as program_settings
 from cli.main import EXIT_BAD_INPUT, EXIT_FINDING, EXIT_OK, main
 from tests.cli.inputs import DEMO, INVALID_MODEL, NOW, snapshot_with
 
@@ -100,3 +102,21 @@ def test_compare_matches_files_by_path_and_ignores_order_of_reading():
     difference = compare(old, new)
     assert (difference.added, difference.removed, difference.changed) == (("dynamic/c.yaml",), ("status/b.yaml",), ("resources/a.yaml",))
     assert not difference.equal
+
+
+class _TickingClock(datetime):
+    """A wall clock that moves a minute each time it is read."""
+
+    reads = 0
+
+    @classmethod
+    def now(cls, tz=None):  # noqa: ANN001, ANN206 - datetime's own signature
+        cls.reads += 1
+        return datetime(2026, 1, 1, 12, 0, tzinfo=timezone.utc) + timedelta(minutes=cls.reads)
+
+
+def test_a_snapshot_against_itself_without_now_renders_both_sides_at_one_moment(monkeypatch, capsys):
+    monkeypatch.setattr(program_settings, "datetime", _TickingClock)
+
+    assert main(["diff", str(DEMO), str(DEMO)]) == EXIT_OK
+    assert capsys.readouterr().out.startswith("no changes")
