@@ -26,6 +26,7 @@ from pydantic import BaseModel
 from api import yamlio
 from api.meta import GROUP, VERSION
 from api.setup import ApplianceSetupStatus
+from api.status import ApplianceStatus
 from api.validation import SPEC_TYPES
 
 CRD_DIRECTORY = Path(__file__).parent / "crds"
@@ -69,6 +70,9 @@ class CrdKind:
     short_names: tuple[str, ...] = ()
     columns: tuple[PrinterColumn, ...] = ()
     status_type: type[BaseModel] | None = None
+    open_status_fields: tuple[type[BaseModel], tuple[str, ...]] | None = None
+    """Fields of an open status (no `status_type`) typed in the schema: these wire names of
+    this model's schema; every other field stays free."""
 
     @property
     def singular(self) -> str:
@@ -80,7 +84,13 @@ class CrdKind:
 
 
 KINDS: tuple[CrdKind, ...] = (
-    CrdKind("Appliance", "appliances", ("msapp", "appliance"), (PrinterColumn("Profile", ".spec.profile"),)),
+    CrdKind(
+        "Appliance",
+        "appliances",
+        ("msapp", "appliance"),
+        (PrinterColumn("Profile", ".spec.profile"),),
+        open_status_fields=(ApplianceStatus, ("nextReconcileAt", "nextReconcileReason")),
+    ),
     CrdKind(
         "ModuleActivation",
         "moduleactivations",
@@ -200,6 +210,10 @@ def generic_status_schema() -> dict[str, Any]:
 def _root_schema(kind: CrdKind) -> dict[str, Any]:
     spec = structural_schema(SPEC_TYPES[kind.kind])
     status = structural_schema(kind.status_type) if kind.status_type else generic_status_schema()
+    if kind.open_status_fields is not None:
+        model, names = kind.open_status_fields
+        typed = structural_schema(model)["properties"]
+        status["properties"].update({name: typed[name] for name in names})
     root: dict[str, Any] = {
         "type": "object",
         "description": f"{kind.kind} of {GROUP}/{VERSION}.",

@@ -15,7 +15,10 @@ Invariants the types enforce (the CRD enforces the same ones it can express in C
 - an explicit positive ``cpuResources.limitMillicores`` is never below an explicit
   ``requestMillicores``. The inherited request lives in the engine catalog, so the complete rule
   is :func:`api.validation.validate_cpu_resources`, called with the catalog default;
-- an external model carries its API key only as a Secret reference.
+- an external model carries its API key only as a Secret reference;
+- ``local.computeTarget`` and ``local.engine`` have no CRD default: omitted, they stay omitted
+  in the stored object and the program chooses them (planning.models.choice); the rules above
+  read them as ``cpu`` and ``VLLM`` meanwhile.
 
 Field order matters: a rule that depends on another field is checked on the later field, so
 each error points at the field that breaks the rule.
@@ -88,6 +91,12 @@ def _earlier(info: ValidationInfo, field: str, default: Any = None) -> Any:
 def _omitted(info: ValidationInfo, field: str) -> bool:
     """True when an earlier field validated and holds no value (a failed field is not omitted)."""
     return field in info.data and info.data[field] is None
+
+
+def _chosen_by_the_program(schema: dict[str, Any]) -> None:
+    """No CRD default: an omitted field stays omitted in the stored object, so the program can
+    tell it from an explicit value (LocalModelSpec.chosen_fields) and choose it."""
+    schema.pop("default", None)
 
 
 def _wire(info: ValidationInfo) -> str:
@@ -227,8 +236,16 @@ class LocalModelSpec(ApiModel):
         default=None, min_length=1, max_length=63, description="Artifact ID of the selected preset variant."
     )
     url: str | None = Field(default=None, min_length=1, max_length=512, description="Model repository reference.")
-    compute_target: ComputeTarget = Field(default=DEFAULT_COMPUTE_TARGET)
-    engine: Engine = Field(default=DEFAULT_ENGINE, description="KubeAI engine; Ollama is spelled OLlama.")
+    compute_target: ComputeTarget = Field(
+        default=DEFAULT_COMPUTE_TARGET,
+        description="Where the model runs; omitted: chosen from the preset and the hardware (status.computeTarget).",
+        json_schema_extra=_chosen_by_the_program,
+    )
+    engine: Engine = Field(
+        default=DEFAULT_ENGINE,
+        description="KubeAI engine; Ollama is spelled OLlama. Omitted: the preset's variant on the target, VLLM first.",
+        json_schema_extra=_chosen_by_the_program,
+    )
     kv_cache_type: KvCacheType | None = Field(
         default=None, description="KV-cache precision; omitted means auto (VLLM) or f16 (OLlama)."
     )
@@ -330,6 +347,11 @@ class LocalModelSpec(ApiModel):
         if value is not None and engine is not None and engine != "FreeToken":
             raise ValueError(f"freetoken settings require engine FreeToken, not {engine}")
         return value
+
+    def chosen_fields(self) -> frozenset[str]:
+        """The wire names of computeTarget and engine when the object omits them: the program
+        chooses those (planning.models.choice); the defaults of this type are placeholders."""
+        return frozenset(to_camel(f) for f in ("compute_target", "engine") if f not in self.model_fields_set)
 
     def requested_kv_cache_type(self) -> str | None:
         """kvCacheType as given, or the engine default when omitted (None for FreeToken)."""

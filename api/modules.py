@@ -1,7 +1,9 @@
 """ModuleActivation: runtime intent to enable or disable one module.
 
-Parameters are free-form for most modules. Two modules take bounded parameters that only
-administrators may set, and those are validated here:
+The API accepts any parameters for most modules; what a module accepts is declared in the
+module catalog (``parameters`` in catalogs/modules.yaml), and the planner refuses anything else
+(planning.module_parameters). Two modules take bounded parameters that only administrators may
+set, and those are validated here as well:
 
 - ``amd-gpu`` accepts exactly ``compatibilityProfile``, ``allowExperimental`` (the string
   ``"true"`` or ``"false"``), ``validationRequest`` and ``gpuSharing``; nothing else (no test
@@ -101,7 +103,8 @@ class AmdGpuParameters(ApiModel):
 
 
 class NvidiaGpuParameters(ApiModel):
-    """The parameters of ModuleActivation/gpu: a bounded gpuSharing beside free-form others."""
+    """The parameters of ModuleActivation/gpu: a bounded gpuSharing; others pass the API and meet
+    the module catalog's declaration in the planner."""
 
     model_config = ApiModel.model_config | {"extra": "allow"}
 

@@ -6,7 +6,7 @@ converged run writes nothing.
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import Field
 
@@ -28,6 +28,20 @@ HardwarePhase = Literal[
 ]
 
 
+class EngineValidationStatus(ApiModel):
+    """One engine's stage in the last validation run of a compatibility profile (advisory)."""
+
+    state: Literal["NotRequested", "Blocked", "Pending", "Starting", "Running", "Passed", "Failed", "Interrupted", "NotRun", "Stale"]
+    run_id: str | None = Field(default=None, alias="runID")
+    image: str | None = None
+    image_id: str | None = Field(default=None, alias="imageID")
+    job: str | None = None
+    started_at: str | None = None
+    finished_at: str | None = None
+    reason: str | None = None
+    message: str | None = None
+
+
 class PciDeviceStatus(ApiModel):
     """One physical GPU as Node Feature Discovery lists it; never a sharing slot."""
 
@@ -47,20 +61,10 @@ class PciDeviceStatus(ApiModel):
     """OS-visible MemTotal of the pool in MiB, not installed-memory inventory."""
     gpu_accessible_mi: int | None = Field(default=None, ge=1)
     """Conservative GTT/TTM bound of GPU-accessible memory within the pool, in MiB."""
-
-
-class EngineValidationStatus(ApiModel):
-    """One engine's stage in the last validation run of a compatibility profile (advisory)."""
-
-    state: Literal["NotRequested", "Blocked", "Pending", "Starting", "Running", "Passed", "Failed", "Interrupted", "NotRun", "Stale"]
-    run_id: str | None = Field(default=None, alias="runID")
-    image: str | None = None
-    image_id: str | None = Field(default=None, alias="imageID")
-    job: str | None = None
-    started_at: str | None = None
-    finished_at: str | None = None
-    reason: str | None = None
-    message: str | None = None
+    engines: dict[str, EngineValidationStatus] = Field(default_factory=dict)
+    """Per-engine results of the last diagnostic bound to this device (advisory, never a gate)."""
+    diagnostic_request: str | None = None
+    """The device-validation request those results belong to."""
 
 
 class _HostSupport(ApiModel):
@@ -75,7 +79,7 @@ class _HostSupport(ApiModel):
     host_driver_ready: bool = False
     resource_registered: bool = False
     host_fingerprint: str | None = None
-    host_boot_id: str | None = Field(default=None, alias="hostBootID")
+    host_boot_id: str | None = None
 
 
 class CompatibilityNodeStatus(_HostSupport):
@@ -163,7 +167,15 @@ class CompatibilityStatus(_HostSupport):
     validation_request: str | None = None
     validation: dict[str, EngineValidationStatus] = Field(default_factory=dict)
     device_diagnostics: list[DeviceDiagnosticStatus] = Field(default_factory=list)
+    memory_accounting_verified: bool = False
+    """Whether the unified pool's GPU memory accounting has been verified on the host. Nothing
+    verifies it today, and a Ready model never implies it: always false."""
     runtime_ready: bool
+    """KubeAI runs the AMD images it should (planning.hardware.runtime_adoption)."""
+    runtime_reason: str | None = None
+    runtime_message: str | None = None
+    effective_images: dict[str, str] = Field(default_factory=dict)
+    """Engine -> the AMD image KubeAI's effective configuration (ai/kubeai-config) gives models."""
     runtime_images: dict[str, str] = Field(default_factory=dict)
     """Engine -> the image KubeAI is configured with for AMD models: the validated digest from
     flux-system/magicstick-gpu-runtime-images, else the catalog's release image (empty)."""
@@ -266,3 +278,14 @@ class ApplianceStatus(ApiModel):
     models: dict[str, dict[str, Any]] = Field(default_factory=dict)
     models_summary: ListSummary | None = None
     conditions: list[Condition] = Field(default_factory=list)
+    next_reconcile_at: Annotated[str, Field(json_schema_extra={"format": "date-time"})] | None = Field(
+        default=None,
+        description=(
+            "The earliest moment still to come at which a state changes with time alone (a Pod creation "
+            "stall, a Pod recovery attempt, host evidence turning stale or current), RFC 3339 UTC; the "
+            "reconcile trigger requests a run then. Absent when nothing waits for time."
+        ),
+    )
+    next_reconcile_reason: str | None = Field(
+        default=None, description="What nextReconcileAt waits for: <Kind> <namespace>/<name>: <what changes>."
+    )

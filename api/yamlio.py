@@ -21,8 +21,33 @@ WITH_LIBYAML: Final = bool(getattr(yaml, "__with_libyaml__", False))
 
 SafeLoader: type[yaml.SafeLoader] = yaml.CSafeLoader if WITH_LIBYAML else yaml.SafeLoader  # type: ignore[assignment]
 """The fastest safe loader here; subclass it to add constructors."""
-SafeDumper: type[yaml.SafeDumper] = yaml.CSafeDumper if WITH_LIBYAML else yaml.SafeDumper  # type: ignore[assignment]
-"""The fastest safe dumper here."""
+
+
+def _represent_str(dumper: yaml.SafeDumper, data: str) -> yaml.ScalarNode:
+    # libyaml and the pure emitter fold a long multi-line string into different quoted text; as
+    # a literal block both write the same (and a script or config file stays readable). The
+    # emitter still falls back to quotes where a literal block cannot hold the string.
+    if "\n" in data:
+        return dumper.represent_scalar("tag:yaml.org,2002:str", data, style="|")
+    return dumper.represent_str(data)
+
+
+class PureSafeDumper(yaml.SafeDumper):
+    """The pure-Python safe dumper, multi-line strings as literal blocks."""
+
+
+PureSafeDumper.add_representer(str, _represent_str)
+
+if WITH_LIBYAML:
+
+    class _FastSafeDumper(yaml.CSafeDumper):
+        """libyaml's emitter with the same representers as PureSafeDumper."""
+
+    _FastSafeDumper.add_representer(str, _represent_str)
+    SafeDumper: type[yaml.SafeDumper] = _FastSafeDumper  # type: ignore[assignment]
+else:
+    SafeDumper = PureSafeDumper
+"""The fastest safe dumper here; multi-line strings as literal blocks."""
 
 
 def safe_load(text: str, *, loader: type[yaml.SafeLoader] | None = None, pure: type[yaml.SafeLoader] = yaml.SafeLoader) -> Any:

@@ -118,6 +118,7 @@ def check_modules(modules: ModuleCatalog, *, file: str) -> None:
         raise CatalogError(
             file=file, entry=cycle[0], field="dependsOn", message=f"dependency cycle: {' -> '.join(cycle)}"
         )
+    _variables_unique(modules, file=file)
     owners = {entry.name: entry.name for entry in modules.entries}
     for entry in modules.entries:
         for key in entry.keys:
@@ -129,6 +130,23 @@ def check_modules(modules: ModuleCatalog, *, file: str) -> None:
                     entry=entry.name,
                     field="keys",
                     message=f"'{key}' normalises to '{normal}', which already names module '{owner}'",
+                )
+
+
+def _variables_unique(modules: ModuleCatalog, *, file: str) -> None:
+    """No two parameters, of one module or of two, substitute the same variable."""
+    owners: dict[str, str] = {}
+    for entry in modules.entries:
+        for index, parameter in enumerate(entry.parameters):
+            if parameter.variable is None:
+                continue
+            owner = owners.setdefault(parameter.variable, f"{entry.name}.{parameter.name}")
+            if owner != f"{entry.name}.{parameter.name}":
+                raise CatalogError(
+                    file=file,
+                    entry=entry.name,
+                    field=f"parameters[{index}].variable",
+                    message=f"'{parameter.variable}' is already the variable of {owner}",
                 )
 
 

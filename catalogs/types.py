@@ -9,10 +9,23 @@ from __future__ import annotations
 
 import re
 import string
+from collections.abc import Mapping
 from functools import cached_property
 from typing import Annotated, Generic, Literal, TypeVar
 
-from pydantic import AfterValidator, AliasGenerator, BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
+from pydantic import (
+    AfterValidator,
+    AliasGenerator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    StrictBool,
+    StrictInt,
+    StrictStr,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
 from pydantic.alias_generators import to_camel
 
 from catalogs.keys import normalise_key
@@ -152,6 +165,81 @@ class _NamedCatalog(CatalogModel, Generic[EntryT]):
         return self._by_name.get(name)
 
 
+FLUX_VARIABLE = re.compile(r"^[A-Z_][A-Z0-9_]*$")
+"""Module parameter variables: upper case, so they never meet the lower-case shared settings."""
+_PARAMETER_NAME = re.compile(r"^[a-z][A-Za-z0-9]*$")
+_QUANTITY = re.compile(r"^[0-9]+(\.[0-9]+)?([mkMGTPE]|[KMGTPE]i)?$")
+
+ParameterType = Literal["string", "boolean", "integer", "quantity", "object"]
+ParameterValue = StrictStr | StrictBool | StrictInt
+_PARAMETER_RULES: dict[str, str] = {
+    "string": "must be a string",
+    "boolean": "must be true or false",
+    "integer": "must be a whole number",
+    "quantity": "must be a Kubernetes quantity such as 5Gi, as a string",
+    "object": "must be an object, or its JSON text",
+}
+
+
+def _flux_variable(value: str) -> str:
+    if not FLUX_VARIABLE.match(value):
+        raise ValueError(f"'{value}' must match {FLUX_VARIABLE.pattern}")
+    return value
+
+
+def _parameter_name(value: str) -> str:
+    if not _PARAMETER_NAME.match(value):
+        raise ValueError(f"'{value}' must be camelCase: a lower-case letter, then letters or digits")
+    return value
+
+
+class ModuleParameter(CatalogModel):
+    """One parameter a ModuleActivation of the module may set.
+
+    With a ``variable``, the generated Kustomization substitutes the value (or the default) for
+    ``${variable}`` in the module's base; without one the program itself reads the parameter.
+    """
+
+    name: Annotated[str, AfterValidator(_parameter_name)]
+    type: ParameterType
+    description: str = ""
+    default: ParameterValue | None = None
+    variable: Annotated[str, AfterValidator(_flux_variable)] | None = None
+
+    @model_validator(mode="after")
+    def _default_fits(self) -> ModuleParameter:
+        if self.default is not None and self.violation(self.default) is not None:
+            raise ValueError(f"default {self.default!r} does not fit type {self.type}")
+        if self.variable is not None and self.default is None:
+            raise ValueError("a parameter with a variable needs a default, the value its base falls back to")
+        if self.variable is not None and self.type == "object":
+            raise ValueError("an object parameter cannot be substituted; leave its variable out")
+        return self
+
+    @property
+    def rule(self) -> str:
+        """What a value of this parameter must be, in words."""
+        return _PARAMETER_RULES[self.type]
+
+    def violation(self, value: object) -> str | None:
+        """The rule ``value`` breaks, or None when it fits the type. Pure."""
+        fits = {
+            "string": isinstance(value, str),
+            "boolean": isinstance(value, bool),
+            "integer": isinstance(value, int) and not isinstance(value, bool),
+            "quantity": isinstance(value, str) and bool(_QUANTITY.match(value)),
+            "object": isinstance(value, (Mapping, str)),
+        }[self.type]
+        return None if fits else self.rule
+
+    @staticmethod
+    def substitution(value: str | bool | int) -> str:
+        """A fitting value as the text Flux substitutes: booleans as ``true``/``false``."""
+        if isinstance(value, bool):
+            return "true" if value else "false"
+        return str(value)
+
+
 class ModuleEntry(NamedEntry):
     """A platform module: one generated Flux Kustomization of a path in the Git source."""
 
@@ -169,6 +257,8 @@ class ModuleEntry(NamedEntry):
     """PCI vendor ID (lower-case hex) whose display or 3D controllers this hardware provider serves."""
     operator_version: str | None = None
     """Version of the vendor operator the module's Flux path installs, reported in status."""
+    parameters: tuple[ModuleParameter, ...] = ()
+    """What ModuleActivation.spec.parameters may hold; anything else is rejected."""
 
     @model_validator(mode="after")
     def _hardware_providers_name_their_vendor(self) -> ModuleEntry:
@@ -197,6 +287,17 @@ class ModuleEntry(NamedEntry):
     @classmethod
     def _unique_crds(cls, required_crds: tuple[str, ...]) -> tuple[str, ...]:
         return _unique(required_crds)
+
+    @field_validator("parameters")
+    @classmethod
+    def _unique_parameters(cls, parameters: tuple[ModuleParameter, ...]) -> tuple[ModuleParameter, ...]:
+        _unique(tuple(p.name for p in parameters))
+        _unique(tuple(p.variable for p in parameters if p.variable))
+        return parameters
+
+    def parameter(self, name: str) -> ModuleParameter | None:
+        """The declared parameter called ``name``, or None."""
+        return next((p for p in self.parameters if p.name == name), None)
 
 
 class ModuleCatalog(_NamedCatalog[ModuleEntry]):
@@ -497,12 +598,28 @@ class PresetEntry(NamedEntry):
     display_name: str = Field(min_length=1)
     model_type: Literal["chat", "completion", "embedding", "rerank", "transcription"]
     variants: tuple[PresetVariant, ...] = Field(min_length=1)
+    """In order of preference: among several variants that could run, the first one wins."""
+    default_compute_target: KebabName | None = Field(default=None, validate_default=True)
+    """Where an activation that omits computeTarget runs when this target is available."""
 
     @field_validator("variants")
     @classmethod
     def _one_variant_per_pair(cls, variants: tuple[PresetVariant, ...]) -> tuple[PresetVariant, ...]:
         _unique(tuple(f"{variant.engine}/{variant.compute_target}" for variant in variants))
         return variants
+
+    @field_validator("default_compute_target")
+    @classmethod
+    def _default_target_has_a_variant(cls, default: str | None, info: ValidationInfo) -> str | None:
+        variants = info.data.get("variants")
+        if default is not None and variants is not None and default not in {v.compute_target for v in variants}:
+            raise ValueError(f"'{default}' is not the computeTarget of a variant {sorted({v.compute_target for v in variants})}")
+        return default
+
+    @property
+    def compute_targets(self) -> tuple[str, ...]:
+        """The targets of the variants, in the variants' order, each once."""
+        return tuple(dict.fromkeys(v.compute_target for v in self.variants))
 
     def variant(self, engine: str, compute_target: str) -> PresetVariant | None:
         """The variant for ``engine`` on ``compute_target``, or None."""

@@ -3,21 +3,24 @@
 OLD and NEW are each a render directory or a snapshot file ("-": standard input, once); a
 snapshot is rendered first, in memory, with the flags given. Files are matched by their path
 (their identity: kind, namespace and name); the report lists what was added, removed and
-changed, in render order, then a unified diff of each changed file, then one count line.
+changed, in render order, then a unified diff of each changed file (a ConfigMap's JSON values
+compared key by key: cli.diff_text), then, when asked, each added file whole, then one count line.
 """
 
 from __future__ import annotations
 
 import difflib
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TextIO
 
+from cli.diff_text import readable
 from cli.errors import RenderInputError, filesystem_error
 from cli.files import FOLDERS, SUFFIX, RenderedFile, file_order
 from cli.progress import QUIET, Progress
 from cli.render import STDIN, RenderOptions, render_files
+from cli.summary import counted
 
 
 @dataclass(frozen=True)
@@ -42,19 +45,28 @@ class TreeDiff:
     def equal(self) -> bool:
         return not (self.added or self.removed or self.changed)
 
-    def lines(self) -> Iterator[str]:
-        """Pure. The report, line by line (each ending in a newline)."""
+    def lines(self, *, show_added: bool = False) -> Iterator[str]:
+        """Pure. The report, line by line (each ending in a newline); `show_added`: each added file whole."""
         for label, paths in (("added", self.added), ("removed", self.removed), ("changed", self.changed)):
             yield from (f"{label}: {path}\n" for path in paths)
         for path in self.changed:
-            old = self.old.files[path].splitlines(keepends=True)
-            new = self.new.files[path].splitlines(keepends=True)
-            for line in difflib.unified_diff(old, new, fromfile=f"old/{path}", tofile=f"new/{path}"):
-                yield line if line.endswith("\n") else line + "\n"
+            old, new = readable(self.old.files[path]), readable(self.new.files[path])
+            if old == new:
+                # Only what the readable form hides changed (the order of JSON keys): show the text itself.
+                old, new = self.old.files[path], self.new.files[path]
+            yield from _unified(old, new, fromfile=f"old/{path}", tofile=f"new/{path}")
+        for path in self.added if show_added else ():
+            yield from _unified("", readable(self.new.files[path]), fromfile="/dev/null", tofile=f"new/{path}")
         if self.equal:
-            yield f"no changes ({len(self.new.files)} files compared)\n"
+            yield f"no changes ({counted(len(self.new.files), 'file')} compared)\n"
         else:
             yield f"{len(self.added)} added, {len(self.removed)} removed, {len(self.changed)} changed\n"
+
+
+def _unified(old: str, new: str, *, fromfile: str, tofile: str) -> Iterator[str]:
+    lines = difflib.unified_diff(old.splitlines(keepends=True), new.splitlines(keepends=True), fromfile=fromfile, tofile=tofile)
+    for line in lines:
+        yield line if line.endswith("\n") else line + "\n"
 
 
 def compare(old: RenderTree, new: RenderTree) -> TreeDiff:
@@ -75,11 +87,16 @@ def load_side(
     options: RenderOptions,
     progress: Progress = QUIET,
     stdin: TextIO | None = None,
+    warn: Callable[[str], None] = lambda _: None,
 ) -> RenderTree:
-    """A render directory as it is, or a snapshot file (or "-") rendered with `options`."""
+    """A render directory as it is, or a snapshot file (or "-") rendered with `options`; `warn`
+    receives each warning of that render."""
     if argument != STDIN and _is_directory(Path(argument)):
         return read_render_directory(Path(argument))
-    return RenderTree.of(render_files(snapshot=argument, options=options, progress=progress, stdin=stdin).files)
+    result = render_files(snapshot=argument, options=options, progress=progress, stdin=stdin)
+    for warning in result.warnings:
+        warn(warning)
+    return RenderTree.of(result.files)
 
 
 def _is_directory(path: Path) -> bool:

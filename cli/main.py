@@ -10,17 +10,20 @@ import argparse
 import os
 import sys
 from dataclasses import replace
+from functools import partial
 from importlib import metadata
 from pathlib import Path
 
 from cli.backend import add_backend, run_backend
 from cli.diff import compare, load_side
 from cli.errors import RenderInputError
+from cli.files import RESOURCES
 from cli.output import check_output_directory, replace_directory, write_stream
 from cli.progress import Progress
 from cli.render import STDIN, RenderOptions, render_files, summary
 from cli.settings_file import SettingsFile, load_settings_file
 from cli.snapshot import write_snapshot
+from cli.summary import counted
 from planning.access_settings import AccessSettings
 from planning.settings import DEFAULT_SYSTEM_NAMESPACE
 from program.access_config import ACCESS_KEYS, AccessKey
@@ -38,13 +41,21 @@ else ai-system. --settings FILE gives `magicstick:` config keys (access keys, sy
 domain, localDomain) as a YAML mapping (`oidcIssuer: https://...`) or as a Pulumi stack file
 (`config: {magicstick:oidcIssuer: ...}`); a flag wins over the file. Lists (--oidc-scopes,
 --dashboard-hosts) are comma-separated or a JSON array.
+-o - streams the resources only, each a Kubernetes object with apiVersion, kind and
+metadata.name, so `magicstick render -f s.yaml -o - | kubectl apply --dry-run=server -f -` works;
+--all adds the status/ and dynamic/ documents (they are not objects to apply).
+A kind of appliance.magicstick.dev the program does not know (a misspelled kind, another
+version) is an error naming the file line; objects of other kinds the program does not read are
+counted in the summary; a snapshot with no object renders with a warning.
 Exit status: 0 rendered; 1 with --strict when an object's status is Failed; 2 unusable input
 or output directory (one line on stderr). OUT must be absent, empty or a previous render
 (it holds a .magicstick-render marker); it is replaced whole, atomically."""
 
 _DIFF_EPILOG = """\
 OLD and NEW are each a render directory or a snapshot file ("-": standard input); a snapshot
-is rendered first with the flags given. Exit status: 0 no change; 1 a change; 2 unusable input."""
+is rendered first with the flags given. A JSON document inside a ConfigMap (models.json,
+values.json) is compared key by key, pretty-printed; --show-added prints each added object whole.
+Exit status: 0 no change; 1 a change; 2 unusable input."""
 
 
 def _version() -> str:
@@ -110,6 +121,11 @@ def _add_render(commands: argparse._SubParsersAction, flags: argparse.ArgumentPa
         "-o", "--out", required=True, help='output directory (resources/, status/, dynamic/); "-": one YAML stream on stdout'
     )
     command.add_argument("--strict", action="store_true", help="exit 1 when any rendered status is Failed (for CI)")
+    command.add_argument(
+        "--all",
+        action="store_true",
+        help="with -o -: stream the status/ and dynamic/ documents after the resources (not objects to apply)",
+    )
 
 
 def _add_diff(commands: argparse._SubParsersAction, flags: argparse.ArgumentParser) -> None:
@@ -122,6 +138,7 @@ def _add_diff(commands: argparse._SubParsersAction, flags: argparse.ArgumentPars
     )
     command.add_argument("old", metavar="OLD", help="render directory or snapshot file")
     command.add_argument("new", metavar="NEW", help="render directory or snapshot file")
+    command.add_argument("--show-added", action="store_true", help="print the content of each added object and status")
 
 
 def _add_snapshot(commands: argparse._SubParsersAction) -> None:
@@ -170,15 +187,21 @@ def _options(arguments: argparse.Namespace) -> RenderOptions:
 def _render(arguments: argparse.Namespace) -> int:
     progress = Progress.for_terminal(command="magicstick render", verbose=arguments.verbose)
     to_stdout = arguments.out == STDIN
+    if arguments.all and not to_stdout:
+        raise RenderInputError("--all: only with -o - (a directory render always holds every document)")
     if not to_stdout:
         check_output_directory(Path(arguments.out))
     result = render_files(snapshot=arguments.snapshot, options=_options(arguments), progress=progress)
-    progress.stage(f"writing: {len(result.files)} files")
+    for warning in result.warnings:
+        _warn("magicstick render", warning)
+    resources_only = to_stdout and not arguments.all
+    files = [file for file in result.files if file.folder == RESOURCES] if resources_only else result.files
+    progress.stage(f"writing: {counted(len(files), 'file')}")
     if to_stdout:
-        write_stream(result.files, stream=sys.stdout)
+        write_stream(files, stream=sys.stdout)
     else:
-        replace_directory(out=Path(arguments.out), files=result.files)
-    print(summary(result, arguments.out), file=sys.stderr if to_stdout else sys.stdout)
+        replace_directory(out=Path(arguments.out), files=files)
+    print(summary(result, arguments.out, resources_only=resources_only), file=sys.stderr if to_stdout else sys.stdout)
     if arguments.strict and result.status_summary.failed:
         return EXIT_FINDING
     return EXIT_OK
@@ -193,10 +216,11 @@ def _diff(arguments: argparse.Namespace) -> int:
         # Both sides are rendered at one moment: statuses that depend on the clock (a stalled
         # pod, a backoff) must not differ only because the second render came later.
         options = replace(options, now=format_now(parse_now(None)))
-    old = load_side(arguments.old, options=options, progress=progress)
-    new = load_side(arguments.new, options=options, progress=progress)
+    warn = partial(_warn, "magicstick diff")
+    old = load_side(arguments.old, options=options, progress=progress, warn=warn)
+    new = load_side(arguments.new, options=options, progress=progress, warn=warn)
     difference = compare(old, new)
-    sys.stdout.writelines(difference.lines())
+    sys.stdout.writelines(difference.lines(show_added=arguments.show_added))
     return EXIT_OK if difference.equal else EXIT_FINDING
 
 
@@ -210,8 +234,12 @@ def _snapshot(arguments: argparse.Namespace) -> int:
         out=arguments.out,
         progress=progress,
     )
-    print(f"wrote {count} objects to {arguments.out}", file=sys.stderr if arguments.out == STDIN else sys.stdout)
+    print(f"wrote {counted(count, 'object')} to {arguments.out}", file=sys.stderr if arguments.out == STDIN else sys.stdout)
     return EXIT_OK
+
+
+def _warn(command: str, text: str) -> None:
+    print(f"{command}: warning: {text}", file=sys.stderr, flush=True)
 
 
 _COMMANDS = {"render": _render, "diff": _diff, "snapshot": _snapshot, "backend": run_backend}

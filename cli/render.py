@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import re
+import stat
 import sys
 import tempfile
 from collections.abc import Callable, Iterator, Mapping
@@ -27,7 +28,7 @@ from cli.files import DYNAMIC, RESOURCES, STATUS, RenderedFile, file_order, fit_
 from cli.offline import DuplicateUrnError, OfflineRun, Registration, run_offline
 from cli.output import FileWriter, check_output_directory, replace_directory, write_text_file
 from cli.progress import QUIET, Progress
-from cli.summary import describe, summarize
+from cli.summary import counted, describe, listed, not_read, summarize
 from planning.summary import RunSummary
 from components.status import StatusWrite
 from planning.objects import decode_status
@@ -35,7 +36,7 @@ from planning.frozen import thaw
 from program import main as program
 from program.access_config import ACCESS_KEYS, access_settings
 from program.settings import SettingsError, parse_now
-from providers.snapshot_file import SnapshotFile, SnapshotFileError, load_snapshot_file, parse_snapshot_text
+from providers.snapshot_file import IgnoredKind, SnapshotFile, SnapshotFileError, load_snapshot_file, parse_snapshot_text
 
 __all__ = ["MASK", "RenderInputError", "RenderOptions", "RenderResult", "render", "render_files", "summary"]
 
@@ -74,6 +75,17 @@ class RenderResult:
     statuses: int
     dynamic: int
     status_summary: RunSummary
+    ignored: tuple[IgnoredKind, ...] = ()
+    """Objects of the snapshot of kinds the program does not read."""
+    warnings: tuple[str, ...] = ()
+    """What the user should know though the render went through: one line each, without the command's name."""
+
+    @property
+    def declared(self) -> str:
+        """`37 resources, 13 statuses and 4 dynamic resources`: what the run declared, as every count line says it."""
+        return listed(
+            [counted(self.resources, "resource"), counted(self.statuses, "status", "statuses"), counted(self.dynamic, "dynamic resource")]
+        )
 
 
 def render(
@@ -116,15 +128,26 @@ def render_files(
     `pulumi_program` is the program to run: the real one, except in tests of the engine's rules.
     """
     with _snapshot_on_disk(snapshot, stdin=stdin) as (path, loaded):
-        progress.stage(f"reading the snapshot: {loaded.objects} objects")
+        progress.stage(f"reading the snapshot: {counted(loaded.objects, 'object')}")
         config = _config(path, options, recorded_namespace=loaded.system_namespace)
         progress.stage("planning")
         try:
             _, run = run_offline(pulumi_program, config)
         except DuplicateUrnError as error:
-            raise RenderInputError(f"{STDIN_NAME if str(snapshot) == STDIN else snapshot}: {error}") from error
-    progress.stage(f"declaring: {len(run.registrations)} resources")
-    return _result(run)
+            raise RenderInputError(f"{_source_name(snapshot)}: {error}") from error
+    result = _result(run, loaded, warnings=_warnings(_source_name(snapshot), loaded))
+    progress.stage(f"declaring: {result.declared}")
+    return result
+
+
+def _warnings(source: str, loaded: SnapshotFile) -> tuple[str, ...]:
+    if loaded.objects == 0:
+        return (f"{source} holds no objects; the render is what an empty cluster gives",)
+    return ()
+
+
+def _source_name(snapshot: Path | str) -> str:
+    return STDIN_NAME if str(snapshot) == STDIN else str(snapshot)
 
 
 @contextmanager
@@ -168,6 +191,8 @@ def _checked(load: Callable[[], SnapshotFile]) -> SnapshotFile:
 
 def _config(snapshot: Path, options: RenderOptions, *, recorded_namespace: str | None) -> dict[str, str]:
     """The `magicstick:` config of the run, after checking every value a flag gives."""
+    if options.catalog_dir is not None:
+        _check_catalog_directory(options.catalog_dir)
     try:
         load_catalogs(options.catalog_dir)
         parse_now(options.now)
@@ -195,6 +220,19 @@ def _config(snapshot: Path, options: RenderOptions, *, recorded_namespace: str |
     return {key: value for key, value in values.items() if value is not None}
 
 
+def _check_catalog_directory(path: Path) -> None:
+    """--catalogs names a directory that exists (what is inside is the catalogs' to judge)."""
+    try:
+        mode = path.stat().st_mode
+    except FileNotFoundError as error:
+        raise RenderInputError(f"--catalogs {path}: no such directory") from error
+    except OSError as error:
+        raise filesystem_error(f"--catalogs {path}", error) from error
+    if not stat.S_ISDIR(mode):
+        what = "is a file" if stat.S_ISREG(mode) else "is not a directory"
+        raise RenderInputError(f"--catalogs {path}: {what}; give the directory that holds the catalog files")
+
+
 def _config_text(value: Any) -> str | None:
     """A value as Pulumi passes config to the program: a string; a list as a JSON array."""
     return json.dumps(list(value)) if isinstance(value, (list, tuple)) else value
@@ -205,7 +243,9 @@ def _check_name(flag: str, value: str | None, pattern: re.Pattern[str]) -> None:
         raise RenderInputError(f"{flag}: '{value}' is not a valid DNS name (lower case letters, digits, '-' and '.')")
 
 
-def _result(run: OfflineRun) -> RenderResult:
+def _result(run: OfflineRun, loaded: SnapshotFile, *, warnings: tuple[str, ...]) -> RenderResult:
+    """What the run declared, as files. Components and the Kubernetes provider declare nothing a
+    cluster holds: they are in no file and in no count."""
     resources = _kubernetes_objects(run)
     statuses = [_status_document(r) for r in run.of_type(STATUS_TYPE)]
     dynamic = [r for r in _dynamic_resources(run) if r.type != STATUS_TYPE]
@@ -225,6 +265,8 @@ def _result(run: OfflineRun) -> RenderResult:
         statuses=len(statuses),
         dynamic=len(dynamic),
         status_summary=summarize(statuses),
+        ignored=loaded.ignored,
+        warnings=warnings,
     )
 
 
@@ -300,8 +342,18 @@ def _object_stem(obj: Mapping[str, Any]) -> str:
     return ".".join(safe_part(p) for p in parts if p)
 
 
-def summary(result: RenderResult, out: Path | str) -> str:
-    """Pure. The one summary line: what was written where, objects per phase, the first unhealthy ones."""
-    where = f"under {out}" if str(out) != STDIN else "to standard output"
-    counts = f"{result.resources} resources, {result.statuses} statuses and {result.dynamic} dynamic resources"
-    return f"wrote {counts} {where}; {describe(result.status_summary)}"
+def summary(result: RenderResult, out: Path | str, *, resources_only: bool = False) -> str:
+    """Pure. The one summary line: what was written where, objects per phase, the first unhealthy
+    ones, the objects of the snapshot the program does not read.
+
+    `resources_only`: the stream held the resources only; the rest is counted as not streamed.
+    """
+    if str(out) != STDIN:
+        wrote = f"{result.declared} under {out}"
+    elif resources_only:
+        rest = listed([counted(result.statuses, "status", "statuses"), counted(result.dynamic, "dynamic resource")])
+        wrote = f"{counted(result.resources, 'resource')} to standard output ({rest} not streamed, see --all)"
+    else:
+        wrote = f"{result.declared} to standard output"
+    ignored = not_read(result.ignored)
+    return f"wrote {wrote}; {describe(result.status_summary)}" + (f"; {ignored}" if ignored else "")

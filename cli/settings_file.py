@@ -31,6 +31,8 @@ _RUN_FILE_KEYS = ("systemNamespace", "domain", "localDomain")
 FILE_KEYS = (*_RUN_FILE_KEYS, *(entry.key for entry in ACCESS_KEYS))
 """The keys render takes from a settings file."""
 _STACK_CONFIG = "config"
+_PROJECT_KEYS = ("name", "runtime")
+"""A Pulumi project file (Pulumi.yaml) has them; a stack settings file never does."""
 
 
 @dataclass(frozen=True)
@@ -67,6 +69,11 @@ def settings_document(document: object, *, source: str) -> SettingsFile:
         return SettingsFile()
     if not isinstance(document, Mapping):
         raise RenderInputError(f"{source}: must be a mapping of magicstick: settings, or a Pulumi stack file with config:")
+    if all(key in document for key in _PROJECT_KEYS):
+        raise RenderInputError(
+            f"{source}: a Pulumi project file (it declares name: and runtime:), not settings;"
+            " give a stack settings file (Pulumi.<stack>.yaml) or a mapping of magicstick: keys"
+        )
     if _STACK_CONFIG in document:
         return _entries(_stack_config(document[_STACK_CONFIG], source=source), source=source, other_namespaces=True)
     return _entries(document, source=source, other_namespaces=False)

@@ -7,6 +7,10 @@ catalog: the ConfigMap, else the file of `magicstick:catalogDir`, else the shipp
 (`catalogDir` over shipped) is what catalogs.load_catalogs reads; this module only reads the
 snapshot's ConfigMaps, so a run, `render` of a snapshot holding them and a test all choose alike.
 
+Model presets are overridden entry by entry instead: ConfigMap/magicstick-model-presets, key
+`presets.yaml`, holds a document of the same format as catalogs/presets.yaml whose presets replace
+the base presets of their names and add the others; the base presets it does not name stay.
+
 A ConfigMap is applied only whole and only valid: its YAML parses, its entries follow their
 schema, and the catalogs it forms with the others pass every cross-file rule
 (catalogs.check_catalogs). An invalid one is not applied: the base catalog it would have replaced
@@ -47,11 +51,15 @@ class CatalogConfigMap:
     """The attribute of catalogs.Catalogs it replaces (a key of catalogs.CATALOG_FILES)."""
     name: str
     key: str
+    by_entry: bool = False
+    """Its entries replace the base entries of their names and add the others, instead of the
+    whole catalog being replaced."""
 
 
 CATALOG_CONFIG_MAPS: Final = (
     CatalogConfigMap(catalog="modules", name="magicstick-module-catalog", key="modules.yaml"),
     CatalogConfigMap(catalog="applications", name="magicstick-app-catalog", key="applications.yaml"),
+    CatalogConfigMap(catalog="presets", name="magicstick-model-presets", key="presets.yaml", by_entry=True),
 )
 """The catalog ConfigMaps, in the order they are tried (modules first: applications name modules)."""
 
@@ -116,6 +124,18 @@ def _parsed(namespace: str, config_map: CatalogConfigMap, data: Mapping[str, Any
     return parse_catalog_text(config_map.catalog, text, file=label)
 
 
+def _over_base(base: Catalogs, config_map: CatalogConfigMap, parsed: BaseModel) -> BaseModel:
+    """The catalog a ConfigMap puts in force: `parsed` itself, or for a by-entry ConfigMap the base
+    entries it does not name followed by all of its own (a name repeated inside it stays repeated,
+    for the catalog checks to report). Pure."""
+    if not config_map.by_entry:
+        return parsed
+    own = getattr(parsed, "entries")
+    names = {entry.name for entry in own}
+    kept = tuple(entry for entry in getattr(base, config_map.catalog).entries if entry.name not in names)
+    return type(parsed)(entries=(*kept, *own))
+
+
 def _combined(base: Catalogs, replacements: Mapping[str, BaseModel]) -> Catalogs:
     fields = {name: getattr(base, name) for name in Catalogs.model_fields}
     return Catalogs(**(fields | dict(replacements)))
@@ -137,7 +157,8 @@ def catalogs_in_force(snapshot: Snapshot, base: Catalogs, *, system_namespace: s
         if found is None:
             continue
         try:
-            candidates[config_map.catalog] = (config_map, _parsed(system_namespace, config_map, found.data))
+            parsed = _parsed(system_namespace, config_map, found.data)
+            candidates[config_map.catalog] = (config_map, _over_base(base, config_map, parsed))
         except CatalogError as error:
             problems.append(_problem(system_namespace, config_map, error))
     if not candidates:

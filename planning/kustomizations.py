@@ -7,6 +7,7 @@ difference.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from catalogs import ModuleEntry
@@ -37,12 +38,15 @@ def module_kustomization(
     suspend: bool,
     activation: str | None,
     field_manager: str,
+    parameters: Mapping[str, str] | None = None,
 ) -> DesiredObject:
     """Build the Kustomization for `entry`.
 
     Hardware providers wait for their workloads to be ready (driver and device-plugin rollout
     count toward readiness); other modules do not wait, and instead health-check the CRDs they
     must serve. Flux ignores healthChecks when wait is on, so only one of the two is written.
+    `parameters` (variable -> text, planning.module_parameters) join the shared settings in
+    post-build substitution; Flux gives inline values precedence over substituteFrom.
     """
     labels = {MANAGED_BY: MANAGED_BY_VALUE, MODULE: entry.name}
     annotations = {FIELD_MANAGER_ANNOTATION: field_manager}
@@ -59,7 +63,7 @@ def module_kustomization(
         "suspend": suspend,
         "sourceRef": {"kind": source.kind, "name": source.name, "namespace": source.namespace},
         "postBuild": {
-            "substitute": {"var_substitution_enabled": "true"},
+            "substitute": {"var_substitution_enabled": "true", **dict(sorted((parameters or {}).items()))},
             "substituteFrom": [{"kind": "ConfigMap", "name": SETTINGS_CONFIG_MAP, "optional": True}],
         },
     }

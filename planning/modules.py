@@ -3,6 +3,7 @@
 One fixed order, every run:
 
 1. classify ModuleActivations: valid winners, disabled ones, and rejected ones (invalid spec,
+   parameters the module's catalog entry does not declare or whose value does not fit,
    unknown module, a second activation of the same module);
 2. seed a ModuleActivation for every enabled Appliance.spec.modules entry and every GPU
    vendor operator that hardware detection requests, when none exists; existing
@@ -54,6 +55,7 @@ from planning.labels import (
     SEEDED_FROM,
     is_generated,
 )
+from planning.module_parameters import parameter_problems, substitutions
 from planning.objects import DesiredObject
 from planning.readiness import Verdict, Waiting, flux_readiness
 from planning.reasons import Reason, listed
@@ -206,6 +208,7 @@ def plan_modules(
             served_crds=snapshot.served_crds,
             source=source,
             activation=activation.name if activation else (name if name in seeded_modules else None),
+            parameters=substitutions(catalogs.modules.get(name), activation.spec.parameters if activation else {}),
             auto_enabled=name not in enabled,
             requested_by=tuple(sorted(requested_by.get(name, ()))),
             settings=settings,
@@ -251,6 +254,8 @@ def _classify(activations: Iterable[Parsed[Any]], catalogs: Catalogs) -> _Classi
             result.rejected.append(
                 (activation, Reason.UNKNOWN_MODULE, f"spec.module: '{raw_module}' is not a catalogued module ({known})", None)
             )
+        elif problems := parameter_problems(catalogs.modules.get(module), activation.spec.parameters):
+            result.rejected.append((activation, Reason.INVALID_SPEC, "; ".join(problems), module))
         else:
             candidates[module].append(activation)
     for module, group in sorted(candidates.items()):
@@ -453,6 +458,7 @@ def _decide(
     auto_enabled: bool,
     requested_by: tuple[str, ...],
     settings: PlanSettings,
+    parameters: Mapping[str, str],
 ) -> ModuleOutcome:
     """The outcome of one requested module, dependencies decided first. Pure."""
     common = {"name": entry.name, "kustomization_name": entry.kustomization, "auto_enabled": auto_enabled, "requested_by": requested_by, "activation": activation}
@@ -480,6 +486,7 @@ def _decide(
             suspend=suspend,
             activation=activation,
             field_manager=settings.field_manager,
+            parameters=parameters,
         )
 
     unready = sorted(d for d in entry.depends_on if not decided[d].serving)

@@ -12,12 +12,22 @@ from typing import Any
 
 from catalogs import Catalogs
 from planning.catalog_overrides import CatalogProblem, keep_unknown_modules
+from planning.deadlines import Deadline, next_deadline
 from planning.hardware.amd import MODULE as AMD_MODULE
 from planning.hardware.amd import amd_objects
 from planning.hardware.nvidia_sharing import MODULE as NVIDIA_MODULE
 from planning.hardware.sharing_plan import SharingPlan, plan_sharing, with_sharing
 from planning.hardware.validation import MAX_HISTORY_RUNS
-from planning.hardware.compatibility import AmdCompatibility, ValidationRunPlan, compatibility_status, decide_compatibility, runtime_ready
+from planning.hardware.compatibility import (
+    AmdCompatibility,
+    ValidationRunPlan,
+    catalogued_engines,
+    compatibility_status,
+    decide_compatibility,
+    with_device_results,
+)
+from planning.hardware.runtime_adoption import runtime_adoption
+from planning.hardware.evidence import evidence_deadline
 from planning.hardware.operators import (
     Hardware,
     VendorDecision,
@@ -30,6 +40,8 @@ from planning.intent import read_intent
 from planning.labels import FIELD_MANAGER_ANNOTATION
 from planning.stale import StaleObject, stale_kustomizations
 from planning.models.catalog import ModelCatalog, plan_catalog
+from planning.models.choice import settle_choices
+from planning.models.lifecycle import lifecycle_deadlines
 from planning.models.plan import ModelPlan, plan_models
 from planning.instances.plan import InstancePlan, plan_instances
 from planning.modules import ModulePlan, appliance_source, plan_modules
@@ -76,6 +88,9 @@ class Plan:
     """Generated objects in the cluster that nothing in the plan declares: removed (planning/stale.py)."""
     model_catalog: ModelCatalog | None = None
     """What LiteLLM routes, and its ConfigMap (planning/models/catalog.py)."""
+    next_reconcile: Deadline | None = None
+    """The earliest moment still to come at which a state changes with time alone
+    (planning/deadlines.py); Appliance/local publishes it as status.nextReconcileAt."""
 
     @property
     def objects(self) -> tuple[DesiredObject, ...]:
@@ -131,8 +146,9 @@ def plan(
     not be applied (planning.catalog_overrides.catalogs_in_force gives both): Appliance/local
     is then Degraded (CatalogInvalid).
     """
-    intent = read_intent(snapshot, settings.system_namespace)
     hardware = observe_hardware(snapshot, catalogs)
+    settled = settle_choices(read_intent(snapshot, settings.system_namespace), hardware, catalogs)
+    intent = settled.intent
     vendors = decide_vendors(hardware, snapshot, intent, catalogs)
     needs = requirements(intent, catalogs, unavailable_vendors=unavailable_vendors(vendors, catalogs=catalogs))
     modules = plan_modules(
@@ -156,6 +172,7 @@ def plan(
         now=now,
         memory=hardware.memory,
         sharing=sharing,
+        choices=settled.choices,
     )
     catalog = plan_catalog(models=models, modules=modules, snapshot=snapshot, settings=settings)
     instances = plan_instances(
@@ -175,10 +192,14 @@ def plan(
     amd = _amd_compatibility(snapshot, intent, hardware, vendors, catalogs, settings, now)
     if amd is not None and AMD_MODULE in operators:
         kubeai = modules.outcome("kubeai")
-        ready = runtime_ready(snapshot, kubeai.phase if kubeai is not None else None)
-        compatibility = compatibility_status(amd, catalogs=catalogs, runtime_ready=ready).model_copy(update={"sharing": sharing.amd_status()})
-        operators[AMD_MODULE] = operators[AMD_MODULE].model_copy(update={"compatibility": compatibility})
+        adoption = runtime_adoption(
+            snapshot, kubeai_phase=kubeai.phase if kubeai is not None else None, validated=amd.runtime_images, engines=catalogued_engines(amd, catalogs)
+        )
+        compatibility = compatibility_status(amd, catalogs=catalogs, adoption=adoption).model_copy(update={"sharing": sharing.amd_status()})
+        devices = with_device_results(operators[AMD_MODULE].devices, compatibility.device_diagnostics)
+        operators[AMD_MODULE] = operators[AMD_MODULE].model_copy(update={"compatibility": compatibility, "devices": devices})
     providers = _hardware_providers(hardware, vendors, modules, snapshot, catalogs, settings, amd, sharing)
+    next_reconcile = next_deadline(_deadlines(snapshot, models, amd, now), now=now)
     appliance = appliance_status(
         intent,
         modules,
@@ -190,6 +211,7 @@ def plan(
         operator=operator_report(
             snapshot, settings, previous_status=intent.appliance.obj.status if intent.appliance else {}, now=now
         ),
+        next_reconcile=next_reconcile,
     )
     if appliance is not None:
         statuses.append(appliance)
@@ -205,7 +227,19 @@ def plan(
         validation_runs=amd.runs if amd is not None and _amd_requested(modules) else (),
         validation_history=ValidationHistoryPlan(settings.system_namespace) if _amd_requested(modules) else None,
         model_catalog=catalog,
+        next_reconcile=next_reconcile,
     )
+
+
+def _deadlines(snapshot: Snapshot, models: ModelPlan, amd: AmdCompatibility | None, now: datetime) -> tuple[Deadline, ...]:
+    """Every moment at which a planned state changes with time alone: the lifecycle timers of the
+    ModelActivations and the host evidence of the AMD nodes whose compatibility is reported."""
+    found = [deadline for update in models.statuses if update.kind == "ModelActivation" for deadline in lifecycle_deadlines(update)]
+    judged = {node.node for node in amd.nodes} if amd is not None else set()
+    for node in snapshot.nodes:
+        if node.meta.name in judged and (deadline := evidence_deadline(node, now)) is not None:
+            found.append(deadline)
+    return tuple(found)
 
 
 def _amd_requested(modules: ModulePlan) -> bool:

@@ -146,6 +146,8 @@ class Pod:
     terminating: bool = False
     reason: str = ""
     message: str = ""
+    images: FrozenMap = field(default_factory=lambda: EMPTY)
+    """Container name -> the image its spec names."""
 
     def controlled_by(self, uid: str | None) -> bool:
         return uid is not None and any(o.controller and o.uid == uid for o in self.owners)
@@ -639,7 +641,15 @@ def _pod(raw: Mapping[str, Any], meta: ObjectMeta, identity: str) -> Pod:
         terminating=bool(raw["metadata"].get("deletionTimestamp")),
         reason=str(status.get("reason") or ""),
         message=str(status.get("message") or ""),
+        images=_container_images(raw, identity),
     )
+
+
+def _container_images(raw: Mapping[str, Any], identity: str) -> FrozenMap:
+    containers = _mapping(raw, "spec", identity).get("containers") or ()
+    if not isinstance(containers, (list, tuple)) or not all(isinstance(c, Mapping) for c in containers):
+        raise SnapshotError(identity, "spec.containers must be a list of objects")
+    return freeze({str(c.get("name") or ""): str(c.get("image") or "") for c in containers})
 
 
 def _crd_established(raw: Mapping[str, Any]) -> bool:

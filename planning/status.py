@@ -23,7 +23,8 @@ from typing import Any
 
 from api.meta import API_VERSION
 from api.status import ActivationStatus, ApplianceStatus, HardwareOperatorStatus, ListSummary, ModuleStatus
-from planning.conditions import READY, condition
+from planning.conditions import READY, condition, rfc3339
+from planning.deadlines import Deadline
 from planning.frozen import freeze, thaw
 from planning.intent import Intent, Parsed
 from planning.instances.plan import InstanceSummary
@@ -224,9 +225,11 @@ def appliance_status(
     models: Iterable[StatusUpdate] = (),
     catalog_problems: Iterable[CatalogProblem] = (),
     operator: OperatorReport | None = None,
+    next_reconcile: Deadline | None = None,
 ) -> StatusUpdate | None:
     """Appliance/local.status: module and instance maps, hardware, aggregate phase, Ready condition,
-    and, when the program runs under a PKO Stack, what the operator did (planning.operator).
+    and, when the program runs under a PKO Stack, what the operator did (planning.operator);
+    `next_reconcile`, the plan's next deadline (planning.deadlines), as nextReconcileAt/Reason.
 
     Ready needs every enabled module Ready and every enabled instance Ready; a failing module
     makes the appliance Degraded, and so does a catalog ConfigMap that cannot be applied
@@ -281,6 +284,8 @@ def appliance_status(
         models=model_listing,
         models_summary=models_summary,
         conditions=conditions,
+        next_reconcile_at=rfc3339(next_reconcile.at) if next_reconcile is not None else None,
+        next_reconcile_reason=next_reconcile.reason if next_reconcile is not None else None,
     )
     wire = status.to_wire()
     if operator is not None:

@@ -45,6 +45,7 @@ from concurrent.futures import ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from typing import Any, Final, TypeVar
 
+from planning.hardware.runtime_adoption import KUBEAI_NAMESPACE
 from planning.instances.guard import GUARD_SELECTOR
 from planning.labels import MANAGED_BY, MANAGED_BY_VALUE
 from planning.models.direct import RUNTIME_LABEL, DirectRuntimeKind
@@ -113,6 +114,8 @@ class LiveObjects:
 DEFAULT_MODEL_NAMESPACE = "ai"
 MODEL_POD_SELECTOR = "model"
 """KubeAI labels every model Pod with `model: <Model name>`; the selector keeps other Pods out."""
+KUBEAI_CONFIG_SELECTOR: Final = "app.kubernetes.io/name=kubeai,app.kubernetes.io/instance=kubeai"
+"""The labels KubeAI's chart gives its objects: selects its configuration (runtime adoption)."""
 RUNTIME_SELECTOR: Final = RUNTIME_LABEL
 """Direct runtimes label every object and Pod with RUNTIME_LABEL; selecting on the key keeps other objects out."""
 
@@ -173,6 +176,8 @@ def reads(
         Read(CONFIG_MAP, FLUX_NAMESPACE),
         Read(CONFIG_MAP, system_namespace),
         Read(HELM_RELEASE, system_namespace),
+        Read(HELM_RELEASE, FLUX_NAMESPACE),
+        Read(CONFIG_MAP, KUBEAI_NAMESPACE, KUBEAI_CONFIG_SELECTOR),
         *gateway_reads(gateway_namespace or system_namespace),
         Read(RESOURCE_SLICE),
         Read(RESOURCE_CLAIM, DEFAULT_MODEL_NAMESPACE, MANAGED_SELECTOR),

@@ -8,12 +8,19 @@ List's metadata), what the objects alone do not hold:
   (planning/snapshot.py UnreadableNamespace.to_wire);
 - HEALTH_ANNOTATION: what the Ready realtime Pods answered on `/health`, a JSON array of
   `{"namespace", "pod", "healthy", "error"}` sorted by namespace and Pod (`health_to_wire`).
+
+An object of appliance.magicstick.dev must be of a kind and version the program serves: any other
+would be lost in silence (a misspelled kind), so it is an error naming its line. Objects of other
+groups' kinds the program does not read are counted (`SnapshotFile.ignored`), never an error: a
+`kubectl get -o yaml` dump holds many.
 """
 
 from __future__ import annotations
 
+import difflib
 import json
 import re
+from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,7 +29,14 @@ from typing import Any, Final
 import yaml
 
 from api import yamlio
+from api.meta import GROUP, VERSION
 from planning.snapshot import (
+    APPLIANCE_API_VERSION,
+    FLUX_KUSTOMIZE_API_VERSION,
+    GENERIC_KINDS,
+    KUBEAI_API_VERSION,
+    NFD_API_VERSION,
+    RUNTIME_KINDS,
     UNREADABLE_ANNOTATION,
     HealthObservation,
     Snapshot,
@@ -42,6 +56,30 @@ HEALTH_FIELDS: Final = ("namespace", "pod", "healthy", "error")
 _NAMESPACE = re.compile(r"[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?")
 
 
+_READ_KINDS: Final = frozenset(
+    {
+        *((APPLIANCE_API_VERSION, kind) for kind in RUNTIME_KINDS),
+        (FLUX_KUSTOMIZE_API_VERSION, "Kustomization"),
+        ("v1", "Node"),
+        (NFD_API_VERSION, "NodeFeature"),
+        (KUBEAI_API_VERSION, "Model"),
+        *GENERIC_KINDS,
+        ("apps/v1", "Deployment"),
+        ("v1", "Pod"),
+        ("v1", "ConfigMap"),
+    }
+)
+"""What Snapshot.from_objects keeps, besides CustomResourceDefinitions (tests/cli/test_snapshot_kinds.py
+holds the two to one another)."""
+
+
+def reads_kind(api_version: str, kind: str) -> bool:
+    """Pure. Whether the program reads objects of this apiVersion and kind; the others are ignored."""
+    if kind == "CustomResourceDefinition" and api_version.startswith("apiextensions.k8s.io/"):
+        return True
+    return (api_version, kind) in _READ_KINDS
+
+
 class SnapshotFileError(Exception):
     """The snapshot file cannot be used; the message names the file and the object."""
 
@@ -53,6 +91,17 @@ class SnapshotFile:
     snapshot: Snapshot
     objects: int
     system_namespace: str | None
+    ignored: tuple[IgnoredKind, ...] = ()
+    """Objects of kinds the program does not read, most frequent first."""
+
+
+@dataclass(frozen=True)
+class IgnoredKind:
+    """How many objects of one apiVersion and kind the snapshot holds that the program does not read."""
+
+    api_version: str
+    kind: str
+    count: int
 
 
 def read_snapshot_file(path: Path) -> Snapshot:
@@ -90,7 +139,67 @@ def parse_snapshot_text(text: str, *, source: str) -> SnapshotFile:
         snapshot=snapshot,
         objects=_count(documents),
         system_namespace=_recorded_namespace(documents, source=source),
+        ignored=_ignored_kinds(documents, text=text, source=source),
     )
+
+
+def _objects(documents: Iterable[Any]) -> Iterator[Mapping[str, Any]]:
+    """Every object of the documents, Lists flattened, as Snapshot.from_objects reads them."""
+    for document in documents:
+        if _is_list(document):
+            yield from _objects(document.get("items") or [])
+        elif isinstance(document, Mapping):
+            yield document
+
+
+def _ignored_kinds(documents: Iterable[Any], *, text: str, source: str) -> tuple[IgnoredKind, ...]:
+    """The kinds the program does not read, counted; SnapshotFileError naming the line for an
+    object of appliance.magicstick.dev that is of no kind or version the program serves."""
+    counts: Counter[tuple[str, str]] = Counter()
+    for obj in _objects(documents):
+        api_version, kind = str(obj.get("apiVersion", "")), str(obj.get("kind", ""))
+        if reads_kind(api_version, kind):
+            continue
+        if api_version.rpartition("/")[0] == GROUP:
+            raise SnapshotFileError(_not_our_kind(api_version, kind, text=text, source=source))
+        counts[(api_version, kind)] += 1
+    ordered = sorted(counts.items(), key=lambda item: (-item[1], item[0][1], item[0][0]))
+    return tuple(IgnoredKind(api_version=a, kind=k, count=n) for (a, k), n in ordered)
+
+
+def _not_our_kind(api_version: str, kind: str, *, text: str, source: str) -> str:
+    if api_version != APPLIANCE_API_VERSION:
+        line = _line_of(text, api_version=api_version, kind=kind, field="apiVersion")
+        return f"{source}: line {line}: apiVersion {api_version} is not served (the version is {VERSION})"
+    close = difflib.get_close_matches(kind, RUNTIME_KINDS, n=1)
+    hint = f"did you mean {close[0]}?" if close else f"its kinds: {', '.join(RUNTIME_KINDS)}"
+    line = _line_of(text, api_version=api_version, kind=kind, field="kind")
+    return f"{source}: line {line}: kind {kind} is not a kind of {GROUP} ({hint})"
+
+
+def _line_of(text: str, *, api_version: str, kind: str, field: str) -> int:
+    """The line of `field` in the first object of `api_version` and `kind` in `text` (1-based)."""
+    for document in yaml.compose_all(text, Loader=yamlio.SafeLoader):
+        found = _field_line(document, api_version=api_version, kind=kind, field=field)
+        if found is not None:
+            return found
+    raise LookupError(f"no {api_version} {kind} in the text")
+
+
+def _field_line(node: yaml.Node | None, *, api_version: str, kind: str, field: str) -> int | None:
+    if not isinstance(node, yaml.MappingNode):
+        return None
+    fields = {key.value: value for key, value in node.value if isinstance(key, yaml.ScalarNode)}
+    items = fields.get("items")
+    if isinstance(items, yaml.SequenceNode) and str(getattr(fields.get("kind"), "value", "")).endswith("List"):
+        for item in items.value:
+            found = _field_line(item, api_version=api_version, kind=kind, field=field)
+            if found is not None:
+                return found
+        return None
+    if getattr(fields.get("apiVersion"), "value", None) == api_version and getattr(fields.get("kind"), "value", None) == kind:
+        return fields[field].start_mark.line + 1
+    return None
 
 
 def _is_list(document: Any) -> bool:

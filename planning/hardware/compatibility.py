@@ -35,7 +35,7 @@ behind the engine validation, one at a time, and never change eligibility. Pure.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from enum import StrEnum
@@ -44,11 +44,12 @@ from typing import Any, Final
 from pydantic import ValidationError
 
 from api.modules import AMD_GPU_MODULE, AmdGpuParameters, parse_gpu_parameters
-from api.status import CompatibilityNodeStatus, CompatibilityStatus, DeviceDiagnosticStatus, EngineValidationStatus
+from api.status import CompatibilityNodeStatus, CompatibilityStatus, DeviceDiagnosticStatus, EngineValidationStatus, PciDeviceStatus
 from catalogs import Catalogs, GpuCompatibilityProfile
 from planning.hardware.evidence import HostEvidence, read_evidence
 from planning.hardware.inventory import PciGpu
 from planning.hardware.memory import labelled_gpus
+from planning.hardware.runtime_adoption import RuntimeAdoption
 from planning.hardware.operators import Hardware, VendorDecision
 from planning.hardware.validation import (
     HISTORY_CONFIG_MAP,
@@ -610,8 +611,34 @@ def engine_status(run: EngineRun, record: RunRecord, current: HostIdentity | Non
     )
 
 
+def catalogued_engines(compatibility: AmdCompatibility, catalogs: Catalogs) -> tuple[str, ...]:
+    """The engines the selected profile catalogues; none without a known profile. Pure."""
+    profile_id = compatibility.selection.profile_id
+    profile = catalogs.gpu_compatibility.get(profile_id) if profile_id else None
+    return tuple(sorted(profile.engines)) if profile is not None else ()
+
+
+def with_device_results(
+    devices: Sequence[PciDeviceStatus], diagnostics: Sequence[DeviceDiagnosticStatus]
+) -> list[PciDeviceStatus]:
+    """Each physical device entry with the per-engine results of the diagnostic bound to it (by
+    node and PCI vendor:device); where several are, the one whose request sorts last. A device
+    no diagnostic has reached is left as it is. Pure."""
+    results: dict[tuple[str, str], DeviceDiagnosticStatus] = {}
+    for diagnostic in diagnostics:
+        if diagnostic.engines:
+            results[(diagnostic.node, diagnostic.device)] = diagnostic
+    found = []
+    for device in devices:
+        result = results.get((device.node, f"{device.vendor}:{device.device}".lower()))
+        if result is not None:
+            device = device.model_copy(update={"engines": dict(result.engines), "diagnostic_request": result.request})
+        found.append(device)
+    return found
+
+
 def compatibility_status(
-    compatibility: AmdCompatibility, *, catalogs: Catalogs, runtime_ready: bool
+    compatibility: AmdCompatibility, *, catalogs: Catalogs, adoption: RuntimeAdoption
 ) -> CompatibilityStatus:
     """hardwareOperators.amd-gpu.compatibility. Pure."""
     selection = compatibility.selection
@@ -639,7 +666,10 @@ def compatibility_status(
         validation_request=selection.validation_request or None,
         validation=_validation(compatibility, profile),
         device_diagnostics=list(compatibility.diagnostics),
-        runtime_ready=runtime_ready,
+        runtime_ready=adoption.ready,
+        runtime_reason=adoption.reason.value,
+        runtime_message=adoption.message,
+        effective_images=dict(adoption.effective_images),
         runtime_images=dict(compatibility.runtime_images),
         reason=reason,
         message=message,
@@ -687,19 +717,3 @@ def _validation(compatibility: AmdCompatibility, profile: GpuCompatibilityProfil
         }
     current = next((n.identity for n in compatibility.nodes if n.node == record.host.node), None)
     return {run.engine: engine_status(run, record, current) for run in record.engines}
-
-
-KUBEAI_RELEASE: Final = ("flux-system", "kubeai")
-
-
-def runtime_ready(snapshot: Snapshot, kubeai_phase: str | None) -> bool:
-    """KubeAI has adopted the configured image: its module is Ready and, when the KubeAI
-    HelmRelease is observed, it is Ready at its current generation (Flux reconciles it on every
-    change of the runtime-images store, which it watches). Independent of any test's state. Pure."""
-    if kubeai_phase != "Ready":
-        return False
-    release = snapshot.generic("HelmRelease", *KUBEAI_RELEASE)
-    if release is None:
-        return True
-    ready = release.condition("Ready")
-    return ready is not None and ready.status == "True" and ready.observed_generation in (None, release.meta.generation)

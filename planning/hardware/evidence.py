@@ -19,6 +19,10 @@ else is reported with its state and never used: a foreign annotation (another No
 with a node object) or a stale one (written before a reboot or a kernel change, or by a timer
 that stopped) says nothing about this host as it is now.
 
+Age alone turns current evidence stale (after EVIDENCE_MAX_AGE) and evidence from the near
+future current (once within EVIDENCE_CLOCK_SKEW); `evidence_deadline` says when
+(planning.deadlines), from observedAt, so it moves only when the host writes again.
+
 The annotation is runtime-owned: the host writes it, the program only reads it, and public
 manifests never seed it. Pure.
 """
@@ -32,6 +36,7 @@ from datetime import datetime, timedelta
 from enum import StrEnum
 from typing import Any, Final
 
+from planning.deadlines import Deadline, whole_second_after, whole_second_from
 from planning.snapshot import Node
 
 HOST_EVIDENCE_ANNOTATION: Final = "appliance.magicstick.dev/host-evidence"
@@ -176,3 +181,25 @@ def _judge(raw: dict[str, Any], node: Node, now: datetime) -> tuple[EvidenceStat
         minutes = int(EVIDENCE_MAX_AGE.total_seconds() // 60)
         return EvidenceState.STALE, f"host evidence of node {name} was written at {raw['observedAt']}, more than {minutes} minutes ago"
     return EvidenceState.CURRENT, f"host evidence of node {name} is current"
+
+
+def evidence_deadline(node: Node, now: datetime) -> Deadline | None:
+    """When the host evidence of `node` changes state with time alone, if it will. Pure.
+
+    Current evidence turns stale the first second after observedAt + EVIDENCE_MAX_AGE;
+    evidence dated too far ahead becomes current once observedAt - EVIDENCE_CLOCK_SKEW is
+    reached, if nothing else keeps it stale. Evaluated again at that moment to be sure.
+    """
+    evidence = read_evidence(node, now)
+    observed = _timestamp(evidence.observed_at) if evidence.observed_at else None
+    if observed is None:
+        return None
+    if evidence.state is EvidenceState.CURRENT:
+        moment, change = whole_second_after(observed + EVIDENCE_MAX_AGE), "turns stale"
+    elif evidence.state is EvidenceState.STALE and observed - now > EVIDENCE_CLOCK_SKEW:
+        moment, change = whole_second_from(observed - EVIDENCE_CLOCK_SKEW), "becomes current"
+    else:
+        return None
+    if read_evidence(node, moment).state is evidence.state:
+        return None
+    return Deadline(at=moment, reason=f"Node {node.meta.name}: host evidence {change}")

@@ -12,17 +12,25 @@ Phases, in the order they are checked once the Model is declared:
 - Starting: a Pod exists but no replica is ready; also while an Ollama alias is missing on a
   Ready Pod (WaitingForOllamaAlias) or the model catalog has not published the model yet.
 - Ready: a replica is ready, the engine checks passed and the model catalog lists the model.
+
+Two of these states change with time alone; `lifecycle_deadlines` says when (planning.deadlines):
+the stall at podCreation.since plus two minutes, while the phase is WaitingForPod; the next
+recovery attempt at podRecovery's lastAttemptTime plus its backoff, while recovery is neither
+exhausted nor over (the activation not Ready). Both are read from the status this run plans,
+so they move only when the persisted timers do.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import datetime, timedelta, timezone
 from typing import Any
 
 from planning.conditions import rfc3339
-from planning.models.recovery import RecoveryDecision, RecoveryState, TerminalPod, decide_recovery
+from planning.deadlines import Deadline, whole_second_from
+from planning.models.recovery import MAX_ATTEMPTS, RECOVERY_EXHAUSTED, RecoveryDecision, RecoveryState, TerminalPod, decide_recovery
+from planning.objects import StatusUpdate
 from planning.readiness import kubeai_model_readiness
 from planning.snapshot import KubeAIModel, OllamaObservation, Pod
 
@@ -72,7 +80,33 @@ def _timer(previous: Mapping[str, Any], revision: str, now: datetime) -> dict[st
 
 
 def _elapsed(since: str, now: datetime) -> timedelta:
-    return now - datetime.fromisoformat(since.replace("Z", "+00:00"))
+    return now - _moment(since)
+
+
+def _moment(text: str) -> datetime:
+    moment = datetime.fromisoformat(text.replace("Z", "+00:00"))
+    return moment if moment.tzinfo is not None else moment.replace(tzinfo=timezone.utc)
+
+
+def lifecycle_deadlines(update: StatusUpdate) -> tuple[Deadline, ...]:
+    """When the planned status of a ModelActivation changes with time alone: its Pod creation
+    stall and its next Pod recovery attempt, as far as they apply. Pure."""
+    status = update.status
+    who = f"{update.kind} {update.namespace}/{update.name}"
+    found = []
+    timer = status.get("podCreation")
+    since = timer.get("since") if isinstance(timer, Mapping) else None
+    if status.get("phase") == "WaitingForPod" and isinstance(since, str):
+        try:
+            found.append(Deadline(at=whole_second_from(_moment(since) + POD_CREATION_TIMEOUT), reason=f"{who}: pod creation stall"))
+        except ValueError:
+            pass
+    recovery = RecoveryState.from_status(status.get("podRecovery"))
+    if recovery is not None and recovery.attempts < MAX_ATTEMPTS and status.get("reason") != RECOVERY_EXHAUSTED and status.get("phase") != "Ready":
+        found.append(
+            Deadline(at=whole_second_from(recovery.next_attempt_time()), reason=f"{who}: pod recovery attempt {recovery.attempts + 1}")
+        )
+    return tuple(found)
 
 
 def model_lifecycle(

@@ -39,6 +39,7 @@ from planning.models.kubeai import (
     kubeai_model,
     model_name,
 )
+from planning.models.choice import CHOICE_FIELD, LocalChoice
 from planning.models.catalog_format import MODEL_CATALOG_CONFIG_MAP, MODEL_CATALOG_KEY, listed_ids  # noqa: F401 (re-exported)
 from planning.models.direct import ClaimBinding, DirectRuntime
 from planning.models.direct_plan import direct_kind, kept_direct, plan_direct
@@ -201,8 +202,12 @@ def plan_models(
     now: datetime,
     memory: Mapping[str, HostMemory] = MappingProxyType({}),
     sharing: SharingPlan = SharingPlan(),
+    choices: Mapping[str, LocalChoice] = MappingProxyType({}),
 ) -> ModelPlan:
     """Every ModelActivation's outcome and status, in name order. Pure.
+
+    `choices`: the computeTarget and engine the program chose where an activation omits them
+    (planning.models.choice); its status says what and why.
 
     `sharing`: the GPU sharing decisions (planning.hardware.sharing_plan). An activation whose
     vendor is in a sharing transition, or beyond its slot limit, keeps its runtime scaled to
@@ -261,6 +266,7 @@ def plan_models(
                 shared = sharing.model_fields(vendor, parsed.name)
                 if shared is not None:
                     status = replace(status, status=freeze(thaw(status.status) | {"gpuSharing": shared}))
+            status = _with_choice(status, choices.get(parsed.name))
             hold = model_hold(snapshot, parsed.spec.target_namespace, parsed.obj.status)
             if hold is not None:
                 outcome, status = _held(parsed, outcome, status, hold, now)
@@ -278,9 +284,22 @@ def plan_models(
 HELD_FIELDS = frozenset(
     {"modelRef", "catalogId", "computeTarget", "engine", "requestedKvCacheType", "resolvedResourceProfile",
      "memoryRequiredMi", "vramRequiredMi", "cpuResources", "preset", "artifact", "cpuOffloading",
-     "runtime", "realtimeProfile", "gpuCount", "memoryStrategy"}
+     "runtime", "realtimeProfile", "gpuCount", "memoryStrategy", CHOICE_FIELD}
 )
 """What the status of an activation in an unreadable namespace keeps: what its spec resolves to."""
+
+
+def _with_choice(status: StatusUpdate, choice: LocalChoice | None) -> StatusUpdate:
+    """`status` saying what the program chose for the activation, and why. Pure."""
+    if choice is None:
+        return status
+    body = thaw(status.status)
+    note = choice.note()
+    body["message"] = f"{body.get('message') or ''}{note}".strip()
+    for condition in body.get("conditions") or ():
+        if condition.get("type") == READY:
+            condition["message"] = f"{condition.get('message') or ''}{note}".strip()
+    return replace(status, status=freeze(body | choice.status_fields()))
 
 
 def _held_for_sharing(

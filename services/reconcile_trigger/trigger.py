@@ -9,7 +9,9 @@ Threads, each with its own connection to the API server:
   missing, the server unreachable) is kept and tried again after a bounded exponential
   backoff, merged with what came meanwhile;
 - the stall monitor: GETs the Stack every `stall_poll_seconds` and, while it is Stalled,
-  reports a change when `StallRetry` says so (so the re-request is debounced like any other).
+  reports a change when `StallRetry` says so (so the re-request is debounced like any other);
+- the deadline alarm (deadline.py): the Appliance watch hands it Appliance/local as it changes;
+  when the wall clock reaches its status.nextReconcileAt, it reports a change (debounced too).
 
 `health()` and `readiness()` are what /healthz and /readyz answer (probes.py).
 
@@ -29,7 +31,9 @@ from datetime import UTC, datetime
 from types import TracebackType
 from typing import Any
 
+from providers.kinds import APPLIANCE
 from providers.kube import KubeAccess, KubeClient, KubeConfigError, KubeError, open_client
+from services.reconcile_trigger.deadline import DeadlineAlarm, Published
 from services.reconcile_trigger.debounce import DEFAULT_CHURN_BACKOFF, Batch, ChurnState, Debouncer
 from services.reconcile_trigger.events import create_event, forbidden_event
 from services.reconcile_trigger.probes import ProbeReport, WatchHealth, health_report, readiness_report
@@ -110,6 +114,7 @@ class ReconcileTrigger:
         self._listed_all = threading.Event()
         self.progress = Progress()
         """Notified after each change of what the trigger and its watches report."""
+        self._alarm = DeadlineAlarm(report=self._debouncer.add, wall_clock=wall_clock, progress=self.progress)
         self.watchers = tuple(
             KindWatcher(
                 target,
@@ -120,6 +125,7 @@ class ReconcileTrigger:
                 on_listed=self._on_listed,
                 on_forbidden=self._report_forbidden,
                 progress=self.progress,
+                observe=self._alarm.observe if target.kind == APPLIANCE else None,
             )
             for target in targets
         )
@@ -140,7 +146,7 @@ class ReconcileTrigger:
 
     def start(self) -> ReconcileTrigger:
         bodies: list[tuple[str, Callable[[], None]]] = [(f"watch {w.target}", w.run) for w in self.watchers]
-        bodies += [("requester", self._request_loop), ("stall monitor", self._stall_loop)]
+        bodies += [("requester", self._request_loop), ("stall monitor", self._stall_loop), ("deadline alarm", self._alarm.run)]
         for name, body in bodies:
             thread = threading.Thread(target=self._guarded, args=(body,), name=name, daemon=True)
             self._threads.append(thread)
@@ -153,6 +159,7 @@ class ReconcileTrigger:
         self._stop.set()
         self._listed_all.set()
         self._debouncer.close()
+        self._alarm.close()
         for watcher in self.watchers:
             watcher.abort()
         deadline = time.monotonic() + self._timing.stop_seconds
@@ -177,6 +184,11 @@ class ReconcileTrigger:
         """The Events created on the Stack, as the server returned them."""
         with self._records_lock:
             return tuple(self._events)
+
+    @property
+    def deadline(self) -> Published | None:
+        """The program's next deadline (Appliance/local's status.nextReconcileAt) waited for, if any."""
+        return self._alarm.armed
 
     def synced(self) -> bool:
         """Every watch has listed its collection once."""

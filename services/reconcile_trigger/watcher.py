@@ -144,8 +144,12 @@ class KindWatcher:
         on_listed: Callable[[], None] = lambda: None,
         on_forbidden: Callable[[Refusal], bool] = lambda refusal: True,
         progress: Progress | None = None,
+        observe: Callable[[ObjectKey, dict[str, Any] | None], None] | None = None,
     ) -> None:
         self.target = target
+        self._observe = observe
+        """Told each object as the watch now knows it (None: gone), status included, whether
+        or not the change counts (deadline.py reads Appliance/local's status so)."""
         self._on_listed = on_listed
         self._on_forbidden = on_forbidden
         self._progress = progress or Progress()
@@ -239,7 +243,13 @@ class KindWatcher:
             raise
         self._answered()
         self.unserved = False
+        before = set(self._known)
         self._known = {_key(item): (fingerprint(target.sensitivity, item), spec_fingerprint(item)) for item in collection.items}
+        if self._observe is not None:
+            for item in collection.items:
+                self._observe(_key(item), item)
+            for gone in sorted(before - set(self._known)):
+                self._observe(gone, None)
         self.lists += 1
         self._report(f"{target}: listed {len(collection.items)} (changes while not watching may have been missed)", ChangeClass.SPEC)
         self.resource_version = collection.resource_version
@@ -319,6 +329,8 @@ class KindWatcher:
         previous = self._known.pop(key, None) if event is EventType.DELETED else self._known.get(key)
         if event is not EventType.DELETED:
             self._known[key] = current
+        if self._observe is not None:
+            self._observe(key, None if event is EventType.DELETED else obj)
         if counts(event, previous[0] if previous else None, current[0]):
             change = classify(event, previous[1] if previous else None, current[1])
             namespace, name = key

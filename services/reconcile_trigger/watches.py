@@ -95,6 +95,10 @@ MODEL_POD_SELECTOR: Final = "model"
 """KubeAI labels every model Pod `model: <Model name>` (live_reader.MODEL_POD_SELECTOR)."""
 DEFAULT_MODEL_NAMESPACE: Final = "ai"
 """Where GPU sharing's shared claim lives (live_reader.DEFAULT_MODEL_NAMESPACE)."""
+KUBEAI_NAMESPACE: Final = "ai"
+"""Where KubeAI runs (planning.hardware.runtime_adoption.KUBEAI_NAMESPACE)."""
+KUBEAI_CONFIG_SELECTOR: Final = "app.kubernetes.io/name=kubeai,app.kubernetes.io/instance=kubeai"
+"""KubeAI's own configuration (live_reader.KUBEAI_CONFIG_SELECTOR): its AMD images decide runtimeReady."""
 MANAGED_SELECTOR: Final = "app.kubernetes.io/managed-by=magicstick"
 """Objects the program created itself (live_reader.MANAGED_SELECTOR)."""
 RUNTIME_SELECTOR: Final = "appliance.magicstick.dev/runtime"
@@ -149,6 +153,8 @@ def watch_targets(*, system_namespace: str, target_namespaces: Iterable[str], ga
         WatchTarget(CONFIG_MAP, FLUX_NAMESPACE),
         WatchTarget(CONFIG_MAP, system_namespace),
         WatchTarget(HELM_RELEASE, system_namespace),
+        WatchTarget(HELM_RELEASE, FLUX_NAMESPACE),
+        WatchTarget(CONFIG_MAP, KUBEAI_NAMESPACE, KUBEAI_CONFIG_SELECTOR),
         WatchTarget(HTTP_ROUTE, gateway_namespace),
         WatchTarget(SECURITY_POLICY, gateway_namespace),
         WatchTarget(RESOURCE_SLICE),

@@ -202,7 +202,7 @@ def test_the_crd_rejects_what_the_api_rejects_with_cel(kind: str, path: str, mes
     assert message in cel_messages(kind, path)
 
 
-@pytest.mark.parametrize("path", ["spec.local.cpuOffloading", "spec.local.kvCacheType"])
+@pytest.mark.parametrize("path", ["spec.local.cpuOffloading", "spec.local.kvCacheType", "spec.local.computeTarget", "spec.local.engine"])
 def test_fields_whose_omission_means_something_have_no_crd_default(path: str) -> None:
     assert "default" not in node_at("ModelActivation", path)
 
@@ -210,7 +210,6 @@ def test_fields_whose_omission_means_something_have_no_crd_default(path: str) ->
 @pytest.mark.parametrize(
     ("kind", "path", "default"),
     [
-        ("ModelActivation", "spec.local.engine", "VLLM"),
         ("ModelActivation", "spec.targetNamespace", "ai"),
         ("ModelActivation", "spec.local.vllm.visionAttention", "triton"),
         ("AppInstance", "spec.access.authentication", "sso"),
@@ -251,3 +250,12 @@ def test_the_crd_schema_rejects_out_of_bound_values(kind: str, spec: dict) -> No
     obj = {"apiVersion": f"{GROUP}/v1alpha1", "kind": kind, "metadata": {"name": "x"}, "spec": spec}
     with pytest.raises(jsonschema.ValidationError):
         jsonschema.Draft4Validator(root_schema(kind)).validate(obj)
+
+
+def test_the_appliance_status_types_its_next_reconcile_deadline_and_stays_open() -> None:
+    status = node_at("Appliance", "status")
+    assert status["x-kubernetes-preserve-unknown-fields"] is True
+    assert status["properties"]["nextReconcileAt"]["type"] == "string"
+    assert status["properties"]["nextReconcileAt"]["format"] == "date-time"
+    assert status["properties"]["nextReconcileReason"]["type"] == "string"
+    assert "nextReconcileAt" not in node_at("ModelActivation", "status")["properties"]

@@ -21,7 +21,16 @@ def test_the_fast_loader_reads_the_demo_snapshot_as_the_pure_loader_does():
 def test_the_fast_dumper_writes_the_text_the_pure_dumper_writes():
     documents = yamlio.safe_load_all(DEMO.read_text(encoding="utf-8"))
     for document in documents:
-        assert yamlio.safe_dump(document, sort_keys=True, default_flow_style=False) == yaml.safe_dump(document, sort_keys=True, default_flow_style=False)
+        fast = yamlio.safe_dump(document, sort_keys=True, default_flow_style=False)
+        assert fast == yaml.dump(document, Dumper=yamlio.PureSafeDumper, sort_keys=True, default_flow_style=False)
+
+
+def test_a_long_multi_line_string_is_written_alike_by_both_dumpers_and_read_back_unchanged():
+    document = {"data": {"system.yaml": "modelServers:\n  VLLM:\n    images:\n      amd-gpu: " + "r" * 90 + "\n", "one": "line"}}
+    fast = yamlio.safe_dump(document, sort_keys=True)
+    assert fast == yaml.dump(document, Dumper=yamlio.PureSafeDumper, sort_keys=True)
+    assert "system.yaml: |" in fast
+    assert yamlio.safe_load(fast) == document
 
 
 def test_text_the_fast_loader_refuses_raises_the_pure_loaders_error_with_its_words_and_position():
@@ -36,7 +45,7 @@ def test_without_libyaml_the_pure_classes_are_used(monkeypatch: pytest.MonkeyPat
     monkeypatch.setattr(yaml, "__with_libyaml__", False)
     try:
         fallback = importlib.reload(yamlio)
-        assert (fallback.SafeLoader, fallback.SafeDumper) == (yaml.SafeLoader, yaml.SafeDumper)
+        assert (fallback.SafeLoader, fallback.SafeDumper) == (yaml.SafeLoader, fallback.PureSafeDumper)
         assert fallback.safe_load("a: 1\n") == {"a": 1}
     finally:
         monkeypatch.undo()

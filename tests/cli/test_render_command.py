@@ -25,16 +25,16 @@ def _sources(stream: str) -> list[str]:
     return [line.removeprefix("# Source: ") for line in stream.splitlines() if line.startswith("# Source: ")]
 
 
-def test_render_from_stdin_to_stdout_gives_the_objects_of_a_directory_render(monkeypatch, capsys, demo_render):
+def test_render_from_stdin_to_stdout_with_all_gives_the_documents_of_a_directory_render(monkeypatch, capsys, demo_render):
     monkeypatch.setattr(sys, "stdin", io.StringIO(DEMO.read_text()))
-    assert main(["render", "-f", "-", "-o", "-", "--now", NOW]) == EXIT_OK
+    assert main(["render", "-f", "-", "-o", "-", "--now", NOW, "--all"]) == EXIT_OK
     out = capsys.readouterr().out
     assert list(yaml.safe_load_all(out)) == _documents_of(demo_render)
 
 
 def test_each_streamed_document_follows_a_separator_and_the_name_of_its_file_in_render_order(monkeypatch, capsys, demo_render):
     monkeypatch.setattr(sys, "stdin", io.StringIO(DEMO.read_text()))
-    main(["render", "--snapshot", "-", "--out", "-", "--now", NOW])
+    main(["render", "--snapshot", "-", "--out", "-", "--now", NOW, "--all"])
     out = capsys.readouterr().out
     expected = [f"{folder}/{p.name}" for folder in ("resources", "status", "dynamic") for p in sorted((demo_render / folder).iterdir())]
     assert _sources(out) == expected
@@ -44,7 +44,7 @@ def test_each_streamed_document_follows_a_separator_and_the_name_of_its_file_in_
 
 def test_the_installed_command_streams_pure_yaml_and_keeps_the_summary_on_stderr(demo_render):
     done = subprocess.run(
-        [str(MAGICSTICK), "render", "-f", "-", "-o", "-", "--now", NOW],
+        [str(MAGICSTICK), "render", "-f", "-", "-o", "-", "--now", NOW, "--all"],
         input=DEMO.read_text(),
         capture_output=True,
         text=True,
@@ -99,7 +99,7 @@ def test_strict_exits_0_when_no_object_is_failed(tmp_path):
 
 def test_strict_with_stdout_exits_1_and_still_streams_every_document(tmp_path, capsys):
     snapshot = snapshot_with(tmp_path, INVALID_MODEL)
-    assert main(["render", "-f", str(snapshot), "-o", "-", "--now", NOW, "--strict"]) == EXIT_FINDING
+    assert main(["render", "-f", str(snapshot), "-o", "-", "--now", NOW, "--strict", "--all"]) == EXIT_FINDING
     captured = capsys.readouterr()
     assert "status/modelactivation.ai-system.broken.yaml" in _sources(captured.out)
     assert "unhealthy: ModelActivation ai-system/broken Failed: InvalidSpec" in captured.err

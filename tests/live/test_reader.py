@@ -122,3 +122,24 @@ def test_the_snapshot_command_exits_2_with_one_line_when_the_cluster_refuses_a_r
     assert len(err.strip().splitlines()) == 1
     assert "403 Forbidden" in err
     assert not (tmp_path / "s.yaml").exists()
+
+
+def test_the_reader_takes_kubeais_release_and_configuration_and_no_other_config_map_of_its_namespace(clean_shared_namespaces, admin, admin_access, cluster):
+    kubeai_labels = {"app.kubernetes.io/name": "kubeai", "app.kubernetes.io/instance": "kubeai"}
+    load(
+        admin,
+        [
+            {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "kubeai-config", "namespace": "ai", "labels": kubeai_labels}, "data": {"system.yaml": "modelServers: {}\n"}},
+            {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "someone-elses", "namespace": "ai"}, "data": {"x": "y"}},
+            {
+                "apiVersion": "helm.toolkit.fluxcd.io/v2",
+                "kind": "HelmRelease",
+                "metadata": {"name": "kubeai", "namespace": "flux-system"},
+                "spec": {"interval": "30m", "chart": {"spec": {"chart": "kubeai", "sourceRef": {"kind": "HelmRepository", "name": "kubeai"}}}},
+            },
+        ],
+    )
+    live = read_snapshot(admin_access, system_namespace="ai-system")
+    assert live.config_map("ai", "kubeai-config") is not None
+    assert live.config_map("ai", "someone-elses") is None
+    assert live.generic("HelmRelease", "flux-system", "kubeai") is not None

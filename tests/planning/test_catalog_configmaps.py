@@ -95,10 +95,11 @@ def ready_condition(result: Plan) -> dict[str, Any]:
     return status_of(result, "Appliance", "local")["conditions"][0]
 
 
-def test_the_catalog_config_maps_are_the_seeds_two_with_their_keys():
+def test_the_catalog_config_maps_are_the_seeds_three_with_their_keys():
     assert [(c.name, c.key, c.catalog) for c in CATALOG_CONFIG_MAPS] == [
         (MODULE_CATALOG, "modules.yaml", "modules"),
         (APP_CATALOG, "applications.yaml", "applications"),
+        ("magicstick-model-presets", "presets.yaml", "presets"),
     ]
 
 

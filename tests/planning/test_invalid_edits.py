@@ -72,6 +72,8 @@ EDITS = {
     "appliance-source": ("appliance", "Appliance", "local", _set("source", "x"), "Degraded"),
     "module-activation-enabled": ("appliance", "ModuleActivation", "litellm", _set("enabled", "x"), "Failed"),
     "module-activation-module": ("appliance", "ModuleActivation", "litellm", _set("module", 5), "Failed"),
+    "module-activation-undeclared-parameter": ("appliance", "ModuleActivation", "litellm", _set("parameters", {"fooBar": "x"}), "Failed"),
+    "module-activation-parameter-type": ("appliance", "ModuleActivation", "litellm", _set("parameters", {"postgresStorage": "lots"}), "Failed"),
     "model-local": ("appliance", "ModelActivation", "qwen2505bcpu", _set("local", "x"), "Failed"),
     "model-engine": ("appliance", "ModelActivation", "qwen2505bcpu", _set("local.engine", "NoSuchEngine"), "Failed"),
     "model-external": ("appliance", "ModelActivation", "gpt", _set("external.modelType", "x"), "Failed"),

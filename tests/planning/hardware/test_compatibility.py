@@ -165,7 +165,7 @@ def test_the_compatibility_status_carries_every_field_of_the_contract() -> None:
         "detectedArchitecture": "gfx1151",
         "hostDriverReady": True,
         "resourceRegistered": True,
-        "hostBootID": "boot-halo",
+        "hostBootId": "boot-halo",
         "validationRequired": False,
     }
     assert {key: status[key] for key in expected} == expected

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from planning.hardware import runtime_adoption
 from planning.models.direct import RUNTIME_LABEL
 from planning.settings import FLUX_NAMESPACE as PLANNING_FLUX_NAMESPACE
 from providers import live_reader
@@ -11,6 +12,8 @@ from providers.kinds import CONFIG_MAP, CRD, DEPLOYMENT, NODE_FEATURE, REFERENCE
 from providers.kube import EventType
 from services.reconcile_trigger.watches import (
     FLUX_NAMESPACE,
+    KUBEAI_CONFIG_SELECTOR,
+    KUBEAI_NAMESPACE,
     MODEL_POD_SELECTOR,
     RUNTIME_SELECTOR,
     SETUP_NAMESPACE,
@@ -47,6 +50,8 @@ def test_the_constants_copied_from_the_program_are_the_programs():
     assert SETUP_NAMESPACE == live_reader.SETUP_NAMESPACE
     assert MODEL_POD_SELECTOR == live_reader.MODEL_POD_SELECTOR
     assert RUNTIME_SELECTOR == RUNTIME_LABEL == live_reader.RUNTIME_SELECTOR
+    assert KUBEAI_NAMESPACE == runtime_adoption.KUBEAI_NAMESPACE
+    assert KUBEAI_CONFIG_SELECTOR == live_reader.KUBEAI_CONFIG_SELECTOR
 
 
 def test_every_watch_is_a_list_of_the_live_reader_and_every_list_is_watched_but_the_named_few():
