@@ -213,3 +213,11 @@ class TestFailures:
         assert (result.returncode != 0, result.stdout) == (True, "")
         assert f"build-toolchain: step 'etcd {pinned.etcd}' failed" in result.stderr
         assert f"go mod tidy could not resolve etcd {pinned.etcd}; see {cache}/build.log" in result.stderr
+
+
+def test_no_script_of_the_repository_installs_system_packages_or_asks_for_root():
+    scripts = sorted((BUILD_SCRIPT.parents[1]).rglob("*.sh"))
+    assert scripts, "scripts/ holds the toolchain build"
+    for script in scripts:
+        words = set(re.findall(r"[A-Za-z][\w-]*", script.read_text()))
+        assert not words & {"apt-get", "apt", "dpkg", "sudo", "su"}, script
