@@ -107,21 +107,27 @@ class CachingVerifier:
             if self._verifier.still_trusted(cached, now=self._clock()):
                 return cached.claims
             self._cache.discard(digest)
+        pending = self._pending.get(digest)
+        if pending is not None:
+            # Joined before any inline attempt: the pool may have fetched the key set already, and
+            # verifying again here would do the work the pending verification is doing.
+            return await self._joined(pending)
         try:
             verified = self._verifier.verify(token, may_wait=False)
         except WouldWait:
-            return await self._verified_on_pool(digest, token)
+            return await self._joined(self._started_on_pool(digest, token))
         self._cache.put(digest, verified)
         return verified.claims
 
-    async def _verified_on_pool(self, digest: bytes, token: str) -> Mapping[str, Any]:
-        pending = self._pending.get(digest)
-        if pending is None:
-            if len(self._pending) >= self._queue:
-                raise Overloaded(f"{len(self._pending)} tokens in verification, the most --verify-queue allows")
-            pending = asyncio.get_running_loop().run_in_executor(self._executor, self._verifier.verify, token)
-            self._pending[digest] = pending
-            pending.add_done_callback(functools.partial(self._settled, digest))
+    def _started_on_pool(self, digest: bytes, token: str) -> asyncio.Future[VerifiedToken]:
+        if len(self._pending) >= self._queue:
+            raise Overloaded(f"{len(self._pending)} tokens in verification, the most --verify-queue allows")
+        pending = asyncio.get_running_loop().run_in_executor(self._executor, self._verifier.verify, token)
+        self._pending[digest] = pending
+        pending.add_done_callback(functools.partial(self._settled, digest))
+        return pending
+
+    async def _joined(self, pending: asyncio.Future[VerifiedToken]) -> Mapping[str, Any]:
         try:
             verified = await asyncio.shield(pending)
         except TokenRejected as rejected:

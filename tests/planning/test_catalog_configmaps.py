@@ -13,13 +13,11 @@ import catalogs as catalogs_package
 from catalogs import load_catalogs
 from planning.frozen import thaw
 from planning.catalog_overrides import CATALOG_CONFIG_MAPS, catalogs_in_force
-from planning.plan import Plan, plan
+from planning.plan import Plan
 from planning.snapshot import Snapshot
 from tests.planning.builders import (
     CATALOGS,
-    NOW,
     NS,
-    SETTINGS,
     activation,
     appliance,
     as_stored,
@@ -28,6 +26,7 @@ from tests.planning.builders import (
     status_of,
     with_flux,
 )
+from tests.planning.catalog_maps import planned, ready_condition
 
 SHIPPED = Path(catalogs_package.__file__).parent
 MODULE_CATALOG = "magicstick-module-catalog"
@@ -82,17 +81,6 @@ def module_catalog(text: str, **kwargs: Any) -> dict[str, Any]:
 
 def app_catalog(text: str) -> dict[str, Any]:
     return config_map(APP_CATALOG, {"applications.yaml": text})
-
-
-def planned(*objects: dict[str, Any], base=CATALOGS) -> Plan:
-    """What a run plans: the base catalogs, overridden by the snapshot's catalog ConfigMaps."""
-    snapshot = Snapshot.from_objects(with_flux(objects))
-    in_force = catalogs_in_force(snapshot, base, system_namespace=NS)
-    return plan(snapshot=snapshot, catalogs=in_force.catalogs, catalog_problems=in_force.problems, now=NOW, settings=SETTINGS)
-
-
-def ready_condition(result: Plan) -> dict[str, Any]:
-    return status_of(result, "Appliance", "local")["conditions"][0]
 
 
 def test_the_catalog_config_maps_are_the_seeds_three_with_their_keys():

@@ -9,9 +9,9 @@ import pytest
 import yaml
 
 from planning.catalog_overrides import CATALOG_CONFIG_MAPS, catalogs_in_force
-from planning.plan import Plan, plan
 from planning.snapshot import Snapshot
-from tests.planning.builders import CATALOGS, NOW, NS, SETTINGS, status_of, with_flux
+from tests.planning.builders import CATALOGS, NS, status_of
+from tests.planning.catalog_maps import planned, ready_condition
 from tests.planning.models.world import local_model, platform
 
 PRESETS_CONFIG_MAP = "magicstick-model-presets"
@@ -37,16 +37,6 @@ def presets_text(*entries: dict[str, Any]) -> str:
 
 def presets_config_map(text: str, *, key: str = "presets.yaml") -> dict[str, Any]:
     return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": PRESETS_CONFIG_MAP, "namespace": NS}, "data": {key: text}}
-
-
-def planned(*objects: dict[str, Any]) -> Plan:
-    snapshot = Snapshot.from_objects(with_flux(objects))
-    in_force = catalogs_in_force(snapshot, CATALOGS, system_namespace=NS)
-    return plan(snapshot=snapshot, catalogs=in_force.catalogs, catalog_problems=in_force.problems, now=NOW, settings=SETTINGS)
-
-
-def ready_condition(result: Plan) -> dict[str, Any]:
-    return status_of(result, "Appliance", "local")["conditions"][0]
 
 
 def test_the_preset_catalog_is_overridden_by_config_map_magicstick_model_presets_key_presets_yaml():

@@ -8,6 +8,7 @@ verifier's public `verify`.
 from __future__ import annotations
 
 import asyncio
+import threading
 import time
 from collections.abc import Callable, Coroutine, Iterator
 from typing import Any, TypeVar
@@ -111,6 +112,41 @@ def test_requests_carrying_one_new_token_at_once_share_one_verification_while_th
 
     assert len(_run(fifty_at_once, _caching(verifier, cache_clock))) == 50
     assert verifier.verifications == 1
+
+
+class HeldVerifier(CountingVerifier):
+    """Holds a verification on the pool after it has fetched the key set, until released."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.fetched = threading.Event()
+        self.release = threading.Event()
+
+    def verify(self, token: str, *, may_wait: bool = True) -> VerifiedToken:
+        verified = super().verify(token, may_wait=may_wait)
+        if may_wait:
+            self.fetched.set()
+            self.release.wait(10)
+        return verified
+
+
+def test_a_request_arriving_after_the_pool_fetched_the_keys_joins_the_pending_verification(
+    key_set: KeySet, cache_clock: Clock, keys: IssuerKeys
+) -> None:
+    held = HeldVerifier(keys=key_set, issuer=ISSUER, audience=AUDIENCE)
+    token = keys.token()
+
+    async def second_after_the_fetch(caching: CachingVerifier) -> list[Any]:
+        first = asyncio.ensure_future(caching.claims(token))
+        await asyncio.sleep(0)  # a turn of the loop: the first request hands its token to the pool
+        assert await asyncio.to_thread(held.fetched.wait, 10)
+        second = asyncio.ensure_future(caching.claims(token))
+        await asyncio.sleep(0)
+        held.release.set()
+        return await asyncio.gather(first, second)
+
+    assert len(_run(second_after_the_fetch, _caching(held, cache_clock))) == 2
+    assert held.verifications == 1
 
 
 def test_a_rejected_token_is_never_cached(verifier: CountingVerifier, cache_clock: Clock, keys: IssuerKeys) -> None:

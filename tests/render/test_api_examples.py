@@ -20,7 +20,7 @@ from tests.support.crd_schema import CrdSchemaRegistry
 
 REPOSITORY = Path(__file__).resolve().parents[2]
 DEMO = REPOSITORY / "examples" / "demo" / "snapshot.yaml"
-FIXTURES = REPOSITORY / "tests" / "fixtures" / "seed-examples"
+FIXTURES = REPOSITORY / "tests" / "fixtures" / "api-examples"
 NOW = "2026-01-01T12:00:00Z"
 OWN_CRDS = CrdSchemaRegistry(CRD_DIRECTORY)
 
