@@ -15,7 +15,6 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -24,10 +23,7 @@ import yaml
 from pydantic import BaseModel
 
 from api import yamlio
-from api.meta import GROUP, VERSION
-from api.setup import ApplianceSetupStatus
-from api.status import ApplianceStatus
-from api.validation import SPEC_TYPES
+from api.kinds import APPLIANCE_KINDS, ApplianceKind, PrinterColumn
 
 CRD_DIRECTORY = Path(__file__).parent / "crds"
 HEADER = "# Generated from the api package by `python -m api.crdgen --write`. Do not edit.\n"
@@ -49,73 +45,7 @@ _KEPT_KEYWORDS = (
 )
 
 
-@dataclass(frozen=True)
-class PrinterColumn:
-    """One column of ``kubectl get``."""
-
-    name: str
-    json_path: str
-    type: str = "string"
-
-    def to_wire(self) -> dict[str, str]:
-        return {"name": self.name, "jsonPath": self.json_path, "type": self.type}
-
-
-@dataclass(frozen=True)
-class CrdKind:
-    """Names and presentation of one kind; its spec type comes from SPEC_TYPES."""
-
-    kind: str
-    plural: str
-    short_names: tuple[str, ...] = ()
-    columns: tuple[PrinterColumn, ...] = ()
-    status_type: type[BaseModel] | None = None
-    open_status_fields: tuple[type[BaseModel], tuple[str, ...]] | None = None
-    """Fields of an open status (no `status_type`) typed in the schema: these wire names of
-    this model's schema; every other field stays free."""
-
-    @property
-    def singular(self) -> str:
-        return self.kind.lower()
-
-    @property
-    def name(self) -> str:
-        return f"{self.plural}.{GROUP}"
-
-
-KINDS: tuple[CrdKind, ...] = (
-    CrdKind(
-        "Appliance",
-        "appliances",
-        ("msapp", "appliance"),
-        (PrinterColumn("Profile", ".spec.profile"),),
-        open_status_fields=(ApplianceStatus, ("nextReconcileAt", "nextReconcileReason")),
-    ),
-    CrdKind(
-        "ModuleActivation",
-        "moduleactivations",
-        columns=(PrinterColumn("Module", ".spec.module"), PrinterColumn("Enabled", ".spec.enabled", "boolean")),
-    ),
-    CrdKind(
-        "ModelActivation",
-        "modelactivations",
-        columns=(PrinterColumn("Type", ".spec.type"), PrinterColumn("Enabled", ".spec.enabled", "boolean")),
-    ),
-    CrdKind(
-        "AppInstance",
-        "appinstances",
-        columns=(
-            PrinterColumn("Application", ".spec.application"),
-            PrinterColumn("Enabled", ".spec.enabled", "boolean"),
-        ),
-    ),
-    CrdKind(
-        "HostOperation",
-        "hostoperations",
-        columns=(PrinterColumn("Action", ".spec.action"), PrinterColumn("Node", ".spec.nodeName")),
-    ),
-    CrdKind("ApplianceSetup", "appliancesetups", status_type=ApplianceSetupStatus),
-)
+KINDS: tuple[ApplianceKind, ...] = APPLIANCE_KINDS
 """Every kind of the API, in the order the CRDs are installed."""
 
 
@@ -207,8 +137,8 @@ def generic_status_schema() -> dict[str, Any]:
     }
 
 
-def _root_schema(kind: CrdKind) -> dict[str, Any]:
-    spec = structural_schema(SPEC_TYPES[kind.kind])
+def _root_schema(kind: ApplianceKind) -> dict[str, Any]:
+    spec = structural_schema(kind.spec_type)
     status = structural_schema(kind.status_type) if kind.status_type else generic_status_schema()
     if kind.open_status_fields is not None:
         model, names = kind.open_status_fields
@@ -216,7 +146,7 @@ def _root_schema(kind: CrdKind) -> dict[str, Any]:
         status["properties"].update({name: typed[name] for name in names})
     root: dict[str, Any] = {
         "type": "object",
-        "description": f"{kind.kind} of {GROUP}/{VERSION}.",
+        "description": f"{kind.kind} of {kind.api_version}.",
         "properties": {
             "apiVersion": {"type": "string"},
             "kind": {"type": "string"},
@@ -230,7 +160,7 @@ def _root_schema(kind: CrdKind) -> dict[str, Any]:
     return root
 
 
-def build_crd(kind: CrdKind) -> dict[str, Any]:
+def build_crd(kind: ApplianceKind) -> dict[str, Any]:
     """The CustomResourceDefinition of one kind. Pure."""
     columns = [
         *kind.columns,
@@ -246,24 +176,24 @@ def build_crd(kind: CrdKind) -> dict[str, Any]:
     }
     if kind.short_names:
         names["shortNames"] = list(kind.short_names)
+    version: dict[str, Any] = {
+        "name": kind.version,
+        "served": True,
+        "storage": True,
+        "additionalPrinterColumns": [column.to_wire() for column in columns],
+        "schema": {"openAPIV3Schema": _root_schema(kind)},
+    }
+    if kind.status_subresource:
+        version["subresources"] = {"status": {}}
     return {
         "apiVersion": "apiextensions.k8s.io/v1",
         "kind": "CustomResourceDefinition",
         "metadata": {"name": kind.name},
         "spec": {
-            "group": GROUP,
+            "group": kind.group,
             "names": names,
-            "scope": "Namespaced",
-            "versions": [
-                {
-                    "name": VERSION,
-                    "served": True,
-                    "storage": True,
-                    "subresources": {"status": {}},
-                    "additionalPrinterColumns": [column.to_wire() for column in columns],
-                    "schema": {"openAPIV3Schema": _root_schema(kind)},
-                }
-            ],
+            "scope": "Namespaced" if kind.namespaced else "Cluster",
+            "versions": [version],
         },
     }
 

@@ -1,4 +1,4 @@
-"""Status types the program writes (seed 001, status contract).
+"""Status types the program writes.
 
 Status carries no value that moves on its own: timestamps change only on a transition, so a
 converged run writes nothing.

@@ -15,21 +15,10 @@ from typing import Any, Union, get_args, get_origin
 from pydantic import BaseModel, ValidationError
 from pydantic_core import ErrorDetails
 
-from api.appliance import ApplianceSpec
-from api.hostoperations import HostOperationSpec
-from api.instances import AppInstanceSpec
-from api.models import CpuResources, ModelActivationSpec
-from api.modules import ModuleActivationSpec
-from api.setup import ApplianceSetupSpec
+from api.kinds import APPLIANCE_KINDS
+from api.models import CpuResources
 
-SPEC_TYPES: dict[str, type[BaseModel]] = {
-    "Appliance": ApplianceSpec,
-    "ModuleActivation": ModuleActivationSpec,
-    "ModelActivation": ModelActivationSpec,
-    "AppInstance": AppInstanceSpec,
-    "HostOperation": HostOperationSpec,
-    "ApplianceSetup": ApplianceSetupSpec,
-}
+SPEC_TYPES: dict[str, type[BaseModel]] = {kind.kind: kind.spec_type for kind in APPLIANCE_KINDS}
 """The spec type of every kind in appliance.magicstick.dev/v1alpha1."""
 
 

@@ -14,6 +14,7 @@ from typing import Any
 import pulumi
 from pulumi.dynamic import Resource
 
+from api.kinds import APPLIANCE_KINDS, StatusAuthor
 from components.access_guard import AccessGuard, AccessGuardArgs
 from components.dynamic import DynamicProviders, GpuValidationHistory, GpuValidationRun, OffloadingProfile, RuntimeProfile, offloading_profile_name, runtime_profile_name
 from components.hardware import HardwareProvider, HardwareProviderArgs
@@ -37,8 +38,8 @@ class ApplianceArgs:
     """The dynamic providers (injected: components perform no I/O)."""
 
 
-WRITTEN_STATUS_KINDS = frozenset({"Appliance", "ModuleActivation", "ModelActivation", "AppInstance"})
-"""HostOperation and ApplianceSetup status belong to the host worker and host automation."""
+WRITTEN_STATUS_KINDS = frozenset(kind.kind for kind in APPLIANCE_KINDS if kind.status_author is StatusAuthor.PROGRAM)
+"""The kinds whose status the program writes; the others' belong to the host worker and host automation."""
 
 Problems = dict[str, pulumi.Output[Any]]
 """The `problem` outputs of one object's dynamic resources, by the resources' logical names."""

@@ -25,18 +25,18 @@ import pulumi
 from pulumi.dynamic import Resource, ResourceProvider
 
 from components.urns import aliases
-from planning.frozen import thaw
 from planning.hardware.compatibility import ValidationRunPlan
-from planning.hardware.validation import RUNTIME_IMAGES_NAMESPACE
 from planning.models.direct import DirectRuntime
-from planning.models.kubeai import MODEL_SERVER_PORT, PROFILE_STORE_CONFIG_MAP, PROFILE_STORE_KEY, PROFILE_STORE_NAMESPACE, CpuProfile
+from planning.models.kubeai import PROFILE_STORE_CONFIG_MAP, PROFILE_STORE_KEY, PROFILE_STORE_NAMESPACE, CpuProfile
+from planning.models.profile_entry import ProfileEntry, ProfileStoreRef
 from planning.models.offloading import OFFLOADING_CONFIG_MAP, OFFLOADING_KEY, OFFLOADING_NAMESPACE
 from planning.models.plan import AliasRequest, PodDeletion
 from planning.objects import NAME_SEPARATOR
+from planning.provider_wire import PROBLEM_OUTPUT
 from planning.settings import FIELD_MANAGER
 
-PROBLEM: Final = "problem"
-"""The output every dynamic provider of the program sets (providers/outcomes.py PROBLEM_OUTPUT)."""
+PROBLEM: Final = PROBLEM_OUTPUT
+"""The output every dynamic provider of the program sets."""
 
 
 @dataclass(frozen=True)
@@ -115,23 +115,14 @@ class _ProfileStoreEntry(Resource):
     """One entry of a shared KubeAI profile store; subclasses name the store and the resource."""
 
     problem: pulumi.Output[Any]
-    STORE: ClassVar[tuple[str, str, str]]
-    """Namespace, ConfigMap and key of the store."""
+    STORE: ClassVar[ProfileStoreRef]
 
     @staticmethod
     def logical_name(profile: CpuProfile) -> LogicalName:
         raise NotImplementedError
 
     def __init__(self, profile: CpuProfile, *, provider: ResourceProvider, opts: pulumi.ResourceOptions) -> None:
-        namespace, config_map, key = self.STORE
-        props = {
-            "namespace": namespace,
-            "configMap": config_map,
-            "key": key,
-            "profileName": profile.name,
-            "profile": thaw(profile.body),
-            PROBLEM: None,
-        }
+        props = {**ProfileEntry.of(profile, self.STORE).to_inputs(), PROBLEM: None}
         name = self.logical_name(profile)
         super().__init__(provider, name.name, props, name.options(opts, type(self)))
 
@@ -139,14 +130,14 @@ class _ProfileStoreEntry(Resource):
 class RuntimeProfile(_ProfileStoreEntry, module="magicstick", name="RuntimeProfile"):
     """One entry of the KubeAI runtime-profile store (flux-system/magicstick-runtime-profiles)."""
 
-    STORE = (PROFILE_STORE_NAMESPACE, PROFILE_STORE_CONFIG_MAP, PROFILE_STORE_KEY)
+    STORE = ProfileStoreRef(PROFILE_STORE_NAMESPACE, PROFILE_STORE_CONFIG_MAP, PROFILE_STORE_KEY)
     logical_name = staticmethod(runtime_profile_name)
 
 
 class OffloadingProfile(_ProfileStoreEntry, module="magicstick", name="OffloadingProfile"):
     """One entry of the offloading store (flux-system/magicstick-offloading-profiles)."""
 
-    STORE = (OFFLOADING_NAMESPACE, OFFLOADING_CONFIG_MAP, OFFLOADING_KEY)
+    STORE = ProfileStoreRef(OFFLOADING_NAMESPACE, OFFLOADING_CONFIG_MAP, OFFLOADING_KEY)
     logical_name = staticmethod(offloading_profile_name)
 
 
@@ -163,14 +154,7 @@ class PodRecovery(Resource, module="magicstick", name="PodRecovery"):
         opts: pulumi.ResourceOptions,
         former_parent_type: str | None = None,
     ) -> None:
-        props = {
-            "namespace": deletion.namespace,
-            "pod": deletion.pod.name,
-            "podUID": deletion.pod.uid,
-            "resourceVersion": deletion.pod.resource_version,
-            "attempt": deletion.attempt,
-            PROBLEM: None,
-        }
+        props = {**deletion.attempt_inputs.to_inputs(), PROBLEM: None}
         name = pod_recovery_name(deletion)
         super().__init__(provider, name.name, props, name.options(opts, type(self), former_parent_type=former_parent_type))
 
@@ -192,14 +176,7 @@ class OllamaAlias(Resource, module="magicstick", name="OllamaAlias"):
         opts: pulumi.ResourceOptions,
         former_parent_type: str | None = None,
     ) -> None:
-        props = {
-            "namespace": request.namespace,
-            "pods": list(request.pods),
-            "source": request.source,
-            "alias": request.alias,
-            "port": MODEL_SERVER_PORT,
-            PROBLEM: None,
-        }
+        props = {**request.to_inputs(), PROBLEM: None}
         name = logical_name if isinstance(logical_name, LogicalName) else LogicalName(logical_name)
         super().__init__(provider, name.name, props, name.options(opts, type(self), former_parent_type=former_parent_type))
 
@@ -223,13 +200,7 @@ class DirectRuntimeResource(Resource, module="magicstick", name="DirectRuntime")
         field_manager: str = FIELD_MANAGER,
         former_parent_type: str | None = None,
     ) -> None:
-        props = {
-            "runtime": runtime.kind.value,
-            "namespace": runtime.namespace,
-            "objects": [thaw(obj.body) for obj in runtime.objects],
-            "fieldManager": field_manager,
-            PROBLEM: None,
-        }
+        props = {**runtime.inputs(field_manager).to_inputs(), PROBLEM: None}
         name = direct_runtime_name(runtime)
         super().__init__(provider, name.name, props, name.options(opts, type(self), former_parent_type=former_parent_type))
 
@@ -249,20 +220,7 @@ class GpuValidationRun(Resource, module="magicstick", name="GpuValidationRun"):
 
     def __init__(self, run: ValidationRunPlan, *, provider: ResourceProvider, opts: pulumi.ResourceOptions) -> None:
         props = {
-            "runId": run.run_id,
-            "profileId": run.profile_id,
-            "profileVersion": run.profile_version,
-            "host": run.host.to_wire(),
-            "hostCurrent": run.host_current,
-            "currentHost": run.current_host.to_wire() if run.current_host is not None else None,
-            "engines": [{"engine": e.engine, "image": e.image, "timeoutSeconds": e.timeout_seconds} for e in run.engines],
-            "security": {
-                name: {"runAsUser": s.run_as_user, "supplementalGroups": list(s.supplemental_groups)} for name, s in sorted(run.security.items())
-            },
-            "namespace": run.namespace,
-            "historyNamespace": run.history_namespace,
-            "device": run.device,
-            "runtimeImagesNamespace": RUNTIME_IMAGES_NAMESPACE,
+            **run.to_inputs(),
             "stages": None,
             "complete": None,
             PROBLEM: None,

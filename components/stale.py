@@ -17,12 +17,5 @@ class StaleRemoval(Resource, module="magicstick", name="StaleRemoval"):
     problem: pulumi.Output[Any]
 
     def __init__(self, stale: StaleObject, *, provider: ResourceProvider, opts: pulumi.ResourceOptions) -> None:
-        props = {
-            "apiVersion": stale.api_version,
-            "kind": stale.kind,
-            "namespace": stale.namespace,
-            "name": stale.name,
-            "uid": stale.uid,
-            PROBLEM: None,
-        }
+        props = {**stale.target.to_inputs(), PROBLEM: None}
         super().__init__(provider, stale.logical_name, props, opts)

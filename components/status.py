@@ -23,12 +23,13 @@ import pulumi
 from pulumi.dynamic import Resource, ResourceProvider
 
 from components.dynamic import PROBLEM, LogicalName
-from planning.objects import StatusUpdate, encode_status
+from planning.objects import StatusUpdate
+from planning.provider_wire import PROBLEMS_INPUT
 
 __all__ = ["PROBLEMS", "StatusWrite", "status_logical_name"]
 
-PROBLEMS = "problems"
-"""The input that carries the object's problems (providers/status_writer.py PROBLEMS_INPUT)."""
+PROBLEMS = PROBLEMS_INPUT
+"""The input that carries the object's problems."""
 
 
 def status_logical_name(update: StatusUpdate) -> LogicalName:
@@ -49,14 +50,7 @@ class StatusWrite(Resource, module="magicstick", name="Status"):
         opts: pulumi.ResourceOptions,
         problems: Mapping[str, pulumi.Input[Any]] | None = None,
     ) -> None:
-        props: dict[str, Any] = {
-            "apiVersion": update.api_version,
-            "kind": update.kind,
-            "namespace": update.namespace,
-            "name": update.name,
-            "status": encode_status(update.status),
-            PROBLEM: None,
-        }
+        props: dict[str, Any] = {**update.to_inputs(), PROBLEM: None}
         if problems:
             props[PROBLEMS] = dict(sorted(problems.items()))
         name = status_logical_name(update)

@@ -1,6 +1,6 @@
 """The catalogs in force: the base catalogs, overridden by the catalog ConfigMaps. Pure.
 
-Seed 000 loads ConfigMap/magicstick-module-catalog and ConfigMap/magicstick-app-catalog. In the
+A run reads ConfigMap/magicstick-module-catalog and ConfigMap/magicstick-app-catalog. In the
 system namespace, the data key `modules.yaml` of the first and `applications.yaml` of the second
 hold the same YAML as catalogs/modules.yaml and catalogs/applications.yaml. Precedence, per
 catalog: the ConfigMap, else the file of `magicstick:catalogDir`, else the shipped file. The base

@@ -1,17 +1,24 @@
-"""Conditions whose timestamps move only on a transition (invariant 4: a converged run writes nothing)."""
+"""Conditions whose timestamps move only on a transition (invariant 4: a converged run writes nothing).
+
+Every status carries the kstatus conditions that `kubectl wait` and Flux health checks read:
+`Ready` (normal-true, always present), and `Reconciling` or `Stalled` (abnormal-true, present
+only while True: api.vocabulary.reconciles and api.vocabulary.stalls decide). Each condition
+carries the generation it was computed for.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from datetime import datetime, timezone
-from typing import Any
+from typing import Any, Final
 
 from api.meta import API_VERSION
+from api.vocabulary import ConditionStatus, ConditionType, Phase, StatusReason, reconciles, stalls
 from planning.frozen import freeze
 from planning.intent import Parsed
 from planning.objects import StatusUpdate
 
-READY = "Ready"
+READY: Final = ConditionType.READY
 
 
 def rfc3339(moment: datetime) -> str:
@@ -22,14 +29,16 @@ def rfc3339(moment: datetime) -> str:
 def condition(
     *,
     previous_status: Mapping[str, Any],
-    condition_type: str,
+    condition_type: ConditionType,
     status: bool,
-    reason: str,
+    reason: StatusReason,
     message: str,
     now: datetime,
-) -> dict[str, str]:
-    """A condition dict; lastTransitionTime is kept from `previous_status` unless status flips."""
-    wire_status = "True" if status else "False"
+    generation: int | None = None,
+) -> dict[str, Any]:
+    """A condition dict; lastTransitionTime is kept from `previous_status` unless status flips.
+    `generation` is the object's generation the condition was computed for."""
+    wire_status = ConditionStatus.TRUE if status else ConditionStatus.FALSE
     since = rfc3339(now)
     for previous in previous_status.get("conditions") or ():
         if (
@@ -39,34 +48,68 @@ def condition(
             and previous.get("lastTransitionTime")
         ):
             since = str(previous["lastTransitionTime"])
-    return {
-        "type": condition_type,
-        "status": wire_status,
-        "reason": reason,
+    found: dict[str, Any] = {
+        "type": str(condition_type),
+        "status": str(wire_status),
+        "reason": str(reason),
         "message": message,
         "lastTransitionTime": since,
     }
+    if generation is not None:
+        found["observedGeneration"] = generation
+    return found
+
+
+def kstatus_conditions(
+    *,
+    previous_status: Mapping[str, Any],
+    phase: Phase,
+    reason: StatusReason,
+    message: str,
+    generation: int | None,
+    now: datetime,
+) -> list[dict[str, Any]]:
+    """Ready, then Reconciling while the object is on its way or Stalled while someone must act. Pure."""
+
+    def made(condition_type: ConditionType, status: bool) -> dict[str, Any]:
+        return condition(
+            previous_status=previous_status,
+            condition_type=condition_type,
+            status=status,
+            reason=reason,
+            message=message,
+            now=now,
+            generation=generation,
+        )
+
+    found = [made(ConditionType.READY, phase == Phase.READY)]
+    if stalls(phase, reason):
+        found.append(made(ConditionType.STALLED, True))
+    elif reconciles(phase, reason):
+        found.append(made(ConditionType.RECONCILING, True))
+    return found
 
 
 def status_update(
     parsed: Parsed[Any],
     *,
-    phase: str,
-    reason: str,
+    phase: Phase,
+    reason: StatusReason,
     message: str,
     now: datetime,
     extra: Mapping[str, Any] | None = None,
 ) -> StatusUpdate:
-    """The status of one runtime object: phase, reason, message, observedGeneration, the Ready
-    condition, and kind-specific fields (None values left out)."""
+    """The status of one runtime object: phase, reason, message, observedGeneration, the kstatus
+    conditions, and kind-specific fields (None values left out)."""
+    generation = parsed.obj.meta.generation
     status: dict[str, Any] = {
-        "phase": phase,
-        "reason": reason,
+        "phase": str(phase),
+        "reason": str(reason),
         "message": message,
-        "observedGeneration": parsed.obj.meta.generation,
-        "conditions": [
-            condition(previous_status=parsed.obj.status, condition_type=READY, status=phase == READY, reason=reason, message=message, now=now)
-        ],
+        "observedGeneration": generation,
+        "conditions": kstatus_conditions(
+            previous_status=parsed.obj.status, phase=phase, reason=reason, message=message, generation=generation, now=now
+        ),
     }
     status.update({key: value for key, value in (extra or {}).items() if value is not None})
     return StatusUpdate(

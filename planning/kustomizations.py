@@ -1,4 +1,4 @@
-"""The Flux Kustomization generated for one enabled module (seed 000, Defaulting).
+"""The Flux Kustomization generated for one enabled module, with its defaults written out.
 
 Every field the controller would otherwise default is written out (force: false included) so
 the object read back from the cluster equals the object declared, and a converged run sees no
@@ -10,13 +10,14 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from api import peer_kinds
 from catalogs import ModuleEntry
 from planning.labels import ACTIVATION, FIELD_MANAGER_ANNOTATION, MANAGED_BY, MANAGED_BY_VALUE, MODULE
 from planning.names import LABEL_VALUE_LIMIT, fit
 from planning.objects import DesiredObject
 from planning.settings import FLUX_NAMESPACE
 
-KUSTOMIZATION_API_VERSION = "kustomize.toolkit.fluxcd.io/v1"
+KUSTOMIZATION_API_VERSION = peer_kinds.FLUX_KUSTOMIZATION.api_version
 INTERVAL = "10m0s"
 SETTINGS_CONFIG_MAP = "ai-appliance-settings"
 

@@ -1,4 +1,4 @@
-"""Which platform modules are enabled, and the Flux Kustomization of each (seed 000).
+"""Which platform modules are enabled, and the Flux Kustomization of each.
 
 One fixed order, every run:
 
@@ -41,6 +41,7 @@ from pydantic import ValidationError
 
 from api.appliance import SourceRef as ApiSourceRef
 from api.meta import API_VERSION
+from api.vocabulary import Phase
 from catalogs import Catalogs, ModuleEntry
 from planning.frozen import thaw
 from planning.intent import Intent, Parsed
@@ -63,7 +64,7 @@ from planning.requirements import Requirement
 from planning.settings import APPLIANCE_NAME, FLUX_NAMESPACE, PlanSettings
 from planning.snapshot import FluxKustomization, Snapshot
 
-READY = "Ready"
+READY = Phase.READY
 KUSTOMIZATION_CRD = "kustomizations.kustomize.toolkit.fluxcd.io"
 """Flux's Kustomization kind; generated Kustomizations are declared only while it is served."""
 HARDWARE_SOURCE = "hardware-detection"
@@ -74,7 +75,7 @@ class ModuleOutcome:
     """The decision for one module: its phase, why, and the Kustomization to declare."""
 
     name: str
-    phase: str
+    phase: Phase
     reason: Reason
     message: str
     kustomization_name: str | None = None
@@ -106,7 +107,7 @@ class ActivationOutcome:
     """The status-relevant decision for one ModuleActivation object."""
 
     activation: Parsed[Any]
-    phase: str
+    phase: Phase
     reason: Reason
     message: str
     module: str | None = None
@@ -216,7 +217,7 @@ def plan_modules(
     for name in sorted(disabled):
         outcomes[name] = _disabled_outcome(name, classified.winners[name], requested_by)
     for key, message in unknown_keys:
-        outcomes.setdefault(key, ModuleOutcome(name=key, phase="Failed", reason=Reason.UNKNOWN_MODULE, message=message))
+        outcomes.setdefault(key, ModuleOutcome(name=key, phase=Phase.FAILED, reason=Reason.UNKNOWN_MODULE, message=message))
 
     declared = tuple(o.kustomization for o in outcomes.values() if o.kustomization is not None)
     kept = _keep_as_applied(frozen, snapshot, catalogs)
@@ -234,7 +235,7 @@ def _disabled_outcome(name: str, activation: Parsed[Any], requested_by: Mapping[
     if waiting:
         message += f" Waiting on it: {listed(waiting)}."
     return ModuleOutcome(
-        name=name, phase="Disabled", reason=Reason.DISABLED, message=message, requested_by=waiting, activation=activation.name
+        name=name, phase=Phase.DISABLED, reason=Reason.DISABLED, message=message, requested_by=waiting, activation=activation.name
     )
 
 
@@ -367,7 +368,7 @@ def _frozen_outcome(
     note = f"; Kustomization {entry.kustomization} is kept as last applied" if kept else ""
     return ModuleOutcome(
         name=frozen.module,
-        phase="Failed",
+        phase=Phase.FAILED,
         reason=frozen.reason,
         message=f"{frozen.message}{note}",
         kustomization_name=entry.kustomization,
@@ -464,7 +465,7 @@ def _decide(
     common = {"name": entry.name, "kustomization_name": entry.kustomization, "auto_enabled": auto_enabled, "requested_by": requested_by, "activation": activation}
     if KUSTOMIZATION_CRD not in served_crds:
         return ModuleOutcome(
-            phase="WaitingForCRD",
+            phase=Phase.WAITING_FOR_CRD,
             reason=Reason.WAITING_FOR_CRD,
             message=f"Waiting for CRD {KUSTOMIZATION_CRD} (Flux) to be served; no Kustomization until then.",
             **common,
@@ -472,7 +473,7 @@ def _decide(
     disabled_dependencies = sorted(d for d in entry.depends_on if d in blocked)
     if disabled_dependencies:
         return ModuleOutcome(
-            phase="WaitingForModules",
+            phase=Phase.WAITING_FOR_MODULES,
             reason=Reason.MODULE_DISABLED,
             message=f"Requires {', '.join(disabled_dependencies)}, which is disabled; no Kustomization until it is enabled.",
             **common,
@@ -493,9 +494,9 @@ def _decide(
     if unready:
         waiting = f"Waiting for {', '.join(unready)} to become ready"
         if observed is None:
-            return ModuleOutcome(phase="WaitingForModules", reason=Reason.WAITING_FOR_MODULES, message=f"{waiting}.", **common)
+            return ModuleOutcome(phase=Phase.WAITING_FOR_MODULES, reason=Reason.WAITING_FOR_MODULES, message=f"{waiting}.", **common)
         return ModuleOutcome(
-            phase="WaitingForModules",
+            phase=Phase.WAITING_FOR_MODULES,
             reason=Reason.DEPENDENCY_NOT_READY,
             message=f"{waiting}; Kustomization {entry.kustomization} is suspended meanwhile.",
             kustomization=kustomization(suspend=True),
@@ -505,22 +506,22 @@ def _decide(
     return ModuleOutcome(phase=phase, reason=reason, message=message, kustomization=kustomization(suspend=False), **common)
 
 
-def _observed_phase(entry: ModuleEntry, readiness: Verdict, served_crds: frozenset[str]) -> tuple[str, Reason, str]:
+def _observed_phase(entry: ModuleEntry, readiness: Verdict, served_crds: frozenset[str]) -> tuple[Phase, Reason, str]:
     """A module's phase from its Kustomization's readiness (planning.readiness) and its CRDs. Pure."""
     name = entry.kustomization
     if readiness.ready:
         missing = sorted(set(entry.required_crds) - served_crds)
         if missing:
-            return "WaitingForCRD", Reason.WAITING_FOR_CRD, f"Waiting for CRD {', '.join(missing)} to be served."
+            return Phase.WAITING_FOR_CRD, Reason.WAITING_FOR_CRD, f"Waiting for CRD {', '.join(missing)} to be served."
         return READY, Reason.READY, f"Kustomization {name} is ready."
     if readiness.failed:
-        return "Degraded", Reason.KUSTOMIZATION_FAILED, f"Kustomization {name} is not ready ({readiness.reason}): {readiness.message}".rstrip(": ")
+        return Phase.DEGRADED, Reason.KUSTOMIZATION_FAILED, f"Kustomization {name} is not ready ({readiness.reason}): {readiness.message}".rstrip(": ")
     messages = {
         Waiting.NOT_FOUND: f"Kustomization {name} is being created.",
         Waiting.SUSPENDED: f"Kustomization {name} is being resumed.",
         Waiting.STALE_GENERATION: f"Kustomization {name} changed; {readiness.message}.",
     }
-    return "Reconciling", Reason.RECONCILING, messages.get(readiness.reason, f"Flux is reconciling Kustomization {name}.")
+    return Phase.RECONCILING, Reason.RECONCILING, messages.get(readiness.reason, f"Flux is reconciling Kustomization {name}.")
 
 
 def _activation_outcomes(classified: _Classified, outcomes: dict[str, ModuleOutcome]) -> tuple[ActivationOutcome, ...]:
@@ -539,24 +540,24 @@ def _activation_outcomes(classified: _Classified, outcomes: dict[str, ModuleOutc
         )
     for parsed, reason, message, module in classified.rejected:
         frozen = outcomes.get(module) if module is not None else None
-        if frozen is not None and frozen.activation == parsed.name and frozen.phase == "Failed":
+        if frozen is not None and frozen.activation == parsed.name and frozen.phase == Phase.FAILED:
             message = frozen.message
-        results.append(ActivationOutcome(activation=parsed, phase="Failed", reason=reason, message=message, module=module))
+        results.append(ActivationOutcome(activation=parsed, phase=Phase.FAILED, reason=reason, message=message, module=module))
     return tuple(sorted(results, key=lambda r: r.activation.name))
 
 
-def waiting_on_modules(required: Iterable[str], modules: ModulePlan) -> tuple[str, Reason, str] | None:
+def waiting_on_modules(required: Iterable[str], modules: ModulePlan) -> tuple[Phase, Reason, str] | None:
     """Why a requester cannot proceed yet, or None when every required module serves.
 
     A frozen module (its activation rejected) serves while its kept Kustomization is Ready.
     """
     outcomes = {name: modules.outcome(name) for name in required}
     blocked = sorted(
-        name for name, o in outcomes.items() if o is not None and not o.serving and o.phase in ("Disabled", "Failed")
+        name for name, o in outcomes.items() if o is not None and not o.serving and o.phase in (Phase.DISABLED, Phase.FAILED)
     )
     if blocked:
-        return "WaitingForModules", Reason.MODULE_DISABLED, f"Requires module {', '.join(blocked)}, which is disabled or rejected."
+        return Phase.WAITING_FOR_MODULES, Reason.MODULE_DISABLED, f"Requires module {', '.join(blocked)}, which is disabled or rejected."
     unready = sorted(name for name, o in outcomes.items() if o is None or not o.serving)
     if unready:
-        return "WaitingForModules", Reason.WAITING_FOR_MODULES, f"Waiting for module {', '.join(unready)} to become ready."
+        return Phase.WAITING_FOR_MODULES, Reason.WAITING_FOR_MODULES, f"Waiting for module {', '.join(unready)} to become ready."
     return None

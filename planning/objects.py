@@ -8,6 +8,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from planning.frozen import FrozenMap, freeze, thaw
+from planning.provider_wire import STATUS_INPUT
 
 
 NAME_SEPARATOR = "/"
@@ -101,6 +102,21 @@ class StatusUpdate:
     namespace: str
     name: str
     status: FrozenMap
+
+    def to_inputs(self) -> dict[str, Any]:
+        """The inputs of its status write (providers/status_writer.py), the status as JSON text. Pure."""
+        return {"apiVersion": self.api_version, "kind": self.kind, "namespace": self.namespace, "name": self.name, STATUS_INPUT: encode_status(self.status)}
+
+    @classmethod
+    def from_inputs(cls, inputs: Mapping[str, Any]) -> StatusUpdate:
+        """The update `to_inputs` wrote; the status may also be the mapping itself. Pure."""
+        return cls(
+            api_version=inputs["apiVersion"],
+            kind=inputs["kind"],
+            namespace=inputs["namespace"],
+            name=inputs["name"],
+            status=freeze(decode_status(inputs.get(STATUS_INPUT)) or {}),
+        )
 
 
 def encode_status(status: Mapping[str, Any]) -> str:

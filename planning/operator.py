@@ -34,31 +34,26 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
-from enum import StrEnum
 from typing import Any, Final
 
+from api.peer_kinds import STACK
+from api.vocabulary import ConditionType, ForeignReason, OperatorReason, StatusReason
 from planning.conditions import condition
 from planning.readiness import observed_generation_of
 from planning.settings import PlanSettings
 from planning.snapshot import GenericObject, Snapshot
 
-STACK_KIND: Final = "Stack"
-STACK_API_VERSION: Final = "pulumi.com/v1"
+STACK_KIND: Final = STACK.kind
+STACK_API_VERSION: Final = STACK.api_version
 OPERATOR_FIELD: Final = "operator"
 """The key of Appliance/local.status that holds what the operator did."""
-OPERATOR_STALLED: Final = "OperatorStalled"
+OPERATOR_STALLED: Final = ConditionType.OPERATOR_STALLED
 """The Appliance/local condition that mirrors the Stack's Stalled condition."""
 STALLED: Final = "Stalled"
 FIELD_LIMIT: Final = 256
 """Characters of each string of `operator` (a commit of a Flux source reads `main@sha1:<40 hex>`)."""
 _SAME_OUTCOME: Final = ("result", "commit", "type")
 """What makes two of the operator's updates one outcome: `time` moves only when one of these does."""
-
-
-class OperatorReason(StrEnum):
-    NOT_STALLED = "NotStalled"
-    STALLED = "Stalled"
-    """The reason when the Stack's Stalled condition names none."""
 
 
 NOT_STALLED_MESSAGE: Final = "The operator is reconciling the stack."
@@ -108,14 +103,14 @@ def _last_update(stack: GenericObject, reference: str, previous: Mapping[str, An
     return entry
 
 
-def _stalled(stack: GenericObject) -> tuple[bool, str, str]:
+def _stalled(stack: GenericObject) -> tuple[bool, StatusReason, str]:
     """Whether the Stack is Stalled for its current generation, with PKO's reason and message."""
     found = stack.condition(STALLED)
     if found is None or found.status != "True":
         return False, OperatorReason.NOT_STALLED, NOT_STALLED_MESSAGE
     if observed_generation_of(found, stack.status.get("observedGeneration")) != stack.meta.generation:
         return False, OperatorReason.NOT_STALLED, NOT_STALLED_MESSAGE
-    return True, found.reason or OperatorReason.STALLED, found.message
+    return True, ForeignReason(found.reason) if found.reason else OperatorReason.STALLED, found.message
 
 
 def operator_report(
@@ -141,7 +136,7 @@ def operator_report(
             previous_status=previous_status,
             condition_type=OPERATOR_STALLED,
             status=stalled,
-            reason=str(reason),
+            reason=reason,
             message=message,
             now=now,
         ),

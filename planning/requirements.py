@@ -1,4 +1,4 @@
-"""Which modules the app instances and models request (seed 000, Defaulting).
+"""Which modules the app instances and models request, and so enable on demand.
 
 - every enabled instance: its application's modules, plus litellm and model-catalog;
 - an enabled external model: litellm and model-catalog;

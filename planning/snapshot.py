@@ -18,22 +18,17 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
+from api import peer_kinds
+from api.kinds import APPLIANCE_KINDS
 from api.meta import API_VERSION as APPLIANCE_API_VERSION
 from planning.frozen import EMPTY, FrozenMap, freeze
 
-FLUX_KUSTOMIZE_API_VERSION = "kustomize.toolkit.fluxcd.io/v1"
-NFD_API_VERSION = "nfd.k8s-sigs.io/v1alpha1"
-KUBEAI_API_VERSION = "kubeai.org/v1"
+FLUX_KUSTOMIZE_API_VERSION = peer_kinds.FLUX_KUSTOMIZATION.api_version
+NFD_API_VERSION = peer_kinds.NODE_FEATURE.api_version
+KUBEAI_API_VERSION = peer_kinds.KUBEAI_MODEL.api_version
 NFD_NODE_NAME_LABEL = "nfd.node.kubernetes.io/node-name"
 
-RUNTIME_KINDS = (
-    "Appliance",
-    "ModuleActivation",
-    "ModelActivation",
-    "AppInstance",
-    "HostOperation",
-    "ApplianceSetup",
-)
+RUNTIME_KINDS = tuple(kind.kind for kind in APPLIANCE_KINDS)
 
 
 class SnapshotError(ValueError):
@@ -198,16 +193,17 @@ class GenericObject:
 
 
 GENERIC_KINDS = frozenset(
-    {
-        ("helm.toolkit.fluxcd.io/v2", "HelmRelease"),
-        ("gateway.networking.k8s.io/v1", "HTTPRoute"),
-        ("gateway.networking.k8s.io/v1beta1", "ReferenceGrant"),
-        ("gateway.networking.k8s.io/v1", "ReferenceGrant"),
-        ("gateway.envoyproxy.io/v1alpha1", "SecurityPolicy"),
-        ("pulumi.com/v1", "Stack"),
-        ("resource.k8s.io/v1", "ResourceClaim"),
-        ("resource.k8s.io/v1", "ResourceSlice"),
-    }
+    (kind.api_version, kind.kind)
+    for kind in (
+        peer_kinds.HELM_RELEASE,
+        peer_kinds.HTTP_ROUTE,
+        peer_kinds.REFERENCE_GRANT,
+        peer_kinds.REFERENCE_GRANT_V1,
+        peer_kinds.SECURITY_POLICY,
+        peer_kinds.STACK,
+        peer_kinds.RESOURCE_CLAIM,
+        peer_kinds.RESOURCE_SLICE,
+    )
 )
 
 
@@ -424,7 +420,7 @@ class Snapshot:
                         status=_mapping(raw, "status", identity),
                     )
                 )
-            elif api_version == FLUX_KUSTOMIZE_API_VERSION and kind == "Kustomization":
+            elif api_version == FLUX_KUSTOMIZE_API_VERSION and kind == peer_kinds.FLUX_KUSTOMIZATION.kind:
                 kustomizations.append(_kustomization(raw, meta, identity))
             elif api_version == "v1" and kind == "Node":
                 status = _mapping(raw, "status", identity)
@@ -436,9 +432,9 @@ class Snapshot:
                         node_info=status.get("nodeInfo", EMPTY),
                     )
                 )
-            elif api_version == NFD_API_VERSION and kind == "NodeFeature":
+            elif api_version == NFD_API_VERSION and kind == peer_kinds.NODE_FEATURE.kind:
                 node_features.append(NodeFeature(meta=meta, spec=_mapping(raw, "spec", identity)))
-            elif api_version == KUBEAI_API_VERSION and kind == "Model":
+            elif api_version == KUBEAI_API_VERSION and kind == peer_kinds.KUBEAI_MODEL.kind:
                 models.append(_kubeai_model(raw, meta, identity))
             elif (api_version, kind) in GENERIC_KINDS:
                 status = _mapping(raw, "status", identity)

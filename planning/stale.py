@@ -9,8 +9,8 @@ labels every generated Kustomization carries (`app.kubernetes.io/managed-by: mag
 - adopted when the plan wants the same object (same name): the declared object replaces it by
   server-side apply (the provider's create adopts an existing object), nothing to do here;
 - removed when the plan does not want it: the Kustomization of a module that is disabled, no
-  longer requested, or has no matching ModuleActivation (seed: "delete stale generated Flux
-  Kustomizations"). One removal per object, under its UID as a precondition, so an object
+  longer requested, or has no matching ModuleActivation (a stale generated Flux
+  Kustomization). One removal per object, under its UID as a precondition, so an object
   recreated under the same name is never removed by an old decision.
 
 Pure.
@@ -18,13 +18,35 @@ Pure.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any, Self
 
 from planning.kustomizations import KUSTOMIZATION_API_VERSION
 from planning.labels import MODULE, is_generated
 from planning.objects import DesiredObject, logical_name_of
 from planning.settings import FLUX_NAMESPACE
 from planning.snapshot import Snapshot
+
+
+@dataclass(frozen=True)
+class StaleTarget:
+    """What a removal needs of a stale object: its identity and the UID that must still match."""
+
+    api_version: str
+    kind: str
+    namespace: str
+    name: str
+    uid: str
+
+    def to_inputs(self) -> dict[str, str]:
+        """The inputs of its StaleRemoval resource (providers/stale_removal.py). Pure."""
+        return {"apiVersion": self.api_version, "kind": self.kind, "namespace": self.namespace, "name": self.name, "uid": self.uid}
+
+    @classmethod
+    def from_inputs(cls, inputs: Mapping[str, Any]) -> Self:
+        """The target `to_inputs` wrote. Pure."""
+        return cls(api_version=inputs["apiVersion"], kind=inputs["kind"], namespace=inputs["namespace"], name=inputs["name"], uid=inputs["uid"])
 
 
 @dataclass(frozen=True)
@@ -41,6 +63,10 @@ class StaleObject:
     @property
     def logical_name(self) -> str:
         return "stale/" + logical_name_of(kind=self.kind, namespace=self.namespace, name=self.name)
+
+    @property
+    def target(self) -> StaleTarget:
+        return StaleTarget(api_version=self.api_version, kind=self.kind, namespace=self.namespace, name=self.name, uid=self.uid)
 
 
 def stale_kustomizations(snapshot: Snapshot, planned: tuple[DesiredObject, ...]) -> tuple[StaleObject, ...]:

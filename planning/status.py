@@ -1,4 +1,4 @@
-"""The status of every runtime custom resource and of Appliance/local (seed 001 status contract).
+"""The status of every runtime custom resource and of Appliance/local.
 
 Only values that change with the world are written: timestamps move on a transition only,
 so a converged run plans the very status the cluster already holds.
@@ -23,7 +23,8 @@ from typing import Any
 
 from api.meta import API_VERSION
 from api.status import ActivationStatus, ApplianceStatus, HardwareOperatorStatus, ListSummary, ModuleStatus
-from planning.conditions import READY, condition, rfc3339
+from api.vocabulary import Phase, Reason
+from planning.conditions import kstatus_conditions, rfc3339
 from planning.deadlines import Deadline
 from planning.frozen import freeze, thaw
 from planning.intent import Intent, Parsed
@@ -33,10 +34,10 @@ from planning.modules import ActivationOutcome, ModuleOutcome, ModulePlan
 from planning.objects import StatusUpdate
 from planning.names import fit
 from planning.operator import OPERATOR_FIELD, OperatorReport
-from planning.reasons import Reason, listed
+from planning.reasons import listed
 from planning.requirements import REQUIRED_MODULES_FIELD, Requirement
 
-_FAILED_PHASES = frozenset({"Degraded", "Failed"})
+_FAILED_PHASES = frozenset({Phase.DEGRADED, Phase.FAILED})
 
 APPLIANCE_STATUS_BUDGET = 256 * 1024
 """Appliance/local.status stays within this many bytes of JSON at 5,000 ModelActivations and
@@ -91,7 +92,7 @@ def bounded(statuses: Iterable[StatusUpdate]) -> tuple[StatusUpdate, ...]:
 
 def _attention(phase: object) -> int:
     """Sort rank of a phase in a bounded summary: failing first, then waiting, then Ready."""
-    return 0 if phase in _FAILED_PHASES else 2 if phase == READY else 1
+    return 0 if phase in _FAILED_PHASES else 2 if phase == Phase.READY else 1
 
 
 def _summary(phases: Iterable[object], listed: int) -> ListSummary:
@@ -110,23 +111,17 @@ def _update(obj: Parsed[Any], status: Mapping[str, Any]) -> StatusUpdate:
 
 
 def _activation_status(
-    parsed: Parsed[Any], *, phase: str, reason: Reason, message: str, now: datetime, **extra: Any
+    parsed: Parsed[Any], *, phase: Phase, reason: Reason, message: str, now: datetime, **extra: Any
 ) -> StatusUpdate:
+    generation = parsed.obj.meta.generation
     status = ActivationStatus(
         phase=phase,
         reason=str(reason),
         message=message,
-        observed_generation=parsed.obj.meta.generation,
-        conditions=[
-            condition(
-                previous_status=parsed.obj.status,
-                condition_type=READY,
-                status=phase == READY,
-                reason=str(reason),
-                message=message,
-                now=now,
-            )
-        ],
+        observed_generation=generation,
+        conditions=kstatus_conditions(
+            previous_status=parsed.obj.status, phase=phase, reason=reason, message=message, generation=generation, now=now
+        ),
         **extra,
     )
     return _update(parsed, status.to_wire())
@@ -240,43 +235,37 @@ def appliance_status(
         return None
     summaries = tuple(instances)
     rejected = tuple(catalog_problems)
-    active = [m for m in modules.modules if m.phase != "Disabled"]
+    active = [m for m in modules.modules if m.phase != Phase.DISABLED]
     failing = sorted(m.name for m in active if m.phase in _FAILED_PHASES)
-    waiting = sorted(m.name for m in active if m.phase != READY and m.phase not in _FAILED_PHASES)
-    unready_instances = sorted(f"{i.application}/{i.name}" for i in summaries if i.status.get("phase") != READY)
+    waiting = sorted(m.name for m in active if m.phase != Phase.READY and m.phase not in _FAILED_PHASES)
+    unready_instances = sorted(f"{i.application}/{i.name}" for i in summaries if i.status.get("phase") != Phase.READY)
     if appliance.error is not None:
-        phase, ready, reason, message = "Degraded", False, Reason.INVALID_SPEC, str(appliance.error)
+        phase, reason, message = Phase.DEGRADED, Reason.INVALID_SPEC, str(appliance.error)
     elif rejected:
-        phase, ready, reason, message = "Degraded", False, Reason.CATALOG_INVALID, catalog_message(rejected)
+        phase, reason, message = Phase.DEGRADED, Reason.CATALOG_INVALID, catalog_message(rejected)
     elif failing:
-        phase, ready, reason = "Degraded", False, Reason.MODULES_DEGRADED
+        phase, reason = Phase.DEGRADED, Reason.MODULES_DEGRADED
         message = f"Module {', '.join(failing)} is failing."
     elif waiting:
-        phase, ready, reason = "Reconciling", False, Reason.WAITING_FOR_MODULES
+        phase, reason = Phase.RECONCILING, Reason.WAITING_FOR_MODULES
         message = f"Waiting for {', '.join(waiting)} to become ready."
     elif unready_instances:
-        phase, ready, reason = "Reconciling", False, Reason.WAITING_FOR_INSTANCES
+        phase, reason = Phase.RECONCILING, Reason.WAITING_FOR_INSTANCES
         message = f"Waiting for {listed(unready_instances)} to become ready."
     else:
-        phase, ready, reason = "Ready", True, Reason.READY
+        phase, reason = Phase.READY, Reason.READY
         message = f"All {len(active)} enabled modules are ready."
     instance_listing, instances_summary = _instances(summaries)
     model_listing, models_summary = _models(models)
-    conditions = [
-        condition(
-            previous_status=appliance.obj.status,
-            condition_type=READY,
-            status=ready,
-            reason=str(reason),
-            message=message,
-            now=now,
-        )
-    ]
+    generation = appliance.obj.meta.generation
+    conditions = kstatus_conditions(
+        previous_status=appliance.obj.status, phase=phase, reason=reason, message=message, generation=generation, now=now
+    )
     if operator is not None:
-        conditions.append(dict(operator.stalled))
+        conditions.append({**operator.stalled, "observedGeneration": generation})
     status = ApplianceStatus(
         phase=phase,
-        observed_generation=appliance.obj.meta.generation,
+        observed_generation=generation,
         modules={m.name: _module_status(m) for m in modules.modules},
         hardware_operators=dict(hardware_operators),
         instances=instance_listing,

@@ -9,11 +9,12 @@ from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from api.vocabulary import Phase
 from planning.conditions import READY
 from planning.frozen import FrozenMap
 from planning.objects import StatusUpdate
 
-ATTENTION_PHASES = frozenset({"Failed", "Degraded", "Conflict"})
+ATTENTION_PHASES = frozenset({Phase.FAILED, Phase.DEGRADED, Phase.CONFLICT})
 """Phases that mean an object does not do what its spec asks, beyond waiting."""
 NO_PHASE = "Unknown"
 
@@ -48,7 +49,7 @@ class RunSummary:
 
     @property
     def failed(self) -> int:
-        return sum(1 for problem in self.problems if problem.phase == "Failed")
+        return sum(1 for problem in self.problems if problem.phase == Phase.FAILED)
 
     def counts(self) -> str:
         """`3 Ready, 1 Failed` style, or `no objects`."""

@@ -33,14 +33,14 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Final
 
+from api.vocabulary import Phase, Reason
 from planning.conditions import status_update
 from planning.intent import Parsed
 from planning.objects import DesiredObject, StatusUpdate
 from planning.snapshot import Snapshot, UnreadableNamespace
 
-NAMESPACE_UNREADABLE: Final = "NamespaceUnreadable"
-"""The status reason; to become `planning.reasons.Reason.NAMESPACE_UNREADABLE`."""
-DEGRADED: Final = "Degraded"
+NAMESPACE_UNREADABLE: Final = Reason.NAMESPACE_UNREADABLE
+DEGRADED: Final = Phase.DEGRADED
 MODEL_REF: Final = "modelRef"
 HELM_RELEASE: Final = "helmRelease"
 OBSERVED_REPLICAS: Final = "replicas"

@@ -69,7 +69,7 @@ class ClusterResourceProvider(ResourceProvider):
         # Configuration values, not a client, are kept on the instance: `configure` is Pulumi's
         # documented place to "initialize the provider and store configuration", and it is the
         # only way the values reach the later calls of the same provider process. Every method
-        # still builds its own client from them (DESIGN §4).
+        # still builds its own client from them (docs/architecture.md, "Dynamic providers").
         self._configured_access = access_from_config(req.config)
 
     def cluster_access(self) -> KubeAccess:

@@ -58,7 +58,15 @@ from typing import Any, Final
 
 from pulumi.dynamic import CheckFailure, CheckResult, CreateResult, DiffResult, ReadResult, UpdateResult
 
-from planning.models.direct import DirectRuntimeKind
+from planning.frozen import thaw
+from planning.models.direct import (
+    FIELD_MANAGER_INPUT,
+    NAMESPACE_INPUT,
+    OBJECTS_INPUT,
+    RUNTIME_INPUT,
+    DirectRuntimeInputs,
+    DirectRuntimeKind,
+)
 from planning.objects import OWNED_FORCE_ANNOTATION
 from providers.cluster_access import ClusterResourceProvider, without_legacy_access
 from providers.kinds import CONFIG_MAP, DEPLOYMENT, SERVICE
@@ -72,10 +80,6 @@ RUNTIME_KINDS: Final = {kind.kind: kind for kind in (CONFIG_MAP, SERVICE, DEPLOY
 DELETE_ORDER: Final = (DEPLOYMENT.kind, SERVICE.kind, CONFIG_MAP.kind)
 """The workload goes first, so its Pods never run without their Service or configuration."""
 
-RUNTIME_INPUT: Final = "runtime"
-NAMESPACE_INPUT: Final = "namespace"
-OBJECTS_INPUT: Final = "objects"
-FIELD_MANAGER_INPUT: Final = "fieldManager"
 APPLIED_OUTPUT: Final = "applied"
 CHANGING_INPUTS: Final = (RUNTIME_INPUT, OBJECTS_INPUT, FIELD_MANAGER_INPUT)
 """Inputs whose change is an update in place; a change of NAMESPACE_INPUT replaces."""
@@ -177,16 +181,11 @@ class RuntimeInputs:
 
     @classmethod
     def from_props(cls, props: Mapping[str, Any]) -> RuntimeInputs:
-        namespace = props[NAMESPACE_INPUT]
-        objects = tuple(
-            RuntimeObject(ref=_ref_of(body, namespace), body=_placed(body, namespace)) for body in restore_integers(props.get(OBJECTS_INPUT) or [])
-        )
-        return cls(
-            runtime=DirectRuntimeKind(props[RUNTIME_INPUT]),
-            namespace=namespace,
-            objects=objects,
-            field_manager=props[FIELD_MANAGER_INPUT],
-        )
+        """The runtime the plan declared (DirectRuntimeInputs.to_inputs), each object placed."""
+        planned = DirectRuntimeInputs.from_inputs({**props, OBJECTS_INPUT: restore_integers(props.get(OBJECTS_INPUT) or [])})
+        namespace = planned.namespace
+        objects = tuple(RuntimeObject(ref=_ref_of(body, namespace), body=_placed(thaw(body), namespace)) for body in planned.objects)
+        return cls(runtime=planned.runtime, namespace=namespace, objects=objects, field_manager=planned.field_manager)
 
     @property
     def identities(self) -> tuple[str, ...]:

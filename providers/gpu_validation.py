@@ -42,13 +42,12 @@ from typing import Any, Callable, Final
 
 from pulumi.dynamic import CheckFailure, CheckResult, CreateResult, DiffResult, ReadResult, UpdateResult
 
+from planning.hardware.compatibility import ValidationRunPlan
 from planning.hardware.validation import (
     FINAL_STAGES,
     HISTORY_CONFIG_MAP,
-    RUNTIME_IMAGES_NAMESPACE,
     EngineRun,
     HistoryFull,
-    HostIdentity,
     PodSecurity,
     RunRecord,
     Stage,
@@ -83,48 +82,13 @@ def _stamp(clock: Clock) -> str:
     return clock().strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-def _identity(raw: Mapping[str, Any]) -> HostIdentity:
-    return HostIdentity(node=raw["node"], node_uid=raw["nodeUID"], boot_id=raw["bootID"], fingerprint=raw["fingerprint"])
-
-
 @dataclass(frozen=True)
-class RunInputs:
-    run_id: str
-    profile_id: str
-    profile_version: str
-    host: HostIdentity
-    host_current: bool
-    engines: tuple[EngineRun, ...]
-    security: Mapping[str, PodSecurity]
-    namespace: str
-    history_namespace: str
-    device: str
-    runtime_images_namespace: str = RUNTIME_IMAGES_NAMESPACE
-    current_host: HostIdentity | None = None
-    """The bound node as its current evidence describes it; None without current evidence."""
+class RunInputs(ValidationRunPlan):
+    """The run as its resource's inputs carry it (ValidationRunPlan.to_inputs)."""
 
     @classmethod
     def from_props(cls, props: Mapping[str, Any]) -> RunInputs:
-        props = restore_integers(props)
-        host = props["host"]
-        current = props.get("currentHost")
-        return cls(
-            run_id=props["runId"],
-            profile_id=props["profileId"],
-            profile_version=props["profileVersion"],
-            host=_identity(host),
-            host_current=bool(props["hostCurrent"]),
-            engines=tuple(EngineRun(engine=e["engine"], image=e["image"], timeout_seconds=int(e["timeoutSeconds"])) for e in props["engines"]),
-            security={
-                name: PodSecurity(run_as_user=s.get("runAsUser"), supplemental_groups=tuple(s.get("supplementalGroups") or ()))
-                for name, s in (props.get("security") or {}).items()
-            },
-            namespace=props["namespace"],
-            history_namespace=props["historyNamespace"],
-            device=props.get("device") or "",
-            runtime_images_namespace=props.get("runtimeImagesNamespace") or RUNTIME_IMAGES_NAMESPACE,
-            current_host=_identity(current) if isinstance(current, Mapping) else None,
-        )
+        return cls.from_inputs(restore_integers(props))
 
     def new_record(self, clock: Clock) -> RunRecord:
         return RunRecord(

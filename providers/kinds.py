@@ -2,20 +2,24 @@
 
 from __future__ import annotations
 
-from api.meta import GROUP, VERSION
+from api import kinds as api_kinds
+from api import peer_kinds
+from api.kinds import ApplianceKind
+from api.peer_kinds import PeerKind
 from providers.kube.client import ResourceKind
 
 
-def _appliance_kind(kind: str, plural: str) -> ResourceKind:
-    return ResourceKind(group=GROUP, version=VERSION, kind=kind, plural=plural, namespaced=True)
+def served(kind: ApplianceKind | PeerKind) -> ResourceKind:
+    """The client's kind of one kind of the registries (api.kinds, api.peer_kinds)."""
+    return ResourceKind(group=kind.group, version=kind.version, kind=kind.kind, plural=kind.plural, namespaced=kind.namespaced)
 
 
-APPLIANCE = _appliance_kind("Appliance", "appliances")
-MODULE_ACTIVATION = _appliance_kind("ModuleActivation", "moduleactivations")
-MODEL_ACTIVATION = _appliance_kind("ModelActivation", "modelactivations")
-APP_INSTANCE = _appliance_kind("AppInstance", "appinstances")
-HOST_OPERATION = _appliance_kind("HostOperation", "hostoperations")
-APPLIANCE_SETUP = _appliance_kind("ApplianceSetup", "appliancesetups")
+APPLIANCE = served(api_kinds.APPLIANCE)
+MODULE_ACTIVATION = served(api_kinds.MODULE_ACTIVATION)
+MODEL_ACTIVATION = served(api_kinds.MODEL_ACTIVATION)
+APP_INSTANCE = served(api_kinds.APP_INSTANCE)
+HOST_OPERATION = served(api_kinds.HOST_OPERATION)
+APPLIANCE_SETUP = served(api_kinds.APPLIANCE_SETUP)
 
 NODE = ResourceKind(group="", version="v1", kind="Node", plural="nodes", namespaced=False)
 CONFIG_MAP = ResourceKind(group="", version="v1", kind="ConfigMap", plural="configmaps", namespaced=True)
@@ -23,32 +27,26 @@ SERVICE = ResourceKind(group="", version="v1", kind="Service", plural="services"
 CRD = ResourceKind(
     group="apiextensions.k8s.io", version="v1", kind="CustomResourceDefinition", plural="customresourcedefinitions", namespaced=False
 )
-KUSTOMIZATION = ResourceKind(
-    group="kustomize.toolkit.fluxcd.io", version="v1", kind="Kustomization", plural="kustomizations", namespaced=True
-)
+KUSTOMIZATION = served(peer_kinds.FLUX_KUSTOMIZATION)
 
-NODE_FEATURE = ResourceKind(group="nfd.k8s-sigs.io", version="v1alpha1", kind="NodeFeature", plural="nodefeatures", namespaced=True)
+NODE_FEATURE = served(peer_kinds.NODE_FEATURE)
 
-KUBEAI_MODEL = ResourceKind(group="kubeai.org", version="v1", kind="Model", plural="models", namespaced=True)
+KUBEAI_MODEL = served(peer_kinds.KUBEAI_MODEL)
 POD = ResourceKind(group="", version="v1", kind="Pod", plural="pods", namespaced=True)
 DEPLOYMENT = ResourceKind(group="apps", version="v1", kind="Deployment", plural="deployments", namespaced=True)
 JOB = ResourceKind(group="batch", version="v1", kind="Job", plural="jobs", namespaced=True)
 """GPU validation Jobs (providers/gpu_validation.py): created, read and deleted by name."""
 
-HELM_RELEASE = ResourceKind(group="helm.toolkit.fluxcd.io", version="v2", kind="HelmRelease", plural="helmreleases", namespaced=True)
-HTTP_ROUTE = ResourceKind(group="gateway.networking.k8s.io", version="v1", kind="HTTPRoute", plural="httproutes", namespaced=True)
-REFERENCE_GRANT = ResourceKind(
-    group="gateway.networking.k8s.io", version="v1beta1", kind="ReferenceGrant", plural="referencegrants", namespaced=True
-)
-ENVOY_PROXY = ResourceKind(group="gateway.envoyproxy.io", version="v1alpha1", kind="EnvoyProxy", plural="envoyproxies", namespaced=True)
+HELM_RELEASE = served(peer_kinds.HELM_RELEASE)
+HTTP_ROUTE = served(peer_kinds.HTTP_ROUTE)
+REFERENCE_GRANT = served(peer_kinds.REFERENCE_GRANT)
+ENVOY_PROXY = served(peer_kinds.ENVOY_PROXY)
 POD_DISRUPTION_BUDGET = ResourceKind(group="policy", version="v1", kind="PodDisruptionBudget", plural="poddisruptionbudgets", namespaced=True)
 NETWORK_POLICY = ResourceKind(group="networking.k8s.io", version="v1", kind="NetworkPolicy", plural="networkpolicies", namespaced=True)
-SECURITY_POLICY = ResourceKind(
-    group="gateway.envoyproxy.io", version="v1alpha1", kind="SecurityPolicy", plural="securitypolicies", namespaced=True
-)
+SECURITY_POLICY = served(peer_kinds.SECURITY_POLICY)
 
-RESOURCE_CLAIM = ResourceKind(group="resource.k8s.io", version="v1", kind="ResourceClaim", plural="resourceclaims", namespaced=True)
-RESOURCE_SLICE = ResourceKind(group="resource.k8s.io", version="v1", kind="ResourceSlice", plural="resourceslices", namespaced=False)
+RESOURCE_CLAIM = served(peer_kinds.RESOURCE_CLAIM)
+RESOURCE_SLICE = served(peer_kinds.RESOURCE_SLICE)
 MUTATING_ADMISSION_POLICY = ResourceKind(
     group="admissionregistration.k8s.io", version="v1beta1", kind="MutatingAdmissionPolicy", plural="mutatingadmissionpolicies", namespaced=False
 )
@@ -56,7 +54,13 @@ OPTIONAL_APIS = (RESOURCE_CLAIM, MUTATING_ADMISSION_POLICY)
 """Built-in APIs only GPU sharing needs; whether the cluster serves them is part of the snapshot
 (Snapshot.served_apis, named `<plural>.<group>/<version>`)."""
 
-STACK = ResourceKind(group="pulumi.com", version="v1", kind="Stack", plural="stacks", namespaced=True)
+STACK = served(peer_kinds.STACK)
 """The Pulumi Kubernetes Operator Stack the program runs under (read by name, planning.operator)."""
 
-APPLIANCE_KINDS = {k.kind: k for k in (APPLIANCE, MODULE_ACTIVATION, MODEL_ACTIVATION, APP_INSTANCE, HOST_OPERATION, APPLIANCE_SETUP)}
+APPLIANCE_KINDS = {kind.kind: served(kind) for kind in api_kinds.APPLIANCE_KINDS}
+"""Every kind of the API by name, in the registry's order."""
+
+
+def appliance_kinds_at(system_namespace: str) -> tuple[tuple[ResourceKind, str], ...]:
+    """Every kind of the API and the namespace its objects live in, in the registry's order. Pure."""
+    return tuple((served(kind), kind.namespace(system_namespace)) for kind in api_kinds.APPLIANCE_KINDS)

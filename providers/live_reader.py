@@ -45,6 +45,7 @@ from concurrent.futures import ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from typing import Any, Final, TypeVar
 
+from api.kinds import SETUP_NAMESPACE
 from planning.hardware.runtime_adoption import KUBEAI_NAMESPACE
 from planning.instances.guard import GUARD_SELECTOR
 from planning.labels import MANAGED_BY, MANAGED_BY_VALUE
@@ -53,19 +54,13 @@ from planning.models.kubeai import MODEL_SERVER_PORT
 from planning.settings import DEFAULT_STACK_NAME, FLUX_NAMESPACE
 from planning.snapshot import HealthObservation, OllamaObservation, Snapshot, SnapshotError, UnreadableNamespace
 from providers.kinds import (
-    APPLIANCE,
-    APPLIANCE_SETUP,
-    APP_INSTANCE,
     CONFIG_MAP,
     CRD,
     DEPLOYMENT,
     HELM_RELEASE,
-    HOST_OPERATION,
     HTTP_ROUTE,
     KUBEAI_MODEL,
     KUSTOMIZATION,
-    MODEL_ACTIVATION,
-    MODULE_ACTIVATION,
     NODE,
     NODE_FEATURE,
     OPTIONAL_APIS,
@@ -75,11 +70,11 @@ from providers.kinds import (
     RESOURCE_SLICE,
     SECURITY_POLICY,
     STACK,
+    appliance_kinds_at,
 )
 from providers.kube import Forbidden, KubeAccess, KubeClient, KubeError, ResourceKind, open_client
 from providers.ollama import ProbeLimits, ProbeTarget, failure_detail, probe_pods, proxy_path
 
-SETUP_NAMESPACE = "identity-system"
 MANAGED_SELECTOR: Final = f"{MANAGED_BY}={MANAGED_BY_VALUE}"
 """Objects the program created itself (the shared GPU claim)."""
 GET: Final = "get"
@@ -166,12 +161,7 @@ def reads(
         Read(CRD),
         Read(NODE),
         Read(NODE_FEATURE),
-        Read(APPLIANCE, system_namespace),
-        Read(MODULE_ACTIVATION, system_namespace),
-        Read(MODEL_ACTIVATION, system_namespace),
-        Read(APP_INSTANCE, system_namespace),
-        Read(HOST_OPERATION, system_namespace),
-        Read(APPLIANCE_SETUP, SETUP_NAMESPACE),
+        *(Read(kind, namespace) for kind, namespace in appliance_kinds_at(system_namespace)),
         Read(KUSTOMIZATION, FLUX_NAMESPACE),
         Read(CONFIG_MAP, FLUX_NAMESPACE),
         Read(CONFIG_MAP, system_namespace),

@@ -39,12 +39,13 @@ from concurrent.futures import Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, replace
 from datetime import datetime
 from enum import StrEnum
-from typing import Any, Final, NotRequired, TypedDict, cast
+from typing import Any, Final, NotRequired, Self, TypedDict, cast
 from urllib.parse import quote
 
 from pulumi.dynamic import CheckFailure, CheckResult, CreateResult, DiffResult, ReadResult, UpdateResult
 
 from planning.conditions import rfc3339
+from planning.models.plan import AliasRequest
 from planning.snapshot import OllamaObservation, OllamaProbe
 from providers.cluster_access import ClusterResourceProvider, without_legacy_access
 from providers.kube import (
@@ -434,24 +435,13 @@ UPDATING_PROPERTIES: Final = ("pods", "source", "alias", "port")
 
 
 @dataclass(frozen=True)
-class AliasTarget:
-    """The inputs of one OllamaAlias resource, as `OllamaAliasProvider.check` leaves them."""
-
-    namespace: str
-    pods: tuple[str, ...]
-    source: str
-    alias: str
-    port: int
+class AliasTarget(AliasRequest):
+    """The inputs of one OllamaAlias resource (AliasRequest.to_inputs), as `OllamaAliasProvider.check`
+    leaves them; inputs without a port name Ollama's own."""
 
     @classmethod
-    def from_inputs(cls, props: Mapping[str, Any]) -> AliasTarget:
-        return cls(
-            namespace=props["namespace"],
-            pods=tuple(props.get("pods") or ()),
-            source=props["source"],
-            alias=props["alias"],
-            port=int(props.get("port") or OLLAMA_PORT),
-        )
+    def from_inputs(cls, inputs: Mapping[str, Any]) -> Self:
+        return super().from_inputs({**inputs, "port": inputs.get("port") or OLLAMA_PORT})
 
     def outputs(self, props: Mapping[str, Any], result: AliasResult) -> dict[str, Any]:
         """Full outputs: the inputs, where the alias stands, and the `problem` of the Pods that failed."""

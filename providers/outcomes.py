@@ -37,50 +37,9 @@ from typing import Any, Final, TypedDict
 from pulumi.output import Unknown
 from pulumi.runtime.rpc import UNKNOWN
 
+from api.vocabulary import ProblemReason
+from planning.provider_wire import PROBLEM_OUTPUT
 from providers.kube import KubeConnectionError, KubeError
-
-PROBLEM_OUTPUT: Final = "problem"
-"""The output key every dynamic provider of the program sets: a ProblemOutput, or `{}`."""
-
-
-class ProblemReason(StrEnum):
-    """Why one object's operation did not happen; written as the object's status reason."""
-
-    CLUSTER_UNREACHABLE = "ClusterUnreachable"
-    """No answer from the API server (connection refused, TLS, timeout) for this operation."""
-    PROFILE_STORE_FULL = "ProfileStoreFull"
-    PROFILE_STORE_MALFORMED = "ProfileStoreMalformed"
-    PROFILE_STORE_CONTENDED = "ProfileStoreContended"
-    """Every compare-and-swap attempt lost to another writer."""
-    PROFILE_STORE_REFUSED = "ProfileStoreRefused"
-    """The API server refused to read or write the store ConfigMap (403, 5xx, ...)."""
-    OLLAMA_UNREACHABLE = "OllamaUnreachable"
-    """The pod proxy could not reach Ollama, or Ollama failed (5xx)."""
-    OLLAMA_ALIAS_REFUSED = "OllamaAliasRefused"
-    """The API server or Ollama answered the alias request with another error."""
-    STATUS_WRITE_REFUSED = "StatusWriteRefused"
-    """The API server refused the status write (403, 409, 5xx, ...)."""
-    STATUS_WRITE_INVALID = "StatusWriteInvalid"
-    """The API server refused the written status itself (400, 422): the body is wrong."""
-    POD_RECOVERY_CONFLICT = "PodRecoveryConflict"
-    """The Pod is no longer the one observed; the next run observes it again."""
-    POD_RECOVERY_REFUSED = "PodRecoveryRefused"
-    STALE_REMOVAL_FAILED = "StaleRemovalFailed"
-    REALTIME_PERMISSION_DENIED = "RealtimePermissionDenied"
-    """The API server refused a write of the realtime runtime (403): its Role is missing or narrower."""
-    REALTIME_API_REJECTED = "RealtimeApiRejected"
-    """The API server rejected a realtime object (400, 422, admission, another 4xx)."""
-    REALTIME_API_UNAVAILABLE = "RealtimeApiUnavailable"
-    """No usable answer (5xx, 429, no connection): the runtime is Starting, tried again next run."""
-    VALIDATION_HISTORY_UNAVAILABLE = "ValidationHistoryUnavailable"
-    """The GPU validation history could not be read or written: no new diagnostic starts."""
-    VALIDATION_JOB_REFUSED = "ValidationJobRefused"
-    """The API server refused to create or read a GPU validation Job or its Pod."""
-    RUNTIME_IMAGES_REFUSED = "RuntimeImagesRefused"
-    """A validated digest could not be written to the runtime-images store."""
-    FREETOKEN_PERMISSION_DENIED = "FreeTokenPermissionDenied"
-    FREETOKEN_API_REJECTED = "FreeTokenApiRejected"
-    FREETOKEN_API_UNAVAILABLE = "FreeTokenApiUnavailable"
 
 
 STARTING_REASONS: Final = frozenset({ProblemReason.REALTIME_API_UNAVAILABLE, ProblemReason.FREETOKEN_API_UNAVAILABLE})

@@ -21,14 +21,12 @@ the cluster access the stack's configuration names (providers/cluster_access.py)
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any, Final
 
 from pulumi.dynamic import CheckFailure, CheckResult, CreateResult, DiffResult, ReadResult, UpdateResult
 
-from planning.models.recovery import TerminalPod
+from planning.models.recovery import RecoveryAttempt, TerminalPod
 from providers.cluster_access import ClusterResourceProvider, without_legacy_access
 from providers.kube import Conflict, KubeClient, KubeError, NotFound, ResourceKind, open_client
 from providers.outcomes import PROBLEM_OUTPUT, Persistence, Problem, ProblemReason, kube_problem, retry_requested, with_problem
@@ -74,31 +72,6 @@ def answered_deletion(
     except NotFound:
         return DeleteOutcome.ALREADY_GONE, None
     return DeleteOutcome.DELETED, None
-
-
-@dataclass(frozen=True)
-class RecoveryAttempt:
-    """The inputs of one PodRecovery resource."""
-
-    namespace: str
-    pod: str
-    pod_uid: str
-    resource_version: str
-    attempt: int
-
-    @classmethod
-    def from_inputs(cls, props: Mapping[str, Any]) -> RecoveryAttempt:
-        return cls(
-            namespace=props["namespace"],
-            pod=props["pod"],
-            pod_uid=props["podUID"],
-            resource_version=props["resourceVersion"],
-            attempt=restore_integers(props["attempt"]),
-        )
-
-    @property
-    def resource_id(self) -> str:
-        return f"{self.namespace}/{self.pod}/{self.pod_uid}/{self.attempt}"
 
 
 class PodRecoveryProvider(ClusterResourceProvider):

@@ -45,21 +45,23 @@ import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Any, ClassVar, Final
+from typing import Any, ClassVar, Final, Self
 
 from pulumi.dynamic import CheckFailure, CheckResult, CreateResult, DiffResult, ReadResult, UpdateResult
 
 from providers.cluster_access import ClusterResourceProvider, without_legacy_access
 from providers.kinds import CONFIG_MAP
-from planning.models.kubeai import MAX_CPU_PROFILES
+from planning.frozen import thaw
+from planning.models.kubeai import MAX_CPU_PROFILES, PROFILE_STORE_CONFIG_MAP, PROFILE_STORE_KEY, PROFILE_STORE_NAMESPACE
+from planning.models.profile_entry import ProfileEntry, ProfileStoreRef
 from providers.kube import Conflict, KubeClient, KubeError, NotFound, open_client
 from providers.kube.client import MERGE_PATCH
 from providers.outcomes import PROBLEM_OUTPUT, Problem, ProblemReason, is_unknown, kube_problem, retry_requested, with_problem
 from providers.pulumi_values import restore_integers
 
-DEFAULT_NAMESPACE: Final = "flux-system"
-DEFAULT_CONFIG_MAP: Final = "magicstick-runtime-profiles"
-DEFAULT_KEY: Final = "values.json"
+DEFAULT_NAMESPACE: Final = PROFILE_STORE_NAMESPACE
+DEFAULT_CONFIG_MAP: Final = PROFILE_STORE_CONFIG_MAP
+DEFAULT_KEY: Final = PROFILE_STORE_KEY
 OWNED_PREFIX: Final = "magicstick-"
 PROFILES_FIELD: Final = "resourceProfiles"
 STORE_FIELD_MANAGER: Final = "magicstick-runtime-profiles"
@@ -89,18 +91,6 @@ class ProfileStoreFull(ProfileStoreError):
 
 class ProfileStoreContended(ProfileStoreError):
     """Every attempt lost the compare-and-swap to another writer."""
-
-
-@dataclass(frozen=True)
-class ProfileStoreRef:
-    """Where the store lives: one key of one ConfigMap."""
-
-    namespace: str = DEFAULT_NAMESPACE
-    name: str = DEFAULT_CONFIG_MAP
-    key: str = DEFAULT_KEY
-
-    def __str__(self) -> str:
-        return f"ConfigMap {self.namespace}/{self.name} key {self.key}"
 
 
 @dataclass(frozen=True)
@@ -355,21 +345,19 @@ def _where(config_map: Mapping[str, Any], key: str) -> str:
 
 
 @dataclass(frozen=True)
-class RuntimeProfileEntry:
-    """The inputs of one RuntimeProfile resource, with Pulumi's floats turned back into integers."""
-
-    ref: ProfileStoreRef
-    profile_name: str
-    profile: Mapping[str, Any]
+class RuntimeProfileEntry(ProfileEntry):
+    """The inputs of one RuntimeProfile resource (ProfileEntry.to_inputs), with Pulumi's floats
+    turned back into integers."""
 
     @classmethod
-    def from_inputs(cls, props: Mapping[str, Any]) -> RuntimeProfileEntry:
+    def from_inputs(cls, inputs: Mapping[str, Any]) -> Self:
         """Inputs `check` has normalised (every store property present)."""
-        return cls(
-            ref=ProfileStoreRef(namespace=props["namespace"], name=props["configMap"], key=props["key"]),
-            profile_name=props["profileName"],
-            profile=restore_integers(props["profile"]),
-        )
+        return super().from_inputs({**inputs, "profile": restore_integers(inputs["profile"])})
+
+    @property
+    def body(self) -> dict[str, Any]:
+        """The profile as the store holds it."""
+        return thaw(self.profile)
 
     @property
     def id(self) -> str:
@@ -450,7 +438,7 @@ class RuntimeProfileProvider(ClusterResourceProvider):
         """Write the entry; the problem that kept it from the store, or None."""
         try:
             with open_client(self.cluster_access()) as client:
-                put_profile(client, entry.ref, entry.profile_name, entry.profile, store=self.STORE)
+                put_profile(client, entry.ref, entry.profile_name, entry.body, store=self.STORE)
         except (ProfileStoreFull, MalformedProfileStore, ProfileStoreContended, KubeError) as error:
             return store_problem(error)
         return None

@@ -18,13 +18,13 @@ The inputs name the object, nothing else; cluster access comes from the stack's 
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any, Final
 
 from pulumi.dynamic import CheckFailure, CheckResult, CreateResult, DiffResult, ReadResult, UpdateResult
 
+from planning import stale as planned_stale
 from providers.cluster_access import ClusterResourceProvider, without_legacy_access
 from providers.kinds import KUSTOMIZATION
 from providers.kube import Conflict, KubeClient, KubeError, NotFound, ResourceKind, open_client
@@ -45,18 +45,8 @@ class RemovalOutcome(StrEnum):
 
 
 @dataclass(frozen=True)
-class StaleTarget:
-    """The inputs of one StaleRemoval resource."""
-
-    api_version: str
-    kind: str
-    namespace: str
-    name: str
-    uid: str
-
-    @classmethod
-    def from_inputs(cls, props: Mapping[str, Any]) -> StaleTarget:
-        return cls(api_version=props["apiVersion"], kind=props["kind"], namespace=props["namespace"], name=props["name"], uid=props["uid"])
+class StaleTarget(planned_stale.StaleTarget):
+    """The inputs of one StaleRemoval resource (planning.stale.StaleTarget.to_inputs)."""
 
     @property
     def resource_kind(self) -> ResourceKind:

@@ -10,6 +10,9 @@ Rules:
   when any is set the status written is Degraded (a Failed one stays Failed) with the first
   problem's reason and every problem's message, and Ready False (`status_with_problems`).
   Without problems the planned status is written unchanged, so a converged run writes nothing;
+- a Temporary problem is remembered across runs in the output `retries` (attempts and first
+  failure, providers.retry_records): the status says it, and one that lasts past the limit
+  makes the object Stalled; while one lasts, every run counts, so `diff` reports a change;
 - a refused or unanswered status write concerns this one object and never fails the run: it
   is the `problem` output of the StatusWrite itself (StatusWriteRefused, Temporary, tried again
   on the next run; StatusWriteInvalid for a status the server refuses, Permanent, tried again
@@ -23,35 +26,26 @@ own client from the cluster access the stack's configuration names (providers/cl
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
-from enum import StrEnum
 from typing import Any, Final
 
 from pulumi.dynamic import CheckFailure, CheckResult, CreateResult, DiffResult, ReadResult, UpdateResult
 
+from api.vocabulary import ConditionType, Phase, StatusReason, reason_of, stalls
 from planning.conditions import READY, condition
-from planning.objects import decode_status
+from planning.frozen import thaw
+from planning.objects import StatusUpdate, decode_status
+from planning.provider_wire import PROBLEMS_INPUT, STATUS_INPUT
 from providers.cluster_access import ClusterResourceProvider, without_legacy_access
 from providers.kinds import APPLIANCE_KINDS
-from providers.outcomes import STARTING_REASONS, Problem, ProblemReason, is_unknown, kube_problem, problem_from, retry_requested, with_problem
+from providers.outcomes import STARTING_REASONS, Persistence, Problem, ProblemReason, is_unknown, kube_problem, problem_from, retry_requested, with_problem
 from providers.pulumi_values import restore_integers
+from providers.retry_records import RETRIES_OUTPUT, RetryRecord, longest, next_records, records_from, records_output
 from providers.kube import KubeClient, KubeError, NotFound, open_client
 
 STATUS_FIELD_MANAGER = "magicstick-status"
 IDENTITY_PROPERTIES = ("apiVersion", "kind", "namespace", "name")
-STATUS_INPUT: Final = "status"
-"""Input: the status to write, as a mapping or as its JSON text (`encode_status`)."""
-PROBLEMS_INPUT: Final = "problems"
-"""Input: the `problem` outputs of the object's dynamic resources, by the resource's logical name."""
-
-
-class Phase(StrEnum):
-    """The phases the merge of problems writes or keeps."""
-
-    DEGRADED = "Degraded"
-    FAILED = "Failed"
-    STARTING = "Starting"
 
 
 @dataclass(frozen=True)
@@ -63,29 +57,43 @@ class StatusTarget:
     status: Mapping[str, Any]
     problems: tuple[Problem, ...] = field(default=())
     """What went wrong applying the object's dynamic resources in this run, by resource name."""
+    retries: tuple[RetryRecord, ...] = field(default=())
+    """How long the Temporary ones among them have lasted (providers.retry_records)."""
 
     @classmethod
     def from_inputs(cls, props: Mapping[str, Any]) -> StatusTarget:
+        """The update the plan declared (StatusUpdate.to_inputs) and the problems beside it."""
+        update = StatusUpdate.from_inputs(props)
         return cls(
-            api_version=props["apiVersion"],
-            kind=props["kind"],
-            namespace=props["namespace"],
-            name=props["name"],
-            status=restore_integers(decode_status(props.get(STATUS_INPUT)) or {}),
+            api_version=update.api_version,
+            kind=update.kind,
+            namespace=update.namespace,
+            name=update.name,
+            status=restore_integers(thaw(update.status)),
             problems=problems_of(props.get(PROBLEMS_INPUT)),
         )
 
 
 def problems_of(value: Any) -> tuple[Problem, ...]:
     """The problems an input `problems` holds, in the order of their resource names. Pure."""
+    return tuple(problems_by_source(value).values())
+
+
+def problems_by_source(value: Any) -> dict[str, Problem]:
+    """The problems an input `problems` holds, by resource name, in the order of the names. Pure."""
     if not isinstance(value, Mapping):
-        return ()
-    found = (problem_from(value[source]) for source in sorted(value))
-    return tuple(problem for problem in found if problem is not None)
+        return {}
+    found = ((source, problem_from(value[source])) for source in sorted(value))
+    return {source: problem for source, problem in found if problem is not None}
 
 
 def status_with_problems(
-    status: Mapping[str, Any], problems: Sequence[Problem], *, previous: Mapping[str, Any], now: datetime
+    status: Mapping[str, Any],
+    problems: Sequence[Problem],
+    *,
+    previous: Mapping[str, Any],
+    now: datetime,
+    retries: Sequence[RetryRecord] = (),
 ) -> dict[str, Any]:
     """The status to write: `status`, or when `problems` happened, that object's failure. Pure.
 
@@ -94,21 +102,28 @@ def status_with_problems(
     Failed with its reason (the user must act on it first) and names the problems after its
     message. Ready turns False; its lastTransitionTime is kept from `status`, else from
     `previous` (the object's current status) when Ready was already False there, else `now`.
+    Beside it, Stalled when the status is Failed, a problem is Permanent or a Temporary one has
+    lasted past the limit (`retries`, providers.retry_records), else Reconciling. A Temporary
+    problem met on more than one run says since when and how often (`(failing for 14 min, 9 attempts)`).
     `reason` and `message` are set only where the planned status has them (the Appliance has not).
     """
     if not problems:
         return dict(status)
     if status.get("phase") == Phase.FAILED:
         told = "; ".join(f"{problem.reason}: {problem.message}" for problem in problems)
-        phase, reason = Phase.FAILED, str(status.get("reason") or problems[0].reason)
+        phase, reason = Phase.FAILED, reason_of(str(status.get("reason") or problems[0].reason))
         message = f"{status['message']} Also: {told}" if status.get("message") else told
     else:
         outage = all(problem.reason in STARTING_REASONS for problem in problems)
-        phase, reason, message = Phase.STARTING if outage else Phase.DEGRADED, str(problems[0].reason), _told(problems)
+        phase, reason, message = Phase.STARTING if outage else Phase.DEGRADED, reason_of(str(problems[0].reason)), _told(problems)
+    record = longest(retries)
+    if record is not None and record.attempts > 1:
+        message = f"{message} ({record.describe(now)})"
     merged = {**status, "phase": phase.value}
-    merged |= {key: value for key, value in (("reason", reason), ("message", message)) if key in status}
+    merged |= {key: value for key, value in (("reason", str(reason)), ("message", message)) if key in status}
     if "conditions" in status:
-        merged["conditions"] = _not_ready(status, previous, reason=reason, message=message, now=now)
+        permanent = any(problem.persistence is Persistence.PERMANENT for problem in problems) or any(r.stalls(now) for r in retries)
+        merged["conditions"] = _not_ready(status, previous, phase=phase, reason=reason, message=message, permanent=permanent, now=now)
     return merged
 
 
@@ -118,23 +133,47 @@ def _told(problems: Sequence[Problem]) -> str:
     return "; ".join(f"{problem.reason}: {problem.message}" for problem in problems)
 
 
-def _not_ready(status: Mapping[str, Any], previous: Mapping[str, Any], *, reason: str, message: str, now: datetime) -> list[Any]:
-    """`status`'s conditions with Ready False for `reason`, in place of the planned Ready."""
+_KSTATUS: Final = frozenset({ConditionType.READY, ConditionType.RECONCILING, ConditionType.STALLED})
+
+
+def _not_ready(
+    status: Mapping[str, Any],
+    previous: Mapping[str, Any],
+    *,
+    phase: Phase,
+    reason: StatusReason,
+    message: str,
+    permanent: bool,
+    now: datetime,
+) -> list[Any]:
+    """`status`'s conditions with Ready False for `reason` and Stalled (Failed, or a Permanent
+    problem) or Reconciling beside it, in place of the planned kstatus conditions; the others kept."""
     planned = [c for c in status.get("conditions") or () if isinstance(c, Mapping)]
     earlier = [c for c in previous.get("conditions") or () if isinstance(c, Mapping)]
-    ready = condition(
-        previous_status={"conditions": [*earlier, *planned]},
-        condition_type=READY,
-        status=False,
-        reason=reason,
-        message=message,
-        now=now,
-    )
     planned_ready = next((c for c in planned if c.get("type") == READY), {})
-    if "observedGeneration" in planned_ready:
-        ready["observedGeneration"] = planned_ready["observedGeneration"]
-    conditions = [ready if isinstance(c, Mapping) and c.get("type") == READY else c for c in status.get("conditions") or ()]
-    return conditions if ready in conditions else [ready, *conditions]
+    generation = planned_ready.get("observedGeneration", status.get("observedGeneration"))
+    stalled = permanent or stalls(phase, reason)
+
+    def made(condition_type: ConditionType, value: bool) -> dict[str, Any]:
+        return condition(
+            previous_status={"conditions": [*earlier, *planned]},
+            condition_type=condition_type,
+            status=value,
+            reason=reason,
+            message=message,
+            now=now,
+            generation=generation if isinstance(generation, int) else None,
+        )
+
+    kstatus = [made(READY, False), made(ConditionType.STALLED if stalled else ConditionType.RECONCILING, True)]
+    conditions: list[Any] = []
+    for found in status.get("conditions") or ():
+        kind = found.get("type") if isinstance(found, Mapping) else None
+        if kind == READY:
+            conditions += kstatus
+        elif kind not in _KSTATUS:
+            conditions.append(found)
+    return conditions if kstatus[0] in conditions else [*kstatus, *conditions]
 
 
 def owned_status_fields(obj: Mapping[str, Any], field_manager: str) -> set[str]:
@@ -166,7 +205,7 @@ def write_status(
     if current is None:
         return False
     moment = now or datetime.now(timezone.utc)
-    desired = status_with_problems(target.status, target.problems, previous=current.get("status") or {}, now=moment)
+    desired = status_with_problems(target.status, target.problems, previous=current.get("status") or {}, now=moment, retries=target.retries)
     if status_is_current(current, desired, field_manager):
         return False
     body = {
@@ -202,16 +241,24 @@ class StatusProvider(ClusterResourceProvider):
     def diff(self, _id: str, olds: dict[str, Any], news: dict[str, Any]) -> DiffResult:
         replaces = [p for p in IDENTITY_PROPERTIES if olds.get(p) != news.get(p)]
         changed = replaces + [p for p in ("status", PROBLEMS_INPUT) if olds.get(p) != news.get(p)]
-        return DiffResult(changes=bool(changed) or retry_requested(olds), replaces=replaces, delete_before_replace=False)
+        lasting = any(problem.retried for problem in problems_of(news.get(PROBLEMS_INPUT)))
+        return DiffResult(changes=bool(changed) or retry_requested(olds) or lasting, replaces=replaces, delete_before_replace=False)
 
     def create(self, props: dict[str, Any]) -> CreateResult:
         target = StatusTarget.from_inputs(props)
-        outputs = with_problem(without_legacy_access(props), self._write(target))
-        return CreateResult(id_=f"{target.kind}/{target.namespace}/{target.name}", outs=outputs)
+        return CreateResult(id_=f"{target.kind}/{target.namespace}/{target.name}", outs=self._outputs(props, target, {}))
 
-    def update(self, _id: str, _olds: dict[str, Any], news: dict[str, Any]) -> UpdateResult:
-        target = StatusTarget.from_inputs(news)
-        return UpdateResult(outs=with_problem(without_legacy_access(news), self._write(target)))
+    def update(self, _id: str, olds: dict[str, Any], news: dict[str, Any]) -> UpdateResult:
+        return UpdateResult(outs=self._outputs(news, StatusTarget.from_inputs(news), records_from(olds.get(RETRIES_OUTPUT))))
+
+    def _outputs(self, props: Mapping[str, Any], target: StatusTarget, previous: Mapping[str, RetryRecord]) -> dict[str, Any]:
+        """Write the status, counting this run in the retry records; the full outputs."""
+        now = datetime.now(timezone.utc)
+        records = next_records(problems_by_source(props.get(PROBLEMS_INPUT)), previous, now)
+        outputs = with_problem(without_legacy_access(props), self._write(replace(target, retries=tuple(records.values())), now))
+        if records:
+            outputs[RETRIES_OUTPUT] = records_output(records)
+        return outputs
 
     def read(self, id_: str, props: dict[str, Any]) -> ReadResult:
         target = StatusTarget.from_inputs(props)
@@ -228,11 +275,11 @@ class StatusProvider(ClusterResourceProvider):
     def delete(self, _id: str, _props: dict[str, Any]) -> None:
         return None
 
-    def _write(self, target: StatusTarget) -> Problem | None:
+    def _write(self, target: StatusTarget, now: datetime) -> Problem | None:
         """Write the status; the problem that kept it from the object, or None."""
         try:
             with open_client(self.cluster_access()) as client:
-                write_status(client, target)
+                write_status(client, target, now=now)
         except KubeError as error:
             return status_write_problem(error)
         return None

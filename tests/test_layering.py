@@ -1,4 +1,4 @@
-"""The import layering of DESIGN.md holds, and import-linter notices when it is broken.
+"""The import layering of docs/architecture.md holds, and import-linter notices when it is broken.
 
 The contracts live in pyproject.toml under [tool.importlinter]: the pure core (api,
 catalogs, planning) never imports pulumi, pulumi_kubernetes or httpx, and the layers run

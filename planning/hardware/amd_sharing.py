@@ -21,6 +21,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from api import peer_kinds
 from api.status import DraDeviceStatus
 from planning.hardware.sharing import EXCLUSIVE, Allocation
 from planning.labels import FIELD_MANAGER_ANNOTATION, MANAGED_BY, MANAGED_BY_VALUE
@@ -31,7 +32,7 @@ MODULE = "amd-gpu"
 DRA_SHARED = "dra-shared"
 DRA_DRIVER = "gpu.amd.com"
 DRA_DEVICE_CLASS = "gpu.amd.com"
-CLAIM_API_VERSION = "resource.k8s.io/v1"
+CLAIM_API_VERSION = peer_kinds.RESOURCE_CLAIM.api_version
 ADMISSION_API_VERSION = "admissionregistration.k8s.io/v1beta1"
 SHARED_CLAIM = "magicstick-amd-gpu-shared"
 CLAIM_REFERENCE = "amd-gpu-shared"

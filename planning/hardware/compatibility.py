@@ -38,13 +38,13 @@ import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from enum import StrEnum
-from typing import Any, Final
+from typing import Any, Final, Self
 
 from pydantic import ValidationError
 
 from api.modules import AMD_GPU_MODULE, AmdGpuParameters, parse_gpu_parameters
 from api.status import CompatibilityNodeStatus, CompatibilityStatus, DeviceDiagnosticStatus, EngineValidationStatus, PciDeviceStatus
+from api.vocabulary import CompatibilityReason, ValidationBlock
 from catalogs import Catalogs, GpuCompatibilityProfile
 from planning.hardware.evidence import HostEvidence, read_evidence
 from planning.hardware.inventory import PciGpu
@@ -78,31 +78,6 @@ DEVICE_VALIDATION_PREFIX: Final = "appliance.magicstick.dev/device-validation-"
 LISTED_NODES: Final = 16
 MAX_DIAGNOSTICS: Final = 8
 """At most this many device-validation annotations are read; further ones are reported Rejected."""
-
-
-class CompatibilityReason(StrEnum):
-    UPSTREAM = "UpstreamSupported"
-    PROFILE_APPLIES = "ProfileApplies"
-    PARAMETERS_INVALID = "ParametersInvalid"
-    PROFILE_UNKNOWN = "ProfileUnknown"
-    PROFILE_NOT_SELECTED = "ProfileNotSelected"
-    CONSENT_REQUIRED = "ExperimentalConsentRequired"
-    HARDWARE_RULE = "HardwareRuleNotMet"
-    PREFLIGHT = "PreflightFailed"
-    EVIDENCE_NOT_CURRENT = "HostEvidenceNotCurrent"
-    ARCHITECTURE_MISMATCH = "ArchitectureMismatch"
-    DRIVER_NOT_READY = "HostDriverNotReady"
-    EVIDENCE_MISMATCH = "HostEvidenceMismatch"
-    NO_AMD_GPU = "NoAmdGpu"
-
-
-class ValidationBlock(StrEnum):
-    """Why a requested validation run does not start this run."""
-
-    NOT_APPLICABLE = "ProfileNotApplied"
-    RESOURCE_NOT_REGISTERED = "ResourceNotRegistered"
-    HISTORY_UNAVAILABLE = "ValidationHistoryUnavailable"
-    ANOTHER_RUN = "AnotherRunInProgress"
 
 
 def engine_label(engine: str) -> str:
@@ -319,11 +294,61 @@ class ValidationRunPlan:
     device: str = ""
     current_host: HostIdentity | None = None
     """The bound node as its current evidence describes it now; None without current evidence."""
+    runtime_images_namespace: str = RUNTIME_IMAGES_NAMESPACE
+    """Where a passed engine's image is published (the runtime-images store)."""
 
     @property
     def logical_name(self) -> str:
         kind = "device-validation" if self.device else "gpu-validation"
         return f"{kind}/{self.run_id}"
+
+    def to_inputs(self) -> dict[str, Any]:
+        """The inputs of the run's dynamic resource (providers/gpu_validation.py). Pure.
+
+        An engine crosses as its name, image and deadline: what a recorded run says of it is
+        read back from the history store by the provider.
+        """
+        return {
+            "runId": self.run_id,
+            "profileId": self.profile_id,
+            "profileVersion": self.profile_version,
+            "host": self.host.to_wire(),
+            "hostCurrent": self.host_current,
+            "currentHost": self.current_host.to_wire() if self.current_host is not None else None,
+            "engines": [{"engine": e.engine, "image": e.image, "timeoutSeconds": e.timeout_seconds} for e in self.engines],
+            "security": {
+                name: {"runAsUser": s.run_as_user, "supplementalGroups": list(s.supplemental_groups)} for name, s in sorted(self.security.items())
+            },
+            "namespace": self.namespace,
+            "historyNamespace": self.history_namespace,
+            "device": self.device,
+            "runtimeImagesNamespace": self.runtime_images_namespace,
+        }
+
+    @classmethod
+    def from_inputs(cls, inputs: Mapping[str, Any]) -> Self:
+        """The run `to_inputs` wrote, numbers restored from the floats Pulumi passes. Pure."""
+        current = inputs.get("currentHost")
+        return cls(
+            run_id=inputs["runId"],
+            profile_id=inputs["profileId"],
+            profile_version=inputs["profileVersion"],
+            host=HostIdentity.from_wire(inputs["host"]),
+            host_current=bool(inputs["hostCurrent"]),
+            engines=tuple(EngineRun(engine=e["engine"], image=e["image"], timeout_seconds=int(e["timeoutSeconds"])) for e in inputs["engines"]),
+            security={
+                name: PodSecurity(
+                    run_as_user=None if s.get("runAsUser") is None else int(s["runAsUser"]),
+                    supplemental_groups=tuple(int(group) for group in s.get("supplementalGroups") or ()),
+                )
+                for name, s in (inputs.get("security") or {}).items()
+            },
+            namespace=inputs["namespace"],
+            history_namespace=inputs["historyNamespace"],
+            device=inputs.get("device") or "",
+            current_host=HostIdentity.from_wire(current) if isinstance(current, Mapping) else None,
+            runtime_images_namespace=inputs.get("runtimeImagesNamespace") or RUNTIME_IMAGES_NAMESPACE,
+        )
 
 
 @dataclass(frozen=True)

@@ -23,6 +23,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from api.status import HardwareOperatorStatus
+from api.vocabulary import Phase
 from catalogs import Catalogs, ModuleEntry
 from planning.hardware.capacity import AcceleratorCapacity, accelerator_capacity
 from planning.hardware.inventory import PciGpu, gpus_by_node
@@ -36,7 +37,7 @@ from planning.requirements import Requirement
 from planning.settings import FLUX_NAMESPACE
 from planning.snapshot import Snapshot
 
-_FAILING = frozenset({"Degraded", "Failed"})
+_FAILING = frozenset({Phase.DEGRADED, Phase.FAILED})
 LISTED_NODES = 16
 """detectedNodes and compatibleNodes name at most this many nodes, the first by name; their
 counts (detectedNodeCount, compatibleNodeCount) count them all (planning.status bounds)."""

@@ -20,11 +20,11 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from enum import StrEnum
 from typing import Any, Final
 
 import yaml
 
+from api.vocabulary import AdoptionReason
 from planning.snapshot import KubeAIModel, Pod, Snapshot
 
 KUBEAI_RELEASE: Final = ("flux-system", "kubeai")
@@ -39,16 +39,6 @@ DEFAULT_IMAGE_NAME: Final = "default"
 SERVER_CONTAINER: Final = "server"
 """The container of a KubeAI model Pod that runs the engine."""
 ENDED_PHASES: Final = frozenset({"Succeeded", "Failed"})
-
-
-class AdoptionReason(StrEnum):
-    ADOPTED = "RuntimeAdopted"
-    KUBEAI_NOT_READY = "KubeAINotReady"
-    RELEASE_NOT_READY = "KubeAIReleaseNotReady"
-    CONFIGURATION_MISSING = "KubeAIConfigurationMissing"
-    CONFIGURATION_MALFORMED = "KubeAIConfigurationMalformed"
-    IMAGE_NOT_CONFIGURED = "RuntimeImageNotConfigured"
-    POD_ON_OTHER_IMAGE = "ModelPodOnOtherImage"
 
 
 @dataclass(frozen=True)

@@ -37,6 +37,7 @@ from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from typing import Any, Final
 
+from api.vocabulary import VerdictReason
 from planning.labels import MANAGED_BY, MANAGED_BY_VALUE
 
 HISTORY_CONFIG_MAP: Final = "magicstick-gpu-validation-history"
@@ -76,20 +77,6 @@ class Stage(StrEnum):
 FINAL_STAGES: Final = frozenset({Stage.PASSED, Stage.FAILED, Stage.INTERRUPTED, Stage.NOT_RUN})
 
 
-class VerdictReason(StrEnum):
-    PASSED = "ValidationPassed"
-    CPU_FALLBACK = "CpuFallback"
-    NO_GPU_BUFFERS = "NoGpuBuffers"
-    WRONG_ANSWER = "WrongAnswer"
-    HIP_FAILED = "HipComputationFailed"
-    INFERENCE_FAILED = "InferenceFailed"
-    NO_REPORT = "NoValidationReport"
-    JOB_FAILED = "JobFailed"
-    DEADLINE_EXCEEDED = "DeadlineExceeded"
-    JOB_LOST = "JobLost"
-    EVIDENCE_CHANGED = "EvidenceChanged"
-
-
 @dataclass(frozen=True)
 class HostIdentity:
     """What a result is bound to: the node as its current host evidence describes it."""
@@ -101,6 +88,10 @@ class HostIdentity:
 
     def to_wire(self) -> dict[str, str]:
         return {"node": self.node, "nodeUID": self.node_uid, "bootID": self.boot_id, "fingerprint": self.fingerprint}
+
+    @classmethod
+    def from_wire(cls, raw: Mapping[str, Any]) -> HostIdentity:
+        return cls(node=str(raw["node"]), node_uid=str(raw["nodeUID"]), boot_id=str(raw["bootID"]), fingerprint=str(raw["fingerprint"]))
 
 
 @dataclass(frozen=True)
@@ -191,7 +182,7 @@ class RunRecord:
             run_id=str(raw["runId"]),
             profile_id=str(raw["profileId"]),
             profile_version=str(raw["profileVersion"]),
-            host=HostIdentity(node=str(host["node"]), node_uid=str(host["nodeUID"]), boot_id=str(host["bootID"]), fingerprint=str(host["fingerprint"])),
+            host=HostIdentity.from_wire(host),
             requested_at=str(raw["requestedAt"]),
             engines=tuple(EngineRun.from_wire(e) for e in raw["engines"]),
             device=str(raw.get("device") or ""),

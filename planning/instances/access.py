@@ -52,6 +52,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from api import peer_kinds
 from planning.access_settings import AccessSettings
 from planning.instances.releases import INSTANCE_LABEL
 from planning.labels import FIELD_MANAGER_ANNOTATION, MANAGED_BY, MANAGED_BY_VALUE
@@ -60,9 +61,9 @@ from planning.objects import DesiredObject
 from planning.readiness import SPEC_HASH_ANNOTATION, spec_hash
 
 GATEWAY_GROUP = "gateway.networking.k8s.io"
-HTTPROUTE_API_VERSION = "gateway.networking.k8s.io/v1"
-REFERENCE_GRANT_API_VERSION = "gateway.networking.k8s.io/v1beta1"
-SECURITY_POLICY_API_VERSION = "gateway.envoyproxy.io/v1alpha1"
+HTTPROUTE_API_VERSION = peer_kinds.HTTP_ROUTE.api_version
+REFERENCE_GRANT_API_VERSION = peer_kinds.REFERENCE_GRANT.api_version
+SECURITY_POLICY_API_VERSION = peer_kinds.SECURITY_POLICY.api_version
 
 INSTANCE_ANNOTATION = "appliance.magicstick.dev/app-instance"
 """`<system namespace>/<AppInstance name>` of the instance an object serves."""

@@ -33,6 +33,7 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
+from api import peer_kinds
 from planning.access_settings import AccessSettings
 from planning.labels import FIELD_MANAGER_ANNOTATION, MANAGED_BY, MANAGED_BY_VALUE
 from planning.objects import OWNED_FORCE_ANNOTATION, DesiredObject
@@ -42,7 +43,7 @@ from planning.snapshot import Snapshot, Workload
 GRANTS_CONFIG_MAP = "magicstick-access-grants"
 GRANTS_PATH = "/etc/magicstick/grants"
 ENVOY_PROXY_NAME = "magicstick-proxy"
-ENVOY_PROXY_API_VERSION = "gateway.envoyproxy.io/v1alpha1"
+ENVOY_PROXY_API_VERSION = peer_kinds.ENVOY_PROXY.api_version
 ENVOY_PROXY_CRD = "envoyproxies.gateway.envoyproxy.io"
 COMPONENT_LABEL = "app.kubernetes.io/component"
 GUARD_COMPONENT = "access-guard"

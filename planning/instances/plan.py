@@ -1,4 +1,4 @@
-"""App instances: from AppInstances to HelmReleases, Gateway access and status (seed 000/001).
+"""App instances: from AppInstances to HelmReleases, Gateway access and status.
 
 Order, per instance: spec validity (an instance name that cannot be a hostname label is
 invalid too) -> enabled -> application known -> its names held alone (planning.instances.claims:
@@ -21,6 +21,7 @@ from datetime import datetime
 from typing import Any
 
 from api.instances import authentication_is_explicit
+from api.vocabulary import Phase
 from catalogs import ApplicationEntry, Catalogs
 from planning.conditions import status_update
 from planning.frozen import thaw
@@ -28,7 +29,7 @@ from planning.instances.access import AccessSettings, InstanceAccess, access_obj
 from planning.instances.guard import ENVOY_PROXY_CRD, envoy_proxy, grant_document, grant_key, guard_objects, guard_readiness, kept_grants
 from planning.instances.claims import Claim, Claimant, Conflict, Resolution, backend_service, hostname, release, resolve
 from planning.instances.names import InstanceNames, instance_name_of, instance_name_problem, instance_names, release_name_of, release_namespace_of
-from planning.instances.reach import Gate, InstancePhase, guard_gates, instance_phase, route_gates
+from planning.instances.reach import Gate, guard_gates, instance_phase, route_gates
 from planning.instances.releases import INSTANCE_LABEL, helm_release, helm_release_name
 from planning.intent import Intent, Parsed
 from planning.kustomizations import SourceRef
@@ -213,7 +214,7 @@ def _candidate(parsed: Parsed[Any], by_requester: Mapping[str, Requirement], cat
         return _failed(parsed, Reason.INVALID_SPEC, str(parsed.error), context)
     if not parsed.enabled:
         message = "AppInstance is disabled; its release and routes are removed."
-        return _Result(status=status_update(parsed, phase=InstancePhase.DISABLED, reason=Reason.DISABLED, message=message, now=now))
+        return _Result(status=status_update(parsed, phase=Phase.DISABLED, reason=Reason.DISABLED, message=message, now=now))
     requirement = by_requester[f"AppInstance/{parsed.name}"]
     if requirement.problem is not None:
         return _failed(parsed, requirement.problem, requirement.problem_message, context)
@@ -232,7 +233,7 @@ def _candidate(parsed: Parsed[Any], by_requester: Mapping[str, Requirement], cat
 
 def _failed(parsed: Parsed[Any], reason: Reason, message: str, context: _Context) -> _Result:
     kept = _kept(context.snapshot, parsed.name)
-    status = status_update(parsed, phase=InstancePhase.FAILED, reason=reason, message=message, now=context.now)
+    status = status_update(parsed, phase=Phase.FAILED, reason=reason, message=message, now=context.now)
     return _Result(outcome=InstanceOutcome(parsed.name, kept), status=status, kept=kept)
 
 
@@ -288,7 +289,7 @@ def _conflicted(candidate: _Candidate, conflict: Conflict, resolution: Resolutio
         "accessGuardReady": False,
         "conflictsWith": {"kind": "AppInstance", "namespace": holder_namespace, "name": holder_name},
     }
-    status = status_update(parsed, phase=InstancePhase.CONFLICT, reason=conflict.reason, message=conflict.message, now=context.now, extra=extra)
+    status = status_update(parsed, phase=Phase.CONFLICT, reason=conflict.reason, message=conflict.message, now=context.now, extra=extra)
     return _Result(outcome=InstanceOutcome(parsed.name, kept), status=status)
 
 
@@ -321,7 +322,7 @@ def _instance(candidate: _Candidate, context: _Context) -> _Result:
     spec = parsed.spec
     extra = _status_fields(candidate)
 
-    def done(phase: str, reason: str, message: str, objects: tuple[DesiredObject, ...] = ()) -> _Result:
+    def done(phase: Phase, reason: Reason, message: str, objects: tuple[DesiredObject, ...] = ()) -> _Result:
         status = status_update(parsed, phase=phase, reason=reason, message=message, now=context.now, extra=extra)
         fields = {"phase": phase, "namespace": spec.target_namespace, "kind": application.output_kind, "name": names.instance_name, "url": extra["url"], "message": message}
         summary = InstanceSummary(application=application.name, name=names.instance_name, status=fields)
@@ -333,7 +334,7 @@ def _instance(candidate: _Candidate, context: _Context) -> _Result:
         return done(phase, reason, message, _kept(context.snapshot, parsed.name))
     missing = sorted(set(application.required_crds + GATEWAY_CRDS + (HELM_RELEASE_CRD,)) - context.snapshot.served_crds)
     if missing:
-        return done(InstancePhase.WAITING_FOR_CRD, Reason.WAITING_FOR_CRD, f"Waiting for CRD {', '.join(missing)} to be served; no release is created until then.")
+        return done(Phase.WAITING_FOR_CRD, Reason.WAITING_FOR_CRD, f"Waiting for CRD {', '.join(missing)} to be served; no release is created until then.")
     declared = _declared(candidate, extra["authentication"], context)
     extra["accessGuardReady"] = declared.guard_ready
     extra["helmRelease"] = f"{declared.release.namespace}/{declared.release.name}"

@@ -25,8 +25,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from enum import StrEnum
 
+from api.vocabulary import Phase
 from planning.objects import DesiredObject
 from planning.readiness import (
     NOT_FOUND,
@@ -41,16 +41,6 @@ from planning.readiness import (
 )
 from planning.reasons import Reason
 from planning.snapshot import GenericObject, Snapshot
-
-
-class InstancePhase(StrEnum):
-    READY = "Ready"
-    RECONCILING = "Reconciling"
-    DEGRADED = "Degraded"
-    WAITING_FOR_CRD = "WaitingForCRD"
-    CONFLICT = "Conflict"
-    FAILED = "Failed"
-    DISABLED = "Disabled"
 
 
 @dataclass(frozen=True)
@@ -131,23 +121,23 @@ def _unresolved(observed: GenericObject) -> Verdict | None:
     return None
 
 
-def instance_phase(*, release: Gate, guard: tuple[Gate, ...], routes: tuple[Gate, ...], display_name: str) -> tuple[InstancePhase, Reason, str]:
+def instance_phase(*, release: Gate, guard: tuple[Gate, ...], routes: tuple[Gate, ...], display_name: str) -> tuple[Phase, Reason, str]:
     """Phase, reason and message of an instance whose objects are declared (module rules). Pure."""
     if release.verdict.failed:
-        return InstancePhase.DEGRADED, Reason.HELM_RELEASE_FAILED, f"HelmRelease {release.name} is not ready ({release.verdict.reason}): {release.verdict.message}"
+        return Phase.DEGRADED, Reason.HELM_RELEASE_FAILED, f"HelmRelease {release.name} is not ready ({release.verdict.reason}): {release.verdict.message}"
     guard_block, route_block = blocking(guard), blocking(routes)
     if guard_block is not None and guard_block.verdict.failed:
-        return InstancePhase.DEGRADED, Reason.ACCESS_GUARD_REJECTED, f"The access guard was rejected: {guard_block.said}. Routes lead nowhere until it is accepted."
+        return Phase.DEGRADED, Reason.ACCESS_GUARD_REJECTED, f"The access guard was rejected: {guard_block.said}. Routes lead nowhere until it is accepted."
     if route_block is not None and route_block.verdict.failed:
-        return InstancePhase.DEGRADED, Reason.ROUTE_REJECTED, f"A route was rejected: {route_block.said}."
+        return Phase.DEGRADED, Reason.ROUTE_REJECTED, f"A route was rejected: {route_block.said}."
     if not release.verdict.ready:
         note = "" if guard_block is None else " Routes reach the application once its access guard is accepted."
-        return InstancePhase.RECONCILING, Reason.RECONCILING, _release_progress(release) + note
+        return Phase.RECONCILING, Reason.RECONCILING, _release_progress(release) + note
     if guard_block is not None:
-        return InstancePhase.RECONCILING, Reason.WAITING_FOR_ACCESS_GUARD, f"HelmRelease {release.name} is ready; waiting for the access guard: {guard_block.said}. Routes lead nowhere until it is accepted."
+        return Phase.RECONCILING, Reason.WAITING_FOR_ACCESS_GUARD, f"HelmRelease {release.name} is ready; waiting for the access guard: {guard_block.said}. Routes lead nowhere until it is accepted."
     if route_block is not None:
-        return InstancePhase.RECONCILING, Reason.WAITING_FOR_ROUTES, f"HelmRelease {release.name} and the access guard are ready; waiting for the routes: {route_block.said}."
-    return InstancePhase.READY, Reason.READY, f"{display_name} instance is ready."
+        return Phase.RECONCILING, Reason.WAITING_FOR_ROUTES, f"HelmRelease {release.name} and the access guard are ready; waiting for the routes: {route_block.said}."
+    return Phase.READY, Reason.READY, f"{display_name} instance is ready."
 
 
 def _release_progress(release: Gate) -> str:

@@ -1,4 +1,4 @@
-"""The Flux HelmRelease generated for one AppInstance (seed 000, Instance Mapping).
+"""The Flux HelmRelease generated for one AppInstance: its name, chart, source and values.
 
 Stored in the system namespace under the AppInstance's name, installing into the instance's
 target namespace as the Helm release `release_name` (planning.instances.names: unique per
@@ -11,13 +11,14 @@ from __future__ import annotations
 
 from typing import Any
 
+from api import peer_kinds
 from catalogs import ApplicationEntry
 from planning.kustomizations import INTERVAL, SourceRef
 from planning.labels import FIELD_MANAGER_ANNOTATION, MANAGED_BY, MANAGED_BY_VALUE
 from planning.names import LABEL_VALUE_LIMIT, fit
 from planning.objects import DesiredObject
 
-HELM_RELEASE_API_VERSION = "helm.toolkit.fluxcd.io/v2"
+HELM_RELEASE_API_VERSION = peer_kinds.HELM_RELEASE.api_version
 INSTANCE_LABEL = "appliance.magicstick.dev/app-instance"
 HELM_RELEASE_NAME_LIMIT = 53
 """Helm release names are at most 53 characters (the object's name once was its release name)."""

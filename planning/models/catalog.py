@@ -1,5 +1,5 @@
-"""The model catalog: which models LiteLLM routes, published by the program itself (seed 000,
-Module and model readiness; seed 001, model catalog).
+"""The model catalog: which models LiteLLM routes, published by the program itself (a model
+is routed only while its module and its runtime are ready).
 
 The catalog is ConfigMap `<system>/magicstick-model-catalog` (format: catalog_format.py),
 declared by the program while the model-catalog module is requested. Its routes, every run:

@@ -30,12 +30,12 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
-from enum import StrEnum
 from types import MappingProxyType
 from typing import Any
 
 from api.models import DEFAULT_ENGINE, LocalModelSpec
 from api.validation import SpecError
+from api.vocabulary import ChoiceReason
 from catalogs import Catalogs, EngineEntry, PresetEntry
 from planning.hardware.operators import Hardware
 from planning.intent import Intent, Parsed
@@ -44,14 +44,6 @@ TARGET = "computeTarget"
 ENGINE = "engine"
 CPU = "cpu"
 CHOICE_FIELD = "computeTargetChoice"
-
-
-class ChoiceReason(StrEnum):
-    PRESET_DEFAULT = "PresetDefault"
-    OFFERED_ACCELERATOR = "OfferedAccelerator"
-    CPU_VARIANT = "CpuVariant"
-    PRESET_DEFAULT_NOT_OFFERED = "PresetDefaultNotOffered"
-    IMPLIED_TARGET = "ImpliedTarget"
 
 
 KEPT_REASONS = frozenset({ChoiceReason.PRESET_DEFAULT, ChoiceReason.OFFERED_ACCELERATOR})

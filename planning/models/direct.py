@@ -1,7 +1,7 @@
 """Direct runtimes: local models the program runs as its own Deployment, not through KubeAI.
 
-FreeToken and the realtime vLLM-Omni runtime (seed 000, Reconcile Flow; seed 001, FreeToken
-deployment fields, Realtime profile fields) each get a Deployment and a Service, the realtime
+FreeToken and the realtime vLLM-Omni runtime (run by the program itself, from their deployment
+and profile fields) each get a Deployment and a Service, the realtime
 runtime also a stage ConfigMap. All of one activation's objects are applied together by one
 dynamic resource (providers/direct_runtime.py), so a refused write becomes that activation's
 status (Degraded or Starting with a `<Runtime>...` reason) and never fails the run.
@@ -19,11 +19,13 @@ Rules, pure:
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import Any
+from typing import Any, Final
 
-from planning.frozen import thaw
+from api.vocabulary import Phase
+from planning.frozen import FrozenMap, freeze, thaw
 from planning.labels import FIELD_MANAGER_ANNOTATION, MANAGED_BY, MANAGED_BY_VALUE
 from planning.models.kubeai import ACTIVATION_LABEL
 from planning.names import LABEL_VALUE_LIMIT, fit
@@ -40,6 +42,10 @@ RESTART_NONCE_ANNOTATION = "appliance.magicstick.dev/restart-nonce"
 """On the Pod template: the activation's restartNonce; changing it restarts the runtime."""
 SERVICE_NAME_PREFIX = "m-"
 """Put in front of a runtime name that does not start with a letter (Service names must)."""
+RUNTIME_INPUT: Final = "runtime"
+NAMESPACE_INPUT: Final = "namespace"
+OBJECTS_INPUT: Final = "objects"
+FIELD_MANAGER_INPUT: Final = "fieldManager"
 
 
 class DirectRuntimeKind(StrEnum):
@@ -80,6 +86,40 @@ class DirectRuntime:
     @property
     def logical_name(self) -> str:
         return f"{self.kind.label}/{self.namespace}/{self.activation}"
+
+    def inputs(self, field_manager: str) -> DirectRuntimeInputs:
+        """What its DirectRuntime resource carries, applied under `field_manager`."""
+        return DirectRuntimeInputs(runtime=self.kind, namespace=self.namespace, objects=tuple(obj.body for obj in self.objects), field_manager=field_manager)
+
+
+@dataclass(frozen=True)
+class DirectRuntimeInputs:
+    """The objects of one direct runtime as its dynamic resource carries them (providers/direct_runtime.py)."""
+
+    runtime: DirectRuntimeKind
+    namespace: str
+    objects: tuple[FrozenMap, ...]
+    """The bodies to apply, in their order."""
+    field_manager: str
+
+    def to_inputs(self) -> dict[str, Any]:
+        """The resource's inputs. Pure."""
+        return {
+            RUNTIME_INPUT: self.runtime.value,
+            NAMESPACE_INPUT: self.namespace,
+            OBJECTS_INPUT: [thaw(body) for body in self.objects],
+            FIELD_MANAGER_INPUT: self.field_manager,
+        }
+
+    @classmethod
+    def from_inputs(cls, inputs: Mapping[str, Any]) -> DirectRuntimeInputs:
+        """The runtime `to_inputs` wrote. Pure."""
+        return cls(
+            runtime=DirectRuntimeKind(inputs[RUNTIME_INPUT]),
+            namespace=inputs[NAMESPACE_INPUT],
+            objects=tuple(freeze(body) for body in inputs.get(OBJECTS_INPUT) or ()),
+            field_manager=inputs[FIELD_MANAGER_INPUT],
+        )
 
 
 def runtime_name(activation: str) -> str:
@@ -254,8 +294,8 @@ def model_id(url: str) -> str:
 class RuntimeState:
     """Where a planned direct runtime stands, from what the cluster shows."""
 
-    phase: str
-    reason: str
+    phase: Phase
+    reason: Reason
     message: str
     serving: bool
     """The rollout is ready (and healthy where the runtime needs it): publish it to the catalog."""
@@ -269,22 +309,22 @@ def runtime_state(
     workload = observed_workload(snapshot, runtime.kind, runtime.namespace, runtime.activation)
     verdict = deployment_rollout(workload, planned_hash=planned_hash(runtime))
     if verdict.readiness is Readiness.FAILED:
-        return RuntimeState("Degraded", Reason.ROLLOUT_FAILED, f"The runtime's rollout failed: {verdict.reason}: {verdict.message}", False)
+        return RuntimeState(Phase.DEGRADED, Reason.ROLLOUT_FAILED, f"The runtime's rollout failed: {verdict.reason}: {verdict.message}", False)
     if workload is None:
-        return RuntimeState("Starting", Reason.WAITING_FOR_ROLLOUT, f"The runtime's Deployment {runtime.namespace}/{runtime_name(runtime.activation)} is being created.", False)
+        return RuntimeState(Phase.STARTING, Reason.WAITING_FOR_ROLLOUT, f"The runtime's Deployment {runtime.namespace}/{runtime_name(runtime.activation)} is being created.", False)
     if not verdict.ready:
         pods = snapshot.pods_labelled(runtime.namespace, pod_selector(runtime.kind, runtime.activation))
         if verdict.reason != Waiting.NOT_CURRENT and not [p for p in pods if not p.terminating]:
-            return RuntimeState("Starting", Reason.WAITING_FOR_POD, "The runtime's Deployment has no Pod yet.", False)
+            return RuntimeState(Phase.STARTING, Reason.WAITING_FOR_POD, "The runtime's Deployment has no Pod yet.", False)
         waiting = next((f" Pod {p.meta.name}: {p.reason}: {p.message}".rstrip(": ") for p in pods if p.reason), "")
-        return RuntimeState("Starting", Reason.WAITING_FOR_ROLLOUT, f"Waiting for the runtime's rollout: {verdict.message}.{waiting}", False)
+        return RuntimeState(Phase.STARTING, Reason.WAITING_FOR_ROLLOUT, f"Waiting for the runtime's rollout: {verdict.message}.{waiting}", False)
     if needs_health:
         unhealthy = _health(snapshot, runtime)
         if unhealthy is not None:
-            return RuntimeState("Starting", Reason.WAITING_FOR_RUNTIME_HEALTH, unhealthy, False)
+            return RuntimeState(Phase.STARTING, Reason.WAITING_FOR_RUNTIME_HEALTH, unhealthy, False)
     if runtime.activation not in published:
-        return RuntimeState("Starting", Reason.WAITING_FOR_MODEL_CATALOG, "The runtime is ready; waiting for the model catalog to publish it.", True)
-    return RuntimeState("Ready", Reason.READY, "Model is available in the generated model catalog.", True)
+        return RuntimeState(Phase.STARTING, Reason.WAITING_FOR_MODEL_CATALOG, "The runtime is ready; waiting for the model catalog to publish it.", True)
+    return RuntimeState(Phase.READY, Reason.READY, "Model is available in the generated model catalog.", True)
 
 
 def _health(snapshot: Snapshot, runtime: DirectRuntime) -> str | None:

@@ -17,6 +17,7 @@ from datetime import datetime
 from typing import Any
 
 from api.validation import SpecError
+from api.vocabulary import Phase
 from catalogs import Catalogs
 from planning.conditions import status_update
 from planning.hardware.capacity import AcceleratorCapacity
@@ -99,7 +100,7 @@ def plan_direct(
     kept = kept_runtime(snapshot, kind, namespace, parsed.name, service)
     kept_entries = applied_entries if kept is not None else ()
 
-    def hold(phase: str, reason: str, message: str, fields: dict[str, Any] | None = None) -> DirectOutcome:
+    def hold(phase: Phase, reason: Reason, message: str, fields: dict[str, Any] | None = None) -> DirectOutcome:
         return DirectOutcome(kept, kept_entries, status_update(parsed, phase=phase, reason=reason, message=message, now=now, extra=fields))
 
     try:
@@ -118,9 +119,9 @@ def plan_direct(
                 capacity=capacity, catalogs=catalogs, field_manager=settings.field_manager,
             )
     except SpecError as error:
-        return hold("Failed", REFUSAL_REASONS.get(type(error), Reason.INVALID_SPEC), str(error))
+        return hold(Phase.FAILED, REFUSAL_REASONS.get(type(error), Reason.INVALID_SPEC), str(error))
     if isinstance(planned, Unplaceable):
-        phase = "WaitingForGPU" if planned.reason is Reason.WAITING_FOR_GPU else "Pending"
+        phase = Phase.WAITING_FOR_GPU if planned.reason is Reason.WAITING_FOR_GPU else Phase.PENDING
         return hold(phase, planned.reason, planned.message, fields)
     if waiting is not None:
         # A clear-model-cache operation: the runtime that exists is left exactly as it is.

@@ -1,5 +1,5 @@
-"""FreeToken: a local model served by the FreeToken runtime in its own Deployment (seed 001,
-FreeToken deployment fields).
+"""FreeToken: a local model served by the FreeToken runtime in its own Deployment (its
+deployment fields, placement and flags).
 
 Rules, pure:
 - FreeToken runs on whole NVIDIA devices only: `gpuCount` (default 1) of the NVIDIA resource,

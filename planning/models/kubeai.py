@@ -27,6 +27,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from api import peer_kinds
 from catalogs import Catalogs
 from planning.frozen import freeze, thaw
 from planning.labels import FIELD_MANAGER_ANNOTATION, MANAGED_BY, MANAGED_BY_VALUE
@@ -35,7 +36,7 @@ from planning.names import KUBEAI_MODEL_NAME_LIMIT, LABEL_VALUE_LIMIT, fit
 from planning.objects import DesiredObject
 from planning.snapshot import KubeAIModel, Snapshot
 
-MODEL_API_VERSION = "kubeai.org/v1"
+MODEL_API_VERSION = peer_kinds.KUBEAI_MODEL.api_version
 ACTIVATION_LABEL = "appliance.magicstick.dev/model-activation"
 ACTIVATION_ANNOTATION = "appliance.magicstick.dev/activation"
 VISION_ANNOTATION = "appliance.magicstick.dev/vision-attention"

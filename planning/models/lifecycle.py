@@ -1,4 +1,4 @@
-"""The lifecycle of a KubeAI-backed local model, from what the cluster shows (seed 001).
+"""The lifecycle of a KubeAI-backed local model, from what the cluster shows.
 
 Phases, in the order they are checked once the Model is declared:
 - WaitingForPod: no non-terminating Pod of the Model exists. A timer persisted in
@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from typing import Any
 
+from api.vocabulary import Phase, ProblemReason, Reason, StatusReason
 from planning.conditions import rfc3339
 from planning.deadlines import Deadline, whole_second_from
 from planning.models.recovery import MAX_ATTEMPTS, RECOVERY_EXHAUSTED, RecoveryDecision, RecoveryState, TerminalPod, decide_recovery
@@ -40,8 +41,8 @@ TERMINAL_PHASES = frozenset({"Failed", "Succeeded"})
 
 @dataclass(frozen=True)
 class Lifecycle:
-    phase: str
-    reason: str
+    phase: Phase
+    reason: StatusReason
     message: str
     pod_creation: dict[str, str] | None
     recovery: RecoveryDecision
@@ -96,13 +97,13 @@ def lifecycle_deadlines(update: StatusUpdate) -> tuple[Deadline, ...]:
     found = []
     timer = status.get("podCreation")
     since = timer.get("since") if isinstance(timer, Mapping) else None
-    if status.get("phase") == "WaitingForPod" and isinstance(since, str):
+    if status.get("phase") == Phase.WAITING_FOR_POD and isinstance(since, str):
         try:
             found.append(Deadline(at=whole_second_from(_moment(since) + POD_CREATION_TIMEOUT), reason=f"{who}: pod creation stall"))
         except ValueError:
             pass
     recovery = RecoveryState.from_status(status.get("podRecovery"))
-    if recovery is not None and recovery.attempts < MAX_ATTEMPTS and status.get("reason") != RECOVERY_EXHAUSTED and status.get("phase") != "Ready":
+    if recovery is not None and recovery.attempts < MAX_ATTEMPTS and status.get("reason") != RECOVERY_EXHAUSTED and status.get("phase") != Phase.READY:
         found.append(
             Deadline(at=whole_second_from(recovery.next_attempt_time()), reason=f"{who}: pod recovery attempt {recovery.attempts + 1}")
         )
@@ -134,32 +135,32 @@ def model_lifecycle(
     ready = model.replicas_ready
     replicas = f"{ready}/{max(model.replicas_all, len(live))} replicas ready ({engine})"
 
-    def lifecycle(phase: str, reason: str, message: str, pod_creation: dict[str, str] | None = None) -> Lifecycle:
+    def lifecycle(phase: Phase, reason: StatusReason, message: str, pod_creation: dict[str, str] | None = None) -> Lifecycle:
         return Lifecycle(phase, reason, message, pod_creation, recovery, ready)
 
     if recovery.exhausted:
-        return lifecycle("Degraded", recovery.reason or "", f"{recovery.message}; {replicas}.")
+        return lifecycle(Phase.DEGRADED, Reason.MODEL_POD_RECOVERY_EXHAUSTED, f"{recovery.message}; {replicas}.")
     if not live:
         timer = _timer(previous_status.get("podCreation") or {}, revision, now)
         if _elapsed(timer["since"], now) >= POD_CREATION_TIMEOUT:
             return lifecycle(
-                "Degraded",
-                "ModelPodCreationStalled",
+                Phase.DEGRADED,
+                Reason.MODEL_POD_CREATION_STALLED,
                 f"No Pod for KubeAI Model {model.meta.namespace}/{model.meta.name} since {timer['since']}; {replicas}.",
                 timer,
             )
-        return lifecycle("WaitingForPod", "WaitingForPod", f"Waiting for a Pod of the KubeAI Model; {replicas}.", timer)
+        return lifecycle(Phase.WAITING_FOR_POD, Reason.WAITING_FOR_POD, f"Waiting for a Pod of the KubeAI Model; {replicas}.", timer)
     if ready == 0:
-        return lifecycle("Starting", "WaitingForReplica", f"Pod created, no replica ready yet; {replicas}.")
+        return lifecycle(Phase.STARTING, Reason.WAITING_FOR_REPLICA, f"Pod created, no replica ready yet; {replicas}.")
     if ollama_unreachable:
         answers = "; ".join(f"{seen.pod}: {seen.error}" for seen in ollama_unreachable)
-        return lifecycle("Degraded", "OllamaUnreachable", f"Ollama does not answer on {answers}; {replicas}.")
+        return lifecycle(Phase.DEGRADED, ProblemReason.OLLAMA_UNREACHABLE, f"Ollama does not answer on {answers}; {replicas}.")
     if alias_missing_on:
         return lifecycle(
-            "Starting",
-            "WaitingForOllamaAlias",
+            Phase.STARTING,
+            Reason.WAITING_FOR_OLLAMA_ALIAS,
             f"Waiting for the Ollama alias on {', '.join(alias_missing_on)}; {replicas}.",
         )
     if not published:
-        return lifecycle("Starting", "WaitingForModelCatalog", f"Waiting for the model catalog to publish the model; {replicas}.")
-    return lifecycle("Ready", "Ready", f"Model is available in the generated model catalog; {replicas}.")
+        return lifecycle(Phase.STARTING, Reason.WAITING_FOR_MODEL_CATALOG, f"Waiting for the model catalog to publish the model; {replicas}.")
+    return lifecycle(Phase.READY, Reason.READY, f"Model is available in the generated model catalog; {replicas}.")

@@ -1,4 +1,4 @@
-"""CPU offloading on one NVIDIA GPU: the offloading profile and the engine controls (seed 001).
+"""CPU offloading on one NVIDIA GPU: the offloading profile and the engine controls.
 
 Rules:
 - `spec.local.cpuOffloading: true` (one NVIDIA vLLM or Ollama replica, validated by the API)

@@ -1,4 +1,4 @@
-"""Models: from ModelActivations to KubeAI Models, runtime profiles and status (seed 001).
+"""Models: from ModelActivations to KubeAI Models, runtime profiles and status.
 
 Order, per activation: spec validity -> enabled -> required modules Ready -> resolution
 against the catalogs -> clear-model-cache deferral -> GPU capacity (accelerator targets only)
@@ -15,10 +15,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from datetime import datetime
 from types import MappingProxyType
-from typing import Any
+from typing import Any, Self
 
 from api.hostoperations import TERMINAL_PHASES as HOST_TERMINAL_PHASES
 from api.validation import SpecError
+from api.vocabulary import Phase, StatusReason
 from catalogs import Catalogs
 from planning.frozen import freeze, thaw
 from planning.conditions import READY, rfc3339, status_update
@@ -31,6 +32,7 @@ from planning.labels import FIELD_MANAGER_ANNOTATION, MANAGED_BY, MANAGED_BY_VAL
 from planning.models.kubeai import (
     ACTIVATION_LABEL,
     MAX_CPU_PROFILES,
+    MODEL_SERVER_PORT,
     CpuProfile,
     accelerator_profile,
     applied_cpu_profile,
@@ -53,7 +55,7 @@ from planning.models.offloading import (
     decide_offloading,
     observed_offloading_profiles,
 )
-from planning.models.recovery import TerminalPod
+from planning.models.recovery import RecoveryAttempt, TerminalPod
 from planning.models.memory import MemoryRejected
 from planning.models.resolve import ResolvedLocalModel, resolve_admitted
 from planning.modules import ModulePlan, waiting_on_modules
@@ -76,6 +78,13 @@ class PodDeletion:
     pod: TerminalPod
     attempt: int
 
+    @property
+    def attempt_inputs(self) -> RecoveryAttempt:
+        """What its PodRecovery resource carries."""
+        return RecoveryAttempt(
+            namespace=self.namespace, pod=self.pod.name, pod_uid=self.pod.uid, resource_version=self.pod.resource_version, attempt=self.attempt
+        )
+
 
 @dataclass(frozen=True)
 class AliasRequest:
@@ -83,6 +92,23 @@ class AliasRequest:
     pods: tuple[str, ...]
     source: str
     alias: str
+    port: int = MODEL_SERVER_PORT
+    """Where the Pods' model server listens."""
+
+    def to_inputs(self) -> dict[str, Any]:
+        """The inputs of its OllamaAlias resource (providers/ollama.py). Pure."""
+        return {"namespace": self.namespace, "pods": list(self.pods), "source": self.source, "alias": self.alias, "port": self.port}
+
+    @classmethod
+    def from_inputs(cls, inputs: Mapping[str, Any]) -> Self:
+        """The request `to_inputs` wrote; the port may come back as a float (Pulumi's numbers). Pure."""
+        return cls(
+            namespace=inputs["namespace"],
+            pods=tuple(inputs.get("pods") or ()),
+            source=inputs["source"],
+            alias=inputs["alias"],
+            port=int(inputs["port"]),
+        )
 
 
 @dataclass(frozen=True)
@@ -223,11 +249,11 @@ def plan_models(
         observed = _observed_model(snapshot, parsed)
         requirement = by_requester.get(requester_of(parsed))
         if not parsed.enabled and parsed.error is None:
-            statuses.append(status_update(parsed, phase="Disabled", reason=Reason.DISABLED, message="ModelActivation is disabled.", now=now))
+            statuses.append(status_update(parsed, phase=Phase.DISABLED, reason=Reason.DISABLED, message="ModelActivation is disabled.", now=now))
             continue
         if requirement is None or requirement.problem is not None:
             reason, message = (Reason.INVALID_SPEC, str(parsed.error)) if requirement is None else (requirement.problem, requirement.problem_message)
-            statuses.append(status_update(parsed, phase="Failed", reason=reason, message=message, now=now))
+            statuses.append(status_update(parsed, phase=Phase.FAILED, reason=reason, message=message, now=now))
             outcome = _kept(parsed.name, observed, snapshot)
             outcome = replace(outcome, runtime=kept_direct(snapshot, _target_namespace(parsed), parsed.name, catalogs, settings))
             external_entries += applied_external_entries(snapshot, namespace=settings.system_namespace, activation=parsed.name)
@@ -245,7 +271,7 @@ def plan_models(
             elif too_many is not None:
                 outcome = _kept(parsed.name, observed, snapshot)
                 outcome = replace(outcome, runtime=kept_direct(snapshot, parsed.spec.target_namespace, parsed.name, catalogs, settings))
-                status = status_update(parsed, phase="Failed", reason=Reason.INVALID_SPEC, message=str(too_many), now=now)
+                status = status_update(parsed, phase=Phase.FAILED, reason=Reason.INVALID_SPEC, message=str(too_many), now=now)
             else:
                 outcome, status = _local(
                     parsed=parsed,
@@ -322,12 +348,12 @@ def _held_for_sharing(
         objects = tuple(drained_deployment(o, transition) if o.kind == "Deployment" else o for o in runtime.objects)
         kept = replace(kept, runtime=replace(runtime, objects=objects))
     if gate.holds:
-        return kept, status_update(parsed, phase="WaitingForGPU", reason=Reason.GPU_SHARING_TRANSITION, message=gate.message, now=now)
+        return kept, status_update(parsed, phase=Phase.WAITING_FOR_GPU, reason=Reason.GPU_SHARING_TRANSITION, message=gate.message, now=now)
     message = (
         f"All {gate.slot_limit} GPU slots of node {gate.node} are taken ({listed(gate.admitted)}); "
         f"this model waits for a free slot (slot limit {gate.slot_limit})."
     )
-    return kept, status_update(parsed, phase="WaitingForGPU", reason=Reason.WAITING_FOR_GPU_SLOT, message=message, now=now)
+    return kept, status_update(parsed, phase=Phase.WAITING_FOR_GPU, reason=Reason.WAITING_FOR_GPU_SLOT, message=message, now=now)
 
 
 def _held(parsed: Parsed[Any], outcome: ModelOutcome, status: StatusUpdate, hold: Hold, now: datetime) -> tuple[ModelOutcome, StatusUpdate]:
@@ -392,8 +418,8 @@ def _external(parsed: Parsed[Any], requirement: Requirement, modules: ModulePlan
         phase, reason, message = waiting
         return None, status_update(parsed, phase=phase, reason=reason, message=message, now=now, extra=extra), entry
     if parsed.name not in published:
-        return None, status_update(parsed, phase="Starting", reason=Reason.WAITING_FOR_MODEL_CATALOG, message="Registered with LiteLLM; waiting for the model catalog to publish it.", now=now, extra=extra), entry
-    return None, status_update(parsed, phase=READY, reason=Reason.READY, message="Model is available in the generated model catalog.", now=now, extra=extra), entry
+        return None, status_update(parsed, phase=Phase.STARTING, reason=Reason.WAITING_FOR_MODEL_CATALOG, message="Registered with LiteLLM; waiting for the model catalog to publish it.", now=now, extra=extra), entry
+    return None, status_update(parsed, phase=Phase.READY, reason=Reason.READY, message="Model is available in the generated model catalog.", now=now, extra=extra), entry
 
 
 def _external_models(entries: list[dict[str, Any]], settings: PlanSettings) -> DesiredObject:
@@ -460,7 +486,7 @@ def _local(
         resolved = resolve_admitted(local, catalogs, host=host)
     except SpecError as error:
         reason = error.reason if isinstance(error, MemoryRejected) else Reason.INVALID_SPEC
-        return kept, status_update(parsed, phase="Failed", reason=reason, message=str(error), now=now)
+        return kept, status_update(parsed, phase=Phase.FAILED, reason=reason, message=str(error), now=now)
     namespace, name = parsed.spec.target_namespace, model_name(parsed.name)
     waiting = _waiting(requirement, modules, running=observed is not None, deferral=deferral)
     if waiting is not None:
@@ -505,7 +531,7 @@ def _offloading_fields(offloading: Offloading, budget_mi: int | None) -> dict[st
     return fields
 
 
-def _offloading_not_admitted(offloading: Offloading, profiles: set[str], snapshot: Snapshot) -> tuple[str, str, str] | None:
+def _offloading_not_admitted(offloading: Offloading, profiles: set[str], snapshot: Snapshot) -> tuple[Phase, Reason, str] | None:
     """Why an offloading activation gets no Model yet: the offloading store is full, or does not
     hold its profile yet (Helm must reconcile KubeAI with it first). Admits the profile into
     `profiles` otherwise. Pure but for `profiles`."""
@@ -514,20 +540,20 @@ def _offloading_not_admitted(offloading: Offloading, profiles: set[str], snapsho
         return None
     if entry.name not in profiles:
         if sum(1 for name in profiles if name.startswith(OFFLOADING_PROFILE_PREFIX)) >= MAX_OFFLOADING_PROFILES:
-            return "Failed", Reason.OFFLOADING_PROFILE_STORE_FULL, (
+            return Phase.FAILED, Reason.OFFLOADING_PROFILE_STORE_FULL, (
                 f"The offloading store holds at most {MAX_OFFLOADING_PROFILES} profiles; "
                 "use the memory and CPU settings of an existing offloading model to share its profile."
             )
         profiles.add(entry.name)
     if entry.name not in observed_offloading_profiles(snapshot):
-        return "Pending", Reason.WAITING_FOR_OFFLOADING_PROFILE, (
+        return Phase.PENDING, Reason.WAITING_FOR_OFFLOADING_PROFILE, (
             f"Offloading profile {entry.name} is being written to the offloading store; "
             "the KubeAI Model is created once Helm has reconciled KubeAI with it."
         )
     return None
 
 
-def _waiting(requirement: Requirement, modules: ModulePlan, *, running: bool, deferral: str | None) -> tuple[str, str, str] | None:
+def _waiting(requirement: Requirement, modules: ModulePlan, *, running: bool, deferral: str | None) -> tuple[Phase, Reason, str] | None:
     """Why a resolved activation waits before its runtime is considered: its modules, or a
     clear-model-cache HostOperation (a new runtime waits, an existing one is left as it is). Pure."""
     waiting = waiting_on_modules(requirement.modules, modules)
@@ -536,8 +562,8 @@ def _waiting(requirement: Requirement, modules: ModulePlan, *, running: bool, de
     if deferral is None:
         return None
     if not running:
-        return "Pending", Reason.DEFERRED_BY_HOST_OPERATION, f"HostOperation/{deferral} clears the model cache; new local runtimes wait until it ends."
-    return "Starting", Reason.DEFERRED_BY_HOST_OPERATION, f"HostOperation/{deferral} clears the model cache; the runtime is left as it is until it ends."
+        return Phase.PENDING, Reason.DEFERRED_BY_HOST_OPERATION, f"HostOperation/{deferral} clears the model cache; new local runtimes wait until it ends."
+    return Phase.STARTING, Reason.DEFERRED_BY_HOST_OPERATION, f"HostOperation/{deferral} clears the model cache; the runtime is left as it is until it ends."
 
 
 def _not_admitted(
@@ -547,20 +573,20 @@ def _not_admitted(
     requirement: Requirement,
     resolved: ResolvedLocalModel,
     catalogs: Catalogs,
-) -> tuple[str, str, str] | None:
+) -> tuple[Phase, Reason, str] | None:
     """Why the activation gets no runtime yet: the profile store is full, or no GPU of its target
     is published (naming missing hardware when the requirement knows it). Admits a new CPU profile
     into `profiles` otherwise."""
     if profile_entry is not None and profile_entry.name not in profiles:
         if sum(1 for name in profiles if not name.startswith(OFFLOADING_PROFILE_PREFIX)) >= MAX_CPU_PROFILES:
-            return "Failed", Reason.RUNTIME_PROFILE_STORE_FULL, (
+            return Phase.FAILED, Reason.RUNTIME_PROFILE_STORE_FULL, (
                 f"The runtime-profile store holds at most {MAX_CPU_PROFILES} CPU profiles; "
                 "use the memory and CPU settings of an existing model to share its profile."
             )
         profiles.add(profile_entry.name)
     if profile is None:
         resources = " or ".join(catalogs.compute_targets.get(resolved.compute_target).resource_names)
-        return "WaitingForGPU", Reason.WAITING_FOR_GPU, requirement.missing_hardware_message or f"No node publishes an allocatable {resources} yet."
+        return Phase.WAITING_FOR_GPU, Reason.WAITING_FOR_GPU, requirement.missing_hardware_message or f"No node publishes an allocatable {resources} yet."
     return None
 
 
@@ -578,7 +604,7 @@ def _runtime(
     published: frozenset[str],
     fields: dict[str, Any],
     now: datetime,
-) -> tuple[ModelOutcome, str, str, str]:
+) -> tuple[ModelOutcome, Phase, StatusReason, str]:
     """The KubeAI Model of one admitted activation and where its lifecycle stands: the outcome,
     phase, reason and message; `fields` gains the lifecycle's status fields."""
     namespace = parsed.spec.target_namespace
@@ -596,7 +622,7 @@ def _runtime(
     )
     if observed is None:
         created = ModelOutcome(parsed.name, model=desired, cpu_profile=profile_entry, offloading_profile=offloading.profile)
-        return created, "WaitingForPod", Reason.WAITING_FOR_POD, f"KubeAI Model {namespace}/{name} is being created ({resolved.engine})."
+        return created, Phase.WAITING_FOR_POD, Reason.WAITING_FOR_POD, f"KubeAI Model {namespace}/{name} is being created ({resolved.engine})."
     pods = snapshot.pods_of(observed)
     ready_pods = tuple(p.meta.name for p in pods if p.ready and not p.terminating)
     alias, missing = _alias(resolved, namespace, name, ready_pods, snapshot)

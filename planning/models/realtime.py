@@ -1,5 +1,5 @@
-"""The realtime vLLM-Omni runtime: a catalog profile run as a direct Deployment (seed 000,
-Reconcile Flow, the realtime paragraphs; seed 001, Realtime profile fields).
+"""The realtime vLLM-Omni runtime: a catalog profile run as a direct Deployment, from the
+profile's fields to the runtime's readiness.
 
 Rules, pure:
 - the profile comes from the runtime catalog (catalogs/runtimes.yaml); its compute target is

@@ -35,14 +35,16 @@ from dataclasses import dataclass, replace
 from datetime import datetime, timedelta, timezone
 from typing import Any, Final
 
+from api import peer_kinds
+from api.vocabulary import Phase, Reason
 from planning.conditions import rfc3339
 
 STATUS_FIELD: Final = "podRecovery"
-MODEL_API_VERSION: Final = "kubeai.org/v1"
+MODEL_API_VERSION: Final = peer_kinds.KUBEAI_MODEL.api_version
 MODEL_KIND: Final = "Model"
 TERMINAL_PHASES: Final = frozenset({"Failed", "Succeeded"})
-DEGRADED: Final = "Degraded"
-RECOVERY_EXHAUSTED: Final = "ModelPodRecoveryExhausted"
+DEGRADED: Final = Phase.DEGRADED
+RECOVERY_EXHAUSTED: Final = Reason.MODEL_POD_RECOVERY_EXHAUSTED
 
 MAX_ATTEMPTS: Final = 5
 BASE_DELAY: Final = timedelta(seconds=10)
@@ -73,6 +75,37 @@ class PodFailure:
     def describe(self) -> str:
         said = ": ".join(part for part in (self.reason, self.message) if part)
         return f"{self.phase} ({said})" if said else self.phase
+
+
+@dataclass(frozen=True)
+class RecoveryAttempt:
+    """One deletion of a terminal Pod as its PodRecovery resource carries it: the Pod's identity
+    the deletion's preconditions need, and which attempt it is."""
+
+    namespace: str
+    pod: str
+    pod_uid: str
+    resource_version: str
+    attempt: int
+
+    @property
+    def resource_id(self) -> str:
+        return f"{self.namespace}/{self.pod}/{self.pod_uid}/{self.attempt}"
+
+    def to_inputs(self) -> dict[str, Any]:
+        """The inputs of its PodRecovery resource (providers/pod_recovery.py). Pure."""
+        return {"namespace": self.namespace, "pod": self.pod, "podUID": self.pod_uid, "resourceVersion": self.resource_version, "attempt": self.attempt}
+
+    @classmethod
+    def from_inputs(cls, inputs: Mapping[str, Any]) -> RecoveryAttempt:
+        """The attempt `to_inputs` wrote; its number may come back as a float (Pulumi's numbers). Pure."""
+        return cls(
+            namespace=inputs["namespace"],
+            pod=inputs["pod"],
+            pod_uid=inputs["podUID"],
+            resource_version=inputs["resourceVersion"],
+            attempt=int(inputs["attempt"]),
+        )
 
 
 @dataclass(frozen=True)
@@ -220,11 +253,11 @@ class RecoveryDecision:
         return self.state.attempts if self.delete is not None and self.state is not None else None
 
     @property
-    def phase(self) -> str | None:
+    def phase(self) -> Phase | None:
         return DEGRADED if self.exhausted else None
 
     @property
-    def reason(self) -> str | None:
+    def reason(self) -> Reason | None:
         return RECOVERY_EXHAUSTED if self.exhausted else None
 
     @property

@@ -194,7 +194,7 @@ def _with_memory(
 def _offload(resolved: ResolvedLocalModel, local: LocalModelSpec) -> int:
     """The weight-offload budget with cpuOffloading: 0 for Ollama (GPU-first auto-fit); for
     vLLM the administrator's `cpuOffloadMi`, which the API requires of a CR with offloading
-    (seed 001: only the dashboard's API derives it, and the program is not that API). Pure."""
+    (only the dashboard's API derives it, and the program is not that API). Pure."""
     return 0 if resolved.engine == "OLlama" else (local.cpu_offload_mi or 0)
 
 

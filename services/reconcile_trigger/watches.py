@@ -67,30 +67,23 @@ from enum import StrEnum
 from typing import Any, Final
 
 from providers.kinds import (
-    APPLIANCE,
-    APPLIANCE_SETUP,
-    APP_INSTANCE,
     CONFIG_MAP,
     DEPLOYMENT,
     HELM_RELEASE,
-    HOST_OPERATION,
     HTTP_ROUTE,
     KUBEAI_MODEL,
     KUSTOMIZATION,
-    MODEL_ACTIVATION,
-    MODULE_ACTIVATION,
     NODE,
     POD,
     RESOURCE_CLAIM,
     RESOURCE_SLICE,
     SECURITY_POLICY,
+    appliance_kinds_at,
 )
 from providers.kube import EventType, ResourceKind
 
 FLUX_NAMESPACE: Final = "flux-system"
 """planning.settings.FLUX_NAMESPACE (a test holds them equal: services cannot import planning)."""
-SETUP_NAMESPACE: Final = "identity-system"
-"""providers.live_reader.SETUP_NAMESPACE, likewise."""
 MODEL_POD_SELECTOR: Final = "model"
 """KubeAI labels every model Pod `model: <Model name>` (live_reader.MODEL_POD_SELECTOR)."""
 DEFAULT_MODEL_NAMESPACE: Final = "ai"
@@ -138,16 +131,11 @@ class WatchTarget:
         return f"{self.kind.kind}{where}{selected}"
 
 
-RUNTIME_KINDS: Final = (APPLIANCE, MODULE_ACTIVATION, MODEL_ACTIVATION, APP_INSTANCE, HOST_OPERATION)
-"""The runtime resources of the system namespace (ApplianceSetup lives in SETUP_NAMESPACE)."""
-
-
 def watch_targets(*, system_namespace: str, target_namespaces: Iterable[str], gateway_namespace: str) -> tuple[WatchTarget, ...]:
     """Every watch, in a fixed order, each once. Pure."""
     spec = Sensitivity.SPEC_AND_METADATA
     targets = [
-        *(WatchTarget(kind, system_namespace, sensitivity=spec) for kind in RUNTIME_KINDS),
-        WatchTarget(APPLIANCE_SETUP, SETUP_NAMESPACE, sensitivity=spec),
+        *(WatchTarget(kind, namespace, sensitivity=spec) for kind, namespace in appliance_kinds_at(system_namespace)),
         WatchTarget(NODE, sensitivity=Sensitivity.NODE_INVENTORY),
         WatchTarget(KUSTOMIZATION, FLUX_NAMESPACE),
         WatchTarget(CONFIG_MAP, FLUX_NAMESPACE),

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from components.dynamic import MODEL_SERVER_PORT
+from planning.models.kubeai import MODEL_SERVER_PORT
 from providers.kube import KubeAccess, KubeClient, open_client
 from tests.cluster.apiserver import ADMIN_USER, ClusterInfo, running_cluster
 from tests.e2e.engine import PulumiProject

@@ -130,8 +130,8 @@ def publish_host_evidence(kube: KubeClient, documents: list[JsonObject], node: s
 
 def evict_model_pod(kube: KubeClient, documents: list[JsonObject], name: str = EVICTED_POD) -> JsonObject:
     """Play KubeAI and the kubelet: the scenario's Pod, controlled by the live Model, then ended
-    with the status the scenario gives it. The copy `load_demo` put there names the snapshot's
-    Model UID and is the garbage collector's to remove; it is deleted first. The live Pod."""
+    with the status the scenario gives it: the copy `load_demo` put there is deleted first and
+    created again by KubeAI's field manager, the status by the kubelet's. The live Pod."""
     pod = next(d for d in documents if d["kind"] == "Pod" and d["metadata"]["name"] == name)
     namespace = pod["metadata"]["namespace"]
     owner = pod["metadata"]["ownerReferences"][0]

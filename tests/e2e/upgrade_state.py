@@ -75,7 +75,7 @@ def release_commit() -> str:
 
 
 def export_converged_demo() -> dict:
-    from components.dynamic import MODEL_SERVER_PORT
+    from planning.models.kubeai import MODEL_SERVER_PORT
 
     documents = demo_documents()
     with running_cluster(controllers=GARBAGE_COLLECTION) as cluster, tempfile.TemporaryDirectory() as scratch:

@@ -87,9 +87,25 @@ def objects_of(documents: list[JsonObject], *, own: bool) -> list[JsonObject]:
 
 def load_demo(client: KubeClient, documents: list[JsonObject]) -> None:
     """Every object of the demo with its status: the world first, then the user's resources
-    (which need the CRDs the program installed)."""
-    load(client, objects_of(documents, own=False))
+    (which need the CRDs the program installed). A Pod is created as its controller would create
+    it, naming the live owner's UID (the snapshot's UID names no live object, and the garbage
+    collector would remove the Pod, possibly between its create and its status write)."""
+    world = objects_of(documents, own=False)
+    load(client, [d for d in world if d["kind"] != POD.kind])
+    load(client, [_owned_by_live_objects(client, d) for d in world if d["kind"] == POD.kind])
     load(client, objects_of(documents, own=True))
+
+
+def _owned_by_live_objects(client: KubeClient, pod: JsonObject) -> JsonObject:
+    owners = []
+    for owner in pod["metadata"].get("ownerReferences") or ():
+        if owner.get("kind") == KUBEAI_MODEL.kind:
+            live = client.get(KUBEAI_MODEL, owner["name"], pod["metadata"]["namespace"])
+            owner = {**owner, "uid": live["metadata"]["uid"]}
+        owners.append(owner)
+    if not owners:
+        return pod
+    return {**pod, "metadata": {**pod["metadata"], "ownerReferences": owners}}
 
 
 MODEL_NAMESPACE: Final = "ai"

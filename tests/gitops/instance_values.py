@@ -1,7 +1,7 @@
 """The HelmReleases the program generates for AppInstances, built by its own planning code.
 
 Each application is released with the values of every AppInstance the project ships for it
-(the demo snapshot), the seed's examples, a minimal instance and an instance without values:
+(the demo snapshot), the product contract's examples, a minimal instance and an instance without values:
 exactly what `planning.instances.releases.helm_release` puts into `spec.values`. Pure.
 """
 

@@ -230,21 +230,25 @@ def test_a_problem_of_the_objects_dynamic_resources_is_written_as_its_degraded_s
     assert created.outs["problem"] == {}
     status = admin.get(MODULE_ACTIVATION, "basis", namespace)["status"]
     assert (status["phase"], status["reason"], status["message"]) == ("Degraded", "ProfileStoreFull", STORE_FULL["message"])
-    (ready,) = status["conditions"]
+    ready, reconciling = status["conditions"]
     assert (ready["status"], ready["reason"], ready["message"]) == ("False", "ProfileStoreFull", STORE_FULL["message"])
+    assert (reconciling["type"], reconciling["status"], reconciling["reason"]) == ("Reconciling", "True", "ProfileStoreFull")
 
 
-def test_a_problem_that_persists_writes_nothing_on_the_next_run_and_its_clearing_restores_the_planned_status(
+def test_a_temporary_problem_that_persists_is_counted_on_the_next_run_and_its_clearing_restores_the_planned_status(
     own_crds, namespace, admin: KubeClient, admin_access
 ):
     load(admin, [_activation_in(namespace)])
     provider = _configured(admin_access)
     failing = {**_inputs(namespace, PLANNED_READY), "problems": {"runtime-profile/magicstick-cpu-4": STORE_FULL}}
     created = provider.create(failing)
-    version = admin.get(MODULE_ACTIVATION, "basis", namespace)["metadata"]["resourceVersion"]
+    assert created.outs["retries"]["runtime-profile/magicstick-cpu-4"]["attempts"] == 1
 
-    provider.update(created.id, created.outs, failing)
-    assert admin.get(MODULE_ACTIVATION, "basis", namespace)["metadata"]["resourceVersion"] == version
+    assert provider.diff(created.id, created.outs, failing).changes is True
+    again = provider.update(created.id, created.outs, failing)
+    record = again.outs["retries"]["runtime-profile/magicstick-cpu-4"]
+    assert (record["attempts"], record["since"]) == (2, created.outs["retries"]["runtime-profile/magicstick-cpu-4"]["since"])
+    assert admin.get(MODULE_ACTIVATION, "basis", namespace)["status"]["message"].endswith(", 2 attempts)")
 
     cleared = provider.check({}, {**_inputs(namespace, PLANNED_READY), "problems": {"runtime-profile/magicstick-cpu-4": None}}).inputs
     assert provider.diff(created.id, created.outs, cleared).changes is True

@@ -22,8 +22,9 @@ def test_the_appliance_status_holds_modules_observed_generation_phase_and_ready_
     assert status["observedGeneration"] == 7
     assert status["phase"] == "Reconciling"
     assert status["modules"]["basis"]["kustomization"]
-    (ready,) = status["conditions"]
+    ready, reconciling = status["conditions"]
     assert ready["type"] == "Ready" and ready["status"] == "False"
+    assert (reconciling["type"], reconciling["reason"]) == ("Reconciling", "WaitingForModules")
     assert ready["reason"] == "WaitingForModules"
     assert "basis" in ready["message"]
 

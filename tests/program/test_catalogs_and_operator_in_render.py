@@ -106,7 +106,7 @@ def test_the_demo_without_either_renders_no_operator_and_no_catalog_problem(tmp_
     status = read(rendered(tmp_path), APPLIANCE)["status"]
 
     assert "operator" not in status
-    assert [c["type"] for c in status["conditions"]] == ["Ready"]
+    assert [c["type"] for c in status["conditions"]] == ["Ready", "Reconciling"]
 
 
 def run_with(tmp_path: Path, *objects: dict[str, Any]) -> None:

@@ -107,7 +107,10 @@ def test_a_full_profile_store_degrades_the_activation_that_names_the_profile_in_
     assert profile.urn in write.dependencies
     status = written(write)
     assert (status["phase"], status["reason"], status["message"]) == ("Degraded", "ProfileStoreFull", STORE_FULL["message"])
-    assert [(c["type"], c["status"], c["reason"]) for c in status["conditions"]] == [("Ready", "False", "ProfileStoreFull")]
+    assert [(c["type"], c["status"], c["reason"]) for c in status["conditions"]] == [
+        ("Ready", "False", "ProfileStoreFull"),
+        ("Reconciling", "True", "ProfileStoreFull"),
+    ]
 
 
 def test_a_problem_of_one_activation_leaves_the_status_writes_of_other_objects_without_problems(run_failing):

@@ -44,8 +44,40 @@ def test_without_problems_the_planned_status_is_written_unchanged():
 def test_a_problem_makes_the_status_degraded_with_its_reason_and_the_servers_message():
     status = status_with_problems(planned(), (FULL,), previous={}, now=NOW)
     assert (status["phase"], status["reason"], status["message"]) == ("Degraded", "ProfileStoreFull", FULL.message)
-    assert status["conditions"] == [ready_condition("False", "ProfileStoreFull", FULL.message, since="2026-01-02T03:04:05Z")]
+    assert status["conditions"][0] == ready_condition("False", "ProfileStoreFull", FULL.message, since="2026-01-02T03:04:05Z") | {"observedGeneration": 3}
     assert (status["observedGeneration"], status["modelRef"]) == (3, "qwen")
+
+
+def test_a_temporary_problem_makes_the_object_reconcile_with_the_problems_reason_for_its_generation():
+    status = status_with_problems(planned(), (FULL,), previous={}, now=NOW)
+    assert [(c["type"], c["status"], c["reason"], c["observedGeneration"]) for c in status["conditions"]] == [
+        ("Ready", "False", "ProfileStoreFull", 3),
+        ("Reconciling", "True", "ProfileStoreFull", 3),
+    ]
+
+
+def test_a_permanent_problem_stalls_the_object_and_it_no_longer_reconciles():
+    invalid = Problem(ProblemReason.STATUS_WRITE_INVALID, "422 Invalid: status.phase", Persistence.PERMANENT)
+    reconciling = {"type": "Reconciling", "status": "True", "reason": "WaitingForPod", "message": "m", "lastTransitionTime": EARLIER}
+    waiting = planned(phase="WaitingForPod", reason="WaitingForPod", ready="False") | {"conditions": [ready_condition("False", "WaitingForPod", "m"), reconciling]}
+    status = status_with_problems(waiting, (invalid,), previous={}, now=NOW)
+    assert [(c["type"], c["status"], c["reason"]) for c in status["conditions"]] == [
+        ("Ready", "False", "StatusWriteInvalid"),
+        ("Stalled", "True", "StatusWriteInvalid"),
+    ]
+
+
+def test_a_failed_status_with_a_problem_stays_stalled_for_its_own_reason():
+    failed = planned(phase="Failed", reason="InvalidSpec", message="spec.engine is not supported.", ready="False")
+    status = status_with_problems(failed, (UNREACHABLE,), previous={}, now=NOW)
+    assert [(c["type"], c["reason"]) for c in status["conditions"]] == [("Ready", "InvalidSpec"), ("Stalled", "InvalidSpec")]
+
+
+def test_a_reconciling_condition_the_plan_kept_keeps_its_transition_time_under_a_problem():
+    reconciling = {"type": "Reconciling", "status": "True", "reason": "WaitingForPod", "message": "m", "lastTransitionTime": EARLIER}
+    waiting = planned(phase="WaitingForPod", reason="WaitingForPod", ready="False") | {"conditions": [ready_condition("False", "WaitingForPod", "m"), reconciling]}
+    status = status_with_problems(waiting, (FULL,), previous={}, now=NOW)
+    assert status["conditions"][1]["lastTransitionTime"] == EARLIER
 
 
 def test_ready_keeps_its_transition_time_when_the_object_was_already_not_ready():
@@ -147,10 +179,10 @@ def test_a_refused_status_write_is_tried_again_on_the_next_run_only_when_tempora
     assert (diff.changes, diff.replaces) == (retried, [])
 
 
-def test_other_conditions_keep_their_place_and_only_ready_is_replaced():
+def test_other_conditions_keep_their_place_and_only_the_kstatus_ones_are_replaced():
     other = {"type": "ModelLoaded", "status": "True", "reason": "Loaded", "message": "", "lastTransitionTime": EARLIER}
     status = status_with_problems({**planned(), "conditions": [other, *planned()["conditions"]]}, (FULL,), previous={}, now=NOW)
-    assert [(c["type"], c["status"]) for c in status["conditions"]] == [("ModelLoaded", "True"), ("Ready", "False")]
+    assert [(c["type"], c["status"]) for c in status["conditions"]] == [("ModelLoaded", "True"), ("Ready", "False"), ("Reconciling", "True")]
 
 
 @pytest.mark.parametrize("status", ["not json", "[1, 2]", 42])

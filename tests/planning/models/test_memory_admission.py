@@ -38,7 +38,7 @@ def test_a_cpu_vllm_budget_covering_the_estimate_is_admitted_and_carries_the_est
 
 
 def test_an_offload_budget_an_administrator_writes_in_the_cr_is_used_as_written() -> None:
-    """Seed 001: a CR written directly must supply the vLLM offload budget; only the dashboard's
+    """A CR written directly must supply the vLLM offload budget; only the dashboard's
     API recomputes it, and the program is not that API."""
     local = _local(computeTarget="nvidia-gpu", cpuOffloading=True, memoryRequiredMi=8192, cpuOffloadMi=2048, vramMi=512)
     assert resolve_admitted(local, CATALOGS).cpu_offload_mi == 2048

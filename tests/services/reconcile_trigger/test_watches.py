@@ -16,7 +16,6 @@ from services.reconcile_trigger.watches import (
     KUBEAI_NAMESPACE,
     MODEL_POD_SELECTOR,
     RUNTIME_SELECTOR,
-    SETUP_NAMESPACE,
     ChangeClass,
     Sensitivity,
     classify,
@@ -47,7 +46,6 @@ def not_watched(system: str, gateway: str, targets: tuple[str, ...]) -> set[tupl
 
 def test_the_constants_copied_from_the_program_are_the_programs():
     assert FLUX_NAMESPACE == PLANNING_FLUX_NAMESPACE
-    assert SETUP_NAMESPACE == live_reader.SETUP_NAMESPACE
     assert MODEL_POD_SELECTOR == live_reader.MODEL_POD_SELECTOR
     assert RUNTIME_SELECTOR == RUNTIME_LABEL == live_reader.RUNTIME_SELECTOR
     assert KUBEAI_NAMESPACE == runtime_adoption.KUBEAI_NAMESPACE
