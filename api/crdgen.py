@@ -7,14 +7,13 @@ fields, and the CEL rules attached to the types become ``x-kubernetes-validation
 defaults are left to the program; scalar and list defaults are applied by the API server.
 
 Output is deterministic, so the committed files under ``api/crds/`` can be checked against the
-types: ``python -m api.crdgen --check`` fails when they differ, ``--write`` regenerates them.
+types (``python -m cli.crds --check`` fails when they differ, ``--write`` regenerates them).
+Everything here is pure except ``load_committed_crds``, which reads the files the package ships.
 """
 
 from __future__ import annotations
 
-import argparse
-import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -26,7 +25,7 @@ from api import yamlio
 from api.kinds import APPLIANCE_KINDS, ApplianceKind, PrinterColumn
 
 CRD_DIRECTORY = Path(__file__).parent / "crds"
-HEADER = "# Generated from the api package by `python -m api.crdgen --write`. Do not edit.\n"
+HEADER = "# Generated from the api package by `python -m cli.crds --write`. Do not edit.\n"
 CATEGORY = "magicstick"
 
 _KEPT_KEYWORDS = (
@@ -212,55 +211,7 @@ def file_name(crd: Mapping[str, Any]) -> str:
     return f"{crd['metadata']['name']}.yaml"
 
 
-def write_crds(directory: Path = CRD_DIRECTORY) -> list[Path]:
-    """Write one file per CRD into ``directory``; returns the paths written."""
-    directory.mkdir(parents=True, exist_ok=True)
-    written = []
-    for crd in build_crds():
-        path = directory / file_name(crd)
-        path.write_text(render(crd), encoding="utf-8")
-        written.append(path)
-    return written
-
-
-def stale_files(directory: Path = CRD_DIRECTORY) -> list[str]:
-    """Names of the files in ``directory`` that are missing, differ from the types, or are extra."""
-    expected = {file_name(crd): render(crd) for crd in build_crds()}
-    present = {path.name for path in directory.glob("*.yaml")} if directory.is_dir() else set()
-    stale = [
-        name
-        for name, text in expected.items()
-        if name not in present or (directory / name).read_text(encoding="utf-8") != text
-    ]
-    return sorted(stale + sorted(present - expected.keys()))
-
-
 def load_committed_crds() -> list[dict[str, Any]]:
     """The CRDs shipped inside the package, parsed, in KINDS order (what the program installs)."""
     package = resources.files("api").joinpath("crds")
     return [yamlio.safe_load(package.joinpath(f"{kind.name}.yaml").read_text(encoding="utf-8")) for kind in KINDS]
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    """``--write`` regenerates the committed CRDs; ``--check`` exits 1 naming stale files."""
-    parser = argparse.ArgumentParser(prog="python -m api.crdgen", description=__doc__.splitlines()[0])
-    mode = parser.add_mutually_exclusive_group(required=True)
-    mode.add_argument("--write", action="store_true", help="regenerate the CRD files")
-    mode.add_argument("--check", action="store_true", help="fail when the CRD files differ from the types")
-    parser.add_argument("--directory", type=Path, default=CRD_DIRECTORY, help="where the CRD files live")
-    arguments = parser.parse_args(argv)
-    if arguments.write:
-        for path in write_crds(arguments.directory):
-            print(f"wrote {path}")
-        return 0
-    stale = stale_files(arguments.directory)
-    for name in stale:
-        print(
-            f"{arguments.directory / name} differs from the api types; run python -m api.crdgen --write",
-            file=sys.stderr,
-        )
-    return 1 if stale else 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

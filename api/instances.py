@@ -14,7 +14,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Annotated, Any, Literal
 
-from pydantic import Field, StringConstraints, ValidationInfo, field_validator
+from pydantic import ConfigDict, Field, StringConstraints, ValidationInfo, field_validator
+from pydantic.config import JsonDict
 
 from api.meta import ApiModel
 from api.models import DNS_LABEL_PATTERN
@@ -31,7 +32,7 @@ SharingMode = Literal["all", "selected"]
 IdentityId = Annotated[str, StringConstraints(min_length=1, max_length=255)]
 
 
-def _cel(rule: str, message: str) -> dict[str, str]:
+def _cel(rule: str, message: str) -> JsonDict:
     return {"rule": rule, "message": message}
 
 
@@ -47,8 +48,8 @@ def _id_list(description: str) -> Any:
 class SharingSpec(ApiModel):
     """Instance allow-lists. Omitting the whole object keeps role-based access."""
 
-    model_config = ApiModel.model_config | {
-        "json_schema_extra": {
+    model_config = ConfigDict(
+        json_schema_extra={
             "x-kubernetes-validations": [
                 _cel(
                     "self.mode != 'all' || ((!has(self.users) || size(self.users) == 0) && "
@@ -57,7 +58,7 @@ class SharingSpec(ApiModel):
                 )
             ]
         }
-    }
+    )
 
     mode: SharingMode
     users: list[IdentityId] = _id_list("Allowed user IDs, unique, at most 100.")
@@ -79,8 +80,8 @@ class SharingSpec(ApiModel):
 class AccessSpec(ApiModel):
     """How an instance is reached: authentication, minimum role, hostnames and allow-lists."""
 
-    model_config = ApiModel.model_config | {
-        "json_schema_extra": {
+    model_config = ConfigDict(
+        json_schema_extra={
             "x-kubernetes-validations": [
                 _cel(
                     "!has(self.sharing) || self.sharing.mode != 'selected' || "
@@ -89,7 +90,7 @@ class AccessSpec(ApiModel):
                 )
             ]
         }
-    }
+    )
 
     authentication: Authentication = Field(default="sso", description="none creates an unauthenticated route.")
     role: Role = Field(default="user", description="Minimum role; higher roles inherit lower access.")

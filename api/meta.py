@@ -7,7 +7,7 @@ surfaces as a status message instead of being silently ignored.
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import AliasGenerator, BaseModel, ConfigDict
 from pydantic.alias_generators import to_camel
@@ -18,7 +18,9 @@ API_VERSION = f"{GROUP}/{VERSION}"
 
 
 class ApiModel(BaseModel):
-    """Base of every API type: camelCase on the wire, immutable, unknown fields rejected."""
+    """Base of every API type: camelCase on the wire, immutable, unknown fields rejected.
+
+    A subclass's own `model_config` adds to this one: pydantic merges it with its bases'."""
 
     model_config = ConfigDict(
         alias_generator=AliasGenerator(alias=to_camel),
@@ -27,7 +29,7 @@ class ApiModel(BaseModel):
         extra="forbid",
     )
 
-    def to_wire(self) -> dict:
+    def to_wire(self) -> dict[str, Any]:
         """The object as Kubernetes stores it: camelCase keys, unset optional fields left out."""
         return self.model_dump(by_alias=True, exclude_none=True, mode="json")
 

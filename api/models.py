@@ -28,8 +28,9 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import Field, ValidationInfo, field_validator, model_validator
+from pydantic import ConfigDict, Field, ValidationInfo, field_validator, model_validator
 from pydantic.alias_generators import to_camel
+from pydantic.config import JsonDict
 
 from api.meta import ApiModel
 
@@ -79,7 +80,7 @@ def _cel_list(values: tuple[str, ...]) -> str:
     return "[" + ", ".join(f"'{value}'" for value in values) + "]"
 
 
-def _cel(rule: str, message: str) -> dict[str, str]:
+def _cel(rule: str, message: str) -> JsonDict:
     return {"rule": rule, "message": message}
 
 
@@ -111,8 +112,8 @@ class CpuResources(ApiModel):
     request; this type rejects only an explicitly conflicting pair.
     """
 
-    model_config = ApiModel.model_config | {
-        "json_schema_extra": {
+    model_config = ConfigDict(
+        json_schema_extra={
             "x-kubernetes-validations": [
                 _cel(
                     "!has(self.requestMillicores) || !has(self.limitMillicores) || "
@@ -121,7 +122,7 @@ class CpuResources(ApiModel):
                 )
             ]
         }
-    }
+    )
 
     request_millicores: int | None = Field(default=None, ge=1, description="CPU request in millicores.")
     limit_millicores: int | None = Field(
@@ -186,8 +187,8 @@ class RealtimeSettings(ApiModel):
 class LocalModelSpec(ApiModel):
     """A model served inside the cluster by vLLM, Ollama or FreeToken."""
 
-    model_config = ApiModel.model_config | {
-        "json_schema_extra": {
+    model_config = ConfigDict(
+        json_schema_extra={
             "x-kubernetes-validations": [
                 _cel(
                     f"!has(self.kvCacheType) || {_ENGINE} != 'VLLM' || self.kvCacheType == 'auto' || "
@@ -229,7 +230,7 @@ class LocalModelSpec(ApiModel):
                 ),
             ]
         }
-    }
+    )
 
     preset: str | None = Field(default=None, min_length=1, max_length=253, description="Catalog preset ID.")
     artifact: str | None = Field(
@@ -375,8 +376,8 @@ class ExternalModelSpec(ApiModel):
     over plain http://. With a key, apiBase must be https://: a key never travels in clear text.
     """
 
-    model_config = ApiModel.model_config | {
-        "json_schema_extra": {
+    model_config = ConfigDict(
+        json_schema_extra={
             "x-kubernetes-validations": [
                 _cel(
                     "!has(self.apiBase) || !self.apiBase.startsWith('http://') || !has(self.apiKeySecretRef)",
@@ -384,7 +385,7 @@ class ExternalModelSpec(ApiModel):
                 )
             ]
         }
-    }
+    )
 
     model: str = Field(min_length=1, max_length=253, description="Provider model, e.g. openai/gpt-4o-mini.")
     api_base: str | None = Field(default=None, pattern=HTTP_OR_HTTPS_URL_PATTERN, max_length=2048)
@@ -408,8 +409,8 @@ class ExternalModelSpec(ApiModel):
 class ModelActivationSpec(ApiModel):
     """Intent for one model: ``local`` when type is local, ``external`` when type is external."""
 
-    model_config = ApiModel.model_config | {
-        "json_schema_extra": {
+    model_config = ConfigDict(
+        json_schema_extra={
             "x-kubernetes-validations": [
                 _cel(
                     "self.type == 'local' ? (has(self.local) && !has(self.external)) "
@@ -418,7 +419,7 @@ class ModelActivationSpec(ApiModel):
                 )
             ]
         }
-    }
+    )
 
     type: Literal["local", "external"]
     enabled: bool = True

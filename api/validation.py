@@ -153,7 +153,7 @@ def validate_cpu_resources(cpu: CpuResources | None, default_request_millicores:
     if cpu is None or not cpu.limit_millicores:
         return
     explicit = cpu.request_millicores is not None
-    request = cpu.request_millicores if explicit else default_request_millicores
+    request = cpu.request_millicores if cpu.request_millicores is not None else default_request_millicores
     if cpu.limit_millicores < request:
         source = "requestMillicores" if explicit else "the inherited engine default request"
         raise SpecError(

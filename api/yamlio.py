@@ -19,11 +19,12 @@ import yaml
 WITH_LIBYAML: Final = bool(getattr(yaml, "__with_libyaml__", False))
 """True when PyYAML's C extension is importable."""
 
+# PyYAML's stubs do not make CSafeLoader a SafeLoader, though it has SafeLoader's constructors.
 SafeLoader: type[yaml.SafeLoader] = yaml.CSafeLoader if WITH_LIBYAML else yaml.SafeLoader  # type: ignore[assignment]
 """The fastest safe loader here; subclass it to add constructors."""
 
 
-def _represent_str(dumper: yaml.SafeDumper, data: str) -> yaml.ScalarNode:
+def _represent_str(dumper: yaml.representer.SafeRepresenter, data: str) -> yaml.ScalarNode:
     # libyaml and the pure emitter fold a long multi-line string into different quoted text; as
     # a literal block both write the same (and a script or config file stays readable). The
     # emitter still falls back to quotes where a literal block cannot hold the string.
@@ -44,6 +45,7 @@ if WITH_LIBYAML:
         """libyaml's emitter with the same representers as PureSafeDumper."""
 
     _FastSafeDumper.add_representer(str, _represent_str)
+    # PyYAML's stubs do not make CSafeDumper a SafeDumper, though it has SafeDumper's representers.
     SafeDumper: type[yaml.SafeDumper] = _FastSafeDumper  # type: ignore[assignment]
 else:
     SafeDumper = PureSafeDumper
@@ -64,7 +66,8 @@ def safe_load_all(
     text: str, *, loader: type[yaml.SafeLoader] | None = None, pure: type[yaml.SafeLoader] = yaml.SafeLoader
 ) -> list[Any]:
     """Every document of `text` (`yaml.safe_load_all`), as `safe_load` reads one. Raises yaml.YAMLError."""
-    return _load(lambda stream, Loader: list(yaml.load_all(stream, Loader=Loader)), text, loader or SafeLoader, pure)  # noqa: N803
+    documents: list[Any] = _load(lambda stream, Loader: list(yaml.load_all(stream, Loader=Loader)), text, loader or SafeLoader, pure)  # noqa: N803
+    return documents
 
 
 def _load(read: Callable[..., Any], text: str, loader: type[yaml.SafeLoader], pure: type[yaml.SafeLoader]) -> Any:
@@ -78,9 +81,11 @@ def _load(read: Callable[..., Any], text: str, loader: type[yaml.SafeLoader], pu
 
 def safe_dump(document: Any, **options: Any) -> str:
     """`yaml.safe_dump` to a string, with the same options."""
-    return yaml.dump(document, Dumper=SafeDumper, **options)
+    text: str = yaml.dump(document, Dumper=SafeDumper, **options)
+    return text
 
 
 def safe_dump_all(documents: Any, **options: Any) -> str:
     """`yaml.safe_dump_all` to a string, with the same options."""
-    return yaml.dump_all(documents, Dumper=SafeDumper, **options)
+    text: str = yaml.dump_all(documents, Dumper=SafeDumper, **options)
+    return text

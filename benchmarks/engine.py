@@ -36,7 +36,7 @@ from pathlib import Path
 from typing import Final
 
 from benchmarks.scale import World, _in_worker, cluster_objects
-from tests.e2e.engine import COMMAND_TIMEOUT
+from tests.e2e.engine import COMMAND_TIMEOUT, PulumiProject
 
 SIZES: Final = (20, 200, 1000)
 SMALL: Final = (20,)
@@ -131,10 +131,9 @@ class Figures:
 
 
 @contextmanager
-def _project(snapshot: Path) -> Iterator[object]:
+def _project(snapshot: Path) -> Iterator[PulumiProject]:
     from providers.kube import KubeAccess, open_client
     from tests.cluster.apiserver import ADMIN_USER, install_crds, running_cluster
-    from tests.e2e.engine import PulumiProject
     from tests.live.world import ensure_namespace
     from tests.support.vendored import VENDORED_CRDS
 
@@ -149,12 +148,12 @@ def _project(snapshot: Path) -> Iterator[object]:
         yield project
 
 
-def _timed(project: object, *args: str) -> tuple[float, dict[str, int]]:
+def _timed(project: PulumiProject, *args: str) -> tuple[float, dict[str, int]]:
     """Wall time and peak memory of one command; infinity when it outlived the command bound."""
     started = time.perf_counter()
     with PeakMemory(os.getpid()) as memory:
         try:
-            project.pulumi(*args)  # type: ignore[attr-defined]
+            project.pulumi(*args)
         except subprocess.TimeoutExpired:
             return math.inf, memory.by_role()
     seconds = time.perf_counter() - started
@@ -178,9 +177,9 @@ def measure(activations: int) -> Figures:
                 figures.seconds["converged up"] = math.inf
                 return figures
             figures.seconds["converged up"], figures.memory = _timed(project, "up", "--yes", "--skip-preview")
-            exported = project.export()  # type: ignore[attr-defined]
+            exported = project.export()
             figures.resources = len(exported["deployment"].get("resources") or ())
-            figures.state_bytes = sum(p.stat().st_size for p in project.backend_dir.rglob("*.json*") if "/stacks/" in str(p) and ".bak" not in p.name)  # type: ignore[attr-defined]
+            figures.state_bytes = sum(p.stat().st_size for p in project.backend_dir.rglob("*.json*") if "/stacks/" in str(p) and ".bak" not in p.name)
     return figures
 
 

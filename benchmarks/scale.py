@@ -29,7 +29,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections import Counter
+from collections import Counter, defaultdict
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
@@ -208,7 +208,7 @@ def _attributed(stats: Mapping[Function, Any]) -> Counter[str]:
         memo[function] = {OTHER: 1.0}  # a cycle counts as the interpreter's
         callers = stats[function][4]
         spent = sum(entry[2] for entry in callers.values())
-        found: Counter[str] = Counter()
+        found: defaultdict[str, float] = defaultdict(float)
         for caller, entry in callers.items():
             weight = entry[2] / spent if spent else 1.0 / len(callers)
             for bucket, share in shares(caller, depth - 1).items():
@@ -230,6 +230,7 @@ def work_profile(world: World) -> dict[str, Any]:
         profiler.enable()
         _program(path)
         profiler.disable()
+    # typeshed does not declare pstats.Stats.stats, the profile's table.
     return {"buckets": dict(_attributed(pstats.Stats(profiler).stats))}  # type: ignore[attr-defined]
 
 
@@ -246,6 +247,7 @@ def work_reader(kubeconfig: str, namespace: str) -> dict[str, Any]:
             verbs[method] += 1
             return send(method, path, **options)
 
+        # The benchmark counts the reader's requests by wrapping the client's method.
         client.request = counted  # type: ignore[method-assign]
         started = time.perf_counter()
         live = read_live_objects(client, namespace)

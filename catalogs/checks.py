@@ -229,8 +229,8 @@ def check_compute_targets(
                     message=f"module '{target.module}' is not a hardware provider",
                 )
         for key in target.resource_profiles:
-            engine = key.partition(":")[0]
-            if key not in target.resource_names and engine not in engines.names:
+            engine_name = key.partition(":")[0]
+            if key not in target.resource_names and engine_name not in engines.names:
                 raise CatalogError(
                     file=file,
                     entry=target.name,

@@ -18,6 +18,7 @@ class _StrictLoader(yaml.SafeLoader):
     """A safe loader that refuses a key written twice in one mapping."""
 
 
+# A base chosen at import (libyaml's loader or the pure one), which mypy cannot take as a class.
 class _FastStrictLoader(yamlio.SafeLoader):  # type: ignore[misc,valid-type]
     """_StrictLoader on libyaml's parser when there is one (api/yamlio.py)."""
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 DOCUMENT = "(document)"
 
 
@@ -20,7 +22,7 @@ class CatalogError(Exception):
         self.message = message
         super().__init__(f"{file}: {entry}: {field}: {message}")
 
-    def __reduce__(self):
+    def __reduce__(self) -> tuple[Callable[[str, str, str, str], CatalogError], tuple[str, str, str, str]]:
         return _rebuild, (self.file, self.entry, self.field, self.message)
 
 

@@ -29,8 +29,9 @@ def entry_label(document: Mapping[str, Any], section: str, index: int) -> str:
         item = items[index]
         if isinstance(item, Mapping):
             for key in ("name", "id"):
-                if isinstance(item.get(key), str) and item[key]:
-                    return item[key]
+                label = item.get(key)
+                if isinstance(label, str) and label:
+                    return label
     return f"{section}[{index}]"
 
 

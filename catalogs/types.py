@@ -164,6 +164,11 @@ class _NamedCatalog(CatalogModel, Generic[EntryT]):
         """The entry called exactly ``name``, or None."""
         return self._by_name.get(name)
 
+    def require(self, name: str) -> EntryT:
+        """The entry called exactly ``name``, for a name already known to be catalogued (the
+        loader's cross-references, a dependency of a catalogued entry); KeyError otherwise."""
+        return self._by_name[name]
+
 
 FLUX_VARIABLE = re.compile(r"^[A-Z_][A-Z0-9_]*$")
 """Module parameter variables: upper case, so they never meet the lower-case shared settings."""

@@ -19,6 +19,7 @@ from api import yamlio
 _INDENT = 2
 
 
+# A base chosen at import (libyaml's dumper or the pure one), which mypy cannot take as a class.
 class _BlockDumper(yamlio.SafeDumper):  # type: ignore[misc, valid-type]
     """Writes a string that spans lines as a literal block (`|`), so each line diffs on its own."""
 

@@ -65,7 +65,8 @@ class Registration:
     @property
     def source(self) -> str:
         """What the resource stands for: its object (kind namespace/name) and its parent component."""
-        metadata = self.inputs.get("metadata") if isinstance(self.inputs.get("metadata"), Mapping) else {}
+        raw_metadata = self.inputs.get("metadata")
+        metadata: Mapping[str, Any] = raw_metadata if isinstance(raw_metadata, Mapping) else {}
         kind = self.inputs.get("kind") or self.type.rsplit(":", 1)[-1]
         scope = f"{metadata['namespace']}/" if metadata.get("namespace") else ""
         what = f"{kind} {scope}{metadata['name']}" if metadata.get("name") else f"{kind} {self.name}"

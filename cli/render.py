@@ -35,7 +35,7 @@ from planning.objects import decode_status
 from planning.frozen import thaw
 from program import main as program
 from program.access_config import ACCESS_KEYS, access_settings
-from program.settings import SettingsError, parse_now
+from program.settings import RunSettingsError, parse_now
 from providers.snapshot_file import IgnoredKind, SnapshotFile, SnapshotFileError, load_snapshot_file, parse_snapshot_text
 
 __all__ = ["MASK", "RenderInputError", "RenderOptions", "RenderResult", "render", "render_files", "summary"]
@@ -196,7 +196,7 @@ def _config(snapshot: Path, options: RenderOptions, *, recorded_namespace: str |
     try:
         load_catalogs(options.catalog_dir)
         parse_now(options.now)
-    except (CatalogError, SettingsError) as error:
+    except (CatalogError, RunSettingsError) as error:
         raise RenderInputError(str(error)) from error
     _check_name(options.sources.get("systemNamespace", "--namespace"), options.namespace, _DNS_LABEL)
     _check_name(options.sources.get("domain", "--domain"), options.domain, _DNS_SUBDOMAIN)
@@ -206,7 +206,7 @@ def _config(snapshot: Path, options: RenderOptions, *, recorded_namespace: str |
         raise RenderInputError(f"{unknown[0]}: not an access setting")
     try:
         access_settings(options.access, name=lambda key: options.sources.get(key, _ACCESS_FLAGS[key]))
-    except SettingsError as error:
+    except RunSettingsError as error:
         raise RenderInputError(str(error)) from error
     values = {
         "snapshotFile": str(snapshot),

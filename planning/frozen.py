@@ -23,6 +23,11 @@ def freeze(value: Any) -> Any:
     return value
 
 
+def freeze_map(value: Mapping[str, Any]) -> FrozenMap:
+    """`freeze` of a mapping, typed as the read-only mapping it returns."""
+    return MappingProxyType({str(key): freeze(item) for key, item in value.items()})
+
+
 def thaw(value: Any) -> Any:
     """Return a plain, mutable deep copy (dicts and lists) of a frozen or plain value."""
     if isinstance(value, Mapping):

@@ -17,7 +17,7 @@ from dataclasses import dataclass, replace
 from typing import Any, Generic, TypeVar
 
 from api.validation import SpecError, parse_spec
-from planning.frozen import FrozenMap, freeze, thaw
+from planning.frozen import FrozenMap, freeze_map, thaw
 from planning.snapshot import RuntimeObject, Snapshot
 from planning.settings import APPLIANCE_NAME
 
@@ -33,6 +33,13 @@ class Parsed(Generic[SpecT]):
     @property
     def name(self) -> str:
         return self.obj.meta.name
+
+    @property
+    def valid_spec(self) -> SpecT:
+        """The parsed spec, where the caller has already set rejected objects apart."""
+        if self.spec is None:
+            raise ValueError(f"{self.obj.kind}/{self.name} has no valid spec")
+        return self.spec
 
     @property
     def enabled(self) -> bool:
@@ -70,7 +77,7 @@ def previous_status(status: FrozenMap) -> FrozenMap:
         if key == "conditions":
             value = tuple(c for c in value if isinstance(c, Mapping))
         kept[key] = value
-    return freeze(kept)
+    return freeze_map(kept)
 
 
 def parse(obj: RuntimeObject) -> Parsed[Any]:

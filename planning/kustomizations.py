@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from api import peer_kinds
 from catalogs import ModuleEntry
@@ -54,7 +55,7 @@ def module_kustomization(
     if activation is not None:
         labels[ACTIVATION] = fit(activation, LABEL_VALUE_LIMIT)
         annotations[ACTIVATION] = activation
-    spec: dict = {
+    spec: dict[str, Any] = {
         "interval": INTERVAL,
         "path": entry.path,
         "prune": True,

@@ -188,8 +188,8 @@ def plan_modules(
     classified = _classify(intent.module_activations, catalogs)
     seeded, seeded_modules, unknown_keys = _seed(intent, classified, snapshot, catalogs, settings, hardware_requests)
     frozen = _frozen(classified, snapshot, catalogs)
-    enabled = {m for m, a in classified.winners.items() if a.spec.enabled} | seeded_modules
-    disabled = {m for m, a in classified.winners.items() if not a.spec.enabled}
+    enabled = {m for m, a in classified.winners.items() if a.valid_spec.enabled} | seeded_modules
+    disabled = {m for m, a in classified.winners.items() if not a.valid_spec.enabled}
     requested_by: dict[str, set[str]] = defaultdict(set)
     for requirement in requirements:
         for module in requirement.modules:
@@ -201,15 +201,15 @@ def plan_modules(
     for name in _dependency_order(wanted, catalogs):
         activation = classified.winners.get(name)
         outcomes[name] = _decide(
-            entry=catalogs.modules.get(name),
+            entry=catalogs.modules.require(name),
             catalogs=catalogs,
             decided=outcomes,
             blocked=disabled,
-            observed=snapshot.kustomization(FLUX_NAMESPACE, catalogs.modules.get(name).kustomization),
+            observed=snapshot.kustomization(FLUX_NAMESPACE, catalogs.modules.require(name).kustomization),
             served_crds=snapshot.served_crds,
             source=source,
             activation=activation.name if activation else (name if name in seeded_modules else None),
-            parameters=substitutions(catalogs.modules.get(name), activation.spec.parameters if activation else {}),
+            parameters=substitutions(catalogs.modules.require(name), activation.valid_spec.parameters if activation else {}),
             auto_enabled=name not in enabled,
             requested_by=tuple(sorted(requested_by.get(name, ()))),
             settings=settings,
@@ -255,7 +255,7 @@ def _classify(activations: Iterable[Parsed[Any]], catalogs: Catalogs) -> _Classi
             result.rejected.append(
                 (activation, Reason.UNKNOWN_MODULE, f"spec.module: '{raw_module}' is not a catalogued module ({known})", None)
             )
-        elif problems := parameter_problems(catalogs.modules.get(module), activation.spec.parameters):
+        elif problems := parameter_problems(catalogs.modules.require(module), activation.valid_spec.parameters):
             result.rejected.append((activation, Reason.INVALID_SPEC, "; ".join(problems), module))
         else:
             candidates[module].append(activation)
@@ -361,7 +361,7 @@ def _frozen_outcome(
     frozen: _Frozen, snapshot: Snapshot, catalogs: Catalogs, requested_by: Mapping[str, set[str]]
 ) -> ModuleOutcome:
     """A frozen module: Failed for its activation's reason; ready as its kept Kustomization is. Pure."""
-    entry = catalogs.modules.get(frozen.module)
+    entry = catalogs.modules.require(frozen.module)
     observed = snapshot.kustomization(FLUX_NAMESPACE, entry.kustomization)
     kept = observed is not None and is_generated(observed.meta.labels)
     ready = kept and flux_readiness(observed).ready and set(entry.required_crds) <= snapshot.served_crds
@@ -380,7 +380,7 @@ def _frozen_outcome(
 
 def _keep_as_applied(frozen: Mapping[str, _Frozen], snapshot: Snapshot, catalogs: Catalogs) -> tuple[DesiredObject, ...]:
     """The generated Kustomizations of frozen modules, exactly as observed. Pure."""
-    names = {catalogs.modules.get(module).kustomization for module in frozen}
+    names = {catalogs.modules.require(module).kustomization for module in frozen}
     return tuple(
         _as_observed(observed)
         for observed in _generated_kustomizations(snapshot)
@@ -419,7 +419,7 @@ def _closure(
         if name in wanted:
             continue
         wanted.add(name)
-        for dependency in catalogs.modules.get(name).depends_on:
+        for dependency in catalogs.modules.require(name).depends_on:
             if dependency in blocked:
                 continue
             requested_by[dependency].add(f"Module/{name}")
@@ -436,7 +436,7 @@ def _dependency_order(modules: set[str], catalogs: Catalogs) -> list[str]:
         if name in ordered or name in visiting:
             return
         visiting.add(name)
-        for dependency in sorted(catalogs.modules.get(name).depends_on):
+        for dependency in sorted(catalogs.modules.require(name).depends_on):
             if dependency in modules:
                 visit(dependency)
         ordered.append(name)
@@ -462,27 +462,38 @@ def _decide(
     parameters: Mapping[str, str],
 ) -> ModuleOutcome:
     """The outcome of one requested module, dependencies decided first. Pure."""
-    common = {"name": entry.name, "kustomization_name": entry.kustomization, "auto_enabled": auto_enabled, "requested_by": requested_by, "activation": activation}
-    if KUSTOMIZATION_CRD not in served_crds:
+
+    def outcome(*, phase: Phase, reason: Reason, message: str, kustomization: DesiredObject | None = None) -> ModuleOutcome:
         return ModuleOutcome(
+            name=entry.name,
+            phase=phase,
+            reason=reason,
+            message=message,
+            kustomization_name=entry.kustomization,
+            kustomization=kustomization,
+            auto_enabled=auto_enabled,
+            requested_by=requested_by,
+            activation=activation,
+        )
+
+    if KUSTOMIZATION_CRD not in served_crds:
+        return outcome(
             phase=Phase.WAITING_FOR_CRD,
             reason=Reason.WAITING_FOR_CRD,
             message=f"Waiting for CRD {KUSTOMIZATION_CRD} (Flux) to be served; no Kustomization until then.",
-            **common,
         )
     disabled_dependencies = sorted(d for d in entry.depends_on if d in blocked)
     if disabled_dependencies:
-        return ModuleOutcome(
+        return outcome(
             phase=Phase.WAITING_FOR_MODULES,
             reason=Reason.MODULE_DISABLED,
             message=f"Requires {', '.join(disabled_dependencies)}, which is disabled; no Kustomization until it is enabled.",
-            **common,
         )
 
     def kustomization(suspend: bool) -> DesiredObject:
         return module_kustomization(
             entry=entry,
-            dependencies=tuple(catalogs.modules.get(d) for d in entry.depends_on),
+            dependencies=tuple(catalogs.modules.require(d) for d in entry.depends_on),
             source=source,
             suspend=suspend,
             activation=activation,
@@ -494,16 +505,15 @@ def _decide(
     if unready:
         waiting = f"Waiting for {', '.join(unready)} to become ready"
         if observed is None:
-            return ModuleOutcome(phase=Phase.WAITING_FOR_MODULES, reason=Reason.WAITING_FOR_MODULES, message=f"{waiting}.", **common)
-        return ModuleOutcome(
+            return outcome(phase=Phase.WAITING_FOR_MODULES, reason=Reason.WAITING_FOR_MODULES, message=f"{waiting}.")
+        return outcome(
             phase=Phase.WAITING_FOR_MODULES,
             reason=Reason.DEPENDENCY_NOT_READY,
             message=f"{waiting}; Kustomization {entry.kustomization} is suspended meanwhile.",
             kustomization=kustomization(suspend=True),
-            **common,
         )
     phase, reason, message = _observed_phase(entry, flux_readiness(observed), served_crds)
-    return ModuleOutcome(phase=phase, reason=reason, message=message, kustomization=kustomization(suspend=False), **common)
+    return outcome(phase=phase, reason=reason, message=message, kustomization=kustomization(suspend=False))
 
 
 def _observed_phase(entry: ModuleEntry, readiness: Verdict, served_crds: frozenset[str]) -> tuple[Phase, Reason, str]:
@@ -516,7 +526,7 @@ def _observed_phase(entry: ModuleEntry, readiness: Verdict, served_crds: frozens
         return READY, Reason.READY, f"Kustomization {name} is ready."
     if readiness.failed:
         return Phase.DEGRADED, Reason.KUSTOMIZATION_FAILED, f"Kustomization {name} is not ready ({readiness.reason}): {readiness.message}".rstrip(": ")
-    messages = {
+    messages: dict[str, str] = {
         Waiting.NOT_FOUND: f"Kustomization {name} is being created.",
         Waiting.SUSPENDED: f"Kustomization {name} is being resumed.",
         Waiting.STALE_GENERATION: f"Kustomization {name} changed; {readiness.message}.",
@@ -538,11 +548,11 @@ def _activation_outcomes(classified: _Classified, outcomes: dict[str, ModuleOutc
                 kustomization_name=outcome.kustomization_name if outcome.kustomization or outcome.phase == READY else None,
             )
         )
-    for parsed, reason, message, module in classified.rejected:
-        frozen = outcomes.get(module) if module is not None else None
+    for parsed, reason, message, rejected_module in classified.rejected:
+        frozen = outcomes.get(rejected_module) if rejected_module is not None else None
         if frozen is not None and frozen.activation == parsed.name and frozen.phase == Phase.FAILED:
             message = frozen.message
-        results.append(ActivationOutcome(activation=parsed, phase=Phase.FAILED, reason=reason, message=message, module=module))
+        results.append(ActivationOutcome(activation=parsed, phase=Phase.FAILED, reason=reason, message=message, module=rejected_module))
     return tuple(sorted(results, key=lambda r: r.activation.name))
 
 

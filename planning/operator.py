@@ -91,7 +91,8 @@ def _last_update(stack: GenericObject, reference: str, previous: Mapping[str, An
     before = previous.get(OPERATOR_FIELD)
     before_update = before.get("lastUpdate") if isinstance(before, Mapping) else None
     if (
-        isinstance(before_update, Mapping)
+        isinstance(before, Mapping)
+        and isinstance(before_update, Mapping)
         and before.get("stack") == reference
         and all(before_update.get(key) == entry.get(key) for key in _SAME_OUTCOME)
         and isinstance(before_update.get("time"), str)

@@ -96,7 +96,7 @@ class Plan:
     def objects(self) -> tuple[DesiredObject, ...]:
         """Every Kubernetes object the plan declares, CRDs first."""
         provider_objects = tuple(o for p in self.hardware_providers for o in p.objects)
-        external = (self.models.external_models,) if self.models.external_models is not None else ()
+        external: tuple[DesiredObject, ...] = (self.models.external_models,) if self.models.external_models is not None else ()
         if self.model_catalog is not None and self.model_catalog.config_map is not None:
             external += (self.model_catalog.config_map,)
         return (

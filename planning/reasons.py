@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from api.vocabulary import Reason
+from api.vocabulary import Reason as Reason
 
 
 LISTED_NAMES_IN_MESSAGE = 5

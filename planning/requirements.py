@@ -53,7 +53,7 @@ def requester_of(parsed: Parsed[Any]) -> str:
 
 
 def instance_requirement(instance: Parsed[Any], catalogs: Catalogs) -> Requirement:
-    spec = instance.spec
+    spec = instance.valid_spec
     requester = requester_of(instance)
     application = catalogs.applications.get(spec.application)
     if application is None:
@@ -71,7 +71,7 @@ def instance_requirement(instance: Parsed[Any], catalogs: Catalogs) -> Requireme
 def model_requirement(model: Parsed[Any], catalogs: Catalogs, *, unavailable_vendors: Mapping[str, str] | None = None) -> Requirement:
     """What one valid, enabled model requests. `unavailable_vendors`: vendor module -> why a
     model may not request it (planning.hardware.operators.unavailable_vendors). Pure."""
-    spec = model.spec
+    spec = model.valid_spec
     requester = requester_of(model)
     modules = set(catalogs.applications.common_modules)
     local = spec.local

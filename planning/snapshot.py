@@ -20,9 +20,11 @@ from typing import Any
 
 from api import peer_kinds
 from api.kinds import APPLIANCE_KINDS
-from api.meta import API_VERSION as APPLIANCE_API_VERSION
-from planning.frozen import EMPTY, FrozenMap, freeze
+from api.meta import API_VERSION
+from planning.frozen import EMPTY, FrozenMap, freeze, freeze_map
 
+APPLIANCE_API_VERSION = API_VERSION
+"""The apiVersion of the runtime custom resources."""
 FLUX_KUSTOMIZE_API_VERSION = peer_kinds.FLUX_KUSTOMIZATION.api_version
 NFD_API_VERSION = peer_kinds.NODE_FEATURE.api_version
 KUBEAI_API_VERSION = peer_kinds.KUBEAI_MODEL.api_version
@@ -108,7 +110,7 @@ class NodeFeature:
 
     @property
     def node_name(self) -> str:
-        return self.meta.labels.get(NFD_NODE_NAME_LABEL, self.meta.name)
+        return str(self.meta.labels.get(NFD_NODE_NAME_LABEL, self.meta.name))
 
 
 @dataclass(frozen=True)
@@ -500,7 +502,7 @@ def _identity(raw: Mapping[str, Any], index: int) -> str:
         raise SnapshotError(f"object {index}", "kind is missing")
     if not isinstance(name, str) or not name:
         raise SnapshotError(f"object {index} ({kind})", "metadata.name is missing")
-    namespace = metadata.get("namespace")
+    namespace = metadata.get("namespace") if isinstance(metadata, Mapping) else None
     return f"{kind}/{namespace}/{name}" if namespace else f"{kind}/{name}"
 
 
@@ -536,7 +538,7 @@ def _mapping(raw: Mapping[str, Any], key: str, identity: str) -> FrozenMap:
         return EMPTY
     if not isinstance(value, Mapping):
         raise SnapshotError(identity, f"{key} must be a mapping")
-    return freeze(value)
+    return freeze_map(value)
 
 
 def _string_map(metadata: Mapping[str, Any], key: str, identity: str) -> FrozenMap:
@@ -545,7 +547,7 @@ def _string_map(metadata: Mapping[str, Any], key: str, identity: str) -> FrozenM
         return EMPTY
     if not isinstance(value, Mapping) or not all(isinstance(v, str) for v in value.values()):
         raise SnapshotError(identity, f"metadata.{key} must map strings to strings")
-    return freeze(value)
+    return freeze_map(value)
 
 
 def _conditions(status: Mapping[str, Any], identity: str) -> tuple[Condition, ...]:
@@ -645,7 +647,7 @@ def _container_images(raw: Mapping[str, Any], identity: str) -> FrozenMap:
     containers = _mapping(raw, "spec", identity).get("containers") or ()
     if not isinstance(containers, (list, tuple)) or not all(isinstance(c, Mapping) for c in containers):
         raise SnapshotError(identity, "spec.containers must be a list of objects")
-    return freeze({str(c.get("name") or ""): str(c.get("image") or "") for c in containers})
+    return freeze_map({str(c.get("name") or ""): str(c.get("image") or "") for c in containers})
 
 
 def _crd_established(raw: Mapping[str, Any]) -> bool:

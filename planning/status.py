@@ -21,8 +21,8 @@ from dataclasses import replace
 from datetime import datetime
 from typing import Any
 
-from api.meta import API_VERSION
-from api.status import ActivationStatus, ApplianceStatus, HardwareOperatorStatus, ListSummary, ModuleStatus
+from api.meta import API_VERSION, Condition
+from api.status import ActivationStatus, AppliancePhase, ApplianceStatus, HardwareOperatorStatus, ListSummary, ModulePhase, ModuleStatus
 from api.vocabulary import Phase, Reason
 from planning.conditions import kstatus_conditions, rfc3339
 from planning.deadlines import Deadline
@@ -119,9 +119,12 @@ def _activation_status(
         reason=str(reason),
         message=message,
         observed_generation=generation,
-        conditions=kstatus_conditions(
-            previous_status=parsed.obj.status, phase=phase, reason=reason, message=message, generation=generation, now=now
-        ),
+        conditions=[
+            Condition.model_validate(condition)
+            for condition in kstatus_conditions(
+                previous_status=parsed.obj.status, phase=phase, reason=reason, message=message, generation=generation, now=now
+            )
+        ],
         **extra,
     )
     return _update(parsed, status.to_wire())
@@ -161,9 +164,28 @@ def _module_activation_status(outcome: ActivationOutcome, now: datetime) -> Stat
     )
 
 
+_MODULE_PHASES: Mapping[Phase, ModulePhase] = {
+    Phase.READY: "Ready",
+    Phase.RECONCILING: "Reconciling",
+    Phase.SUSPENDED: "Suspended",
+    Phase.WAITING_FOR_MODULES: "WaitingForModules",
+    Phase.WAITING_FOR_CRD: "WaitingForCRD",
+    Phase.DEGRADED: "Degraded",
+    Phase.DISABLED: "Disabled",
+    Phase.FAILED: "Failed",
+}
+"""The phases a module can be in, as Appliance.status.modules.*.phase spells them."""
+_APPLIANCE_PHASES: Mapping[Phase, AppliancePhase] = {
+    Phase.READY: "Ready",
+    Phase.RECONCILING: "Reconciling",
+    Phase.DEGRADED: "Degraded",
+}
+"""The phases of Appliance/local."""
+
+
 def _module_status(outcome: ModuleOutcome) -> ModuleStatus:
     return ModuleStatus(
-        phase=outcome.phase,
+        phase=_MODULE_PHASES[outcome.phase],
         kustomization=outcome.kustomization_name,
         auto_enabled=True if outcome.auto_enabled else None,
         requested_by=list(outcome.requested_by[:LISTED_REQUESTERS]) or None,
@@ -264,7 +286,7 @@ def appliance_status(
     if operator is not None:
         conditions.append({**operator.stalled, "observedGeneration": generation})
     status = ApplianceStatus(
-        phase=phase,
+        phase=_APPLIANCE_PHASES[phase],
         observed_generation=generation,
         modules={m.name: _module_status(m) for m in modules.modules},
         hardware_operators=dict(hardware_operators),
@@ -272,7 +294,7 @@ def appliance_status(
         instances_summary=instances_summary,
         models=model_listing,
         models_summary=models_summary,
-        conditions=conditions,
+        conditions=[Condition.model_validate(condition) for condition in conditions],
         next_reconcile_at=rfc3339(next_reconcile.at) if next_reconcile is not None else None,
         next_reconcile_reason=next_reconcile.reason if next_reconcile is not None else None,
     )

@@ -6,8 +6,9 @@ Pure: the program logs it through Pulumi's log API, `render` prints it.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from api.vocabulary import Phase
 from planning.conditions import READY
@@ -79,7 +80,7 @@ def summarize(statuses: Iterable[StatusUpdate]) -> RunSummary:
 
 def _reason_and_message(status: FrozenMap) -> dict[str, str]:
     """The status's own reason and message; Appliance/local keeps them in its Ready condition."""
-    ready = next((c for c in status.get("conditions") or () if c.get("type") == READY), {})
+    ready: Mapping[str, Any] = next((c for c in status.get("conditions") or () if c.get("type") == READY), {})
     return {
         "reason": str(status.get("reason") or ready.get("reason") or ""),
         "message": str(status.get("message") or ready.get("message") or ""),

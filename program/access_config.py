@@ -9,7 +9,7 @@ Values arrive as Pulumi passes them: strings. A list is a JSON array (Pulumi's s
 config, what `config.get_object` parses) or a comma-separated string; a YAML settings file may
 give it as a list. An absent or empty value means AccessSettings' default.
 
-An invalid value raises SettingsError with one line naming the key and the rule, for example
+An invalid value raises RunSettingsError with one line naming the key and the rule, for example
 `magicstick:oidcIssuer: 'http://x' must be an https URL`.
 """
 
@@ -26,7 +26,7 @@ from urllib.parse import urlsplit
 from api.models import DNS_LABEL_PATTERN
 from catalogs.types import _IMAGE as IMAGE_PATTERN  # the catalogs' rule for a pinned image, shared on purpose
 from planning.access_settings import AccessSettings
-from program.errors import SettingsError
+from program.errors import RunSettingsError
 
 __all__ = ["ACCESS_KEYS", "AccessKey", "access_settings", "config_name"]
 
@@ -189,9 +189,9 @@ def access_settings(values: Mapping[str, Any], *, name: Callable[[str], str] = c
     """The AccessSettings that `values` (keys of ACCESS_KEYS) give; an absent or empty value: the default. Pure.
 
     Other keys are ignored. `name` says how an error names a key (default: `magicstick:<key>`).
-    Raises SettingsError, one line naming the key and the rule.
+    Raises RunSettingsError, one line naming the key and the rule.
     """
-    fields: dict[str, object] = {}
+    fields: dict[str, Any] = {}
     for entry in ACCESS_KEYS:
         value = _list(entry, values.get(entry.key), name) if entry.is_list else _text(entry, values.get(entry.key), name)
         if value is not None:
@@ -203,7 +203,7 @@ def _text(entry: AccessKey, value: Any, name: Callable[[str], str]) -> str | Non
     if value is None or value == "":
         return None
     if not isinstance(value, str):
-        raise SettingsError(f"{name(entry.key)}: {_not_text(value)}")
+        raise RunSettingsError(f"{name(entry.key)}: {_not_text(value)}")
     _check(entry, value, name)
     return value
 
@@ -216,9 +216,9 @@ def _list(entry: AccessKey, value: Any, name: Callable[[str], str]) -> tuple[str
         _check(entry, item, name)
     for index, item in enumerate(items):
         if item in items[:index]:
-            raise SettingsError(f"{name(entry.key)}: {_quoted(item)} is listed twice")
+            raise RunSettingsError(f"{name(entry.key)}: {_quoted(item)} is listed twice")
     if entry.required_item is not None and entry.required_item not in items:
-        raise SettingsError(f"{name(entry.key)}: {_quoted(','.join(items))} must include {entry.required_item}")
+        raise RunSettingsError(f"{name(entry.key)}: {_quoted(','.join(items))} must include {entry.required_item}")
     return tuple(items)
 
 
@@ -233,14 +233,14 @@ def _items(entry: AccessKey, value: Any, name: Callable[[str], str]) -> list[str
             try:
                 value = json.loads(text)
             except json.JSONDecodeError as error:
-                raise SettingsError(f"{name(entry.key)}: {_quoted(value)} is not a JSON array ({error.msg})") from error
+                raise RunSettingsError(f"{name(entry.key)}: {_quoted(value)} is not a JSON array ({error.msg})") from error
         else:
             items = [item.strip() for item in text.split(",")] if text else []
             if "" in items:
-                raise SettingsError(f"{name(entry.key)}: {_quoted(value)} has an empty entry")
+                raise RunSettingsError(f"{name(entry.key)}: {_quoted(value)} has an empty entry")
             return items
     if not isinstance(value, (list, tuple)) or not all(isinstance(item, str) for item in value):
-        raise SettingsError(f"{name(entry.key)}: {shape}")
+        raise RunSettingsError(f"{name(entry.key)}: {shape}")
     return list(value)
 
 
@@ -248,7 +248,7 @@ def _check(entry: AccessKey, value: str, name: Callable[[str], str]) -> None:
     try:
         entry.rule(value)
     except _Broken as broken:
-        raise SettingsError(f"{name(entry.key)}: {_quoted(value)} {broken}") from broken
+        raise RunSettingsError(f"{name(entry.key)}: {_quoted(value)} {broken}") from broken
 
 
 def _quoted(value: str) -> str:

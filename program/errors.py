@@ -3,5 +3,5 @@
 from __future__ import annotations
 
 
-class SettingsError(Exception):
+class RunSettingsError(Exception):
     """A config value is unusable; the message is one line naming the key and the rule it breaks."""

@@ -43,7 +43,7 @@ def kubernetes_provider(settings: Settings) -> k8s.Provider:
     contents = kubeconfig is not None and "\n" in kubeconfig
     return k8s.Provider(
         "kubernetes",
-        kubeconfig=pulumi.Output.secret(kubeconfig) if contents else kubeconfig,
+        kubeconfig=pulumi.Output.secret(kubeconfig) if kubeconfig is not None and contents else kubeconfig,
         context=settings.context,
         enable_server_side_apply=True,
         enable_config_map_mutable=True,

@@ -15,9 +15,9 @@ import pulumi
 
 from planning.settings import DEFAULT_STACK_NAME, DEFAULT_SYSTEM_NAMESPACE, PlanSettings
 from program.access_config import ACCESS_KEYS, CONFIG_NAMESPACE, access_settings
-from program.errors import SettingsError
+from program.errors import RunSettingsError
 
-__all__ = ["CONFIG_KEYS", "CONFIG_NAMESPACE", "RUN_KEYS", "Settings", "SettingsError", "parse_now", "parse_stack_name"]
+__all__ = ["CONFIG_KEYS", "CONFIG_NAMESPACE", "RUN_KEYS", "RunSettingsError", "Settings", "parse_now", "parse_stack_name"]
 
 RUN_KEYS = (
     "kubeconfig",
@@ -76,7 +76,7 @@ def parse_stack_name(value: str | None) -> str:
     if not value:
         return DEFAULT_STACK_NAME
     if len(value) > STACK_NAME_LIMIT or not _DNS_SUBDOMAIN.fullmatch(value):
-        raise SettingsError(
+        raise RunSettingsError(
             f"magicstick:stackName: '{value}' is not a Stack name (lower case letters, digits, '-' and '.', "
             f"at most {STACK_NAME_LIMIT} characters)"
         )
@@ -95,7 +95,7 @@ def parse_now(value: str | None) -> datetime:
     try:
         moment = datetime.fromisoformat(value.replace("Z", "+00:00"))
     except ValueError as error:
-        raise SettingsError(f"magicstick:now: '{value}' is not an RFC 3339 time such as 2026-01-01T00:00:00Z") from error
+        raise RunSettingsError(f"magicstick:now: '{value}' is not an RFC 3339 time such as 2026-01-01T00:00:00Z") from error
     if moment.tzinfo is None:
-        raise SettingsError(f"magicstick:now: '{value}' needs a time zone, for example a trailing Z")
+        raise RunSettingsError(f"magicstick:now: '{value}' needs a time zone, for example a trailing Z")
     return moment.astimezone(timezone.utc)

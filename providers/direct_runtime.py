@@ -71,8 +71,8 @@ from planning.objects import OWNED_FORCE_ANNOTATION
 from providers.cluster_access import ClusterResourceProvider, without_legacy_access
 from providers.kinds import CONFIG_MAP, DEPLOYMENT, SERVICE
 from providers.kube import KubeClient, KubeConnectionError, KubeError, NotFound, ResourceKind, open_client
-from providers.outcomes import PERMANENT_CODES, Persistence, Problem, ProblemReason, is_unknown, retry_requested, with_problem
-from providers.pulumi_values import restore_integers
+from providers.outcomes import PERMANENT_CODES, Persistence, Problem, ProblemReason, retry_requested, with_problem
+from providers.pulumi_values import is_unknown, restore_integers
 
 """Not in providers/kinds.py yet: the program reads no Service, only direct runtimes write them."""
 RUNTIME_KINDS: Final = {kind.kind: kind for kind in (CONFIG_MAP, SERVICE, DEPLOYMENT)}
@@ -203,7 +203,7 @@ def _ref_of(body: Mapping[str, Any], namespace: str) -> ObjectRef:
     return ObjectRef(kind=RUNTIME_KINDS[body["kind"]], namespace=metadata.get("namespace") or namespace, name=metadata["name"])
 
 
-def _placed(body: Mapping[str, Any], namespace: str) -> dict[str, Any]:
+def _placed(body: Mapping[str, Any], namespace: str | None) -> dict[str, Any]:
     """`body` with its namespace set (the runtime's, when it names none). Pure."""
     metadata = body["metadata"]
     return {**body, "metadata": {**metadata, "namespace": metadata.get("namespace") or namespace}}

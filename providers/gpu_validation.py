@@ -43,6 +43,7 @@ from typing import Any, Callable, Final
 from pulumi.dynamic import CheckFailure, CheckResult, CreateResult, DiffResult, ReadResult, UpdateResult
 
 from planning.hardware.compatibility import ValidationRunPlan
+from api.vocabulary import VerdictReason
 from planning.hardware.validation import (
     FINAL_STAGES,
     HISTORY_CONFIG_MAP,
@@ -51,7 +52,6 @@ from planning.hardware.validation import (
     PodSecurity,
     RunRecord,
     Stage,
-    VerdictReason,
     job_name,
     pinned_image,
     validation_job,
@@ -62,8 +62,8 @@ from providers.cluster_access import ClusterResourceProvider, without_legacy_acc
 from providers.gpu_stores import MalformedStore, StoreContended, bootstrap_history, put_run, put_runtime_image, read_run
 from providers.kinds import CONFIG_MAP, JOB, POD
 from providers.kube import Conflict, KubeClient, KubeError, NotFound, open_client
-from providers.outcomes import PROBLEM_OUTPUT, Problem, ProblemReason, is_unknown, kube_problem, retry_requested, with_problem
-from providers.pulumi_values import restore_integers
+from providers.outcomes import PROBLEM_OUTPUT, Problem, ProblemReason, kube_problem, retry_requested, with_problem
+from providers.pulumi_values import is_unknown, restore_integers
 
 FIELD_MANAGER: Final = "magicstick-gpu-validation"
 REPLACING_INPUTS: Final = ("runId", "namespace", "historyNamespace", "device", "runtimeImagesNamespace")

@@ -24,7 +24,8 @@ Rules (the contract of every dynamic provider of this program):
 > it would then show a change in every preview, and a converged run would not look converged
 > (invariant 4).
 
-This module is pure: it names the outcomes and shapes their wire form.
+This module is pure: it names the outcomes and shapes their wire form, and imports nothing of
+Pulumi (what a preview does not know yet is told apart in `providers/pulumi_values.py`).
 """
 
 from __future__ import annotations
@@ -33,9 +34,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any, Final, TypedDict
-
-from pulumi.output import Unknown
-from pulumi.runtime.rpc import UNKNOWN
 
 from api.vocabulary import ProblemReason
 from planning.provider_wire import PROBLEM_OUTPUT
@@ -116,14 +114,6 @@ def kube_problem(error: KubeError, *, refused: ProblemReason, invalid: ProblemRe
     if error.code in PERMANENT_CODES:
         return Problem(invalid or refused, error.detail, Persistence.PERMANENT)
     return Problem(refused, error.detail)
-
-
-def is_unknown(value: Any) -> bool:
-    """True for a value a preview does not know yet. Pure.
-
-    The SDK hands `check` and `diff` an `Unknown` object; other paths carry the wire string.
-    """
-    return isinstance(value, Unknown) or (isinstance(value, str) and value == UNKNOWN)
 
 
 def with_problem(outputs: Mapping[str, Any], problem: Problem | None) -> dict[str, Any]:

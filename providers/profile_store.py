@@ -56,8 +56,8 @@ from planning.models.kubeai import MAX_CPU_PROFILES, PROFILE_STORE_CONFIG_MAP, P
 from planning.models.profile_entry import ProfileEntry, ProfileStoreRef
 from providers.kube import Conflict, KubeClient, KubeError, NotFound, open_client
 from providers.kube.client import MERGE_PATCH
-from providers.outcomes import PROBLEM_OUTPUT, Problem, ProblemReason, is_unknown, kube_problem, retry_requested, with_problem
-from providers.pulumi_values import restore_integers
+from providers.outcomes import PROBLEM_OUTPUT, Problem, ProblemReason, kube_problem, retry_requested, with_problem
+from providers.pulumi_values import is_unknown, restore_integers
 
 DEFAULT_NAMESPACE: Final = PROFILE_STORE_NAMESPACE
 DEFAULT_CONFIG_MAP: Final = PROFILE_STORE_CONFIG_MAP

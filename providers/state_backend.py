@@ -35,6 +35,7 @@ import tempfile
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
+from functools import partial
 from pathlib import Path
 from typing import Any, Final
 from urllib.parse import parse_qs, urlsplit
@@ -541,4 +542,4 @@ def _remove_versions(backend: S3Backend, client: S3Client, key: str, versions: t
     """Delete the given versions of `key`; a refusal leaves that version in place."""
     for version in versions:
         if version and version != "null":
-            _ask(backend, "DeleteObject", lambda v=version: client.delete_object(Bucket=backend.bucket, Key=key, VersionId=v))
+            _ask(backend, "DeleteObject", partial(client.delete_object, Bucket=backend.bucket, Key=key, VersionId=version))

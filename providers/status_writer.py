@@ -39,8 +39,8 @@ from planning.objects import StatusUpdate, decode_status
 from planning.provider_wire import PROBLEMS_INPUT, STATUS_INPUT
 from providers.cluster_access import ClusterResourceProvider, without_legacy_access
 from providers.kinds import APPLIANCE_KINDS
-from providers.outcomes import STARTING_REASONS, Persistence, Problem, ProblemReason, is_unknown, kube_problem, problem_from, retry_requested, with_problem
-from providers.pulumi_values import restore_integers
+from providers.outcomes import STARTING_REASONS, Persistence, Problem, ProblemReason, kube_problem, problem_from, retry_requested, with_problem
+from providers.pulumi_values import is_unknown, restore_integers
 from providers.retry_records import RETRIES_OUTPUT, RetryRecord, longest, next_records, records_from, records_output
 from providers.kube import KubeClient, KubeError, NotFound, open_client
 

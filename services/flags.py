@@ -20,10 +20,11 @@ from typing import NoReturn, TypeVar
 LOG_LEVELS = ("debug", "info", "warning", "error")
 EXIT_BAD_INPUT = 2
 _PORT = re.compile(r"[0-9]{1,5}")
+_DIGITS = re.compile(r"[0-9]{1,10}")
 T = TypeVar("T")
 
 
-class SettingsError(ValueError):
+class ServiceFlagError(ValueError):
     """An invalid flag or environment value; the message is one line and names the flag."""
 
 
@@ -50,19 +51,45 @@ class ListenAddress:
 
 
 def listen_address(value: str, origin: str) -> ListenAddress:
-    """`HOST:PORT`, or `[HOST]:PORT` for IPv6, as a ListenAddress. Raises SettingsError naming `origin`."""
+    """`HOST:PORT`, or `[HOST]:PORT` for IPv6, as a ListenAddress. Raises ServiceFlagError naming `origin`."""
     host, separator, port_text = value.rpartition(":")
     if host.startswith("[") and host.endswith("]"):
         host = host[1:-1]
         try:
             ipaddress.IPv6Address(host)
         except ValueError as error:
-            raise SettingsError(f"{origin}: {value!r} holds no IPv6 address in brackets") from error
+            raise ServiceFlagError(f"{origin}: {value!r} holds no IPv6 address in brackets") from error
     elif ":" in host:
-        raise SettingsError(f"{origin}: {value!r}: write an IPv6 address in brackets, [HOST]:PORT")
+        raise ServiceFlagError(f"{origin}: {value!r}: write an IPv6 address in brackets, [HOST]:PORT")
     if not separator or not host or not _PORT.fullmatch(port_text) or int(port_text) > 65535:
-        raise SettingsError(f"{origin}: {value!r} is not HOST:PORT with a port from 0 to 65535")
+        raise ServiceFlagError(f"{origin}: {value!r} is not HOST:PORT with a port from 0 to 65535")
     return ListenAddress(host, int(port_text))
+
+
+def required(value: str | None, origin: str) -> str:
+    """`value`, set, not blank and without surrounding whitespace. Raises ServiceFlagError naming `origin`."""
+    if value is None or not value.strip():
+        raise ServiceFlagError(f"{origin}: a value is required")
+    if value != value.strip():
+        raise ServiceFlagError(f"{origin}: {value!r} has surrounding whitespace")
+    return value
+
+
+def one_of(value: str | None, origin: str, choices: Sequence[str]) -> str:
+    """`value` in lower case, one of `choices`. Raises ServiceFlagError naming `origin` and the choices."""
+    text = required(value, origin).lower()
+    if text not in choices:
+        raise ServiceFlagError(f"{origin}: {value!r} is not one of {', '.join(choices)}")
+    return text
+
+
+def whole_number(value: str | None, origin: str, *, maximum: int, unit: str | None = None) -> int:
+    """`value` as a whole number from 1 to `maximum` (of `unit`). Raises ServiceFlagError naming `origin`."""
+    text = required(value, origin)
+    if not _DIGITS.fullmatch(text) or not 1 <= int(text) <= maximum:
+        of_unit = f" of {unit}" if unit else ""
+        raise ServiceFlagError(f"{origin}: {text!r} is not a whole number{of_unit} from 1 to {maximum}")
+    return int(text)
 
 
 RawValues = dict[str, tuple[str | None, str]]
@@ -71,7 +98,7 @@ RawValues = dict[str, tuple[str | None, str]]
 
 class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> NoReturn:
-        raise SettingsError(message)
+        raise ServiceFlagError(message)
 
 
 def parser_for(flags: Sequence[Flag], *, program: str, description: str, env_prefix: str) -> argparse.ArgumentParser:
@@ -86,7 +113,7 @@ def raw_values(
     flags: Sequence[Flag], argv: Sequence[str], environ: Mapping[str, str], *, program: str, description: str, env_prefix: str
 ) -> RawValues:
     """Each flag's value from `argv`, else `environ`, else its default, with its origin.
-    Raises SettingsError for a flag argparse refuses."""
+    Raises ServiceFlagError for a flag argparse refuses."""
     given = vars(parser_for(flags, program=program, description=description, env_prefix=env_prefix).parse_args(list(argv)))
     raw: RawValues = {}
     for flag in flags:
@@ -109,6 +136,6 @@ def settings_or_exit_code(parse: Callable[[Sequence[str], Mapping[str, str]], T]
     """`parse` of the process's flags and environment, or the exit code of a bad one (said in one line)."""
     try:
         return parse(sys.argv[1:] if argv is None else argv, os.environ)
-    except SettingsError as error:
+    except ServiceFlagError as error:
         print(f"{program}: {error}", file=sys.stderr)
         return EXIT_BAD_INPUT

@@ -97,6 +97,6 @@ def amd_objects(
         node_eligibility_patch(node, field_manager, labels.get(node)) for node in eligible_nodes(decision, nodes, snapshot, admitted)
     ]
     if DEVICE_CONFIG_CRD in snapshot.served_crds:
-        entry = catalogs.modules.get(MODULE)
+        entry = catalogs.modules.require(MODULE)
         objects.append(device_config(entry.target_namespace or DEFAULT_NAMESPACE, field_manager, dra=dra))
     return tuple(objects)

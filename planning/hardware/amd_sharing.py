@@ -107,8 +107,9 @@ def _pci_address(device: Any) -> str | None:
     attributes = device.get("attributes") or {}
     for key in PCI_ATTRIBUTES:
         value = attributes.get(key) or attributes.get(f"{DRA_DRIVER}/{key}")
-        if isinstance(value, dict) and isinstance(value.get("string"), str):
-            return value["string"]
+        address = value.get("string") if isinstance(value, dict) else None
+        if isinstance(address, str):
+            return address
     return None
 
 

@@ -38,13 +38,13 @@ import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, Final, Self
+from typing import Any, Final, Literal, Self
 
 from pydantic import ValidationError
 
 from api.modules import AMD_GPU_MODULE, AmdGpuParameters, parse_gpu_parameters
 from api.status import CompatibilityNodeStatus, CompatibilityStatus, DeviceDiagnosticStatus, EngineValidationStatus, PciDeviceStatus
-from api.vocabulary import CompatibilityReason, ValidationBlock
+from api.vocabulary import CompatibilityReason, ValidationBlock, VerdictReason
 from catalogs import Catalogs, GpuCompatibilityProfile
 from planning.hardware.evidence import HostEvidence, read_evidence
 from planning.hardware.inventory import PciGpu
@@ -64,7 +64,6 @@ from planning.hardware.validation import (
     PodSecurity,
     RunRecord,
     Stage,
-    VerdictReason,
     read_history,
     read_runtime_images,
 )
@@ -553,7 +552,7 @@ def _runs(
             if stale:
                 diag_status[run_id] = DeviceDiagnosticStatus(request=diagnostic.request, node=diagnostic.node, device=device, state="Stale", message=stale)
                 continue
-            target_for = next(n for n in nodes if n.node == diagnostic.node)
+            target_for: NodeCompatibility | None = next(n for n in nodes if n.node == diagnostic.node)
         else:
             target_for = target
         if why:
@@ -605,7 +604,7 @@ def _diagnostic_statuses(
             found.append(DeviceDiagnosticStatus(request=diagnostic.request, node=diagnostic.node, device=diagnostic.device, state="Queued"))
             continue
         current = next((n.identity for n in nodes if n.node == record.host.node), None)
-        state = "Finished" if record.finished else "Running"
+        state: Literal["Finished", "Running", "Stale"] = "Finished" if record.finished else "Running"
         if record.finished and current != record.host:
             state = "Stale"
         found.append(
@@ -704,7 +703,7 @@ def compatibility_status(
 def _subject(nodes: tuple[NodeCompatibility, ...], profile: GpuCompatibilityProfile | None) -> NodeCompatibility | None:
     """The node the top-level fields describe: the first the selected profile lists, else the first AMD node."""
     listed = [n for n in nodes if profile is not None and n.profile == profile]
-    return (listed or list(nodes) or [None])[0]
+    return next(iter(listed or nodes), None)
 
 
 def _summary(compatibility: AmdCompatibility, profile: GpuCompatibilityProfile | None, subject: NodeCompatibility | None) -> tuple[str, str]:

@@ -33,6 +33,7 @@ class PciGpu:
 
     def to_status(self, memory: HostMemory | None = None) -> PciDeviceStatus:
         """The device's status entry; a unified pool adds its memory layout. Pure."""
+        unified = memory if memory is not None and memory.unified else None
         return PciDeviceStatus(
             node=self.node,
             node_uid=self.node_uid,
@@ -41,7 +42,11 @@ class PciGpu:
             pci_class=self.pci_class,
             subsystem_vendor=self.subsystem_vendor,
             subsystem_device=self.subsystem_device,
-            **(memory.to_status() if memory is not None else {}),
+            memory_architecture=unified.architecture if unified is not None else None,
+            shared_pool_id=unified.shared_pool_id if unified is not None else None,
+            gpu_allocation_mode=unified.gpu_allocation_mode if unified is not None else None,
+            physical_memory_mi=unified.physical_memory_mi if unified is not None else None,
+            gpu_accessible_mi=unified.gpu_accessible_mi if unified is not None else None,
         )
 
 

@@ -11,6 +11,7 @@ detected GPU on any other node is reported but never gets an operator.
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from planning.snapshot import Node
@@ -33,9 +34,9 @@ class NodeGpus:
     incompatibility: str = ""
 
 
-def gpu_vendors(labels: dict[str, str] | object) -> frozenset[str]:
+def gpu_vendors(labels: Mapping[str, object]) -> frozenset[str]:
     """PCI vendor IDs that have a display or 3D controller in `labels`."""
-    vendors = set()
+    vendors: set[str] = set()
     for key, value in dict(labels).items():
         match = _PCI_LABEL.match(key)
         if match and value == "true" and match["cls"] in GPU_PCI_CLASSES:

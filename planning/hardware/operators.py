@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from api.status import HardwareOperatorStatus
+from api.status import HardwareOperatorStatus, HardwarePhase
 from api.vocabulary import Phase
 from catalogs import Catalogs, ModuleEntry
 from planning.hardware.capacity import AcceleratorCapacity, accelerator_capacity
@@ -143,7 +143,7 @@ def _out_of_reach(decision: VendorDecision, catalogs: Catalogs) -> str | None:
     """Why a model cannot have the operator of `decision` installed, or None when it can. Pure."""
     if decision.has_activation or (decision.compatible_nodes and decision.conflict_crd is None):
         return None
-    entry = catalogs.modules.get(decision.module)
+    entry = catalogs.modules.require(decision.module)
     hardware = " or ".join(t.display_name for t in catalogs.compute_targets.provided_by(entry.name))
     waiting = f"Waiting for {hardware} hardware: "
     if decision.conflict_crd is not None:
@@ -221,7 +221,7 @@ def _phase(
     activation_enabled: bool | None,
     allocatable: int,
     resource_names: tuple[str, ...],
-) -> tuple[str, str]:
+) -> tuple[HardwarePhase, str]:
     resources = " or ".join(resource_names)
     if activation_enabled is False:
         return "Disabled", f"{entry.display_name} is disabled by its ModuleActivation."
@@ -265,7 +265,7 @@ def hardware_operator_statuses(
     """Appliance.status.hardwareOperators: every hardware provider, requested or not. Pure."""
     statuses = {}
     for decision in decisions:
-        entry = catalogs.modules.get(decision.module)
+        entry = catalogs.modules.require(decision.module)
         outcome = modules.outcome(decision.module)
         disabled = outcome is not None and outcome.phase == "Disabled"
         statuses[decision.module] = operator_status(

@@ -389,7 +389,7 @@ def vendor_candidates(intent: Intent, module: str, catalogs: Catalogs) -> tuple[
 def shared_gpu_count_error(parsed: Parsed[Any], catalogs: Catalogs) -> SpecError | None:
     """A direct runtime asking for more than one GPU of a shared allocation: a slot is one GPU's
     share, and several slots are never several GPUs. Pure."""
-    local = parsed.spec.local
+    local = parsed.valid_spec.local
     if local.realtime is not None:
         profile = catalogs.runtimes.realtime.get(local.realtime.profile)
         count = local.realtime.gpu_count if local.realtime.gpu_count is not None else (profile.gpu_counts[0] if profile else 1)

@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, Literal
 
 from api.modules import GpuSharing
 from api.status import DraSharingStatus, HardwareOperatorStatus
@@ -43,6 +43,15 @@ NVIDIA_PCI_VENDOR = "10de"
 AMD_PCI_VENDOR = "1002"
 
 
+def _dra_mode(mode: str) -> Literal["exclusive", "dra-shared"]:
+    """An AMD allocation mode, as DraSharingStatus spells it."""
+    if mode == "dra-shared":
+        return "dra-shared"
+    if mode == "exclusive":
+        return "exclusive"
+    raise ValueError(f"'{mode}' is not an AMD GPU sharing mode")
+
+
 @dataclass(frozen=True)
 class SharingPlan:
     vendors: Mapping[str, VendorSharing] = field(default_factory=lambda: MappingProxyType({}))
@@ -64,8 +73,8 @@ class SharingPlan:
         if amd is None or self.dra is None:
             return None
         return DraSharingStatus(
-            applied_mode=amd.applied.mode,
-            desired_mode=amd.desired.mode,
+            applied_mode=_dra_mode(amd.applied.mode),
+            desired_mode=_dra_mode(amd.desired.mode),
             phase=amd.phase.value,
             claim=f"{SHARING_NAMESPACE}/{amd_sharing.SHARED_CLAIM}" if amd.applied.shared else None,
             claim_device=self.dra.claim_device,

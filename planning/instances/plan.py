@@ -20,12 +20,13 @@ from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
 
-from api.instances import authentication_is_explicit
+from api.instances import Authentication, authentication_is_explicit
 from api.vocabulary import Phase
 from catalogs import ApplicationEntry, Catalogs
 from planning.conditions import status_update
 from planning.frozen import thaw
-from planning.instances.access import AccessSettings, InstanceAccess, access_objects, hostnames
+from planning.access_settings import AccessSettings
+from planning.instances.access import InstanceAccess, access_objects, hostnames
 from planning.instances.guard import ENVOY_PROXY_CRD, envoy_proxy, grant_document, grant_key, guard_objects, guard_readiness, kept_grants
 from planning.instances.claims import Claim, Claimant, Conflict, Resolution, backend_service, hostname, release, resolve
 from planning.instances.names import InstanceNames, instance_name_of, instance_name_problem, instance_names, release_name_of, release_namespace_of
@@ -191,7 +192,7 @@ def _held_instance(result: _Result, candidate: _Candidate, context: _Context) ->
     unreadable namespace (the ReferenceGrant) only when its last status shows them declared.
     """
     parsed = candidate.parsed
-    hold = instance_hold(context.snapshot, parsed.spec.target_namespace, parsed.obj.status)
+    hold = instance_hold(context.snapshot, parsed.valid_spec.target_namespace, parsed.obj.status)
     if hold is None or result.outcome is None or result.status is None:
         return result
     extra = {key: value for key, value in result.status.status.items() if key not in STATUS_CORE}
@@ -218,12 +219,12 @@ def _candidate(parsed: Parsed[Any], by_requester: Mapping[str, Requirement], cat
     requirement = by_requester[f"AppInstance/{parsed.name}"]
     if requirement.problem is not None:
         return _failed(parsed, requirement.problem, requirement.problem_message, context)
-    spec = parsed.spec
+    spec = parsed.valid_spec
     name = instance_name_of(values=spec.values, object_name=parsed.name)
     problem = instance_name_problem(name)
     if problem is not None:
         return _failed(parsed, Reason.INVALID_SPEC, problem, context)
-    application = catalogs.applications.get(spec.application)
+    application = catalogs.applications.require(spec.application)
     observed = context.snapshot.generic("HelmRelease", context.settings.system_namespace, helm_release_name(parsed.name))
     names = instance_names(application=application, instance_name=name, observed_release=observed)
     settings = context.settings
@@ -242,7 +243,7 @@ def _claimants(intent: Intent, candidates: list[_Candidate], results: Mapping[st
     claimants = []
     for candidate in candidates:
         parsed, names = candidate.parsed, candidate.names
-        namespace = parsed.spec.target_namespace
+        namespace = parsed.valid_spec.target_namespace
         wants = (
             *(hostname(h) for h in candidate.hosts if h is not None),
             release(namespace, names.release),
@@ -285,7 +286,7 @@ def _conflicted(candidate: _Candidate, conflict: Conflict, resolution: Resolutio
     extra = {
         "kind": candidate.application.output_kind,
         "name": candidate.names.instance_name,
-        "namespace": parsed.spec.target_namespace,
+        "namespace": parsed.valid_spec.target_namespace,
         "accessGuardReady": False,
         "conflictsWith": {"kind": "AppInstance", "namespace": holder_namespace, "name": holder_name},
     }
@@ -319,7 +320,7 @@ def _as_observed(obj: GenericObject) -> DesiredObject:
 def _instance(candidate: _Candidate, context: _Context) -> _Result:
     """Objects, status and summary of an instance that holds its names. Pure."""
     parsed, application, names = candidate.parsed, candidate.application, candidate.names
-    spec = parsed.spec
+    spec = parsed.valid_spec
     extra = _status_fields(candidate)
 
     def done(phase: Phase, reason: Reason, message: str, objects: tuple[DesiredObject, ...] = ()) -> _Result:
@@ -345,7 +346,7 @@ def _instance(candidate: _Candidate, context: _Context) -> _Result:
 
 
 def _grant(candidate: _Candidate, authentication: str, context: _Context) -> str:
-    access = candidate.parsed.spec.access
+    access = candidate.parsed.valid_spec.access
     sharing = access.sharing
     return grant_document(
         system_namespace=context.settings.system_namespace,
@@ -362,7 +363,7 @@ def _grant(candidate: _Candidate, authentication: str, context: _Context) -> str
 def _status_fields(candidate: _Candidate) -> dict[str, Any]:
     """The kind-specific status fields of a candidate, before its objects are judged. Pure."""
     parsed, names = candidate.parsed, candidate.names
-    spec = parsed.spec
+    spec = parsed.valid_spec
     explicit_none = spec.access.authentication == "none" and authentication_is_explicit(thaw(parsed.obj.spec))
     return {
         "kind": candidate.application.output_kind,
@@ -396,7 +397,7 @@ class _Declared:
         return bool(self.guard) and all(g.verdict.ready for g in self.guard)
 
 
-def _declared(candidate: _Candidate, authentication: str, context: _Context) -> _Declared:
+def _declared(candidate: _Candidate, authentication: Authentication, context: _Context) -> _Declared:
     """The HelmRelease and the Gateway objects, routes opened once the guard is accepted. Pure."""
     settings, snapshot = context.settings, context.snapshot
 
@@ -406,7 +407,7 @@ def _declared(candidate: _Candidate, authentication: str, context: _Context) -> 
 
     guard = (*guard_gates(gateway(False), snapshot), context.guard)
     opened = gateway(all(g.verdict.ready for g in guard))
-    spec = candidate.parsed.spec
+    spec = candidate.parsed.valid_spec
     release_object = helm_release(
         instance=candidate.parsed.name,
         release_name=candidate.names.release,
@@ -422,10 +423,10 @@ def _declared(candidate: _Candidate, authentication: str, context: _Context) -> 
     return _Declared(release_object, opened, release_gate, guard, route_gates(opened, snapshot))
 
 
-def _instance_access(candidate: _Candidate, authentication: str, context: _Context, *, guard_ready: bool) -> InstanceAccess:
+def _instance_access(candidate: _Candidate, authentication: Authentication, context: _Context, *, guard_ready: bool) -> InstanceAccess:
     """The access inputs of one valid, enabled instance. Pure."""
     parsed = candidate.parsed
-    spec = parsed.spec
+    spec = parsed.valid_spec
     sharing = spec.access.sharing
     return InstanceAccess(
         instance=parsed.name,

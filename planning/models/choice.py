@@ -127,7 +127,7 @@ def settle_choices(intent: Intent, hardware: Hardware, catalogs: Catalogs) -> Se
             settled.append(Parsed(obj=parsed.obj, spec=None, error=error))
             continue
         update = {"compute_target": choice.compute_target or local.compute_target, "engine": choice.engine or local.engine}
-        spec = parsed.spec.model_copy(update={"local": local.model_copy(update=update)})
+        spec = parsed.valid_spec.model_copy(update={"local": local.model_copy(update=update)})
         settled.append(replace(parsed, spec=spec))
         choices[parsed.name] = choice
     return SettledIntent(intent=replace(intent, model_activations=tuple(settled)), choices=MappingProxyType(choices))

@@ -33,8 +33,8 @@ from planning.models.direct import (
     runtime_state,
     service_object,
 )
-from planning.models.freetoken import FreeTokenImageNotSet, Unplaceable, plan_freetoken
-from planning.models.realtime import ImmutableField, RealtimeImageNotSet, plan_realtime
+from planning.models.freetoken import FreeTokenImageNotSet, FreeTokenPlan, Unplaceable, plan_freetoken
+from planning.models.realtime import ImmutableField, RealtimeImageNotSet, RealtimePlan, plan_realtime
 from planning.models.resolve import ResolvedLocalModel, resolve_local
 from planning.objects import StatusUpdate
 from planning.reasons import Reason
@@ -57,7 +57,7 @@ class DirectOutcome:
 
 def direct_kind(parsed: Parsed[Any], catalogs: Catalogs) -> DirectRuntimeKind | None:
     """The direct runtime a local activation asks for, or None for a KubeAI engine. Pure."""
-    local = parsed.spec.local
+    local = parsed.valid_spec.local
     if local.realtime is not None:
         return DirectRuntimeKind.REALTIME
     engine = catalogs.engines.get(local.engine)
@@ -79,7 +79,7 @@ def plan_direct(
     *,
     kind: DirectRuntimeKind,
     parsed: Parsed[Any],
-    waiting: tuple[str, str, str] | None,
+    waiting: tuple[Phase, Reason, str] | None,
     snapshot: Snapshot,
     capacity: tuple[AcceleratorCapacity, ...],
     host: HostMemory,
@@ -93,8 +93,8 @@ def plan_direct(
     """`waiting`: why the activation waits on modules or a host operation (plan.py `_waiting`),
     decided before placement. `applied_entries`: its catalog entry as the cluster holds it.
     `claim`: the shared GPU claim a realtime runtime binds (AMD dra-shared). Pure."""
-    local = parsed.spec.local
-    namespace = parsed.spec.target_namespace
+    local = parsed.valid_spec.local
+    namespace = parsed.valid_spec.target_namespace
     port = catalogs.runtimes.realtime.port if kind is DirectRuntimeKind.REALTIME else catalogs.runtimes.freetoken.port
     service = service_object(kind, parsed.name, namespace, port=port, field_manager=settings.field_manager)
     kept = kept_runtime(snapshot, kind, namespace, parsed.name, service)
@@ -108,6 +108,7 @@ def plan_direct(
         fields = _fields(resolved, kind, namespace, parsed.name)
         if waiting is not None and (kept is None or waiting[1] is not Reason.DEFERRED_BY_HOST_OPERATION):
             return hold(*waiting, fields)
+        planned: RealtimePlan | FreeTokenPlan | Unplaceable
         if kind is DirectRuntimeKind.REALTIME:
             planned = plan_realtime(
                 activation=parsed.name, namespace=namespace, local=local, resolved=resolved,
@@ -127,7 +128,7 @@ def plan_direct(
         # A clear-model-cache operation: the runtime that exists is left exactly as it is.
         return hold(*waiting, fields)
     fields |= {"memoryRequiredMi": planned.system_memory_mi}
-    if kind is DirectRuntimeKind.REALTIME:
+    if isinstance(planned, RealtimePlan):
         fields |= {"realtimeProfile": planned.profile.name, "gpuCount": planned.gpu_count}
     else:
         fields |= {"gpuCount": planned.gpu_count, "memoryStrategy": planned.memory_strategy, "vramRequiredMi": planned.vram_budget_mi}

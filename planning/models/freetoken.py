@@ -100,7 +100,7 @@ def plan_freetoken(
     if isinstance(placement, Unplaceable):
         return placement
     resource, node = placement
-    memory = settings.system_memory_mi or catalogs.engines.get(resolved.engine).default_memory_mi
+    memory = settings.system_memory_mi or catalogs.engines.require(resolved.engine).default_memory_mi
     args = [
         *runtime.args,
         runtime.model_arg, model_id(resolved.url),
@@ -173,7 +173,7 @@ def _placement(
     device: str | None, gpu_count: int, capacity: tuple[AcceleratorCapacity, ...], catalogs: Catalogs
 ) -> tuple[str, str | None] | Unplaceable:
     """The NVIDIA resource to request and the node to pin (None: any), or why none fits. Pure."""
-    resources = catalogs.compute_targets.get(NVIDIA_TARGET).resource_names
+    resources = catalogs.compute_targets.require(NVIDIA_TARGET).resource_names
     nvidia = [c for c in capacity if c.compute_target == NVIDIA_TARGET]
     if device is not None:
         on_node = [c for c in nvidia if c.node == device]

@@ -29,7 +29,7 @@ from typing import Any
 
 from api import peer_kinds
 from catalogs import Catalogs
-from planning.frozen import freeze, thaw
+from planning.frozen import freeze, freeze_map, thaw
 from planning.labels import FIELD_MANAGER_ANNOTATION, MANAGED_BY, MANAGED_BY_VALUE
 from planning.models.resolve import ResolvedLocalModel
 from planning.names import KUBEAI_MODEL_NAME_LIMIT, LABEL_VALUE_LIMIT, fit
@@ -61,7 +61,7 @@ GPU_TOLERATIONS: Mapping[str, tuple[Mapping[str, str], ...]] = {
 
 
 def _engine_profile(image: str, resource: str) -> Mapping[str, Any]:
-    return freeze({"imageName": image, "requests": {resource: "1"}, "limits": {resource: "1"}, "tolerations": list(GPU_TOLERATIONS[resource])})
+    return freeze_map({"imageName": image, "requests": {resource: "1"}, "limits": {resource: "1"}, "tolerations": list(GPU_TOLERATIONS[resource])})
 
 
 ENGINE_PROFILES: Mapping[str, Mapping[str, Any]] = freeze(
@@ -102,7 +102,7 @@ def content_name(prefix: str, body: Mapping[str, Any]) -> str:
 
 def with_cpu(body: Mapping[str, Any], *, request_millicores: int, limit_millicores: int) -> dict[str, Any]:
     """`body` with its CPU request and limit set (limit 0: none); nothing else changes. Pure."""
-    clone = thaw(body)
+    clone: dict[str, Any] = thaw(body)
     requests = dict(clone.get("requests") or {})
     limits = dict(clone.get("limits") or {})
     requests["cpu"] = f"{request_millicores}m"
@@ -211,7 +211,8 @@ def engine_settings(
         args += vision_args
         env.update(vision_env)
     elif resolved.engine == "OLlama":
-        env["OLLAMA_KV_CACHE_TYPE"] = resolved.kv_cache_type
+        if resolved.kv_cache_type is not None:
+            env["OLLAMA_KV_CACHE_TYPE"] = resolved.kv_cache_type
         env["OLLAMA_FLASH_ATTENTION"] = "1"
         if resolved.context_window is not None:
             env["OLLAMA_CONTEXT_LENGTH"] = str(resolved.context_window)

@@ -60,7 +60,7 @@ class MemoryInputs:
     weights_mi: int | None
     kv_cache_mi_per_1k_tokens: int | None
     runtime_mi: int
-    kv_cache_type: str
+    kv_cache_type: str | None
     on_cpu: bool
     kv_cache_memory_bytes: int | None = None
     context_window: int | None = None
@@ -122,7 +122,7 @@ def cache_mi(inputs: MemoryInputs) -> int | None:
     if inputs.kv_cache_mi_per_1k_tokens is None:
         return None
     tokens = (inputs.context_window or DEFAULT_CONTEXT_TOKENS) * (inputs.max_num_seqs or DEFAULT_SEQUENCES)
-    scale = CACHE_PRECISION_SCALE.get(inputs.kv_cache_type, 1.0)
+    scale = CACHE_PRECISION_SCALE.get(inputs.kv_cache_type, 1.0) if inputs.kv_cache_type is not None else 1.0
     return ceil(inputs.kv_cache_mi_per_1k_tokens * scale * tokens / 1000)
 
 

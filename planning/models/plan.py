@@ -168,7 +168,8 @@ def clear_cache_pending(snapshot: Snapshot, namespace: str) -> str | None:
 
 def _target_namespace(parsed: Parsed[Any]) -> str:
     if parsed.spec is not None:
-        return parsed.spec.target_namespace
+        namespace: str = parsed.spec.target_namespace
+        return namespace
     raw = parsed.obj.spec.get("targetNamespace")
     return raw if isinstance(raw, str) and raw else "ai"
 
@@ -199,7 +200,7 @@ def _engine_profile(resolved: ResolvedLocalModel, capacity: tuple[AcceleratorCap
     resource = published_resource(capacity, resolved.compute_target, catalogs)
     if resource is None:
         return None
-    return catalogs.compute_targets.get(resolved.compute_target).resource_profile(engine=resolved.engine, resource=resource)
+    return catalogs.compute_targets.require(resolved.compute_target).resource_profile(engine=resolved.engine, resource=resource)
 
 
 def _resource_profile(resolved: ResolvedLocalModel, engine_profile: str | None, offloading: Offloading) -> tuple[str | None, CpuProfile | None]:
@@ -252,13 +253,14 @@ def plan_models(
             statuses.append(status_update(parsed, phase=Phase.DISABLED, reason=Reason.DISABLED, message="ModelActivation is disabled.", now=now))
             continue
         if requirement is None or requirement.problem is not None:
-            reason, message = (Reason.INVALID_SPEC, str(parsed.error)) if requirement is None else (requirement.problem, requirement.problem_message)
+            reason = requirement.problem if requirement is not None and requirement.problem is not None else Reason.INVALID_SPEC
+            message = requirement.problem_message if requirement is not None else str(parsed.error)
             statuses.append(status_update(parsed, phase=Phase.FAILED, reason=reason, message=message, now=now))
             outcome = _kept(parsed.name, observed, snapshot)
             outcome = replace(outcome, runtime=kept_direct(snapshot, _target_namespace(parsed), parsed.name, catalogs, settings))
             external_entries += applied_external_entries(snapshot, namespace=settings.system_namespace, activation=parsed.name)
-        elif parsed.spec.type == "external":
-            outcome, status, entry = _external(parsed, requirement, modules, published, now)
+        elif parsed.valid_spec.type == "external":
+            _, status, entry = _external(parsed, requirement, modules, published, now)
             statuses.append(status)
             external_entries.append(entry)
             continue
@@ -270,7 +272,7 @@ def plan_models(
                 outcome, status = _held_for_sharing(parsed, gate, observed, snapshot, catalogs, settings, now)
             elif too_many is not None:
                 outcome = _kept(parsed.name, observed, snapshot)
-                outcome = replace(outcome, runtime=kept_direct(snapshot, parsed.spec.target_namespace, parsed.name, catalogs, settings))
+                outcome = replace(outcome, runtime=kept_direct(snapshot, parsed.valid_spec.target_namespace, parsed.name, catalogs, settings))
                 status = status_update(parsed, phase=Phase.FAILED, reason=Reason.INVALID_SPEC, message=str(too_many), now=now)
             else:
                 outcome, status = _local(
@@ -280,7 +282,7 @@ def plan_models(
                     snapshot=snapshot,
                     observed=observed,
                     capacity=capacity + sharing.shared_capacity(),
-                    host=pool_for_target(capacity=capacity, memory=memory, compute_target=parsed.spec.local.compute_target),
+                    host=pool_for_target(capacity=capacity, memory=memory, compute_target=parsed.valid_spec.local.compute_target),
                     catalogs=catalogs,
                     settings=settings,
                     published=published,
@@ -293,7 +295,7 @@ def plan_models(
                 if shared is not None:
                     status = replace(status, status=freeze(thaw(status.status) | {"gpuSharing": shared}))
             status = _with_choice(status, choices.get(parsed.name))
-            hold = model_hold(snapshot, parsed.spec.target_namespace, parsed.obj.status)
+            hold = model_hold(snapshot, parsed.valid_spec.target_namespace, parsed.obj.status)
             if hold is not None:
                 outcome, status = _held(parsed, outcome, status, hold, now)
             statuses.append(status)
@@ -343,7 +345,7 @@ def _held_for_sharing(
     kept = _kept(parsed.name, observed, snapshot)
     if kept.model is not None and observed is not None:
         kept = replace(kept, model=drained_model(observed, transition))
-    runtime = kept_direct(snapshot, parsed.spec.target_namespace, parsed.name, catalogs, settings)
+    runtime = kept_direct(snapshot, parsed.valid_spec.target_namespace, parsed.name, catalogs, settings)
     if runtime is not None:
         objects = tuple(drained_deployment(o, transition) if o.kind == "Deployment" else o for o in runtime.objects)
         kept = replace(kept, runtime=replace(runtime, objects=objects))
@@ -404,13 +406,15 @@ def applied_external_entries(snapshot: Snapshot, *, namespace: str, activation: 
     return [e for e in entries if isinstance(e, dict) and e.get("id") == activation][:1]
 
 
-def _external(parsed: Parsed[Any], requirement: Requirement, modules: ModulePlan, published: frozenset[str], now: datetime):
-    spec = parsed.spec.external
+def _external(
+    parsed: Parsed[Any], requirement: Requirement, modules: ModulePlan, published: frozenset[str], now: datetime
+) -> tuple[None, StatusUpdate, dict[str, Any]]:
+    spec = parsed.valid_spec.external
     extra = {"catalogId": parsed.name, "engine": "LiteLLM", "externalModel": spec.model}
     entry: dict[str, Any] = {"id": parsed.name, "model": spec.model, "modelType": spec.model_type}
     key = spec.api_key_secret_ref
     if key is not None:
-        entry["apiKeySecretRef"] = {"name": key.name, "key": key.key, "namespace": parsed.spec.target_namespace}
+        entry["apiKeySecretRef"] = {"name": key.name, "key": key.key, "namespace": parsed.valid_spec.target_namespace}
     if spec.api_base:
         entry["apiBase"] = spec.api_base
     waiting = waiting_on_modules(requirement.modules, modules)
@@ -464,7 +468,7 @@ def _local(
     runtime binds (AMD dra-shared)."""
     kind = direct_kind(parsed, catalogs)
     if kind is not None:
-        running = kept_direct(snapshot, parsed.spec.target_namespace, parsed.name, catalogs, settings) is not None
+        running = kept_direct(snapshot, parsed.valid_spec.target_namespace, parsed.name, catalogs, settings) is not None
         direct = plan_direct(
             kind=kind,
             parsed=parsed,
@@ -481,13 +485,13 @@ def _local(
         )
         return ModelOutcome(parsed.name, runtime=direct.runtime, catalog_entries=direct.catalog_entries), direct.status
     kept = _kept(parsed.name, observed, snapshot)
-    local = parsed.spec.local
+    local = parsed.valid_spec.local
     try:
         resolved = resolve_admitted(local, catalogs, host=host)
     except SpecError as error:
-        reason = error.reason if isinstance(error, MemoryRejected) else Reason.INVALID_SPEC
+        reason: StatusReason = error.reason if isinstance(error, MemoryRejected) else Reason.INVALID_SPEC
         return kept, status_update(parsed, phase=Phase.FAILED, reason=reason, message=str(error), now=now)
-    namespace, name = parsed.spec.target_namespace, model_name(parsed.name)
+    namespace, name = parsed.valid_spec.target_namespace, model_name(parsed.name)
     waiting = _waiting(requirement, modules, running=observed is not None, deferral=deferral)
     if waiting is not None:
         phase, reason, message = waiting
@@ -503,6 +507,7 @@ def _local(
         phase, reason, message = refused
         held = replace(kept, offloading_profile=offloading.profile) if reason is Reason.WAITING_FOR_OFFLOADING_PROFILE else kept
         return held, status_update(parsed, phase=phase, reason=reason, message=message + offloading.note, now=now, extra=fields)
+    assert profile is not None, "_not_admitted refuses a model that has no resource profile"
     outcome, phase, reason, message = _runtime(
         parsed=parsed,
         resolved=resolved,
@@ -585,7 +590,7 @@ def _not_admitted(
             )
         profiles.add(profile_entry.name)
     if profile is None:
-        resources = " or ".join(catalogs.compute_targets.get(resolved.compute_target).resource_names)
+        resources = " or ".join(catalogs.compute_targets.require(resolved.compute_target).resource_names)
         return Phase.WAITING_FOR_GPU, Reason.WAITING_FOR_GPU, requirement.missing_hardware_message or f"No node publishes an allocatable {resources} yet."
     return None
 
@@ -607,7 +612,7 @@ def _runtime(
 ) -> tuple[ModelOutcome, Phase, StatusReason, str]:
     """The KubeAI Model of one admitted activation and where its lifecycle stands: the outcome,
     phase, reason and message; `fields` gains the lifecycle's status fields."""
-    namespace = parsed.spec.target_namespace
+    namespace = parsed.valid_spec.target_namespace
     name = model_name(parsed.name)
     desired = kubeai_model(
         activation=parsed.name,

@@ -121,7 +121,7 @@ def plan_realtime(
     pod_annotations = {CONFIG_HASH_ANNOTATION: config_hash}
     if settings.restart_nonce:
         pod_annotations[RESTART_NONCE_ANNOTATION] = settings.restart_nonce
-    container = {
+    container: dict[str, Any] = {
         "name": "vllm-omni",
         "image": image,
         "command": ["/bin/sh", f"{CONFIG_PATH}/{BOOTSTRAP_KEY}"],
@@ -250,7 +250,7 @@ def _placement(
         )
     if gpu_count == 0:
         return None
-    target = catalogs.compute_targets.get(profile.compute_target)
+    target = catalogs.compute_targets.require(profile.compute_target)
     published = {name: quantity_count(node.allocatable.get(name, 0)) for name in target.resource_names}
     resource = next((name for name in target.resource_names if published[name] >= gpu_count), None)
     if resource is None:

@@ -87,7 +87,7 @@ class ResolvedLocalModel:
         if self.memory_estimate is None:
             return {}
         host = self.memory_estimate.host.to_status()
-        pool = {key: host[key] for key in ("memoryArchitecture", "sharedPoolId", "gpuAllocationMode") if key in host}
+        pool: dict[str, object] = {key: host[key] for key in ("memoryArchitecture", "sharedPoolId", "gpuAllocationMode") if key in host}
         return {"memoryEstimate": self.memory_estimate.to_status(), **pool}
 
 

@@ -220,7 +220,7 @@ def _is_file(candidate: str) -> bool:
 
 
 @contextmanager
-def open_client(access: KubeAccess, *, sleep: Callable[[float], None] = time.sleep) -> Iterator[KubeClient]:
+def open_client(access: KubeAccess, *, sleep: Callable[[float], object] = time.sleep) -> Iterator[KubeClient]:
     """A client for one unit of work; closed on exit. Never cached: callers build their own.
 
     `sleep` waits between retries; tests pass a recorder.

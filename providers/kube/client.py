@@ -80,7 +80,7 @@ class Collection:
 
 
 class KubeClient:
-    def __init__(self, http: httpx.Client, *, retry: RetryPolicy, sleep: Callable[[float], None] = time.sleep) -> None:
+    def __init__(self, http: httpx.Client, *, retry: RetryPolicy, sleep: Callable[[float], object] = time.sleep) -> None:
         self._http = http
         self._retry = retry
         self._sleep = sleep
@@ -124,9 +124,9 @@ class KubeClient:
                 continue
             if response.is_success:
                 return response.json() if response.content else {}
-            error = error_for(response)
-            if last or not isinstance(error, (TooManyRequests, ServerError)):
-                raise error
+            refusal = error_for(response)
+            if last or not isinstance(refusal, (TooManyRequests, ServerError)):
+                raise refusal
             self._sleep(self._retry.delay(attempt, _retry_after(response)))
         raise AssertionError("unreachable: the loop returns or raises")
 
@@ -219,7 +219,7 @@ class KubeClient:
         came. The connection is closed on exit.
         """
         path = kind.collection_path(namespace)
-        params = {
+        params: dict[str, str | int | None] = {
             "watch": "true",
             "resourceVersion": resource_version,
             "allowWatchBookmarks": "true",
@@ -295,7 +295,7 @@ class KubeClient:
     ) -> None:
         """Delete one object, optionally only if it still has this UID and resourceVersion."""
         preconditions = {k: v for k, v in (("uid", uid), ("resourceVersion", resource_version)) if v}
-        body = {"apiVersion": "v1", "kind": "DeleteOptions"}
+        body: dict[str, Any] = {"apiVersion": "v1", "kind": "DeleteOptions"}
         if preconditions:
             body["preconditions"] = preconditions
         self.request("DELETE", kind.object_path(name, namespace), body=body, content_type="application/json")

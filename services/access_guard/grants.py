@@ -132,7 +132,7 @@ def parse_grant(document: object, *, instance: str) -> Grant:
     return Grant(
         instance=instance,
         authentication="sso",
-        minimum_role=cast(str, minimum_role),
+        minimum_role=minimum_role,
         sharing_mode=mode,
         users=users,
         groups=groups,

@@ -153,6 +153,7 @@ def protocol_class(admission: Admission) -> type[HttpToolsProtocol]:
             self._deadline: asyncio.TimerHandle | None = None
             self._refused = False
 
+        # uvicorn's protocol narrows asyncio's BaseTransport to Transport (and ignores it too).
         def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
             if not admission.admits(open_connections=len(self.connections)):
                 self._refused = True
@@ -199,7 +200,7 @@ def protocol_class(admission: Admission) -> type[HttpToolsProtocol]:
 class GuardServer(uvicorn.Server):
     """uvicorn's server with the guard's signals, readiness and bounded drain."""
 
-    def __init__(self, config: uvicorn.Config, *, admission: Admission, ready: Callable[[], None]) -> None:
+    def __init__(self, config: uvicorn.Config, *, admission: Admission, ready: Callable[[], object]) -> None:
         super().__init__(config)
         self._admission = admission
         self._drain_seconds = admission.limits.drain_seconds
@@ -240,7 +241,7 @@ class GuardServer(uvicorn.Server):
                 connection.transport.close()
 
 
-def serve(listener: socket.socket, *, app: GuardApp, admission: Admission, ready: Callable[[], None]) -> None:
+def serve(listener: socket.socket, *, app: GuardApp, admission: Admission, ready: Callable[[], object]) -> None:
     """Serve `app` on `listener` until SIGTERM or SIGINT, then drain (bounded) and return."""
     config = uvicorn.Config(
         app,
@@ -253,6 +254,7 @@ def serve(listener: socket.socket, *, app: GuardApp, admission: Admission, ready
         access_log=False,
         proxy_headers=False,
         server_header=False,
+        # uvicorn annotates int but takes any number of seconds (it hands it to loop.call_later).
         timeout_keep_alive=admission.limits.idle_timeout_seconds,  # type: ignore[arg-type]
         backlog=BACKLOG,
     )

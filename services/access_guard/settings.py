@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from services.flags import LOG_LEVELS, Flag, ListenAddress, SettingsError, listen_address, raw_values
+from services.flags import LOG_LEVELS, Flag, ListenAddress, ServiceFlagError, listen_address, one_of, raw_values, required, whole_number
 
 PROGRAM = "magicstick-access-guard"
 ENV_PREFIX = "MAGICSTICK_ACCESS_GUARD_"
@@ -37,7 +37,6 @@ MAX_VERIFY_QUEUE = 100_000
 MAX_TOKEN_CACHE_SIZE = 1_000_000
 
 _HEADER_NAME = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+")
-_DIGITS = re.compile(r"[0-9]{1,9}")
 
 
 @dataclass(frozen=True)
@@ -113,87 +112,65 @@ DESCRIPTION = "Envoy HTTP external authorization for Magic Stick AppInstances."
 def parse_settings(argv: Sequence[str], environ: Mapping[str, str]) -> GuardSettings:
     """The validated settings from `argv` (without the program name) and `environ`.
 
-    Raises SettingsError with a one-line message naming the offending flag.
+    Raises ServiceFlagError with a one-line message naming the offending flag.
     """
     raw = raw_values(_FLAGS, argv, environ, program=PROGRAM, description=DESCRIPTION, env_prefix=ENV_PREFIX)
     return GuardSettings(
         grants_dir=_directory(*raw["grants_dir"]),
         issuer=_url(*raw["issuer"]),
-        audience=_required(*raw["audience"]),
+        audience=required(*raw["audience"]),
         jwks_uri=_url(*raw["jwks_uri"]),
         token_header=_header_name(*raw["token_header"]),
         listen=_listen(*raw["listen"]),
         jwks_cache_seconds=_seconds(*raw["jwks_cache_seconds"]),
         jwks_timeout_seconds=_seconds(*raw["jwks_timeout_seconds"]),
-        log_level=_choice(*raw["log_level"], LOG_LEVELS),
+        log_level=one_of(*raw["log_level"], LOG_LEVELS),
         limits=ServerLimits(
-            max_connections=_count(*raw["max_connections"], maximum=MAX_CONNECTIONS_LIMIT),
+            max_connections=whole_number(*raw["max_connections"], maximum=MAX_CONNECTIONS_LIMIT),
             idle_timeout_seconds=_seconds(*raw["idle_timeout_seconds"]),
             request_timeout_seconds=_seconds(*raw["request_timeout_seconds"]),
-            verify_workers=_count(*raw["verify_workers"], maximum=MAX_VERIFY_WORKERS),
-            verify_queue=_count(*raw["verify_queue"], maximum=MAX_VERIFY_QUEUE),
-            token_cache_size=_count(*raw["token_cache_size"], maximum=MAX_TOKEN_CACHE_SIZE),
+            verify_workers=whole_number(*raw["verify_workers"], maximum=MAX_VERIFY_WORKERS),
+            verify_queue=whole_number(*raw["verify_queue"], maximum=MAX_VERIFY_QUEUE),
+            token_cache_size=whole_number(*raw["token_cache_size"], maximum=MAX_TOKEN_CACHE_SIZE),
             drain_seconds=_seconds(*raw["drain_seconds"], below=TERMINATION_GRACE_SECONDS),
         ),
     )
 
 
-def _required(value: str | None, origin: str) -> str:
-    if value is None or not value.strip():
-        raise SettingsError(f"{origin}: a value is required")
-    if value != value.strip():
-        raise SettingsError(f"{origin}: {value!r} has surrounding whitespace")
-    return value
-
-
 def _directory(value: str | None, origin: str) -> Path:
-    path = Path(_required(value, origin))
+    path = Path(required(value, origin))
     if not path.is_dir():
-        raise SettingsError(f"{origin}: {value!r} is not a directory")
+        raise ServiceFlagError(f"{origin}: {value!r} is not a directory")
     return path
 
 
 def _url(value: str | None, origin: str) -> str:
-    text = _required(value, origin)
+    text = required(value, origin)
     parts = urlsplit(text)
     if parts.scheme not in ("http", "https") or not parts.hostname:
-        raise SettingsError(f"{origin}: {text!r} is not an http(s) URL")
+        raise ServiceFlagError(f"{origin}: {text!r} is not an http(s) URL")
     return text
 
 
 def _header_name(value: str | None, origin: str) -> str:
-    text = _required(value, origin)
+    text = required(value, origin)
     if not _HEADER_NAME.fullmatch(text):
-        raise SettingsError(f"{origin}: {text!r} is not an HTTP header name")
+        raise ServiceFlagError(f"{origin}: {text!r} is not an HTTP header name")
     return text
 
 
 def _listen(value: str | None, origin: str) -> ListenAddress:
-    return listen_address(_required(value, origin), origin)
+    return listen_address(required(value, origin), origin)
 
 
 def _seconds(value: str | None, origin: str, *, below: float | None = None) -> float:
-    text = _required(value, origin)
+    text = required(value, origin)
     try:
         seconds = float(text)
     except ValueError as error:
-        raise SettingsError(f"{origin}: {text!r} is not a number of seconds") from error
+        raise ServiceFlagError(f"{origin}: {text!r} is not a number of seconds") from error
     if not math.isfinite(seconds) or seconds <= 0:
-        raise SettingsError(f"{origin}: {text!r} must be a finite number of seconds above 0")
+        raise ServiceFlagError(f"{origin}: {text!r} must be a finite number of seconds above 0")
     if below is not None and seconds >= below:
-        raise SettingsError(f"{origin}: {text!r} must be below {below:g} seconds")
+        raise ServiceFlagError(f"{origin}: {text!r} must be below {below:g} seconds")
     return seconds
-
-
-def _count(value: str | None, origin: str, *, maximum: int) -> int:
-    text = _required(value, origin)
-    if not _DIGITS.fullmatch(text) or not 1 <= int(text) <= maximum:
-        raise SettingsError(f"{origin}: {text!r} is not a whole number from 1 to {maximum}")
-    return int(text)
-
-
-def _choice(value: str | None, origin: str, choices: tuple[str, ...]) -> str:
-    text = _required(value, origin).lower()
-    if text not in choices:
-        raise SettingsError(f"{origin}: {value!r} is not one of {', '.join(choices)}")
-    return text

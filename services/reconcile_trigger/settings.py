@@ -14,7 +14,7 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from services.flags import LOG_LEVELS, Flag, ListenAddress, SettingsError, listen_address, raw_values
+from services.flags import LOG_LEVELS, Flag, ListenAddress, ServiceFlagError, listen_address, one_of, raw_values, required, whole_number
 
 PROGRAM = "magicstick-reconcile-trigger"
 ENV_PREFIX = "MAGICSTICK_RECONCILE_TRIGGER_"
@@ -32,7 +32,6 @@ MAX_SECONDS = 86_400
 
 _DNS_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?")
 _DNS_SUBDOMAIN = re.compile(r"(?=.{1,253}\Z)[a-z0-9]([-a-z0-9.]*[a-z0-9])?")
-_DIGITS = re.compile(r"[0-9]{1,10}")
 
 
 @dataclass(frozen=True)
@@ -77,7 +76,7 @@ DESCRIPTION = "Request a run of the Magic Stick program's PKO Stack when what it
 def parse_settings(argv: Sequence[str], environ: Mapping[str, str]) -> TriggerSettings:
     """The validated settings from `argv` (without the program name) and `environ`.
 
-    Raises SettingsError with a one-line message naming the offending flag.
+    Raises ServiceFlagError with a one-line message naming the offending flag.
     """
     raw = raw_values(_FLAGS, argv, environ, program=PROGRAM, description=DESCRIPTION, env_prefix=ENV_PREFIX)
     system_namespace = _namespace(*raw["system_namespace"])
@@ -85,10 +84,10 @@ def parse_settings(argv: Sequence[str], environ: Mapping[str, str]) -> TriggerSe
     quiet_ms = _milliseconds(*raw["quiet_ms"])
     max_delay_ms = _milliseconds(*raw["max_delay_ms"])
     if max_delay_ms < quiet_ms:
-        raise SettingsError(f"{raw['max_delay_ms'][1]}: {max_delay_ms} is shorter than --quiet-ms ({quiet_ms})")
+        raise ServiceFlagError(f"{raw['max_delay_ms'][1]}: {max_delay_ms} is shorter than --quiet-ms ({quiet_ms})")
     resync_seconds = _seconds(*raw["resync_seconds"])
     if resync_seconds * 1000 < max_delay_ms:
-        raise SettingsError(f"{raw['resync_seconds'][1]}: {resync_seconds} s is shorter than --max-delay-ms ({max_delay_ms} ms)")
+        raise ServiceFlagError(f"{raw['resync_seconds'][1]}: {resync_seconds} s is shorter than --max-delay-ms ({max_delay_ms} ms)")
     return TriggerSettings(
         stack_namespace=_namespace(*raw["stack_namespace"]),
         stack_name=_name(*raw["stack_name"]),
@@ -98,60 +97,39 @@ def parse_settings(argv: Sequence[str], environ: Mapping[str, str]) -> TriggerSe
         quiet_seconds=quiet_ms / 1000,
         max_delay_seconds=max_delay_ms / 1000,
         resync_seconds=resync_seconds,
-        probe_address=listen_address(_required(*raw["probe_address"]), raw["probe_address"][1]),
-        log_level=_choice(*raw["log_level"], LOG_LEVELS),
+        probe_address=listen_address(required(*raw["probe_address"]), raw["probe_address"][1]),
+        log_level=one_of(*raw["log_level"], LOG_LEVELS),
     )
 
 
-def _required(value: str | None, origin: str) -> str:
-    if value is None or not value.strip():
-        raise SettingsError(f"{origin}: a value is required")
-    if value != value.strip():
-        raise SettingsError(f"{origin}: {value!r} has surrounding whitespace")
-    return value
-
-
 def _namespace(value: str | None, origin: str) -> str:
-    text = _required(value, origin)
+    text = required(value, origin)
     if not _DNS_LABEL.fullmatch(text):
-        raise SettingsError(f"{origin}: {text!r} is not a namespace name (a DNS label: lower case, digits, '-', at most 63)")
+        raise ServiceFlagError(f"{origin}: {text!r} is not a namespace name (a DNS label: lower case, digits, '-', at most 63)")
     return text
 
 
 def _namespaces(value: str | None, origin: str) -> tuple[str, ...]:
-    text = _required(value, origin)
+    text = required(value, origin)
     names = [part.strip() for part in text.split(",")]
     if any(not name for name in names):
-        raise SettingsError(f"{origin}: {text!r} holds an empty namespace name")
+        raise ServiceFlagError(f"{origin}: {text!r} holds an empty namespace name")
     for name in names:
         if not _DNS_LABEL.fullmatch(name):
-            raise SettingsError(f"{origin}: {name!r} is not a namespace name (a DNS label: lower case, digits, '-', at most 63)")
+            raise ServiceFlagError(f"{origin}: {name!r} is not a namespace name (a DNS label: lower case, digits, '-', at most 63)")
     return tuple(sorted(set(names)))
 
 
 def _name(value: str | None, origin: str) -> str:
-    text = _required(value, origin)
+    text = required(value, origin)
     if not _DNS_SUBDOMAIN.fullmatch(text):
-        raise SettingsError(f"{origin}: {text!r} is not an object name (a DNS subdomain)")
+        raise ServiceFlagError(f"{origin}: {text!r} is not an object name (a DNS subdomain)")
     return text
 
 
 def _milliseconds(value: str | None, origin: str) -> int:
-    text = _required(value, origin)
-    if not _DIGITS.fullmatch(text) or not 1 <= int(text) <= MAX_MILLISECONDS:
-        raise SettingsError(f"{origin}: {text!r} is not a whole number of milliseconds from 1 to {MAX_MILLISECONDS}")
-    return int(text)
+    return whole_number(value, origin, maximum=MAX_MILLISECONDS, unit="milliseconds")
 
 
 def _seconds(value: str | None, origin: str) -> int:
-    text = _required(value, origin)
-    if not _DIGITS.fullmatch(text) or not 1 <= int(text) <= MAX_SECONDS:
-        raise SettingsError(f"{origin}: {text!r} is not a whole number of seconds from 1 to {MAX_SECONDS}")
-    return int(text)
-
-
-def _choice(value: str | None, origin: str, choices: tuple[str, ...]) -> str:
-    text = _required(value, origin).lower()
-    if text not in choices:
-        raise SettingsError(f"{origin}: {value!r} is not one of {', '.join(choices)}")
-    return text
+    return whole_number(value, origin, maximum=MAX_SECONDS, unit="seconds")

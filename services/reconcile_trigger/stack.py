@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any, Final
 
-from providers.kinds import STACK
+from providers.kinds import STACK as STACK
 from providers.kube import KubeClient
 from providers.kube.client import MERGE_PATCH
 
@@ -85,7 +85,7 @@ class Backoff:
 
     def delay(self, attempt: int) -> float:
         """The wait before retry number `attempt` (0 for the first). Pure."""
-        return min(self.max_seconds, self.first_seconds * 2 ** min(attempt, 62))
+        return min(self.max_seconds, self.first_seconds * 2.0 ** min(attempt, 62))
 
 
 class StallRetry:

@@ -31,12 +31,8 @@ def _requirement_files(command: list[str]) -> list[str]:
     return [command[index + 1] for index, word in enumerate(command[:-1]) if word in ("-r", "--requirement")]
 
 
-def test_the_repository_defines_the_workspace_and_both_service_images():
-    assert {str(path) for path in IMAGES} >= {
-        "deploy/workspace/Containerfile",
-        "services/access_guard/Containerfile",
-        "services/reconcile_trigger/Containerfile",
-    }
+def test_the_repository_defines_the_workspace_image_and_the_one_image_of_the_services():
+    assert {str(path) for path in IMAGES} >= {"deploy/workspace/Containerfile", "services/Containerfile"}
 
 
 @pytest.mark.parametrize("containerfile", IMAGES, ids=str)

@@ -14,6 +14,7 @@ from tests.planning.builders import (
     status_of,
 )
 from tests.planning.worlds import converge, world_after
+from tests.support.hash_seeds import digest, digests_under_hash_seeds
 
 SCENARIO = (
     appliance({"basis": True, "dashboard": True, "litellm": True, "model-catalog": True}),
@@ -25,9 +26,13 @@ SCENARIO = (
 )
 
 
-def test_the_same_snapshot_gives_the_same_plan():
-    assert plan_of(*SCENARIO) == plan_of(*SCENARIO)
+def test_the_same_snapshot_gives_the_same_plan_whatever_the_order_of_its_objects():
     assert plan_of(*SCENARIO) == plan_of(*reversed(SCENARIO))
+
+
+def test_the_same_snapshot_gives_the_same_plan_byte_for_byte_whatever_the_hash_seed():
+    imports = "from tests.planning.test_convergence import SCENARIO\nfrom tests.planning.builders import plan_of"
+    assert digests_under_hash_seeds("plan_of(*SCENARIO)", imports=imports) == [digest(repr(plan_of(*SCENARIO)))] * 2
 
 
 def test_a_plan_applied_to_the_cluster_converges_and_then_declares_the_same_objects_and_statuses():

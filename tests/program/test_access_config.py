@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import fields
+from dataclasses import asdict, fields
 from pathlib import Path
 
 import pytest
@@ -13,7 +13,7 @@ from planning.access_settings import AccessSettings
 from program import main as program
 from program.access_config import ACCESS_KEYS, access_settings
 from tests.program import every_access_key
-from program.settings import CONFIG_KEYS, Settings, SettingsError
+from program.settings import CONFIG_KEYS, RunSettingsError, Settings
 
 REPOSITORY = Path(__file__).resolve().parents[2]
 DEMO = REPOSITORY / "examples" / "demo" / "snapshot.yaml"
@@ -106,7 +106,7 @@ def test_a_valid_value_sets_its_field(key, value, expected):
 
 @pytest.mark.parametrize(("key", "value", "rule"), INVALID, ids=[f"{key}={value}" for key, value, _ in INVALID])
 def test_an_invalid_value_is_one_line_naming_the_key_and_the_rule(key, value, rule):
-    with pytest.raises(SettingsError) as raised:
+    with pytest.raises(RunSettingsError) as raised:
         access_settings({key: value})
 
     message = str(raised.value)
@@ -116,12 +116,12 @@ def test_an_invalid_value_is_one_line_naming_the_key_and_the_rule(key, value, ru
 
 
 def test_the_issuer_error_reads_as_documented():
-    with pytest.raises(SettingsError, match=r"^magicstick:oidcIssuer: 'http://x' must be an https URL$"):
+    with pytest.raises(RunSettingsError, match=r"^magicstick:oidcIssuer: 'http://x' must be an https URL$"):
         access_settings({"oidcIssuer": "http://x"})
 
 
 def test_an_error_names_the_key_as_the_caller_spells_it():
-    with pytest.raises(SettingsError, match=r"^--gateway-name: 'Edge' must be a DNS label"):
+    with pytest.raises(RunSettingsError, match=r"^--gateway-name: 'Edge' must be a DNS label"):
         access_settings({"gatewayName": "Edge"}, name=lambda key: KEYS[key].flag)
 
 
@@ -131,7 +131,25 @@ def test_every_valid_and_invalid_table_covers_every_key():
 
 
 def test_no_value_gives_the_defaults_of_access_settings():
-    assert access_settings({}) == AccessSettings()
+    assert asdict(access_settings({})) == {
+        "gateway_name": "magicstick",
+        "gateway_namespace": "ai-system",
+        "gateway_listener": None,
+        "dashboard_hosts": (),
+        "dashboard_host_prefix": "dashboard",
+        "oidc_issuer": "https://auth.magicstick.example.com/realms/magicstick",
+        "oidc_client_id": "magicstick-apps",
+        "oidc_client_secret": "magicstick-oidc-client",
+        "oidc_scopes": ("openid", "profile", "email"),
+        "oidc_jwks_uri": None,
+        "roles_claim": "roles",
+        "groups_claim": "groups",
+        "subject_claim": "sub",
+        "guard_image": "registry.example.com/magicstick/access-guard:CHANGEME",
+        "guard_service": "magicstick-access-guard",
+        "guard_port": 8080,
+        "callback_timeout": "15s",
+    }
 
 
 @pytest.mark.parametrize("empty", [None, "", "  ", "[]", []], ids=repr)
@@ -224,7 +242,7 @@ class TestFromPulumiConfig:
     def test_an_invalid_value_stops_the_run_before_anything_is_declared(self):
         config = {"snapshotFile": str(DEMO), "now": NOW, "oidcIssuer": "http://auth.example.com"}
 
-        with pytest.raises(SettingsError, match=r"^magicstick:oidcIssuer: 'http://auth.example.com' must be an https URL$"):
+        with pytest.raises(RunSettingsError, match=r"^magicstick:oidcIssuer: 'http://auth.example.com' must be an https URL$"):
             run_offline(program.run, config)
 
     def test_the_security_policy_carries_the_configured_issuer_and_client(self):

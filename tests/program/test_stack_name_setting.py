@@ -10,7 +10,7 @@ import yaml
 from cli.offline import run_offline
 from planning.settings import DEFAULT_STACK_NAME
 from program import main as program
-from program.settings import Settings, SettingsError
+from program.settings import RunSettingsError, Settings
 
 REPOSITORY = Path(__file__).resolve().parents[2]
 DEMO = REPOSITORY / "examples" / "demo" / "snapshot.yaml"
@@ -33,5 +33,5 @@ def test_a_set_name_reaches_the_plan_settings():
 
 @pytest.mark.parametrize("value", ["Magic_Stick", "x" * 43, "-magicstick"])
 def test_a_name_pko_would_refuse_stops_the_run_naming_the_key(value):
-    with pytest.raises(SettingsError, match=r"^magicstick:stackName: '.*' is not a Stack name"):
+    with pytest.raises(RunSettingsError, match=r"^magicstick:stackName: '.*' is not a Stack name"):
         run_offline(program.run, {"snapshotFile": str(DEMO), "now": NOW, "stackName": value})

@@ -5,6 +5,9 @@ Pure: no test here opens a connection.
 
 from __future__ import annotations
 
+import ast
+from pathlib import Path
+
 import pytest
 from pulumi.output import Unknown
 from pulumi.runtime.rpc import UNKNOWN
@@ -15,13 +18,13 @@ from providers.outcomes import (
     Persistence,
     Problem,
     ProblemReason,
-    is_unknown,
     kube_problem,
     problem_from,
     problem_output,
     retry_requested,
     with_problem,
 )
+from providers.pulumi_values import is_unknown
 
 
 def answered(cls: type[KubeError], code: int, reason: str, message: str) -> KubeError:
@@ -105,3 +108,12 @@ def test_outputs_of_an_earlier_version_without_a_problem_key_ask_for_no_retry():
 @pytest.mark.parametrize(("value", "unknown"), [(Unknown(), True), (UNKNOWN, True), ({}, False), (None, False), ("text", False)])
 def test_a_value_a_preview_does_not_know_is_recognised_in_both_of_its_forms(value, unknown):
     assert is_unknown(value) is unknown
+
+
+def test_the_outcomes_module_imports_nothing_of_pulumi():
+    import providers.outcomes
+
+    tree = ast.parse(Path(providers.outcomes.__file__).read_text())
+    imported = {alias.name for node in ast.walk(tree) if isinstance(node, ast.Import) for alias in node.names}
+    imported |= {node.module for node in ast.walk(tree) if isinstance(node, ast.ImportFrom) and node.module}
+    assert sorted(name for name in imported if name.split(".")[0] == "pulumi") == []

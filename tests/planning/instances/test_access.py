@@ -22,6 +22,7 @@ from planning.readiness import SPEC_HASH_ANNOTATION, spec_hash
 from services.access_guard.settings import DEFAULT_IDLE_TIMEOUT_SECONDS
 from tests.planning.builders import CATALOGS, access_for
 from tests.support.crd_schema import upstream_registry
+from tests.support.hash_seeds import digest, digests_under_hash_seeds
 
 SETTINGS = AccessSettings()
 FIELD_MANAGER = "magicstick"
@@ -326,11 +327,22 @@ def test_every_generated_object_validates_against_the_upstream_schemas(applicati
         assert upstream_registry().errors(obj) == [], f"{obj['kind']}/{obj['metadata']['name']}"
 
 
+def unordered_selection():
+    """Sharing with selected users and groups, each listed out of order; the guard ready."""
+    return access_for(sharing_mode="selected", users=("u-2", "u-1"), groups=("g-2", "g-1"), guard_ready=True)
+
+
 def test_the_same_inputs_give_the_same_objects_and_list_order_does_not_matter():
-    first = access_for(sharing_mode="selected", users=("u-2", "u-1"), groups=("g-2", "g-1"), guard_ready=True)
+    first = unordered_selection()
     second = replace(first, users=("u-1", "u-2"), groups=("g-1", "g-2"))
-    assert access_objects(first, SETTINGS, field_manager=FIELD_MANAGER) == access_objects(first, SETTINGS, field_manager=FIELD_MANAGER)
     assert objects(first) == objects(second)
+
+
+def test_the_same_inputs_give_the_same_objects_byte_for_byte_whatever_the_hash_seed():
+    expression = "access_objects(unordered_selection(), SETTINGS, field_manager=FIELD_MANAGER)"
+    imports = "from tests.planning.instances.test_access import FIELD_MANAGER, SETTINGS, access_objects, unordered_selection"
+    planned = access_objects(unordered_selection(), SETTINGS, field_manager=FIELD_MANAGER)
+    assert digests_under_hash_seeds(expression, imports=imports) == [digest(repr(planned))] * 2
 
 
 def test_the_security_policy_records_the_hash_of_its_planned_spec():

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from services.flags import ListenAddress
-from services.reconcile_trigger.settings import SettingsError, TriggerSettings, parse_settings
+from services.flags import ListenAddress, ServiceFlagError
+from services.reconcile_trigger.settings import TriggerSettings, parse_settings
 
 
 def test_without_flags_or_environment_the_defaults_are_the_deployed_ones():
@@ -73,7 +73,7 @@ def test_target_namespaces_are_a_comma_separated_list_kept_sorted_and_once():
     ],
 )
 def test_an_invalid_value_is_refused_in_one_line_naming_the_flag(argv, environ, message):
-    with pytest.raises(SettingsError) as refused:
+    with pytest.raises(ServiceFlagError) as refused:
         parse_settings(argv, environ)
 
     assert message in str(refused.value)
