@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from api.status import HardwareOperatorStatus
 from catalogs import Catalogs
 from planning.catalog_overrides import CatalogProblem, keep_unknown_modules
 from planning.deadlines import Deadline, next_deadline
@@ -47,7 +48,7 @@ from planning.instances.plan import InstancePlan, plan_instances
 from planning.modules import ModulePlan, appliance_source, plan_modules
 from planning.objects import DesiredObject, StatusUpdate
 from planning.operator import operator_report
-from planning.requirements import requirements
+from planning.requirements import Requirement, requirements
 from planning.settings import PlanSettings
 from planning.snapshot import Snapshot
 from planning.status import appliance_status, bounded, module_activation_statuses, with_required_modules
@@ -162,42 +163,18 @@ def plan(
     modules = keep_unknown_modules(modules, snapshot, catalogs, catalog_problems)
     sharing = plan_sharing(intent=intent, snapshot=snapshot, hardware=hardware, catalogs=catalogs, field_manager=settings.field_manager)
     models = plan_models(
-        intent=intent,
-        requirements=needs,
-        modules=modules,
-        snapshot=snapshot,
-        capacity=hardware.capacity,
-        catalogs=catalogs,
-        settings=settings,
-        now=now,
-        memory=hardware.memory,
-        sharing=sharing,
-        choices=settled.choices,
+        intent=intent, requirements=needs, modules=modules, snapshot=snapshot, capacity=hardware.capacity, catalogs=catalogs,
+        settings=settings, now=now, memory=hardware.memory, sharing=sharing, choices=settled.choices,
     )
     catalog = plan_catalog(models=models, modules=modules, snapshot=snapshot, settings=settings)
     instances = plan_instances(
-        intent=intent,
-        requirements=needs,
-        modules=modules,
-        snapshot=snapshot,
-        catalogs=catalogs,
-        settings=settings,
-        source=appliance_source(intent, snapshot),
-        now=now,
+        intent=intent, requirements=needs, modules=modules, snapshot=snapshot, catalogs=catalogs, settings=settings,
+        source=appliance_source(intent, snapshot), now=now,
     )
     statuses = list(module_activation_statuses(modules, now))
     statuses += with_required_modules(instances.statuses + models.statuses, requirements=needs)
-    operators = hardware_operator_statuses(hardware=hardware, decisions=vendors, modules=modules, catalogs=catalogs, requirements=needs)
-    operators = with_sharing(operators, sharing)
     amd = _amd_compatibility(snapshot, intent, hardware, vendors, catalogs, settings, now)
-    if amd is not None and AMD_MODULE in operators:
-        kubeai = modules.outcome("kubeai")
-        adoption = runtime_adoption(
-            snapshot, kubeai_phase=kubeai.phase if kubeai is not None else None, validated=amd.runtime_images, engines=catalogued_engines(amd, catalogs)
-        )
-        compatibility = compatibility_status(amd, catalogs=catalogs, adoption=adoption).model_copy(update={"sharing": sharing.amd_status()})
-        devices = with_device_results(operators[AMD_MODULE].devices, compatibility.device_diagnostics)
-        operators[AMD_MODULE] = operators[AMD_MODULE].model_copy(update={"compatibility": compatibility, "devices": devices})
+    operators = _operator_statuses(snapshot, hardware, vendors, modules, catalogs, needs, sharing, amd)
     providers = _hardware_providers(hardware, vendors, modules, snapshot, catalogs, settings, amd, sharing)
     next_reconcile = next_deadline(_deadlines(snapshot, models, amd, now), now=now)
     appliance = appliance_status(
@@ -208,13 +185,10 @@ def plan(
         instances=instances.summaries,
         models=models.statuses,
         catalog_problems=(*catalog_problems, *catalog.problems),
-        operator=operator_report(
-            snapshot, settings, previous_status=intent.appliance.obj.status if intent.appliance else {}, now=now
-        ),
+        operator=operator_report(snapshot, settings, previous_status=intent.appliance.obj.status if intent.appliance else {}, now=now),
         next_reconcile=next_reconcile,
     )
-    if appliance is not None:
-        statuses.append(appliance)
+    statuses += [appliance] if appliance is not None else []
     return Plan(
         crds=crd_objects(own_crds, settings.field_manager),
         stale=stale_kustomizations(snapshot, modules.kustomizations),
@@ -229,6 +203,32 @@ def plan(
         model_catalog=catalog,
         next_reconcile=next_reconcile,
     )
+
+
+def _operator_statuses(
+    snapshot: Snapshot,
+    hardware: Hardware,
+    vendors: tuple[VendorDecision, ...],
+    modules: ModulePlan,
+    catalogs: Catalogs,
+    needs: tuple[Requirement, ...],
+    sharing: SharingPlan,
+    amd: AmdCompatibility | None,
+) -> dict[str, HardwareOperatorStatus]:
+    """Appliance.status.hardwareOperators: every vendor with its sharing, and for AMD its
+    compatibility (runtime adoption included) and the per-engine results on its devices. Pure."""
+    operators = hardware_operator_statuses(hardware=hardware, decisions=vendors, modules=modules, catalogs=catalogs, requirements=needs)
+    operators = with_sharing(operators, sharing)
+    if amd is None or AMD_MODULE not in operators:
+        return operators
+    kubeai = modules.outcome("kubeai")
+    adoption = runtime_adoption(
+        snapshot, kubeai_phase=kubeai.phase if kubeai is not None else None, validated=amd.runtime_images, engines=catalogued_engines(amd, catalogs)
+    )
+    compatibility = compatibility_status(amd, catalogs=catalogs, adoption=adoption).model_copy(update={"sharing": sharing.amd_status()})
+    devices = with_device_results(operators[AMD_MODULE].devices, compatibility.device_diagnostics)
+    operators[AMD_MODULE] = operators[AMD_MODULE].model_copy(update={"compatibility": compatibility, "devices": devices})
+    return operators
 
 
 def _deadlines(snapshot: Snapshot, models: ModelPlan, amd: AmdCompatibility | None, now: datetime) -> tuple[Deadline, ...]:

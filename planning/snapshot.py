@@ -397,84 +397,93 @@ class Snapshot:
         `List` objects are flattened. Raises SnapshotError naming the object when one lacks
         apiVersion, kind or metadata.name, or holds a field of the wrong shape.
         """
-        runtime: list[RuntimeObject] = []
-        kustomizations: list[FluxKustomization] = []
-        nodes: list[Node] = []
-        node_features: list[NodeFeature] = []
-        config_maps: list[ConfigMap] = []
-        models: list[KubeAIModel] = []
-        pods: list[Pod] = []
-        generated: list[GenericObject] = []
-        workloads: list[Workload] = []
-        crds: set[str] = set()
+        found = _Found()
         seen: dict[tuple[str, str], int] = {}
         for index, raw in enumerate(_flatten(objects)):
             identity = _identity(raw, index)
             _refuse_a_second_copy(raw, identity, index, seen)
-            api_version, kind = raw["apiVersion"], raw["kind"]
-            meta = _meta(raw, identity)
-            if api_version == APPLIANCE_API_VERSION and kind in RUNTIME_KINDS:
-                runtime.append(
-                    RuntimeObject(
-                        kind=kind,
-                        meta=meta,
-                        spec=_mapping(raw, "spec", identity),
-                        status=_mapping(raw, "status", identity),
-                    )
-                )
-            elif api_version == FLUX_KUSTOMIZE_API_VERSION and kind == peer_kinds.FLUX_KUSTOMIZATION.kind:
-                kustomizations.append(_kustomization(raw, meta, identity))
-            elif api_version == "v1" and kind == "Node":
-                status = _mapping(raw, "status", identity)
-                nodes.append(
-                    Node(
-                        meta=meta,
-                        allocatable=status.get("allocatable", EMPTY),
-                        capacity=status.get("capacity", EMPTY),
-                        node_info=status.get("nodeInfo", EMPTY),
-                    )
-                )
-            elif api_version == NFD_API_VERSION and kind == peer_kinds.NODE_FEATURE.kind:
-                node_features.append(NodeFeature(meta=meta, spec=_mapping(raw, "spec", identity)))
-            elif api_version == KUBEAI_API_VERSION and kind == peer_kinds.KUBEAI_MODEL.kind:
-                models.append(_kubeai_model(raw, meta, identity))
-            elif (api_version, kind) in GENERIC_KINDS:
-                status = _mapping(raw, "status", identity)
-                generated.append(
-                    GenericObject(
-                        api_version=api_version,
-                        kind=kind,
-                        meta=meta,
-                        spec=_mapping(raw, "spec", identity),
-                        status=status,
-                        conditions=_conditions(status, identity),
-                    )
-                )
-            elif api_version == "apps/v1" and kind == "Deployment":
-                workloads.append(_workload(raw, meta, identity))
-            elif api_version == "v1" and kind == "Pod":
-                pods.append(_pod(raw, meta, identity))
-            elif api_version == "v1" and kind == "ConfigMap":
-                config_maps.append(ConfigMap(meta=meta, data=_mapping(raw, "data", identity)))
-            elif kind == "CustomResourceDefinition" and api_version.startswith("apiextensions.k8s.io/"):
-                if _crd_established(raw):
-                    crds.add(meta.name)
+            found.add(raw, _meta(raw, identity), identity)
         return cls(
-            runtime_objects=tuple(sorted(runtime, key=_sort_key)),
-            kustomizations=tuple(sorted(kustomizations, key=_sort_key)),
-            nodes=tuple(sorted(nodes, key=_sort_key)),
-            node_features=tuple(sorted(node_features, key=_sort_key)),
-            config_maps=tuple(sorted(config_maps, key=_sort_key)),
-            models=tuple(sorted(models, key=_sort_key)),
-            pods=tuple(sorted(pods, key=_sort_key)),
-            generated=tuple(sorted(generated, key=lambda o: (o.kind, o.meta.namespace or "", o.meta.name))),
+            runtime_objects=tuple(sorted(found.runtime, key=_sort_key)),
+            kustomizations=tuple(sorted(found.kustomizations, key=_sort_key)),
+            nodes=tuple(sorted(found.nodes, key=_sort_key)),
+            node_features=tuple(sorted(found.node_features, key=_sort_key)),
+            config_maps=tuple(sorted(found.config_maps, key=_sort_key)),
+            models=tuple(sorted(found.models, key=_sort_key)),
+            pods=tuple(sorted(found.pods, key=_sort_key)),
+            generated=tuple(sorted(found.generated, key=lambda o: (o.kind, o.meta.namespace or "", o.meta.name))),
             ollama=tuple(sorted(ollama, key=lambda o: (o.namespace, o.pod))),
-            workloads=tuple(sorted(workloads, key=_sort_key)),
+            workloads=tuple(sorted(found.workloads, key=_sort_key)),
             health=tuple(sorted(health, key=lambda h: (h.namespace, h.pod))),
-            served_crds=frozenset(crds),
+            served_crds=frozenset(found.crds),
             unreadable=tuple(sorted(unreadable, key=lambda u: u.namespace)),
             served_apis=frozenset(served_apis),
         )
+
+
+@dataclass
+class _Found:
+    """The objects of one snapshot, by what the program reads them as, in the order they came."""
+
+    runtime: list[RuntimeObject] = field(default_factory=list)
+    kustomizations: list[FluxKustomization] = field(default_factory=list)
+    nodes: list[Node] = field(default_factory=list)
+    node_features: list[NodeFeature] = field(default_factory=list)
+    config_maps: list[ConfigMap] = field(default_factory=list)
+    models: list[KubeAIModel] = field(default_factory=list)
+    pods: list[Pod] = field(default_factory=list)
+    generated: list[GenericObject] = field(default_factory=list)
+    workloads: list[Workload] = field(default_factory=list)
+    crds: set[str] = field(default_factory=set)
+
+    def add(self, raw: Mapping[str, Any], meta: ObjectMeta, identity: str) -> None:
+        """Keep `raw` as the type the program reads its kind as; a kind it does not read is left out."""
+        api_version, kind = raw["apiVersion"], raw["kind"]
+        if api_version == APPLIANCE_API_VERSION and kind in RUNTIME_KINDS:
+            self.runtime.append(
+                RuntimeObject(kind=kind, meta=meta, spec=_mapping(raw, "spec", identity), status=_mapping(raw, "status", identity))
+            )
+        elif api_version == FLUX_KUSTOMIZE_API_VERSION and kind == peer_kinds.FLUX_KUSTOMIZATION.kind:
+            self.kustomizations.append(_kustomization(raw, meta, identity))
+        elif api_version == "v1" and kind == "Node":
+            self.nodes.append(_node(raw, meta, identity))
+        elif api_version == NFD_API_VERSION and kind == peer_kinds.NODE_FEATURE.kind:
+            self.node_features.append(NodeFeature(meta=meta, spec=_mapping(raw, "spec", identity)))
+        elif api_version == KUBEAI_API_VERSION and kind == peer_kinds.KUBEAI_MODEL.kind:
+            self.models.append(_kubeai_model(raw, meta, identity))
+        elif (api_version, kind) in GENERIC_KINDS:
+            self.generated.append(_generic(raw, meta, identity))
+        elif api_version == "apps/v1" and kind == "Deployment":
+            self.workloads.append(_workload(raw, meta, identity))
+        elif api_version == "v1" and kind == "Pod":
+            self.pods.append(_pod(raw, meta, identity))
+        elif api_version == "v1" and kind == "ConfigMap":
+            self.config_maps.append(ConfigMap(meta=meta, data=_mapping(raw, "data", identity)))
+        elif kind == "CustomResourceDefinition" and api_version.startswith("apiextensions.k8s.io/"):
+            if _crd_established(raw):
+                self.crds.add(meta.name)
+
+
+def _node(raw: Mapping[str, Any], meta: ObjectMeta, identity: str) -> Node:
+    status = _mapping(raw, "status", identity)
+    return Node(
+        meta=meta,
+        allocatable=status.get("allocatable", EMPTY),
+        capacity=status.get("capacity", EMPTY),
+        node_info=status.get("nodeInfo", EMPTY),
+    )
+
+
+def _generic(raw: Mapping[str, Any], meta: ObjectMeta, identity: str) -> GenericObject:
+    status = _mapping(raw, "status", identity)
+    return GenericObject(
+        api_version=raw["apiVersion"],
+        kind=raw["kind"],
+        meta=meta,
+        spec=_mapping(raw, "spec", identity),
+        status=status,
+        conditions=_conditions(status, identity),
+    )
 
 
 def _flatten(objects: Iterable[Mapping[str, Any]]) -> Iterable[Mapping[str, Any]]:

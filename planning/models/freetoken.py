@@ -80,41 +80,21 @@ def plan_freetoken(
     """The FreeToken runtime of one activation, or why no node can take it. Raises SpecError
     naming the field when the spec asks for what the catalog does not offer. Pure."""
     runtime = catalogs.runtimes.freetoken
-    if runtime.image_is_placeholder:
-        raise FreeTokenImageNotSet(
-            "catalogs/runtimes.yaml freetoken.image",
-            f"'{runtime.image}' is the shipped placeholder; build a FreeToken image and set its tag in your catalog directory",
-        )
     settings = local.freetoken or FreeTokenSettings()
-    strategy = settings.memory_strategy
-    if strategy not in runtime.memory_strategies:
-        raise SpecError(
-            "spec.local.freetoken.memoryStrategy",
-            f"'{strategy}' is not a FreeToken memory strategy (choices: {', '.join(sorted(runtime.memory_strategies))})",
-        )
-    if (local.replicas or 1) != 1:
-        raise SpecError("spec.local.replicas", "the FreeToken runtime runs one replica")
+    _check_runtime(runtime, settings, local)
     advanced = _advanced_args(settings.advanced, runtime)
     gpu_count = settings.gpu_count or 1
     placement = _placement(settings.gpu_device, gpu_count, capacity, catalogs)
     if isinstance(placement, Unplaceable):
         return placement
     resource, node = placement
+    strategy = settings.memory_strategy
     memory = settings.system_memory_mi or catalogs.engines.require(resolved.engine).default_memory_mi
-    args = [
-        *runtime.args,
-        runtime.model_arg, model_id(resolved.url),
-        runtime.port_arg, str(runtime.port),
-        *_optional(runtime.context_window_arg, resolved.context_window),
-        *_optional(runtime.max_num_seqs_arg, resolved.max_num_seqs),
-        *runtime.memory_strategies[strategy],
-        *advanced,
-    ]
     container = {
         "name": "freetoken",
         "image": runtime.image,
         "command": list(runtime.command),
-        "args": args,
+        "args": _server_args(runtime, resolved, strategy=strategy, advanced=advanced),
         "env": [{"name": "HF_HOME", "value": f"{CACHE_PATH}/huggingface"}],
         "ports": [{"name": "http", "containerPort": runtime.port, "protocol": "TCP"}],
         "resources": container_resources(
@@ -148,6 +128,35 @@ def plan_freetoken(
         memory_strategy=strategy,
         vram_budget_mi=settings.gpu_memory_mi or resolved.vram_mi,
     )
+
+
+def _check_runtime(runtime: FreeTokenRuntime, settings: FreeTokenSettings, local: LocalModelSpec) -> None:
+    """What the catalog and the runtime refuse, each naming its field. Raises SpecError. Pure."""
+    if runtime.image_is_placeholder:
+        raise FreeTokenImageNotSet(
+            "catalogs/runtimes.yaml freetoken.image",
+            f"'{runtime.image}' is the shipped placeholder; build a FreeToken image and set its tag in your catalog directory",
+        )
+    if settings.memory_strategy not in runtime.memory_strategies:
+        raise SpecError(
+            "spec.local.freetoken.memoryStrategy",
+            f"'{settings.memory_strategy}' is not a FreeToken memory strategy (choices: {', '.join(sorted(runtime.memory_strategies))})",
+        )
+    if (local.replicas or 1) != 1:
+        raise SpecError("spec.local.replicas", "the FreeToken runtime runs one replica")
+
+
+def _server_args(runtime: FreeTokenRuntime, resolved: ResolvedLocalModel, *, strategy: str, advanced: list[str]) -> list[str]:
+    """Every flag of the server, each from the catalog. Pure."""
+    return [
+        *runtime.args,
+        runtime.model_arg, model_id(resolved.url),
+        runtime.port_arg, str(runtime.port),
+        *_optional(runtime.context_window_arg, resolved.context_window),
+        *_optional(runtime.max_num_seqs_arg, resolved.max_num_seqs),
+        *runtime.memory_strategies[strategy],
+        *advanced,
+    ]
 
 
 def _optional(flag: str, value: int | None) -> list[str]:

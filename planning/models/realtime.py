@@ -103,12 +103,7 @@ def plan_realtime(
     profile = _profile(settings, local, catalog)
     _no_engine_settings(local)
     _unchanged_source(snapshot, namespace, activation, url=resolved.url, profile=profile.name)
-    image = settings.runtime_image or profile.image
-    if not image:
-        raise RealtimeImageNotSet(
-            "spec.local.realtime.runtimeImage",
-            f"profile {profile.name} ({profile.backend}) has no catalog image: set a vLLM-Omni image built for {profile.backend}",
-        )
+    image = _image(settings, profile)
     gpu_count = _gpu_count(settings, profile)
     memory = settings.system_memory_mi or profile.system_memory_mi
     if claim is not None and gpu_count != 1:
@@ -117,48 +112,13 @@ def plan_realtime(
     if isinstance(placement, Unplaceable):
         return placement
     bootstrap = _bootstrap(catalog, resolved, settings, catalog_image=settings.runtime_image is None)
-    config_hash = hashlib.sha256(bootstrap.encode()).hexdigest()[:16]
-    pod_annotations = {CONFIG_HASH_ANNOTATION: config_hash}
+    pod_annotations = {CONFIG_HASH_ANNOTATION: hashlib.sha256(bootstrap.encode()).hexdigest()[:16]}
     if settings.restart_nonce:
         pod_annotations[RESTART_NONCE_ANNOTATION] = settings.restart_nonce
-    container: dict[str, Any] = {
-        "name": "vllm-omni",
-        "image": image,
-        "command": ["/bin/sh", f"{CONFIG_PATH}/{BOOTSTRAP_KEY}"],
-        "env": [
-            {"name": "MODEL_ID", "value": model_id(resolved.url)},
-            {"name": "HF_HOME", "value": f"{CACHE_PATH}/huggingface"},
-        ],
-        "ports": [{"name": "http", "containerPort": catalog.port, "protocol": "TCP"}],
-        "resources": container_resources(
-            cpu_request_millicores=resolved.cpu_request_millicores,
-            cpu_limit_millicores=resolved.cpu_limit_millicores,
-            memory_mi=memory,
-            gpus={placement: gpu_count} if placement else {},
-        ),
-        "readinessProbe": {"httpGet": {"path": "/health", "port": "http"}, "periodSeconds": 10, "failureThreshold": 3},
-        "securityContext": {"allowPrivilegeEscalation": False, "capabilities": {"drop": ["ALL"]}},
-        "volumeMounts": [
-            {"name": "stage-config", "mountPath": CONFIG_PATH, "readOnly": True},
-            {"name": "cache", "mountPath": CACHE_PATH},
-            {"name": "dshm", "mountPath": "/dev/shm"},
-        ],
-    }
-    pod_spec: dict[str, Any] = {
-        "automountServiceAccountToken": False,
-        "affinity": node_affinity(settings.gpu_node),
-        "containers": [container],
-        "volumes": [
-            {"name": "stage-config", "configMap": {"name": _config_map_name(activation)}},
-            {"name": "cache", "emptyDir": {}},
-            {"name": "dshm", "emptyDir": {"medium": "Memory", "sizeLimit": SHARED_MEMORY_LIMIT}},
-        ],
-    }
-    if profile.runtime_class_name:
-        pod_spec["runtimeClassName"] = profile.runtime_class_name
-    if claim is not None:
-        pod_spec["resourceClaims"] = [{"name": claim.pod_claim, "resourceClaimName": claim.claim}]
-        container["resources"]["claims"] = [{"name": claim.pod_claim}]
+    container = _server_container(
+        image=image, resolved=resolved, port=catalog.port, memory_mi=memory, gpus={placement: gpu_count} if placement else {}
+    )
+    pod_spec = _pod_spec(activation, container, gpu_node=settings.gpu_node, profile=profile, claim=claim)
     objects = (
         _config_map(activation, namespace, bootstrap, field_manager),
         service_object(KIND, activation, namespace, port=catalog.port, field_manager=field_manager),
@@ -179,6 +139,67 @@ def plan_realtime(
         gpu_count=gpu_count,
         system_memory_mi=memory,
     )
+
+
+def _image(settings: RealtimeSettings, profile: RealtimeProfile) -> str:
+    """runtimeImage, else the profile's catalog image. Raises RealtimeImageNotSet. Pure."""
+    image = settings.runtime_image or profile.image
+    if not image:
+        raise RealtimeImageNotSet(
+            "spec.local.realtime.runtimeImage",
+            f"profile {profile.name} ({profile.backend}) has no catalog image: set a vLLM-Omni image built for {profile.backend}",
+        )
+    return image
+
+
+def _server_container(*, image: str, resolved: ResolvedLocalModel, port: int, memory_mi: int, gpus: dict[str, int]) -> dict[str, Any]:
+    """The vLLM-Omni container: the bootstrap as its command, MODEL_ID from local.url. Pure."""
+    return {
+        "name": "vllm-omni",
+        "image": image,
+        "command": ["/bin/sh", f"{CONFIG_PATH}/{BOOTSTRAP_KEY}"],
+        "env": [
+            {"name": "MODEL_ID", "value": model_id(resolved.url)},
+            {"name": "HF_HOME", "value": f"{CACHE_PATH}/huggingface"},
+        ],
+        "ports": [{"name": "http", "containerPort": port, "protocol": "TCP"}],
+        "resources": container_resources(
+            cpu_request_millicores=resolved.cpu_request_millicores,
+            cpu_limit_millicores=resolved.cpu_limit_millicores,
+            memory_mi=memory_mi,
+            gpus=gpus,
+        ),
+        "readinessProbe": {"httpGet": {"path": "/health", "port": "http"}, "periodSeconds": 10, "failureThreshold": 3},
+        "securityContext": {"allowPrivilegeEscalation": False, "capabilities": {"drop": ["ALL"]}},
+        "volumeMounts": [
+            {"name": "stage-config", "mountPath": CONFIG_PATH, "readOnly": True},
+            {"name": "cache", "mountPath": CACHE_PATH},
+            {"name": "dshm", "mountPath": "/dev/shm"},
+        ],
+    }
+
+
+def _pod_spec(
+    activation: str, container: dict[str, Any], *, gpu_node: str, profile: RealtimeProfile, claim: ClaimBinding | None
+) -> dict[str, Any]:
+    """The Pod of the runtime on its node: no service-account token, the stage ConfigMap, a
+    model cache, shared memory; the profile's RuntimeClass; the shared claim bound directly. Pure."""
+    pod_spec: dict[str, Any] = {
+        "automountServiceAccountToken": False,
+        "affinity": node_affinity(gpu_node),
+        "containers": [container],
+        "volumes": [
+            {"name": "stage-config", "configMap": {"name": _config_map_name(activation)}},
+            {"name": "cache", "emptyDir": {}},
+            {"name": "dshm", "emptyDir": {"medium": "Memory", "sizeLimit": SHARED_MEMORY_LIMIT}},
+        ],
+    }
+    if profile.runtime_class_name:
+        pod_spec["runtimeClassName"] = profile.runtime_class_name
+    if claim is not None:
+        pod_spec["resourceClaims"] = [{"name": claim.pod_claim, "resourceClaimName": claim.claim}]
+        container["resources"]["claims"] = [{"name": claim.pod_claim}]
+    return pod_spec
 
 
 def _profile(settings: RealtimeSettings, local: LocalModelSpec, catalog: RealtimeRuntime) -> RealtimeProfile:
