@@ -265,35 +265,22 @@ def plan_models(
             external_entries.append(entry)
             continue
         else:
-            vendor = activation_vendor(parsed, catalogs)
-            gate = sharing.of(vendor)
-            too_many = shared_gpu_count_error(parsed, catalogs) if gate is not None and gate.applied.shared else None
-            if gate is not None and not gate.admits(parsed.name):
-                outcome, status = _held_for_sharing(parsed, gate, observed, snapshot, catalogs, settings, now)
-            elif too_many is not None:
-                outcome = _kept(parsed.name, observed, snapshot)
-                outcome = replace(outcome, runtime=kept_direct(snapshot, parsed.valid_spec.target_namespace, parsed.name, catalogs, settings))
-                status = status_update(parsed, phase=Phase.FAILED, reason=Reason.INVALID_SPEC, message=str(too_many), now=now)
-            else:
-                outcome, status = _local(
-                    parsed=parsed,
-                    requirement=requirement,
-                    modules=modules,
-                    snapshot=snapshot,
-                    observed=observed,
-                    capacity=capacity + sharing.shared_capacity(),
-                    host=pool_for_target(capacity=capacity, memory=memory, compute_target=parsed.valid_spec.local.compute_target),
-                    catalogs=catalogs,
-                    settings=settings,
-                    published=published,
-                    deferral=deferral,
-                    profiles=profiles,
-                    now=now,
-                    claim=sharing.claim_binding(vendor),
-                )
-                shared = sharing.model_fields(vendor, parsed.name)
-                if shared is not None:
-                    status = replace(status, status=freeze(thaw(status.status) | {"gpuSharing": shared}))
+            outcome, status = _local_or_held(
+                parsed=parsed,
+                requirement=requirement,
+                observed=observed,
+                modules=modules,
+                snapshot=snapshot,
+                capacity=capacity,
+                memory=memory,
+                catalogs=catalogs,
+                settings=settings,
+                published=published,
+                deferral=deferral,
+                profiles=profiles,
+                sharing=sharing,
+                now=now,
+            )
             status = _with_choice(status, choices.get(parsed.name))
             hold = model_hold(snapshot, parsed.valid_spec.target_namespace, parsed.obj.status)
             if hold is not None:
@@ -307,6 +294,57 @@ def plan_models(
         statuses=tuple(statuses),
         external_models=_external_models(external_entries, settings) if external_entries else None,
     )
+
+
+def _local_or_held(
+    *,
+    parsed: Parsed[Any],
+    requirement: Requirement,
+    observed: KubeAIModel | None,
+    modules: ModulePlan,
+    snapshot: Snapshot,
+    capacity: tuple[AcceleratorCapacity, ...],
+    memory: Mapping[str, HostMemory],
+    catalogs: Catalogs,
+    settings: PlanSettings,
+    published: frozenset[str],
+    deferral: str | None,
+    profiles: set[str],
+    sharing: SharingPlan,
+    now: datetime,
+) -> tuple[ModelOutcome, StatusUpdate]:
+    """One local activation under GPU sharing: held while its vendor is in a transition or past
+    its slots, refused for more GPUs than one shared slot, else planned and, when admitted to a
+    shared GPU, with status.gpuSharing. Pure."""
+    vendor = activation_vendor(parsed, catalogs)
+    gate = sharing.of(vendor)
+    too_many = shared_gpu_count_error(parsed, catalogs) if gate is not None and gate.applied.shared else None
+    if gate is not None and not gate.admits(parsed.name):
+        return _held_for_sharing(parsed, gate, observed, snapshot, catalogs, settings, now)
+    if too_many is not None:
+        outcome = _kept(parsed.name, observed, snapshot)
+        outcome = replace(outcome, runtime=kept_direct(snapshot, parsed.valid_spec.target_namespace, parsed.name, catalogs, settings))
+        return outcome, status_update(parsed, phase=Phase.FAILED, reason=Reason.INVALID_SPEC, message=str(too_many), now=now)
+    outcome, status = _local(
+        parsed=parsed,
+        requirement=requirement,
+        modules=modules,
+        snapshot=snapshot,
+        observed=observed,
+        capacity=capacity + sharing.shared_capacity(),
+        host=pool_for_target(capacity=capacity, memory=memory, compute_target=parsed.valid_spec.local.compute_target),
+        catalogs=catalogs,
+        settings=settings,
+        published=published,
+        deferral=deferral,
+        profiles=profiles,
+        now=now,
+        claim=sharing.claim_binding(vendor),
+    )
+    shared = sharing.model_fields(vendor, parsed.name)
+    if shared is not None:
+        status = replace(status, status=freeze(thaw(status.status) | {"gpuSharing": shared}))
+    return outcome, status
 
 
 HELD_FIELDS = frozenset(
@@ -470,20 +508,36 @@ def _local(
     if kind is not None:
         running = kept_direct(snapshot, parsed.valid_spec.target_namespace, parsed.name, catalogs, settings) is not None
         direct = plan_direct(
-            kind=kind,
-            parsed=parsed,
-            waiting=_waiting(requirement, modules, running=running, deferral=deferral),
-            snapshot=snapshot,
-            capacity=capacity,
-            host=host,
-            catalogs=catalogs,
-            settings=settings,
-            published=published,
+            kind=kind, parsed=parsed, waiting=_waiting(requirement, modules, running=running, deferral=deferral), snapshot=snapshot,
+            capacity=capacity, host=host, catalogs=catalogs, settings=settings, published=published,
             applied_entries=tuple(applied_external_entries(snapshot, namespace=settings.system_namespace, activation=parsed.name)),
-            now=now,
-            claim=claim,
+            now=now, claim=claim,
         )
         return ModelOutcome(parsed.name, runtime=direct.runtime, catalog_entries=direct.catalog_entries), direct.status
+    return _kubeai(
+        parsed=parsed, requirement=requirement, modules=modules, snapshot=snapshot, observed=observed, capacity=capacity, host=host,
+        catalogs=catalogs, settings=settings, published=published, deferral=deferral, profiles=profiles, now=now,
+    )
+
+
+def _kubeai(
+    *,
+    parsed: Parsed[Any],
+    requirement: Requirement,
+    modules: ModulePlan,
+    snapshot: Snapshot,
+    observed: KubeAIModel | None,
+    capacity: tuple[AcceleratorCapacity, ...],
+    host: HostMemory,
+    catalogs: Catalogs,
+    settings: PlanSettings,
+    published: frozenset[str],
+    deferral: str | None,
+    profiles: set[str],
+    now: datetime,
+) -> tuple[ModelOutcome, StatusUpdate]:
+    """One local activation KubeAI serves: resolved, waiting for its modules, admitted to a
+    resource profile (CPU policy, offloading), then its Model and lifecycle. Pure."""
     kept = _kept(parsed.name, observed, snapshot)
     local = parsed.valid_spec.local
     try:
