@@ -325,7 +325,7 @@ def _local_or_held(
         outcome = _kept(parsed.name, observed, snapshot)
         outcome = replace(outcome, runtime=kept_direct(snapshot, parsed.valid_spec.target_namespace, parsed.name, catalogs, settings))
         return outcome, status_update(parsed, phase=Phase.FAILED, reason=Reason.INVALID_SPEC, message=str(too_many), now=now)
-    outcome, status = _local(
+    activation = _LocalActivation(
         parsed=parsed,
         requirement=requirement,
         modules=modules,
@@ -339,8 +339,8 @@ def _local_or_held(
         deferral=deferral,
         profiles=profiles,
         now=now,
-        claim=sharing.claim_binding(vendor),
     )
+    outcome, status = _local(activation, claim=sharing.claim_binding(vendor))
     shared = sharing.model_fields(vendor, parsed.name)
     if shared is not None:
         status = replace(status, status=freeze(thaw(status.status) | {"gpuSharing": shared}))
@@ -483,101 +483,86 @@ def _external_models(entries: list[dict[str, Any]], settings: PlanSettings) -> D
     return DesiredObject.of(body)
 
 
-def _local(
-    *,
-    parsed: Parsed[Any],
-    requirement: Requirement,
-    modules: ModulePlan,
-    snapshot: Snapshot,
-    observed: KubeAIModel | None,
-    capacity: tuple[AcceleratorCapacity, ...],
-    host: HostMemory,
-    catalogs: Catalogs,
-    settings: PlanSettings,
-    published: frozenset[str],
-    deferral: str | None,
-    profiles: set[str],
-    now: datetime,
-    claim: ClaimBinding | None = None,
-) -> tuple[ModelOutcome, StatusUpdate]:
-    """One local activation. `profiles` collects the CPU profiles admitted so far (activations
-    come in name order, so the same ones keep theirs from run to run); one beyond the store's
-    bound fails this activation instead of the run. `claim`: the shared GPU claim a direct
-    runtime binds (AMD dra-shared)."""
-    kind = direct_kind(parsed, catalogs)
+@dataclass(frozen=True)
+class _LocalActivation:
+    """One local activation and what its planning reads of the run. `profiles` collects the CPU
+    profiles admitted so far (activations come in name order, so the same ones keep theirs from
+    run to run); one beyond the store's bound fails this activation instead of the run."""
+
+    parsed: Parsed[Any]
+    requirement: Requirement
+    modules: ModulePlan
+    snapshot: Snapshot
+    observed: KubeAIModel | None
+    capacity: tuple[AcceleratorCapacity, ...]
+    host: HostMemory
+    catalogs: Catalogs
+    settings: PlanSettings
+    published: frozenset[str]
+    deferral: str | None
+    profiles: set[str]
+    now: datetime
+
+
+def _local(a: _LocalActivation, *, claim: ClaimBinding | None = None) -> tuple[ModelOutcome, StatusUpdate]:
+    """One local activation: a direct runtime, or a Model KubeAI serves. `claim`: the shared GPU
+    claim a direct runtime binds (AMD dra-shared). Pure."""
+    kind = direct_kind(a.parsed, a.catalogs)
     if kind is not None:
-        running = kept_direct(snapshot, parsed.valid_spec.target_namespace, parsed.name, catalogs, settings) is not None
+        running = kept_direct(a.snapshot, a.parsed.valid_spec.target_namespace, a.parsed.name, a.catalogs, a.settings) is not None
         direct = plan_direct(
-            kind=kind, parsed=parsed, waiting=_waiting(requirement, modules, running=running, deferral=deferral), snapshot=snapshot,
-            capacity=capacity, host=host, catalogs=catalogs, settings=settings, published=published,
-            applied_entries=tuple(applied_external_entries(snapshot, namespace=settings.system_namespace, activation=parsed.name)),
-            now=now, claim=claim,
+            kind=kind, parsed=a.parsed, waiting=_waiting(a.requirement, a.modules, running=running, deferral=a.deferral), snapshot=a.snapshot,
+            capacity=a.capacity, host=a.host, catalogs=a.catalogs, settings=a.settings, published=a.published,
+            applied_entries=tuple(applied_external_entries(a.snapshot, namespace=a.settings.system_namespace, activation=a.parsed.name)),
+            now=a.now, claim=claim,
         )
-        return ModelOutcome(parsed.name, runtime=direct.runtime, catalog_entries=direct.catalog_entries), direct.status
-    return _kubeai(
-        parsed=parsed, requirement=requirement, modules=modules, snapshot=snapshot, observed=observed, capacity=capacity, host=host,
-        catalogs=catalogs, settings=settings, published=published, deferral=deferral, profiles=profiles, now=now,
-    )
+        return ModelOutcome(a.parsed.name, runtime=direct.runtime, catalog_entries=direct.catalog_entries), direct.status
+    return _kubeai(a)
 
 
-def _kubeai(
-    *,
-    parsed: Parsed[Any],
-    requirement: Requirement,
-    modules: ModulePlan,
-    snapshot: Snapshot,
-    observed: KubeAIModel | None,
-    capacity: tuple[AcceleratorCapacity, ...],
-    host: HostMemory,
-    catalogs: Catalogs,
-    settings: PlanSettings,
-    published: frozenset[str],
-    deferral: str | None,
-    profiles: set[str],
-    now: datetime,
-) -> tuple[ModelOutcome, StatusUpdate]:
+def _kubeai(a: _LocalActivation) -> tuple[ModelOutcome, StatusUpdate]:
     """One local activation KubeAI serves: resolved, waiting for its modules, admitted to a
     resource profile (CPU policy, offloading), then its Model and lifecycle. Pure."""
-    kept = _kept(parsed.name, observed, snapshot)
-    local = parsed.valid_spec.local
+    kept = _kept(a.parsed.name, a.observed, a.snapshot)
+    local = a.parsed.valid_spec.local
     try:
-        resolved = resolve_admitted(local, catalogs, host=host)
+        resolved = resolve_admitted(local, a.catalogs, host=a.host)
     except SpecError as error:
         reason: StatusReason = error.reason if isinstance(error, MemoryRejected) else Reason.INVALID_SPEC
-        return kept, status_update(parsed, phase=Phase.FAILED, reason=reason, message=str(error), now=now)
-    namespace, name = parsed.valid_spec.target_namespace, model_name(parsed.name)
-    waiting = _waiting(requirement, modules, running=observed is not None, deferral=deferral)
+        return kept, status_update(a.parsed, phase=Phase.FAILED, reason=reason, message=str(error), now=a.now)
+    namespace, name = a.parsed.valid_spec.target_namespace, model_name(a.parsed.name)
+    waiting = _waiting(a.requirement, a.modules, running=a.observed is not None, deferral=a.deferral)
     if waiting is not None:
         phase, reason, message = waiting
-        in_use = observed.spec.get("resourceProfile") if observed is not None and reason is Reason.DEFERRED_BY_HOST_OPERATION else None
-        return kept, status_update(parsed, phase=phase, reason=reason, message=message, now=now, extra=_resolved_fields(resolved, namespace, name, in_use))
-    engine_profile = _engine_profile(resolved, capacity, catalogs)
+        in_use = a.observed.spec.get("resourceProfile") if a.observed is not None and reason is Reason.DEFERRED_BY_HOST_OPERATION else None
+        return kept, status_update(a.parsed, phase=phase, reason=reason, message=message, now=a.now, extra=_resolved_fields(resolved, namespace, name, in_use))
+    engine_profile = _engine_profile(resolved, a.capacity, a.catalogs)
     offloading = decide_offloading(local, resolved, engine_profile)
     profile, profile_entry = _resource_profile(resolved, engine_profile, offloading)
     fields = _resolved_fields(resolved, namespace, name, profile) | _offloading_fields(offloading, local.memory_required_mi)
-    refused = _not_admitted(profile, profile_entry, profiles, requirement, resolved, catalogs)
-    refused = refused or _offloading_not_admitted(offloading, profiles, snapshot)
+    refused = _not_admitted(profile, profile_entry, a.profiles, a.requirement, resolved, a.catalogs)
+    refused = refused or _offloading_not_admitted(offloading, a.profiles, a.snapshot)
     if refused is not None:
         phase, reason, message = refused
         held = replace(kept, offloading_profile=offloading.profile) if reason is Reason.WAITING_FOR_OFFLOADING_PROFILE else kept
-        return held, status_update(parsed, phase=phase, reason=reason, message=message + offloading.note, now=now, extra=fields)
+        return held, status_update(a.parsed, phase=phase, reason=reason, message=message + offloading.note, now=a.now, extra=fields)
     assert profile is not None, "_not_admitted refuses a model that has no resource profile"
     outcome, phase, reason, message = _runtime(
-        parsed=parsed,
+        parsed=a.parsed,
         resolved=resolved,
         profile=profile,
         profile_entry=profile_entry,
         offloading=offloading,
-        observed=observed,
-        snapshot=snapshot,
-        catalogs=catalogs,
-        settings=settings,
-        published=published,
+        observed=a.observed,
+        snapshot=a.snapshot,
+        catalogs=a.catalogs,
+        settings=a.settings,
+        published=a.published,
         fields=fields,
-        now=now,
+        now=a.now,
     )
     note = offloading.note + ignored_fields_note(local)
-    return outcome, status_update(parsed, phase=phase, reason=reason, message=message + note, now=now, extra=fields)
+    return outcome, status_update(a.parsed, phase=phase, reason=reason, message=message + note, now=a.now, extra=fields)
 
 
 def _offloading_fields(offloading: Offloading, budget_mi: int | None) -> dict[str, Any]:
