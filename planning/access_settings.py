@@ -30,6 +30,12 @@ class AccessSettings:
     oidc_scopes: tuple[str, ...] = ("openid", "profile", "email")
     oidc_jwks_uri: str | None = None
     """The issuer's key set; None: the Keycloak location under the issuer."""
+    oidc_authorization_endpoint: str | None = None
+    """The issuer's authorization endpoint; None: the Keycloak location under the issuer."""
+    oidc_token_endpoint: str | None = None
+    """The issuer's token endpoint; None: the Keycloak location under the issuer."""
+    oidc_end_session_endpoint: str | None = None
+    """The issuer's end session (logout) endpoint; None: the Keycloak location under the issuer."""
     roles_claim: str = "roles"
     groups_claim: str = "groups"
     subject_claim: str = "sub"
@@ -42,6 +48,18 @@ class AccessSettings:
     @property
     def jwks_uri(self) -> str:
         return self.oidc_jwks_uri or f"{self.oidc_issuer.rstrip('/')}/protocol/openid-connect/certs"
+
+    @property
+    def authorization_endpoint(self) -> str:
+        return self.oidc_authorization_endpoint or f"{self.oidc_issuer.rstrip('/')}/protocol/openid-connect/auth"
+
+    @property
+    def token_endpoint(self) -> str:
+        return self.oidc_token_endpoint or f"{self.oidc_issuer.rstrip('/')}/protocol/openid-connect/token"
+
+    @property
+    def end_session_endpoint(self) -> str:
+        return self.oidc_end_session_endpoint or f"{self.oidc_issuer.rstrip('/')}/protocol/openid-connect/logout"
 
     def dashboard_hosts_for(self, *, domain: str, local_domain: str) -> tuple[str, ...]:
         """The dashboard hosts: as configured, else derived from the domains. Pure."""

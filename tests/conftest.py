@@ -2,11 +2,15 @@
 
 A test needs the test kube-apiserver exactly when it requests the `cluster` fixture, directly
 or through another fixture. Such tests are marked `cluster` at collection; the tests of the
-real Pulumi engine (`engine_cluster`, tests/e2e) are marked `e2e`. So
-`pytest -m "not cluster and not e2e"` runs everything else without a test API server.
+real Pulumi engine (`engine_cluster`, tests/e2e) are marked `e2e`; the tests in tests/peers,
+where the real peers (egctl, helm, flux) judge what the program renders, are marked `peers`.
+So `pytest -m "not cluster and not e2e and not peers"` runs everything else without the test
+toolchain.
 """
 
 from __future__ import annotations
+
+from pathlib import Path
 
 import pytest
 
@@ -14,6 +18,7 @@ pytest_plugins = ["tests.cluster.conftest_plugin"]
 
 CLUSTER_FIXTURE = "cluster"
 ENGINE_FIXTURE = "engine_cluster"
+PEER_TESTS = Path(__file__).resolve().parent / "peers"
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
@@ -23,3 +28,5 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             item.add_marker(pytest.mark.cluster)
         if ENGINE_FIXTURE in fixtures:
             item.add_marker(pytest.mark.e2e)
+        if item.path.is_relative_to(PEER_TESTS):
+            item.add_marker(pytest.mark.peers)

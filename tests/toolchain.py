@@ -33,6 +33,9 @@ class Versions:
     pulumi_kubernetes: str
     kube: str
     etcd: str
+    envoy_gateway: str
+    helm: str
+    flux: str
 
 
 def parse_versions(text: str) -> dict[str, str]:
@@ -57,6 +60,9 @@ def versions() -> Versions:
         pulumi_kubernetes=values["PULUMI_KUBERNETES_VERSION"],
         kube=values["KUBE_VERSION"],
         etcd=values["ETCD_VERSION"],
+        envoy_gateway=values["ENVOY_GATEWAY_VERSION"],
+        helm=values["HELM_VERSION"],
+        flux=values["FLUX_VERSION"],
     )
 
 
@@ -101,6 +107,18 @@ def kubernetes_provider() -> Path:
         f"pulumi-resource-kubernetes-{versions().pulumi_kubernetes}",
         env="MAGICSTICK_PULUMI_RESOURCE_KUBERNETES",
     )
+
+
+def egctl() -> Path:
+    return tool("egctl", f"egctl-{versions().envoy_gateway}", env="MAGICSTICK_EGCTL")
+
+
+def helm() -> Path:
+    return tool("helm", f"helm-{versions().helm}", env="MAGICSTICK_HELM")
+
+
+def flux() -> Path:
+    return tool("flux", f"flux-{versions().flux}", env="MAGICSTICK_FLUX")
 
 
 def python_language_host() -> Path | None:

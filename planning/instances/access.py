@@ -41,6 +41,13 @@ Decisions, and why:
   chain; the signature, issuer and audience (the client ID) are still verified.
 - **Logout has its own path beside the callback**, so an application's own `/logout` (the
   OIDC default) stays the application's.
+- **The provider's endpoints are explicit** (authorization, token and end session, by default
+  Keycloak's locations under the issuer), so the policy never depends on the identity provider
+  being reachable when Envoy Gateway translates it: with only the issuer, Envoy Gateway fetches
+  the discovery document at translation time, and a failed fetch makes the policy Invalid and
+  every route of the instance fail closed. Given both the authorization and token endpoints,
+  Envoy Gateway skips discovery and takes the end session endpoint as given (none if absent),
+  so logout reaches the identity provider only because it is set too.
 
 Risk, named: `%REQ(:authority)%` lets the redirect follow whatever host matched a route of
 the instance; every such host is one the program derived, and the identity provider must
@@ -280,7 +287,12 @@ def _logout_path(callback_path: str) -> str:
 
 def _oidc(access: InstanceAccess, settings: AccessSettings) -> dict[str, Any]:
     return {
-        "provider": {"issuer": settings.oidc_issuer},
+        "provider": {
+            "issuer": settings.oidc_issuer,
+            "authorizationEndpoint": settings.authorization_endpoint,
+            "tokenEndpoint": settings.token_endpoint,
+            "endSessionEndpoint": settings.end_session_endpoint,
+        },
         "clientID": settings.oidc_client_id,
         "clientSecret": {"group": "", "kind": "Secret", "name": settings.oidc_client_secret},
         "scopes": list(settings.oidc_scopes),

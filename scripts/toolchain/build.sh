@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Build the test toolchain from Go modules through the Go module proxy: etcd, kube-apiserver and
-# kube-controller-manager, the Pulumi CLI with the Python SDK's plugin scripts, and the Pulumi
-# Kubernetes provider.
+# kube-controller-manager, the Pulumi CLI with the Python SDK's plugin scripts, the Pulumi
+# Kubernetes provider, and the peers that judge what the program renders: egctl, helm and flux.
 # The versions are pinned in scripts/toolchain/versions.env; README.md beside this script says
 # why each step is done the way it is.
 #
@@ -20,7 +20,7 @@ SCRIPT_DIR=$(cd "${BASH_SOURCE[0]%/*}" && pwd)
 readonly SCRIPT_DIR
 # shellcheck source=versions.env
 source "$SCRIPT_DIR/versions.env"
-readonly STEP_COUNT=7
+readonly STEP_COUNT=10
 readonly LANGUAGE_HOST_MODULE=github.com/pulumi/pulumi/sdk/python/cmd/pulumi-language-python/v3
 readonly PROVIDER_MODULE=github.com/pulumi/pulumi-kubernetes/provider/v4
 declare -rA PACKAGE_OF=([flock]=util-linux [go]=golang [sha256sum]=coreutils [cp]=coreutils)
@@ -309,6 +309,96 @@ build_provider() {
     BUILT+=("$binary")
 }
 
+# A tool whose module has no replace directives: `go install module/cmd@version` into $WORK.
+# The cached binary is trusted when its stamp names the pinned version.
+stamped() {
+    local binary=$1 version=$2
+    [[ -x $binary && -f $binary.stamp ]] && grep -qx "version=$version" "$binary.stamp"
+}
+
+# `egctl x translate` builds Envoy Gateway's translator without the controller's namespace, so
+# no OIDC SecurityPolicy can find the HMAC Secret the installation keeps there (the real
+# controller sets it, from ENVOY_GATEWAY_NAMESPACE, default envoy-gateway-system). The build uses
+# a writable copy of the module in which each translator of that command gets the default
+# namespace, the one egctl's loader also gives objects without a namespace.
+readonly EGCTL_TRANSLATE=internal/cmd/egctl/translate.go
+readonly EGCTL_CONTROLLER_NAMESPACE=envoy-gateway-system
+readonly EGCTL_TRANSLATORS=3
+
+build_egctl() {
+    local binary=$CACHE_DIR/egctl-$ENVOY_GATEWAY_VERSION/egctl
+    local module=github.com/envoyproxy/gateway
+    step 8 "egctl $ENVOY_GATEWAY_VERSION" "$module cmd/egctl (Envoy Gateway's translator, for \`egctl x translate\`), with the controller namespace"
+    if stamped "$binary" "$ENVOY_GATEWAY_VERSION"; then
+        log "already built: $binary"
+    else
+        local source dir count
+        source=$(env -C "$WORK" go mod download -json "$module@$ENVOY_GATEWAY_VERSION" | sed -n 's/^\t"Dir": "\(.*\)",$/\1/p')
+        [[ -d $source ]] || fail 1 "the module proxy did not serve $module@$ENVOY_GATEWAY_VERSION"
+        dir=$WORK/envoy-gateway
+        cp -R "$source" "$dir" && chmod -R u+w "$dir"
+        sed -i 's/^\(\s*\)GatewayClassName: \(\s*\)gwapiv1.ObjectName(resources.GatewayClass.Name),$/&\n\1ControllerNamespace: "'"$EGCTL_CONTROLLER_NAMESPACE"'",/' "$dir/$EGCTL_TRANSLATE"
+        count=$(grep -c "^\s*ControllerNamespace: \"$EGCTL_CONTROLLER_NAMESPACE\",\$" "$dir/$EGCTL_TRANSLATE" || true)
+        ((count == EGCTL_TRANSLATORS)) || fail 1 "expected $EGCTL_TRANSLATORS translators in $EGCTL_TRANSLATE of $module@$ENVOY_GATEWAY_VERSION, found $count to give the controller namespace"
+        log "compiling egctl (several minutes on 2 cores)"
+        run "go build of egctl $ENVOY_GATEWAY_VERSION failed" env -C "$dir" go build -trimpath -o "$dir/egctl-binary" ./cmd/egctl
+        install_binary "$dir/egctl-binary" "$binary"
+        write_stamp "$binary" "version=$ENVOY_GATEWAY_VERSION" "module=$module@$ENVOY_GATEWAY_VERSION" "patch=translator controller namespace"
+    fi
+    BUILT+=("$binary")
+}
+
+# Helm's Kubernetes version (what `.Capabilities.KubeVersion` and the lint deprecation rules
+# see) is set to the test API server's, not left at Helm's built-in 1.20.
+build_helm() {
+    local binary=$CACHE_DIR/helm-$HELM_VERSION/helm
+    local package=helm.sh/helm/v3/cmd/helm minor=${KUBE_VERSION#v1.}
+    minor=${minor%%.*}
+    step 9 "helm $HELM_VERSION" "$package, Kubernetes version 1.$minor"
+    if answers "$binary" "$HELM_VERSION" version --template '{{.Version}}'; then
+        log "already built: $binary"
+    else
+        local ldflags="-X helm.sh/helm/v3/internal/version.version=$HELM_VERSION"
+        local package_path
+        for package_path in helm.sh/helm/v3/pkg/lint/rules helm.sh/helm/v3/pkg/chartutil; do
+            ldflags+=" -X $package_path.k8sVersionMajor=1 -X $package_path.k8sVersionMinor=$minor"
+        done
+        log "compiling helm"
+        run "go install of helm $HELM_VERSION failed" env GOBIN="$WORK/bin" GOFLAGS= go install -trimpath -ldflags "$ldflags" "$package@$HELM_VERSION"
+        install_binary "$WORK/bin/helm" "$binary"
+        write_stamp "$binary" "version=$HELM_VERSION" "module=$package@$HELM_VERSION" "kubernetes=1.$minor"
+        answers "$binary" "$HELM_VERSION" version --template '{{.Version}}' || fail 1 "the built helm does not answer 'version' with $HELM_VERSION"
+    fi
+    BUILT+=("$binary")
+}
+
+# cmd/flux embeds the install manifests (`//go:embed manifests/*.yaml`), which the release
+# process generates and the module zip lacks. Only `install` and `bootstrap` read them: the
+# build uses a writable copy of the module with one empty manifest in their place.
+build_flux() {
+    local binary=$CACHE_DIR/flux-$FLUX_VERSION/flux
+    local module=github.com/fluxcd/flux2/v2
+    step 10 "flux $FLUX_VERSION" "$module cmd/flux, install manifests stubbed"
+    if answers "$binary" "${FLUX_VERSION#v}" --version; then
+        log "already built: $binary"
+    else
+        local source dir
+        source=$(env -C "$WORK" go mod download -json "$module@$FLUX_VERSION" | sed -n 's/^\t"Dir": "\(.*\)",$/\1/p')
+        [[ -d $source ]] || fail 1 "the module proxy did not serve $module@$FLUX_VERSION"
+        dir=$WORK/flux
+        cp -R "$source" "$dir" && chmod -R u+w "$dir"
+        mkdir -p "$dir/cmd/flux/manifests"
+        printf '# stub: this build of flux cannot install or bootstrap Flux\n' >"$dir/cmd/flux/manifests/stub.yaml"
+        log "compiling flux (several minutes on 2 cores)"
+        run "go build of flux $FLUX_VERSION failed" env -C "$dir" go build -trimpath \
+            -ldflags "-X main.VERSION=${FLUX_VERSION#v}" -o "$dir/flux-binary" ./cmd/flux
+        install_binary "$dir/flux-binary" "$binary"
+        write_stamp "$binary" "version=$FLUX_VERSION" "module=$module@$FLUX_VERSION" "manifests=stubbed"
+        answers "$binary" "${FLUX_VERSION#v}" --version || fail 1 "the built flux does not answer --version with $FLUX_VERSION"
+    fi
+    BUILT+=("$binary")
+}
+
 main() {
     require_commands flock go sha256sum cp
     lock_cache
@@ -320,6 +410,9 @@ main() {
     build_pulumi
     probe_language_host
     build_provider
+    build_egctl
+    build_helm
+    build_flux
     log "done in $(elapsed_seconds) s"
     printf '%s\n' "${BUILT[@]}"
 }

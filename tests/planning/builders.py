@@ -195,9 +195,12 @@ def accepted_policy(
 
 
 def accepted_route(planned: DesiredObject, *, generation: int = 1) -> dict:
-    """The planned HTTPRoute as the cluster returns it once its Gateway accepted this generation."""
+    """The planned HTTPRoute as the cluster returns it once its Gateway accepted this generation
+    and resolved its references (Envoy Gateway writes both conditions, tests/peers checks it)."""
     stored = as_stored(planned, generation=generation)
     stored["status"] = gateway_status("parents", "True", reason="Accepted", message="Route is accepted", observed_generation=generation)
+    resolved = condition("ResolvedRefs", "True", reason="ResolvedRefs", message="Resolved all the Object references for the Route", observed_generation=generation)
+    stored["status"]["parents"][0]["conditions"].append(resolved)
     return stored
 
 

@@ -50,6 +50,10 @@ def cache(tmp_path: Path) -> Path:
     _double(cli / "pulumi-language-python-exec", "exit 0\n")
     provider = _double(directory / f"pulumi-resource-kubernetes-{pinned.pulumi_kubernetes}" / "pulumi-resource-kubernetes", "exit 0\n")
     Path(f"{provider}.stamp").write_text(f"version={pinned.pulumi_kubernetes}\n")
+    egctl = _double(directory / f"egctl-{pinned.envoy_gateway}" / "egctl", "exit 0\n")
+    Path(f"{egctl}.stamp").write_text(f"version={pinned.envoy_gateway}\n")
+    _double(directory / f"helm-{pinned.helm}" / "helm", f'[ "$1" = version ] && echo "{pinned.helm}"\n')
+    _double(directory / f"flux-{pinned.flux}" / "flux", f'[ "$1" = --version ] && echo "flux version {pinned.flux[1:]}"\n')
     return directory
 
 
@@ -65,6 +69,9 @@ def cached_paths(cache: Path) -> list[str]:
         str(cli / "pulumi-language-python-exec"),
         str(cli / "pulumi-language-python"),
         str(cache / f"pulumi-resource-kubernetes-{pinned.pulumi_kubernetes}" / "pulumi-resource-kubernetes"),
+        str(cache / f"egctl-{pinned.envoy_gateway}" / "egctl"),
+        str(cache / f"helm-{pinned.helm}" / "helm"),
+        str(cache / f"flux-{pinned.flux}" / "flux"),
     ]
 
 
@@ -105,7 +112,7 @@ def first_stderr_line(process: subprocess.Popen[str]) -> str:
 def progress(stderr: str) -> list[str]:
     """The stderr lines without the elapsed time a step line may end with, and step 2's Go details."""
     lines = [re.sub(r" \(at \d+ s\)$", "", line) for line in stderr.splitlines()]
-    return [re.sub(r"^(build-toolchain: \[2/7\] checking Go): .*$", r"\1", line) for line in lines]
+    return [re.sub(r"^(build-toolchain: \[2/10\] checking Go): .*$", r"\1", line) for line in lines]
 
 
 @contextmanager
@@ -133,9 +140,9 @@ class TestTheCachedToolchain:
     def test_cached_tools_are_printed_on_stdout_with_a_progress_line_per_step_on_stderr(self, cache: Path):
         result = build(cache)
         assert (result.returncode, result.stdout.splitlines()) == (0, cached_paths(cache))
-        steps = [line for line in progress(result.stderr) if re.match(r"build-toolchain: \[\d/7\]", line)]
-        assert [re.match(r"build-toolchain: \[(\d)/7\]", line).group(1) for line in steps] == list("1234567")
-        assert steps[0] == f"build-toolchain: [1/7] checking the cache: {cache}"
+        steps = [line for line in progress(result.stderr) if re.match(r"build-toolchain: \[\d+/10\]", line)]
+        assert [int(re.match(r"build-toolchain: \[(\d+)/10\]", line).group(1)) for line in steps] == list(range(1, 11))
+        assert steps[0] == f"build-toolchain: [1/10] checking the cache: {cache}"
         already = [line.removeprefix("build-toolchain: already built: ") for line in progress(result.stderr) if "already built" in line]
         paths = [path for path in cached_paths(cache) if "pulumi-resource-pulumi-python" not in path and "exec" not in path]
         assert already == [paths[0], f"{paths[1]} {paths[2]}", *paths[3:]]

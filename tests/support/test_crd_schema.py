@@ -20,7 +20,7 @@ from .crd_schema import (
     to_json_schema,
     upstream_registry,
 )
-from .vendored import VENDORED_CRDS
+from .vendored import VENDORED_CHARTS, VENDORED_CRDS
 
 WIDGET_CRDS = """\
 apiVersion: apiextensions.k8s.io/v1
@@ -525,7 +525,7 @@ def test_documents_that_are_not_crds_are_skipped(widgets: CrdSchemaRegistry) -> 
 
 def test_a_source_without_any_crd_is_an_error() -> None:
     with pytest.raises(ValueError, match="no CustomResourceDefinition"):
-        CrdSchemaRegistry(VENDORED_CRDS / "kubeai" / "values.yaml")
+        CrdSchemaRegistry(VENDORED_CHARTS / "kubeai" / "values.yaml")
 
 
 def test_a_source_that_does_not_exist_is_an_error(tmp_path: Path) -> None:

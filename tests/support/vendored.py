@@ -1,4 +1,5 @@
-"""Where the vendored upstream files live: `third_party/crds/` in this repository.
+"""Where the vendored upstream files live: `third_party/crds/` and
+`third_party/charts/` in this repository.
 
 Every test and script that needs an upstream CRD or values file reads it from here, so a clone
 in any directory passes on its own. `third_party/crds/SOURCES.md` names each file's project,
@@ -13,3 +14,5 @@ from typing import Final
 REPOSITORY_ROOT: Final = Path(__file__).resolve().parents[2]
 VENDORED_CRDS: Final = REPOSITORY_ROOT / "third_party" / "crds"
 """Unmodified upstream CRDs and Helm values files, each project's LICENSE beside them."""
+VENDORED_CHARTS: Final = REPOSITORY_ROOT / "third_party" / "charts"
+"""Unmodified upstream Helm charts (KubeAI's), for the real `helm` to render."""

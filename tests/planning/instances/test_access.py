@@ -256,11 +256,52 @@ def test_envoy_closes_an_idle_connection_to_the_guard_before_the_guard_would():
 
 def test_single_sign_on_uses_the_shared_client_and_returns_to_the_instance_callback_path():
     oidc = policy(access_for())["oidc"]
-    assert oidc["provider"] == {"issuer": SETTINGS.oidc_issuer}
+    assert oidc["provider"]["issuer"] == SETTINGS.oidc_issuer
     assert oidc["clientID"] == "magicstick-apps"
     assert oidc["clientSecret"]["name"] == "magicstick-oidc-client"
     assert oidc["redirectURL"] == "https://%REQ(:authority)%/oauth2/openclaw/openclaw-default/callback"
     assert oidc["logoutPath"] == "/oauth2/openclaw/openclaw-default/logout"
+
+
+def test_the_provider_endpoints_are_explicit_so_envoy_gateway_needs_no_discovery():
+    """Given the authorization and token endpoints, Envoy Gateway does not fetch the issuer's
+    discovery document, whose failure would make the policy Invalid; logout needs the end
+    session endpoint set as well."""
+    issuer = SETTINGS.oidc_issuer
+    assert policy(access_for())["oidc"]["provider"] == {
+        "issuer": issuer,
+        "authorizationEndpoint": f"{issuer}/protocol/openid-connect/auth",
+        "tokenEndpoint": f"{issuer}/protocol/openid-connect/token",
+        "endSessionEndpoint": f"{issuer}/protocol/openid-connect/logout",
+    }
+
+
+def test_configured_provider_endpoints_replace_the_derived_ones():
+    settings = replace(
+        SETTINGS,
+        oidc_issuer="https://login.example.com/",
+        oidc_authorization_endpoint="https://login.example.com/authorize",
+        oidc_token_endpoint="https://login.example.com/oauth/token",
+        oidc_end_session_endpoint="https://login.example.com/v2/logout",
+    )
+    (found,) = [thaw(obj.body) for obj in access_objects(access_for(), settings, field_manager=FIELD_MANAGER) if obj.kind == "SecurityPolicy"]
+
+    assert found["spec"]["oidc"]["provider"] == {
+        "issuer": "https://login.example.com/",
+        "authorizationEndpoint": "https://login.example.com/authorize",
+        "tokenEndpoint": "https://login.example.com/oauth/token",
+        "endSessionEndpoint": "https://login.example.com/v2/logout",
+    }
+
+
+def test_derived_provider_endpoints_drop_the_issuer_trailing_slash():
+    settings = replace(SETTINGS, oidc_issuer="https://login.example.com/realms/home/")
+
+    assert (settings.authorization_endpoint, settings.token_endpoint, settings.end_session_endpoint) == (
+        "https://login.example.com/realms/home/protocol/openid-connect/auth",
+        "https://login.example.com/realms/home/protocol/openid-connect/token",
+        "https://login.example.com/realms/home/protocol/openid-connect/logout",
+    )
 
 
 def test_the_jwt_provider_verifies_the_id_token_that_oidc_forwards():
