@@ -1,6 +1,9 @@
 """The GitOps tree as Flux sees it: kustomize builds, post-build substitution, Helm renders.
 
 - `build(path)` is `kubectl kustomize` of a directory, as kustomize-controller builds it.
+- `flux_build_kustomization(kustomization, settings)` is the whole of it for one Flux
+  Kustomization: its path with its `spec.patches`, substituted (tests/peers/test_flux_build.py
+  checks it against `flux build kustomization`).
 - `substitute(objects, settings)` is Flux's post-build substitution with the optional
   ConfigMap `ai-appliance-settings`: `${var}`, `${var:=default}` and `${var:-default}` take the
   setting when there is one, else the default. A variable with neither is left as it is, as
@@ -14,9 +17,11 @@ from __future__ import annotations
 
 import functools
 import json
+import os
 import re
 import shutil
 import subprocess
+import tempfile
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any, Final
@@ -90,6 +95,27 @@ def substitute(objects: Iterable[JsonObject], settings: Mapping[str, str] | None
 def flux_build(path: str | Path, settings: Mapping[str, str] | None = None) -> list[JsonObject]:
     """A directory as a generated module Kustomization applies it: built, then substituted."""
     return substitute(build(path), settings)
+
+
+def flux_build_kustomization(kustomization: Mapping[str, Any], settings: Mapping[str, str] | None = None) -> list[JsonObject]:
+    """What kustomize-controller applies for a Flux Kustomization: its path built with its
+    `spec.patches` (Flux adds them to the generated kustomization.yaml), then substituted with
+    `settings` and its inline `postBuild.substitute`, which win."""
+    spec = kustomization["spec"]
+    variables = {**(settings or {}), **((spec.get("postBuild") or {}).get("substitute") or {})}
+    path = in_repository(spec["path"])
+    patches = spec.get("patches") or []
+    if not patches:
+        return flux_build(path, variables)
+    assert KUBECTL is not None, "kubectl (with kustomize) is needed; see README, Tests"
+    with tempfile.TemporaryDirectory(prefix="magicstick-flux-build-") as directory:
+        overlay = {"apiVersion": "kustomize.config.k8s.io/v1beta1", "kind": "Kustomization", "resources": [os.path.relpath(path, directory)], "patches": patches}
+        (Path(directory) / "kustomization.yaml").write_text(yaml.safe_dump(overlay, sort_keys=False))
+        answer = subprocess.run(
+            [KUBECTL, "kustomize", "--load-restrictor", "LoadRestrictionsNone", directory], capture_output=True, text=True, check=False
+        )
+    assert answer.returncode == 0, f"kubectl kustomize {path} with the patches of {kustomization['metadata']['name']}: {answer.stderr}"
+    return substitute([doc for doc in yaml.safe_load_all(answer.stdout) if doc], variables)
 
 
 def of_kind(objects: Iterable[JsonObject], kind: str) -> list[JsonObject]:

@@ -1,0 +1,246 @@
+"""The vendored KubeAI chart with the values its HelmRelease merges, and the schema of what a
+chart renders, for the peers tests that render charts with the real `helm`.
+
+- `chart_copy(directory)`: third_party/charts/kubeai copied unmodified, plus an empty stand-in
+  `charts/open-webui` (the dependency Chart.yaml declares, disabled by default, not vendored):
+  Helm refuses a chart whose dependency is missing; nothing of the stand-in renders.
+- `program_stores(directory)`: the three ConfigMaps of magic-cluster/apps/ai/kubeai/stores.yaml
+  as the program fills them. Their bootstrap contents are Flux's; then every RuntimeProfile and
+  OffloadingProfile the program's offline render writes (out/dynamic) is put into its store with
+  the stores' own `with_profile`. The renders are the demo snapshot and each model example of
+  examples/models/, in a cluster where each can run: the demo plus an NVIDIA GPU node and a CPU
+  node the realtime examples name, and the NVIDIA `gpu` module enabled and Ready. The GPU
+  runtime-images store is written only after a GPU validation run, never by a render: it stays
+  as Flux bootstraps it.
+- `release_values(stores)`: the values helm-controller hands to Helm: each `valuesFrom`
+  document in order, deep-merged, then the HelmRelease's inline `spec.values` merged last.
+  Helm merges the chart's own values.yaml under them.
+- `Schemas`: the schema of each rendered object's kind. Custom kinds: the vendored upstream
+  CRDs (tests/support/crd_schema.py). Built-in kinds: the vendored Kubernetes OpenAPI documents
+  (tests/support/native_schema.py), and for the group versions not vendored there, the OpenAPI
+  v3 document the test kube-apiserver serves: the same Kubernetes minor (1.35) the `helm`
+  binary renders for. A kind neither defines is an error naming it.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import shutil
+import zlib
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Final
+
+import yaml
+
+from cli.render import render
+from providers.offloading_store import OFFLOADING_STORE
+from providers.profile_store import PROFILES_FIELD, RUNTIME_STORE, StoreSettings, read_document, read_profiles, serialise, with_profile
+from tests.cluster.apiserver import ClusterInfo
+from tests.planning.builders import activation, ready_modules
+from tests.planning.hardware.nodes import node
+from tests.peers.scene import OWN_CRDS
+from tests.support.crd_defaults import with_defaults
+from tests.support.crd_schema import UnknownKindError, upstream_registry
+from tests.support.native_schema import NativeSchemaRegistry, native_registry
+from tests.support.vendored import REPOSITORY_ROOT, VENDORED_CHARTS
+
+JsonObject = dict[str, Any]
+
+KUBEAI_CHART: Final = VENDORED_CHARTS / "kubeai"
+KUBEAI_DIRECTORY: Final = REPOSITORY_ROOT / "magic-cluster" / "apps" / "ai" / "kubeai"
+HELM_RELEASE: Final = KUBEAI_DIRECTORY / "helmrelease.yaml"
+STORES: Final = KUBEAI_DIRECTORY / "stores.yaml"
+DEMO: Final = REPOSITORY_ROOT / "examples" / "demo" / "snapshot.yaml"
+MODEL_EXAMPLES: Final = REPOSITORY_ROOT / "examples" / "models"
+NOW: Final = "2026-01-01T12:00:00Z"
+STORE_KINDS: Final[Mapping[str, StoreSettings]] = {"RuntimeProfile": RUNTIME_STORE, "OffloadingProfile": OFFLOADING_STORE}
+"""The program's dynamic resources that write a profile into a store, and that store's settings."""
+STAND_IN: Final = {"apiVersion": "v2", "name": "open-webui", "version": "8.10.0"}
+
+
+def chart_copy(directory: Path) -> Path:
+    """The vendored KubeAI chart in `directory`, with the empty open-webui stand-in."""
+    chart = directory / "kubeai"
+    shutil.copytree(KUBEAI_CHART, chart)
+    stand_in = chart / "charts" / "open-webui"
+    stand_in.mkdir(parents=True)
+    (stand_in / "Chart.yaml").write_text(yaml.safe_dump(STAND_IN))
+    return chart
+
+
+def helm_release() -> JsonObject:
+    return yaml.safe_load(HELM_RELEASE.read_text())
+
+
+# The stores, as the program fills them.
+
+
+def _identity(obj: Mapping[str, Any]) -> tuple[str, str, str]:
+    metadata = obj["metadata"]
+    return obj["kind"], metadata.get("namespace", ""), metadata["name"]
+
+
+def _stored(obj: JsonObject) -> JsonObject:
+    """A user's object as the API server keeps it: our CRDs' defaults, generation and uid."""
+    found = with_defaults(obj, registry=OWN_CRDS)
+    found["metadata"] = {**found["metadata"], "generation": 1, "uid": f"00000000-0000-4000-8000-{zlib.crc32(repr(_identity(obj)).encode()):012x}"}
+    return found
+
+
+def _gpu_node() -> JsonObject:
+    return node("gpu-1", "nvidia", allocatable={"nvidia.com/gpu": "1"})
+
+
+def _cluster_for(example: JsonObject | None) -> list[JsonObject]:
+    """The demo snapshot, the nodes and NVIDIA module the examples need, and `example`."""
+    extra = [_gpu_node(), node("cpu-1"), activation("gpu"), *ready_modules("gpu")]
+    if example is not None:
+        extra.append(_stored(example))
+    replaced = {_identity(obj) for obj in extra}
+    demo = [d for d in yaml.safe_load_all(DEMO.read_text()) if d and _identity(d) not in replaced]
+    return [*demo, *extra]
+
+
+@dataclass(frozen=True)
+class Written:
+    """One profile the program writes: its kind of dynamic resource, store and entry."""
+
+    kind: str
+    render: str
+    namespace: str
+    config_map: str
+    key: str
+    name: str
+    profile: JsonObject
+
+
+def program_profiles(directory: Path) -> list[Written]:
+    """Every store entry the program writes in the renders of the demo and of each model example."""
+    examples: dict[str, JsonObject | None] = {"demo": None}
+    examples |= {path.stem: yaml.safe_load(path.read_text()) for path in sorted(MODEL_EXAMPLES.glob("*.yaml"))}
+    directory.mkdir(parents=True, exist_ok=True)
+    written = []
+    for label, example in examples.items():
+        snapshot = directory / f"{label}.yaml"
+        snapshot.write_text(yaml.safe_dump_all(_cluster_for(example), sort_keys=False))
+        out = directory / f"{label}-out"
+        render(snapshot=snapshot, out=out, now=NOW)
+        for kind in STORE_KINDS:
+            for path in sorted((out / "dynamic").glob(f"pulumi-python_dynamic_magicstick_{kind}.*.yaml")):
+                inputs = yaml.safe_load(path.read_text())["inputs"]
+                written.append(Written(kind, label, inputs["namespace"], inputs["configMap"], inputs["key"], inputs["profileName"], inputs["profile"]))
+    return written
+
+
+def bootstrap_stores() -> dict[tuple[str, str], JsonObject]:
+    """The store ConfigMaps as Flux creates them, by (namespace, name)."""
+    return {(d["metadata"]["namespace"], d["metadata"]["name"]): d for d in yaml.safe_load_all(STORES.read_text()) if d}
+
+
+def filled_stores(written: Iterable[Written]) -> dict[tuple[str, str], JsonObject]:
+    """The bootstrap stores with every written profile put in, as the store providers put it."""
+    stores = copy.deepcopy(bootstrap_stores())
+    for entry in written:
+        store = stores[(entry.namespace, entry.config_map)]
+        document = read_document(store, key=entry.key)
+        profiles = with_profile(read_profiles(store, key=entry.key), entry.name, entry.profile, max_owned=STORE_KINDS[entry.kind].max_owned)
+        if profiles is not None:
+            store["data"][entry.key] = serialise({**document, PROFILES_FIELD: profiles})
+    return stores
+
+
+# The values helm-controller merges.
+
+
+def merged(base: Mapping[str, Any], overlay: Mapping[str, Any]) -> JsonObject:
+    """`overlay` deep-merged onto `base`, as helm-controller merges values: maps merge key by
+    key, anything else in `overlay` replaces what `base` has."""
+    found = copy.deepcopy(dict(base))
+    for key, value in overlay.items():
+        if isinstance(value, Mapping) and isinstance(found.get(key), Mapping):
+            found[key] = merged(found[key], value)
+        else:
+            found[key] = copy.deepcopy(value)
+    return found
+
+
+def release_values(stores: Mapping[tuple[str, str], JsonObject]) -> JsonObject:
+    """The values of the KubeAI HelmRelease: its valuesFrom in order, then its inline values."""
+    spec = helm_release()["spec"]
+    namespace = helm_release()["metadata"]["namespace"]
+    values: JsonObject = {}
+    for reference in spec["valuesFrom"]:
+        assert reference["kind"] == "ConfigMap", reference
+        store = stores[(namespace, reference["name"])]
+        values = merged(values, json.loads(store["data"][reference["valuesKey"]]))
+    return merged(values, spec.get("values") or {})
+
+
+# The schema of every kind a chart renders.
+
+
+def _is_builtin(group: str) -> bool:
+    """A group of Kubernetes itself: the core group, a name without dots, or *.k8s.io."""
+    return "." not in group or group.endswith(".k8s.io")
+
+
+def _installed(obj: Mapping[str, Any], namespace: str | None) -> Mapping[str, Any]:
+    """`obj` with `namespace` when it has none and its kind is namespaced (`namespace` given)."""
+    if namespace is None or obj["metadata"].get("namespace"):
+        return obj
+    return {**obj, "metadata": {**obj["metadata"], "namespace": namespace}}
+
+
+class Schemas:
+    """Every rendered object's schema: vendored CRD, vendored built-in, or served built-in."""
+
+    def __init__(self, cluster: ClusterInfo, directory: Path) -> None:
+        self._cluster = cluster
+        self._directory = directory
+        self._served: dict[str, NativeSchemaRegistry] = {}
+
+    def errors(self, obj: Mapping[str, Any], *, namespace: str) -> list[str]:
+        """Why `obj`, installed into `namespace`, does not conform to its kind's schema. A
+        namespaced object without a namespace goes into `namespace`, as Helm installs it."""
+        api_version, kind = obj["apiVersion"], obj["kind"]
+        group = api_version.rpartition("/")[0]
+        try:
+            definition = upstream_registry().definition_for(api_version, kind)
+        except UnknownKindError:
+            pass
+        else:
+            return upstream_registry().errors(_installed(obj, namespace if definition.namespaced else None))
+        if not _is_builtin(group):
+            return [f"{kind} {api_version}: no vendored CustomResourceDefinition defines it"]
+        try:
+            native = native_registry().kind_for(api_version, kind)
+        except UnknownKindError:
+            registry = self._served_registry(api_version)
+            try:
+                native = registry.kind_for(api_version, kind)
+            except UnknownKindError:
+                return [f"{kind} {api_version}: neither a vendored nor the served Kubernetes OpenAPI document defines it"]
+        else:
+            registry = native_registry()
+        return registry.errors(_installed(obj, namespace if native.namespaced else None))
+
+    def _served_registry(self, api_version: str) -> NativeSchemaRegistry:
+        """The registry of the one OpenAPI v3 document the test API server serves for `api_version`
+        (one per document: the documents repeat subresource kinds such as Scale)."""
+        if api_version not in self._served:
+            path = f"/openapi/v3/{'apis/' + api_version if '/' in api_version else 'api/' + api_version}"
+            with self._cluster.client() as client:
+                answer = client.get(path)
+            assert answer.status_code == 200, f"GET {path}: {answer.status_code} {answer.text[:200]}"
+            file = self._directory / f"{zlib.crc32(api_version.encode()):08x}.json"
+            file.write_text(answer.text)
+            self._served[api_version] = NativeSchemaRegistry(file)
+        return self._served[api_version]
+
+
+def by_identity(objects: Iterable[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+    """`objects` sorted by kind, namespace and name, to compare two renders."""
+    return sorted(objects, key=lambda o: (o["kind"], o["metadata"].get("namespace", ""), o["metadata"]["name"]))
