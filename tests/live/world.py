@@ -31,7 +31,7 @@ from providers.kube import KubeClient, NotFound, ResourceKind
 from providers.profile_store import ProfileStoreRef, put_profile
 from providers.stale_removal import StaleTarget, remove_stale
 from providers.status_writer import StatusTarget, write_status
-from tests.planning.builders import flux_status, gateway_status
+from tests.planning.builders import accepted_gateway_status, flux_status
 
 LOADER = "test-loader"
 NAMESPACE = ResourceKind(group="", version="v1", kind="Namespace", plural="namespaces", namespaced=False)
@@ -302,7 +302,8 @@ def mark_helm_releases_ready(client: KubeClient, namespace: str) -> int:
 
 def accept_gateway_objects(client: KubeClient, namespace: str) -> int:
     """Play Envoy Gateway: every SecurityPolicy (its ancestor) and HTTPRoute (its parent) in
-    `namespace` is Accepted for its current generation, unless it already is."""
+    `namespace` is accepted for its current generation, unless it already is, with the status
+    Envoy Gateway writes (`accepted_gateway_status`, checked against its translator)."""
     accepted = 0
     for kind, key in ((SECURITY_POLICY, "ancestors"), (HTTP_ROUTE, "parents")):
         for obj in client.list(kind, namespace=namespace):
@@ -310,7 +311,7 @@ def accept_gateway_objects(client: KubeClient, namespace: str) -> int:
             entries = (obj.get("status") or {}).get(key) or ()
             if entries and all(c.get("observedGeneration") == generation for e in entries for c in e.get("conditions") or ()):
                 continue
-            status = gateway_status(key, "True", reason="Accepted", message=f"{kind.kind} has been accepted.", observed_generation=generation)
+            status = accepted_gateway_status(key, generation)
             write_status_as(client, obj, status, field_manager=ENVOY_GATEWAY)
             accepted += 1
     return accepted

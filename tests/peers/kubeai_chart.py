@@ -1,5 +1,5 @@
-"""The vendored KubeAI chart with the values its HelmRelease merges, and the schema of what a
-chart renders, for the peers tests that render charts with the real `helm`.
+"""The vendored KubeAI chart with the values its HelmRelease merges, for the peers tests that
+render it with the real `helm`.
 
 - `chart_copy(directory)`: third_party/charts/kubeai copied unmodified, plus an empty stand-in
   `charts/open-webui` (the dependency Chart.yaml declares, disabled by default, not vendored):
@@ -15,11 +15,6 @@ chart renders, for the peers tests that render charts with the real `helm`.
 - `release_values(stores)`: the values helm-controller hands to Helm: each `valuesFrom`
   document in order, deep-merged, then the HelmRelease's inline `spec.values` merged last.
   Helm merges the chart's own values.yaml under them.
-- `Schemas`: the schema of each rendered object's kind. Custom kinds: the vendored upstream
-  CRDs (tests/support/crd_schema.py). Built-in kinds: the vendored Kubernetes OpenAPI documents
-  (tests/support/native_schema.py), and for the group versions not vendored there, the OpenAPI
-  v3 document the test kube-apiserver serves: the same Kubernetes minor (1.35) the `helm`
-  binary renders for. A kind neither defines is an error naming it.
 """
 
 from __future__ import annotations
@@ -38,13 +33,10 @@ import yaml
 from cli.render import render
 from providers.offloading_store import OFFLOADING_STORE
 from providers.profile_store import PROFILES_FIELD, RUNTIME_STORE, StoreSettings, read_document, read_profiles, serialise, with_profile
-from tests.cluster.apiserver import ClusterInfo
 from tests.planning.builders import activation, ready_modules
 from tests.planning.hardware.nodes import node
 from tests.peers.scene import OWN_CRDS
 from tests.support.crd_defaults import with_defaults
-from tests.support.crd_schema import UnknownKindError, upstream_registry
-from tests.support.native_schema import NativeSchemaRegistry, native_registry
 from tests.support.vendored import REPOSITORY_ROOT, VENDORED_CHARTS
 
 JsonObject = dict[str, Any]
@@ -177,68 +169,6 @@ def release_values(stores: Mapping[tuple[str, str], JsonObject]) -> JsonObject:
         store = stores[(namespace, reference["name"])]
         values = merged(values, json.loads(store["data"][reference["valuesKey"]]))
     return merged(values, spec.get("values") or {})
-
-
-# The schema of every kind a chart renders.
-
-
-def _is_builtin(group: str) -> bool:
-    """A group of Kubernetes itself: the core group, a name without dots, or *.k8s.io."""
-    return "." not in group or group.endswith(".k8s.io")
-
-
-def _installed(obj: Mapping[str, Any], namespace: str | None) -> Mapping[str, Any]:
-    """`obj` with `namespace` when it has none and its kind is namespaced (`namespace` given)."""
-    if namespace is None or obj["metadata"].get("namespace"):
-        return obj
-    return {**obj, "metadata": {**obj["metadata"], "namespace": namespace}}
-
-
-class Schemas:
-    """Every rendered object's schema: vendored CRD, vendored built-in, or served built-in."""
-
-    def __init__(self, cluster: ClusterInfo, directory: Path) -> None:
-        self._cluster = cluster
-        self._directory = directory
-        self._served: dict[str, NativeSchemaRegistry] = {}
-
-    def errors(self, obj: Mapping[str, Any], *, namespace: str) -> list[str]:
-        """Why `obj`, installed into `namespace`, does not conform to its kind's schema. A
-        namespaced object without a namespace goes into `namespace`, as Helm installs it."""
-        api_version, kind = obj["apiVersion"], obj["kind"]
-        group = api_version.rpartition("/")[0]
-        try:
-            definition = upstream_registry().definition_for(api_version, kind)
-        except UnknownKindError:
-            pass
-        else:
-            return upstream_registry().errors(_installed(obj, namespace if definition.namespaced else None))
-        if not _is_builtin(group):
-            return [f"{kind} {api_version}: no vendored CustomResourceDefinition defines it"]
-        try:
-            native = native_registry().kind_for(api_version, kind)
-        except UnknownKindError:
-            registry = self._served_registry(api_version)
-            try:
-                native = registry.kind_for(api_version, kind)
-            except UnknownKindError:
-                return [f"{kind} {api_version}: neither a vendored nor the served Kubernetes OpenAPI document defines it"]
-        else:
-            registry = native_registry()
-        return registry.errors(_installed(obj, namespace if native.namespaced else None))
-
-    def _served_registry(self, api_version: str) -> NativeSchemaRegistry:
-        """The registry of the one OpenAPI v3 document the test API server serves for `api_version`
-        (one per document: the documents repeat subresource kinds such as Scale)."""
-        if api_version not in self._served:
-            path = f"/openapi/v3/{'apis/' + api_version if '/' in api_version else 'api/' + api_version}"
-            with self._cluster.client() as client:
-                answer = client.get(path)
-            assert answer.status_code == 200, f"GET {path}: {answer.status_code} {answer.text[:200]}"
-            file = self._directory / f"{zlib.crc32(api_version.encode()):08x}.json"
-            file.write_text(answer.text)
-            self._served[api_version] = NativeSchemaRegistry(file)
-        return self._served[api_version]
 
 
 def by_identity(objects: Iterable[Mapping[str, Any]]) -> list[Mapping[str, Any]]:

@@ -1,72 +1,105 @@
-"""The schema of any object a peer builds, judged by whoever defines its kind.
+"""Whether every object a peer renders or builds is one its kind accepts, judged by whoever
+defines the kind.
 
-- A custom resource: the vendored upstream CRDs or the program's own CRDs (`schema_problems`;
-  a kind neither defines is a problem: an object nobody can check is not let through).
-- A built-in kind: the test API server itself, by a server-side dry run (`server_problems`),
-  since only a few of Kubernetes' OpenAPI documents are vendored.
+- Custom kinds: the vendored upstream CRDs (tests/support/crd_schema.py) and the program's own
+  CRDs (api/crds). A custom kind neither defines is an error naming it: an object nobody can
+  check is one the cluster may refuse.
+- Built-in kinds: the test kube-apiserver itself (Kubernetes 1.35, the minor the `helm` binary
+  renders for), by a server-side dry-run apply as the admin. It runs the API server's own
+  validation (schema, names, field rules), which no re-implementation here would match: RBAC
+  names, for one, may hold `:`, which a DNS-1123 check refuses. The object's namespace is
+  created first when it does not exist.
+
+A namespaced object without a namespace is checked as installed into the namespace given, as
+Helm and Flux install it.
 """
 
 from __future__ import annotations
 
-import functools
-import shutil
-import subprocess
-from collections.abc import Iterable, Mapping
-from pathlib import Path
+from collections.abc import Mapping
+from contextlib import AbstractContextManager
 from typing import Any, Final
 
-import yaml
-
-from api.crdgen import CRD_DIRECTORY
+from providers.kube import KubeAccess, KubeClient, KubeError, ResourceKind, open_client
+from tests.cluster.apiserver import ADMIN_USER, ClusterInfo
+from tests.live.world import ensure_namespace
+from tests.peers.scene import OWN_CRDS
 from tests.support.crd_schema import CrdSchemaRegistry, UnknownKindError, upstream_registry
 
-KUBECTL: Final = shutil.which("kubectl")
-BUILT_IN_GROUPS: Final = frozenset(
-    {
-        "", "apps", "batch", "policy", "autoscaling", "rbac.authorization.k8s.io", "networking.k8s.io",
-        "admissionregistration.k8s.io", "apiextensions.k8s.io", "scheduling.k8s.io", "storage.k8s.io",
-        "node.k8s.io", "resource.k8s.io", "coordination.k8s.io", "discovery.k8s.io", "certificates.k8s.io",
-    }
-)
-"""The API groups Kubernetes serves itself."""
 FIELD_MANAGER: Final = "peers-schema-check"
 
 
-@functools.cache
-def _own_registry() -> CrdSchemaRegistry:
-    return CrdSchemaRegistry(CRD_DIRECTORY)
+def _is_builtin(group: str) -> bool:
+    """A group of Kubernetes itself: the core group, a name without dots, or *.k8s.io."""
+    return "." not in group or group.endswith(".k8s.io")
 
 
-def is_built_in(obj: Mapping[str, Any]) -> bool:
-    group, _, _ = str(obj["apiVersion"]).rpartition("/")
-    return group in BUILT_IN_GROUPS
+def _installed(obj: Mapping[str, Any], namespace: str | None) -> Mapping[str, Any]:
+    """`obj` with `namespace` when it has none and its kind is namespaced (`namespace` given)."""
+    if namespace is None or obj["metadata"].get("namespace"):
+        return obj
+    return {**obj, "metadata": {**obj["metadata"], "namespace": namespace}}
 
 
-def schema_problems(obj: Mapping[str, Any]) -> list[str]:
-    """Every way the custom resource `obj` breaks the CRD schema of its kind; empty when it conforms."""
-    api_version, kind = obj["apiVersion"], obj["kind"]
-    for registry in (upstream_registry(), _own_registry()):
+def _crd_registry(api_version: str, kind: str) -> tuple[CrdSchemaRegistry, bool] | None:
+    for registry in (upstream_registry(), OWN_CRDS):
         try:
-            registry.definition_for(api_version, kind)
+            definition = registry.definition_for(api_version, kind)
         except UnknownKindError:
             continue
-        return registry.errors(obj)
-    return [f"no vendored or own CRD defines {kind} in {api_version}"]
+        return registry, definition.namespaced
+    return None
 
 
-def server_problems(objects: Iterable[Mapping[str, Any]], *, kubeconfig: Path) -> str:
-    """What the API server refuses of the built-in `objects` in a server-side dry run (`kubectl
-    apply --server-side --dry-run=server`); empty when it accepts them all. Their namespaces
-    must exist."""
-    assert KUBECTL is not None, "kubectl is needed; see README, Tests"
-    documents = [dict(obj) for obj in objects]
-    if not documents:
-        return ""
-    answer = subprocess.run(
-        [KUBECTL, "--kubeconfig", str(kubeconfig), "apply", "--server-side", "--dry-run=server", "--field-manager", FIELD_MANAGER, "-f", "-"],
-        input=yaml.safe_dump_all(documents, sort_keys=False),
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    return "" if answer.returncode == 0 else answer.stderr
+class Schemas:
+    """Every object's verdict: a vendored or own CRD schema, or the API server's dry run."""
+
+    def __init__(self, cluster: ClusterInfo) -> None:
+        self._cluster = cluster
+        self._discovered: dict[str, dict[str, ResourceKind]] = {}
+        self._namespaces: set[str] = set()
+
+    def errors(self, obj: Mapping[str, Any], *, namespace: str) -> list[str]:
+        """Why `obj`, installed into `namespace`, is not accepted for its kind; empty when it is."""
+        api_version, kind = obj["apiVersion"], obj["kind"]
+        found = _crd_registry(api_version, kind)
+        if found is not None:
+            crds, namespaced = found
+            return crds.errors(_installed(obj, namespace if namespaced else None))
+        if not _is_builtin(api_version.rpartition("/")[0]):
+            return [f"{kind} {api_version}: no vendored or own CustomResourceDefinition defines it"]
+        resource = self._served(api_version).get(kind)
+        if resource is None:
+            return [f"{kind} {api_version}: the API server does not serve it"]
+        installed = _installed(obj, namespace if resource.namespaced else None)
+        with self._admin() as admin:
+            if resource.namespaced:
+                self._ensure_namespace(admin, installed["metadata"]["namespace"])
+            try:
+                admin.apply(resource, installed, field_manager=FIELD_MANAGER, dry_run=True)
+            except KubeError as error:
+                return [f"the API server refuses it: {error}"]
+        return []
+
+    def _admin(self) -> AbstractContextManager[KubeClient]:
+        return open_client(KubeAccess(kubeconfig=str(self._cluster.kubeconfig_path(ADMIN_USER))))
+
+    def _ensure_namespace(self, admin: KubeClient, name: str) -> None:
+        if name not in self._namespaces:
+            ensure_namespace(admin, name)
+            self._namespaces.add(name)
+
+    def _served(self, api_version: str) -> dict[str, ResourceKind]:
+        """The kinds the API server serves at `api_version`, from its discovery document."""
+        if api_version not in self._discovered:
+            path = f"/apis/{api_version}" if "/" in api_version else f"/api/{api_version}"
+            with self._cluster.client() as http:
+                answer = http.get(path)
+            assert answer.status_code == 200, f"GET {path}: {answer.status_code}"
+            group, _, version = api_version.rpartition("/")
+            self._discovered[api_version] = {
+                r["kind"]: ResourceKind(group=group, version=version, kind=r["kind"], plural=r["name"], namespaced=r["namespaced"])
+                for r in answer.json()["resources"]
+                if "/" not in r["name"]
+            }
+        return self._discovered[api_version]

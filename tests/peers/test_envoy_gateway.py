@@ -22,7 +22,7 @@ from planning.readiness import SPEC_HASH_ANNOTATION, Readiness, security_policy_
 from planning.snapshot import GenericObject, Snapshot
 from tests.peers.envoy import Translation, judged, translate, translator_input
 from tests.peers.scene import ACCESS_MODES, JsonObject, Rendered, Scene, instance_name
-from tests.planning.builders import accepted_policy, accepted_route
+from tests.planning.builders import accepted_gateway_status, accepted_policy, accepted_route
 
 GATEWAY = "ai-system/magicstick"
 GUARD_SERVICE = ("ai-system", "magicstick-access-guard")
@@ -218,11 +218,16 @@ def _without_times(status: Mapping[str, Any], key: str) -> list[JsonObject]:
 
 
 def test_the_in_repo_doubles_of_an_accepted_policy_and_route_write_what_the_translator_writes(judged_scene):
+    """accepted_gateway_status is what every test that plays Envoy Gateway writes (the live and
+    e2e worlds, the planning worlds, accepted_policy and accepted_route)."""
     rendered = judged_scene.rendered
     policy = rendered.of_kind("SecurityPolicy")[0]
     route = next(r for r in rendered.of_kind("HTTPRoute") if r["metadata"]["name"].endswith("-local"))
     translator = judged(Rendered((policy, route)), judged_scene.translation)
-    double_policy = accepted_policy(DesiredObject.of(policy))
-    double_route = accepted_route(DesiredObject.of(route))
-    assert _without_times(double_policy["status"], "ancestors") == _without_times(translator[0]["status"], "ancestors")
-    assert _without_times(double_route["status"], "parents") == _without_times(translator[1]["status"], "parents")
+    for played, answered, key in (
+        (accepted_policy(DesiredObject.of(policy))["status"], translator[0]["status"], "ancestors"),
+        (accepted_route(DesiredObject.of(route))["status"], translator[1]["status"], "parents"),
+        (accepted_gateway_status("ancestors", 1), translator[0]["status"], "ancestors"),
+        (accepted_gateway_status("parents", 1), translator[1]["status"], "parents"),
+    ):
+        assert _without_times(played, key) == _without_times(answered, key)

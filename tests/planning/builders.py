@@ -177,12 +177,27 @@ def gateway_status(key: str, accepted: str, *, reason: str, message: str, observ
     return {key: [{ref: dict(GATEWAY_REF), "controllerName": ENVOY_GATEWAY_CONTROLLER, "conditions": [accepted_condition]}]}
 
 
+ACCEPTED_MESSAGES = {"ancestors": "Policy has been accepted.", "parents": "Route is accepted"}
+RESOLVED_MESSAGE = "Resolved all the Object references for the Route"
+
+
+def accepted_gateway_status(key: str, generation: int) -> dict:
+    """What Envoy Gateway writes on a policy (`key` ancestors) or route (`key` parents) it accepted
+    at `generation`: Accepted, and for a route ResolvedRefs too, with its own messages
+    (tests/peers/test_envoy_gateway.py compares this with what its translator writes)."""
+    status = gateway_status(key, "True", reason="Accepted", message=ACCEPTED_MESSAGES[key], observed_generation=generation)
+    if key == "parents":
+        resolved = condition("ResolvedRefs", "True", reason="ResolvedRefs", message=RESOLVED_MESSAGE, observed_generation=generation)
+        status[key][0]["conditions"].append(resolved)
+    return status
+
+
 def accepted_policy(
     planned: DesiredObject,
     accepted: str = "True",
     *,
     reason: str = "Accepted",
-    message: str = "Policy has been accepted.",
+    message: str = ACCEPTED_MESSAGES["ancestors"],
     generation: int = 1,
     observed_generation: int | None = None,
 ) -> dict:
@@ -196,11 +211,9 @@ def accepted_policy(
 
 def accepted_route(planned: DesiredObject, *, generation: int = 1) -> dict:
     """The planned HTTPRoute as the cluster returns it once its Gateway accepted this generation
-    and resolved its references (Envoy Gateway writes both conditions, tests/peers checks it)."""
+    and resolved its references."""
     stored = as_stored(planned, generation=generation)
-    stored["status"] = gateway_status("parents", "True", reason="Accepted", message="Route is accepted", observed_generation=generation)
-    resolved = condition("ResolvedRefs", "True", reason="ResolvedRefs", message="Resolved all the Object references for the Route", observed_generation=generation)
-    stored["status"]["parents"][0]["conditions"].append(resolved)
+    stored["status"] = accepted_gateway_status("parents", generation)
     return stored
 
 

@@ -7,7 +7,7 @@ from collections.abc import Iterable
 
 from planning.frozen import thaw
 from planning.plan import Plan
-from tests.planning.builders import CATALOGS, LATER, crd, flux_status, gateway_status, plan_of
+from tests.planning.builders import CATALOGS, LATER, accepted_gateway_status, crd, flux_status, plan_of
 from tests.support.crd_defaults import with_defaults
 from tests.support.crd_schema import UnknownKindError, upstream_registry
 
@@ -63,7 +63,7 @@ def _stored(body: dict, before: dict | None) -> dict:
         stored["status"] = flux_status("True", reason="ReconciliationSucceeded", message="Applied", observed_generation=generation)
     elif stored["kind"] in ("SecurityPolicy", "HTTPRoute"):
         key = "ancestors" if stored["kind"] == "SecurityPolicy" else "parents"
-        stored["status"] = gateway_status(key, "True", reason="Accepted", message="Accepted", observed_generation=generation)
+        stored["status"] = accepted_gateway_status(key, generation)
     elif stored["kind"] == "Deployment":
         replicas = stored["spec"].get("replicas", 1)
         stored["status"] = {"observedGeneration": generation, "replicas": replicas, "updatedReplicas": replicas, "availableReplicas": replicas}

@@ -14,7 +14,9 @@ from tests.services.access_guard.checks import IDENTITY_HEADERS, bearer, check_p
 from tests.services.access_guard.conftest import OwnGuard
 from tests.services.access_guard.issuer import IssuerKeys
 from tests.services.access_guard.process import GuardProcess
-from tests.services.access_guard.volume import ConfigMapVolume, file_name, grant
+from planning.access_settings import AccessSettings
+from planning.instances.guard import grant_document
+from tests.services.access_guard.volume import SYSTEM_NAMESPACE, ConfigMapVolume, file_name, grant
 
 
 def _with(name: str, **changes: Any) -> dict[str, Any]:
@@ -270,3 +272,22 @@ def test_a_malformed_grant_is_logged_once_per_change_naming_the_file_and_the_pro
     assert len(second) == 2
     assert second[1].endswith(": sharing mode 'some' is neither 'all' nor 'selected'")
     assert f"grant file {name} is usable again" in guard.log_text()
+
+
+GRANT_CASES = {
+    "sso-user-shared-with-all": ({}, dict(authentication="sso", role="user", sharing_mode=None, users=(), groups=())),
+    "no-authentication": ({"authentication": "none"}, dict(authentication="none", role="user", sharing_mode=None, users=(), groups=())),
+    "admin-only": ({"minimum_role": "admin"}, dict(authentication="sso", role="admin", sharing_mode=None, users=(), groups=())),
+    "a-selection": (
+        {"sharing": {"mode": "selected", "users": ["user-a"], "groups": ["group-b"]}},
+        dict(authentication="sso", role="user", sharing_mode="selected", users=("user-a",), groups=("group-b",)),
+    ),
+    "an-empty-selection": ({"sharing": {"mode": "selected", "users": [], "groups": []}}, dict(authentication="sso", role="user", sharing_mode="selected", users=(), groups=())),
+}
+
+
+@pytest.mark.parametrize("case", sorted(GRANT_CASES))
+def test_the_grants_these_tests_publish_are_the_documents_the_program_writes(case):
+    options, program = GRANT_CASES[case]
+    written = grant_document(system_namespace=SYSTEM_NAMESPACE, instance="openclaw-default", settings=AccessSettings(), **program)
+    assert grant("openclaw-default", **options) == json.loads(written)
