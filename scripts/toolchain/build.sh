@@ -348,25 +348,21 @@ build_egctl() {
     BUILT+=("$binary")
 }
 
-# Helm's Kubernetes version (what `.Capabilities.KubeVersion` and the lint deprecation rules
-# see) is set to the test API server's, not left at Helm's built-in 1.20.
+# Helm v4, the major helm-controller renders with (v1.6.3 runs a Flux build of Helm v4.2.4).
+# The tests pass the test API server's Kubernetes version with --kube-version; without it Helm
+# takes the one its client-go module implies.
 build_helm() {
     local binary=$CACHE_DIR/helm-$HELM_VERSION/helm
-    local package=helm.sh/helm/v3/cmd/helm minor=${KUBE_VERSION#v1.}
-    minor=${minor%%.*}
-    step 9 "helm $HELM_VERSION" "$package, Kubernetes version 1.$minor"
+    local package=helm.sh/helm/v4/cmd/helm
+    step 9 "helm $HELM_VERSION" "$package"
     if answers "$binary" "$HELM_VERSION" version --template '{{.Version}}'; then
         log "already built: $binary"
     else
-        local ldflags="-X helm.sh/helm/v3/internal/version.version=$HELM_VERSION"
-        local package_path
-        for package_path in helm.sh/helm/v3/pkg/lint/rules helm.sh/helm/v3/pkg/chartutil; do
-            ldflags+=" -X $package_path.k8sVersionMajor=1 -X $package_path.k8sVersionMinor=$minor"
-        done
         log "compiling helm"
-        run "go install of helm $HELM_VERSION failed" env GOBIN="$WORK/bin" GOFLAGS= go install -trimpath -ldflags "$ldflags" "$package@$HELM_VERSION"
+        run "go install of helm $HELM_VERSION failed" env GOBIN="$WORK/bin" GOFLAGS= go install -trimpath \
+            -ldflags "-X helm.sh/helm/v4/internal/version.version=$HELM_VERSION" "$package@$HELM_VERSION"
         install_binary "$WORK/bin/helm" "$binary"
-        write_stamp "$binary" "version=$HELM_VERSION" "module=$package@$HELM_VERSION" "kubernetes=1.$minor"
+        write_stamp "$binary" "version=$HELM_VERSION" "module=$package@$HELM_VERSION"
         answers "$binary" "$HELM_VERSION" version --template '{{.Version}}' || fail 1 "the built helm does not answer 'version' with $HELM_VERSION"
     fi
     BUILT+=("$binary")

@@ -1,8 +1,8 @@
 """The real `helm` (scripts/toolchain/build.sh), run on a chart with given values.
 
 Values go to Helm as a file, exactly as helm-controller hands them over: Helm checks them
-against the chart's values.schema.json and renders the templates for the Kubernetes version
-the binary was built for (the test API server's).
+against the chart's values.schema.json and renders the templates for the test API server's
+Kubernetes version (`--kube-version`). Helm v4, the major helm-controller renders with.
 """
 
 from __future__ import annotations
@@ -42,11 +42,11 @@ def helm(*arguments: str, values: Mapping[str, Any] | None = None) -> HelmAnswer
 
 def template(chart: Path, values: Mapping[str, Any], *, release: str, namespace: str) -> list[JsonObject]:
     """Every object `helm template` renders; a failure names the chart and Helm's message."""
-    answer = helm("template", release, str(chart), "--namespace", namespace, values=values)
+    answer = helm("template", release, str(chart), "--namespace", namespace, "--kube-version", toolchain.versions().kube, values=values)
     assert answer.returncode == 0, f"helm template {chart.name}: {answer.stderr}"
     return [doc for doc in yaml.safe_load_all(answer.stdout) if doc]
 
 
 def lint(chart: Path, values: Mapping[str, Any], *, namespace: str) -> HelmAnswer:
     """`helm lint --strict`: warnings fail too."""
-    return helm("lint", "--strict", str(chart), "--namespace", namespace, values=values)
+    return helm("lint", "--strict", str(chart), "--namespace", namespace, "--kube-version", toolchain.versions().kube, values=values)
