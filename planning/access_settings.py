@@ -45,21 +45,25 @@ class AccessSettings:
     guard_port: int = 8080
     callback_timeout: str = "15s"
 
+    def _under_issuer(self, endpoint: str) -> str:
+        """Keycloak's location of an OpenID Connect endpoint under the issuer."""
+        return f"{self.oidc_issuer.rstrip('/')}/protocol/openid-connect/{endpoint}"
+
     @property
     def jwks_uri(self) -> str:
-        return self.oidc_jwks_uri or f"{self.oidc_issuer.rstrip('/')}/protocol/openid-connect/certs"
+        return self.oidc_jwks_uri or self._under_issuer("certs")
 
     @property
     def authorization_endpoint(self) -> str:
-        return self.oidc_authorization_endpoint or f"{self.oidc_issuer.rstrip('/')}/protocol/openid-connect/auth"
+        return self.oidc_authorization_endpoint or self._under_issuer("auth")
 
     @property
     def token_endpoint(self) -> str:
-        return self.oidc_token_endpoint or f"{self.oidc_issuer.rstrip('/')}/protocol/openid-connect/token"
+        return self.oidc_token_endpoint or self._under_issuer("token")
 
     @property
     def end_session_endpoint(self) -> str:
-        return self.oidc_end_session_endpoint or f"{self.oidc_issuer.rstrip('/')}/protocol/openid-connect/logout"
+        return self.oidc_end_session_endpoint or self._under_issuer("logout")
 
     def dashboard_hosts_for(self, *, domain: str, local_domain: str) -> tuple[str, ...]:
         """The dashboard hosts: as configured, else derived from the domains. Pure."""

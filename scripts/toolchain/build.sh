@@ -147,6 +147,16 @@ install_binary() {
     cp "$built" "$target.partial" && mv -f "$target.partial" "$target"
 }
 
+# A writable copy of `module@version` in $WORK/<name>, for builds that must change or add a file
+# in the module's own tree; prints its path.
+writable_module_copy() {
+    local module=$1 version=$2 name=$3 source
+    source=$(env -C "$WORK" go mod download -json "$module@$version" | sed -n 's/^\t"Dir": "\(.*\)",$/\1/p')
+    [[ -d $source ]] || fail 1 "the module proxy did not serve $module@$version"
+    cp -R "$source" "$WORK/$name" && chmod -R u+w "$WORK/$name"
+    printf '%s' "$WORK/$name"
+}
+
 answers() {
     local binary=$1 expected=$2
     shift 2
@@ -285,13 +295,10 @@ build_provider() {
     if [[ -x $binary && -f $binary.stamp ]] && grep -qx "version=$PULUMI_KUBERNETES_VERSION" "$binary.stamp"; then
         log "already built: $binary"
     else
-        local source dir
-        source=$(env -C "$WORK" go mod download -json "$PROVIDER_MODULE@$PULUMI_KUBERNETES_PROVIDER_MODULE_VERSION" | sed -n 's/^\t"Dir": "\(.*\)",$/\1/p')
-        [[ -d $source ]] || fail 1 "the module proxy did not serve $PROVIDER_MODULE@$PULUMI_KUBERNETES_PROVIDER_MODULE_VERSION"
+        local dir
         # `go generate` writes the embedded schema into the module's own tree: build from a
         # writable copy, with the SDK module (a ../sdk replace upstream) at its release.
-        dir=$WORK/provider
-        cp -R "$source" "$dir" && chmod -R u+w "$dir"
+        dir=$(writable_module_copy "$PROVIDER_MODULE" "$PULUMI_KUBERNETES_PROVIDER_MODULE_VERSION" provider)
         run "could not point the provider at pulumi-kubernetes/sdk/v4 $PULUMI_KUBERNETES_VERSION" env -C "$dir" \
             go mod edit -replace "github.com/pulumi/pulumi-kubernetes/sdk/v4=github.com/pulumi/pulumi-kubernetes/sdk/v4@$PULUMI_KUBERNETES_VERSION"
         run "go mod tidy could not resolve the provider's modules" env -C "$dir" go mod tidy
@@ -332,11 +339,8 @@ build_egctl() {
     if stamped "$binary" "$ENVOY_GATEWAY_VERSION"; then
         log "already built: $binary"
     else
-        local source dir count
-        source=$(env -C "$WORK" go mod download -json "$module@$ENVOY_GATEWAY_VERSION" | sed -n 's/^\t"Dir": "\(.*\)",$/\1/p')
-        [[ -d $source ]] || fail 1 "the module proxy did not serve $module@$ENVOY_GATEWAY_VERSION"
-        dir=$WORK/envoy-gateway
-        cp -R "$source" "$dir" && chmod -R u+w "$dir"
+        local dir count
+        dir=$(writable_module_copy "$module" "$ENVOY_GATEWAY_VERSION" envoy-gateway)
         sed -i 's/^\(\s*\)GatewayClassName: \(\s*\)gwapiv1.ObjectName(resources.GatewayClass.Name),$/&\n\1ControllerNamespace: "'"$EGCTL_CONTROLLER_NAMESPACE"'",/' "$dir/$EGCTL_TRANSLATE"
         count=$(grep -c "^\s*ControllerNamespace: \"$EGCTL_CONTROLLER_NAMESPACE\",\$" "$dir/$EGCTL_TRANSLATE" || true)
         ((count == EGCTL_TRANSLATORS)) || fail 1 "expected $EGCTL_TRANSLATORS translators in $EGCTL_TRANSLATE of $module@$ENVOY_GATEWAY_VERSION, found $count to give the controller namespace"
@@ -378,11 +382,8 @@ build_flux() {
     if answers "$binary" "${FLUX_VERSION#v}" --version; then
         log "already built: $binary"
     else
-        local source dir
-        source=$(env -C "$WORK" go mod download -json "$module@$FLUX_VERSION" | sed -n 's/^\t"Dir": "\(.*\)",$/\1/p')
-        [[ -d $source ]] || fail 1 "the module proxy did not serve $module@$FLUX_VERSION"
-        dir=$WORK/flux
-        cp -R "$source" "$dir" && chmod -R u+w "$dir"
+        local dir
+        dir=$(writable_module_copy "$module" "$FLUX_VERSION" flux)
         mkdir -p "$dir/cmd/flux/manifests"
         printf '# stub: this build of flux cannot install or bootstrap Flux\n' >"$dir/cmd/flux/manifests/stub.yaml"
         log "compiling flux (several minutes on 2 cores)"
