@@ -1,7 +1,8 @@
 """The demo appliance with one AppInstance per application and access mode, rendered until it
 settles, for the peers to judge.
 
-Every application of the catalog gets one instance per access mode of `ACCESS_MODES`. The
+The demo's own instances stay, and every application of the catalog gets one instance per
+access mode of `ACCESS_MODES`. The
 program renders the scene with its own `render`; between renders the scene plays the
 controllers the program waits on, as they would answer: every module's operator has installed
 its CRDs, Flux marks every Kustomization and HelmRelease the program declared Ready for its
@@ -153,7 +154,7 @@ class Scene:
 
     @classmethod
     def every_application_and_access_mode(cls, directory: Path) -> Scene:
-        demo = [d for d in yaml.safe_load_all(DEMO.read_text()) if d and d["kind"] != "AppInstance"]
+        demo = [d for d in yaml.safe_load_all(DEMO.read_text()) if d]
         objects = {identity(obj): obj for obj in demo}
         for module in load_catalogs().modules.entries:
             for crd_name in module.required_crds:

@@ -83,9 +83,13 @@ def _policy_of(name: str) -> str:
     return f"{name}-access"
 
 
-def test_the_scene_holds_every_application_in_every_access_mode(judged_scene):
+DEMO_INSTANCES = ("openclaw-default", "paperclip-default")
+
+
+def test_the_scene_holds_the_demo_and_every_application_in_every_access_mode(judged_scene):
     policies = {p["metadata"]["name"] for p in judged_scene.rendered.of_kind("SecurityPolicy")}
-    assert policies == {_policy_of(instance_name(a, m)) for a in APPLICATIONS for m in ACCESS_MODES}
+    expected = {_policy_of(instance_name(a, m)) for a in APPLICATIONS for m in ACCESS_MODES} | {_policy_of(i) for i in DEMO_INSTANCES}
+    assert policies == expected
 
 
 def test_every_route_reaches_its_backend_once_the_translator_accepted_its_policy(judged_scene):
@@ -115,12 +119,12 @@ def test_every_security_policy_is_accepted(judged_scene):
 
 
 def test_every_instance_is_ready_on_the_translators_word(judged_scene):
+    names = [instance_name(a, m) for a in APPLICATIONS for m in ACCESS_MODES] + list(DEMO_INSTANCES)
     not_ready = {}
-    for application in APPLICATIONS:
-        for mode in ACCESS_MODES:
-            status = _instance_status(judged_scene, instance_name(application, mode))
-            if status.get("phase") != "Ready":
-                not_ready[instance_name(application, mode)] = status.get("message")
+    for name in names:
+        status = _instance_status(judged_scene, name)
+        if status.get("phase") != "Ready":
+            not_ready[name] = status.get("message")
     assert not_ready == {}
 
 
@@ -136,7 +140,7 @@ def test_ext_authz_runs_after_oidc_and_jwt_authentication_on_every_listener(judg
         filters = [f["name"] for f in manager["httpFilters"]]
         ext_authz = [i for i, f in enumerate(filters) if f.startswith(EXT_AUTHZ)]
         authentication = [i for i, f in enumerate(filters) if f.startswith((JWT_AUTHN, OAUTH2))]
-        assert len(ext_authz) == len(APPLICATIONS) * len(ACCESS_MODES), name
+        assert len(ext_authz) == len(judged_scene.rendered.of_kind("SecurityPolicy")), name
         assert {filters[i].split("/")[0] for i in authentication} == {JWT_AUTHN, OAUTH2}, name
         assert min(ext_authz) > max(authentication), (name, filters)
 
