@@ -22,7 +22,6 @@ from __future__ import annotations
 import copy
 import json
 import shutil
-import zlib
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -35,8 +34,7 @@ from providers.offloading_store import OFFLOADING_STORE
 from providers.profile_store import PROFILES_FIELD, RUNTIME_STORE, StoreSettings, read_document, read_profiles, serialise, with_profile
 from tests.planning.builders import activation, ready_modules
 from tests.planning.hardware.nodes import node
-from tests.peers.scene import OWN_CRDS
-from tests.support.crd_defaults import with_defaults
+from tests.peers.scene import DEMO, NOW, identity, stored
 from tests.support.vendored import REPOSITORY_ROOT, VENDORED_CHARTS
 
 JsonObject = dict[str, Any]
@@ -45,9 +43,7 @@ KUBEAI_CHART: Final = VENDORED_CHARTS / "kubeai"
 KUBEAI_DIRECTORY: Final = REPOSITORY_ROOT / "magic-cluster" / "apps" / "ai" / "kubeai"
 HELM_RELEASE: Final = KUBEAI_DIRECTORY / "helmrelease.yaml"
 STORES: Final = KUBEAI_DIRECTORY / "stores.yaml"
-DEMO: Final = REPOSITORY_ROOT / "examples" / "demo" / "snapshot.yaml"
 MODEL_EXAMPLES: Final = REPOSITORY_ROOT / "examples" / "models"
-NOW: Final = "2026-01-01T12:00:00Z"
 STORE_KINDS: Final[Mapping[str, StoreSettings]] = {"RuntimeProfile": RUNTIME_STORE, "OffloadingProfile": OFFLOADING_STORE}
 """The program's dynamic resources that write a profile into a store, and that store's settings."""
 STAND_IN: Final = {"apiVersion": "v2", "name": "open-webui", "version": "8.10.0"}
@@ -70,18 +66,6 @@ def helm_release() -> JsonObject:
 # The stores, as the program fills them.
 
 
-def _identity(obj: Mapping[str, Any]) -> tuple[str, str, str]:
-    metadata = obj["metadata"]
-    return obj["kind"], metadata.get("namespace", ""), metadata["name"]
-
-
-def _stored(obj: JsonObject) -> JsonObject:
-    """A user's object as the API server keeps it: our CRDs' defaults, generation and uid."""
-    found = with_defaults(obj, registry=OWN_CRDS)
-    found["metadata"] = {**found["metadata"], "generation": 1, "uid": f"00000000-0000-4000-8000-{zlib.crc32(repr(_identity(obj)).encode()):012x}"}
-    return found
-
-
 def _gpu_node() -> JsonObject:
     return node("gpu-1", "nvidia", allocatable={"nvidia.com/gpu": "1"})
 
@@ -90,9 +74,9 @@ def _cluster_for(example: JsonObject | None) -> list[JsonObject]:
     """The demo snapshot, the nodes and NVIDIA module the examples need, and `example`."""
     extra = [_gpu_node(), node("cpu-1"), activation("gpu"), *ready_modules("gpu")]
     if example is not None:
-        extra.append(_stored(example))
-    replaced = {_identity(obj) for obj in extra}
-    demo = [d for d in yaml.safe_load_all(DEMO.read_text()) if d and _identity(d) not in replaced]
+        extra.append(stored(example, defaults=True))
+    replaced = {identity(obj) for obj in extra}
+    demo = [d for d in yaml.safe_load_all(DEMO.read_text()) if d and identity(d) not in replaced]
     return [*demo, *extra]
 
 
@@ -171,6 +155,6 @@ def release_values(stores: Mapping[tuple[str, str], JsonObject]) -> JsonObject:
     return merged(values, spec.get("values") or {})
 
 
-def by_identity(objects: Iterable[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+def byidentity(objects: Iterable[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
     """`objects` sorted by kind, namespace and name, to compare two renders."""
     return sorted(objects, key=lambda o: (o["kind"], o["metadata"].get("namespace", ""), o["metadata"]["name"]))

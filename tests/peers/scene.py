@@ -68,7 +68,7 @@ def _uid(obj: Mapping[str, Any]) -> str:
     return f"00000000-0000-4000-8000-5ce7{zlib.crc32(repr(identity(obj)).encode()):08x}"
 
 
-def _stored(obj: Mapping[str, Any], *, defaults: bool = False) -> JsonObject:
+def stored(obj: Mapping[str, Any], *, defaults: bool = False) -> JsonObject:
     """`obj` as the API server keeps it: generation 1, a uid, our CRDs' defaults when asked."""
     found = with_defaults(dict(obj), registry=OWN_CRDS) if defaults else dict(obj)
     found["metadata"] = {**found["metadata"], "generation": 1, "resourceVersion": "1000", "uid": _uid(obj)}
@@ -97,8 +97,8 @@ def app_instance(application: str, mode: str) -> JsonObject:
 
 
 def _flux_ready(obj: Mapping[str, Any]) -> JsonObject:
-    stored = _stored(obj)
-    stored["status"] = {
+    found = stored(obj)
+    found["status"] = {
         "observedGeneration": 1,
         "conditions": [
             {
@@ -111,15 +111,15 @@ def _flux_ready(obj: Mapping[str, Any]) -> JsonObject:
             }
         ],
     }
-    return stored
+    return found
 
 
 def _deployment_available(obj: Mapping[str, Any]) -> JsonObject:
-    stored = _stored(obj)
+    found = stored(obj)
     replicas = int(obj["spec"].get("replicas", 1))
     available = {"type": "Available", "status": "True", "reason": "MinimumReplicasAvailable", "message": "Deployment has minimum availability."}
-    stored["status"] = {"observedGeneration": 1, "replicas": replicas, "updatedReplicas": replicas, "readyReplicas": replicas, "availableReplicas": replicas, "conditions": [available]}
-    return stored
+    found["status"] = {"observedGeneration": 1, "replicas": replicas, "updatedReplicas": replicas, "readyReplicas": replicas, "availableReplicas": replicas, "conditions": [available]}
+    return found
 
 
 @dataclass(frozen=True)
@@ -162,7 +162,7 @@ class Scene:
                 objects.setdefault(identity(crd), crd)
         for application in APPLICATIONS:
             for mode in ACCESS_MODES:
-                instance = _stored(app_instance(application, mode), defaults=True)
+                instance = stored(app_instance(application, mode), defaults=True)
                 objects[identity(instance)] = instance
         return cls(directory, objects)
 
@@ -184,7 +184,7 @@ class Scene:
         for _ in range(limit):
             before = dict(self.objects)
             self.store(_flux_ready(obj) for obj in rendered.of_kind(*FLUX_KINDS))
-            self.store(_stored(obj) for obj in rendered.of_kind("ModuleActivation"))
+            self.store(stored(obj) for obj in rendered.of_kind("ModuleActivation"))
             self.store(_deployment_available(obj) for obj in rendered.of_kind("Deployment"))
             self.store(judge(rendered))
             if self.objects == before:
