@@ -26,6 +26,7 @@ from api.crdgen import CRD_DIRECTORY
 from api.instances import APPLICATIONS
 from catalogs import load_catalogs
 from cli.render import render
+from tests.planning.builders import flux_status
 from tests.support.crd_defaults import with_defaults
 from tests.support.crd_schema import CrdSchemaRegistry
 
@@ -98,19 +99,7 @@ def app_instance(application: str, mode: str) -> JsonObject:
 
 def _flux_ready(obj: Mapping[str, Any]) -> JsonObject:
     found = stored(obj)
-    found["status"] = {
-        "observedGeneration": 1,
-        "conditions": [
-            {
-                "type": "Ready",
-                "status": "True",
-                "reason": "ReconciliationSucceeded",
-                "message": "Applied revision: main@sha1:0123456789abcdef0123456789abcdef01234567",
-                "lastTransitionTime": "2026-01-01T09:00:00Z",
-                "observedGeneration": 1,
-            }
-        ],
-    }
+    found["status"] = flux_status("True", reason="ReconciliationSucceeded", message="Applied revision: main@sha1:0123456789abcdef0123456789abcdef01234567", observed_generation=1)
     return found
 
 
