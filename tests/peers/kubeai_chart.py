@@ -155,6 +155,6 @@ def release_values(stores: Mapping[tuple[str, str], JsonObject]) -> JsonObject:
     return merged(values, spec.get("values") or {})
 
 
-def byidentity(objects: Iterable[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+def by_identity(objects: Iterable[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
     """`objects` sorted by kind, namespace and name, to compare two renders."""
     return sorted(objects, key=lambda o: (o["kind"], o["metadata"].get("namespace", ""), o["metadata"]["name"]))
