@@ -156,12 +156,23 @@ def resident_mib(pid: int) -> float:
 
 @contextlib.contextmanager
 def trigger_process(
-    kubeconfig: Path, namespace: str, *, quiet_ms: int, max_delay_ms: int, resync_seconds: int, log: Path
+    kubeconfig: Path,
+    namespace: str,
+    *,
+    quiet_ms: int,
+    max_delay_ms: int,
+    resync_seconds: int,
+    log: Path,
+    target_namespaces: Sequence[str] = (),
 ) -> Iterator[subprocess.Popen[bytes]]:
-    """The trigger as its real process; SIGTERM at the end (then SIGKILL after a bound)."""
+    """The trigger as its real process; SIGTERM at the end (then SIGKILL after a bound).
+
+    `namespace` holds the Stack and is the system namespace; the models' namespaces are
+    `target_namespaces` (default: `namespace` too)."""
     environment = {**os.environ, "KUBECONFIG": str(kubeconfig)}
+    targets = ",".join(target_namespaces) or namespace
     flags = [
-        f"--stack-namespace={namespace}", f"--system-namespace={namespace}", f"--target-namespaces={namespace}",
+        f"--stack-namespace={namespace}", f"--system-namespace={namespace}", f"--target-namespaces={targets}",
         f"--quiet-ms={quiet_ms}", f"--max-delay-ms={max_delay_ms}", f"--resync-seconds={resync_seconds}",
         "--probe-address=127.0.0.1:0",
     ]  # fmt: skip

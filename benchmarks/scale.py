@@ -72,7 +72,7 @@ GPU_MIX: Final = (("nvidia",), ("amd",), ("intel",), (), ("nvidia", "amd"))
 """The GPUs of node i are GPU_MIX[i % 5]: each vendor alone, a CPU-only node and a mixed one."""
 
 RESOURCE_PURPOSE: Final = {
-    "pulumi-python:dynamic/magicstick:Status": "the status write of one runtime object (ModelActivation, AppInstance, ...)",
+    "pulumi-python:dynamic/magicstick:StatusBatch": "the status writes of up to about a hundred runtime objects of one kind",
     "kubernetes:kubeai.org/v1:Model": "the KubeAI Model of one local activation: the runtime itself",
     "pulumi-python:dynamic/magicstick:OllamaAlias": "the model-name alias on the Ready Pods of one Ollama model",
     "pulumi-python:dynamic/magicstick:PodRecovery": "one deletion of a terminal model Pod",

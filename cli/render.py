@@ -30,8 +30,9 @@ from cli.output import FileWriter, check_output_directory, replace_directory, wr
 from cli.progress import QUIET, Progress
 from cli.summary import counted, describe, listed, not_read, summarize
 from planning.summary import RunSummary
-from components.status import StatusWrite
+from components.status import StatusBatchWrite
 from planning.objects import decode_status
+from planning.provider_wire import MEMBERS_INPUT
 from planning.frozen import thaw
 from program import main as program
 from program.access_config import ACCESS_KEYS, access_settings
@@ -41,7 +42,7 @@ from providers.snapshot_file import IgnoredKind, SnapshotFile, SnapshotFileError
 __all__ = ["MASK", "RenderInputError", "RenderOptions", "RenderResult", "render", "render_files", "summary"]
 
 MASK = "[secret]"
-STATUS_TYPE = f"pulumi-python:{StatusWrite._resource_type_name}"
+STATUS_TYPE = f"pulumi-python:{StatusBatchWrite._resource_type_name}"
 STDIN = "-"
 STDIN_NAME = "standard input"
 _KUBERNETES_PREFIX = "kubernetes:"
@@ -247,7 +248,7 @@ def _result(run: OfflineRun, loaded: SnapshotFile, *, warnings: tuple[str, ...])
     """What the run declared, as files. Components and the Kubernetes provider declare nothing a
     cluster holds: they are in no file and in no count."""
     resources = _kubernetes_objects(run)
-    statuses = [_status_document(r) for r in run.of_type(STATUS_TYPE)]
+    statuses = [document for r in run.of_type(STATUS_TYPE) for document in _status_documents(r)]
     dynamic = [r for r in _dynamic_resources(run) if r.type != STATUS_TYPE]
     files = [_file(RESOURCES, _object_stem(obj), obj) for obj in resources]
     files += [_file(STATUS, _object_stem(status), status) for status in statuses]
@@ -325,15 +326,18 @@ def _mask(value: Any) -> Any:
     return value
 
 
-def _status_document(registration: Registration) -> dict[str, Any]:
-    """The object as its status write would leave it: identity and status, nothing else."""
+def _status_documents(registration: Registration) -> list[dict[str, Any]]:
+    """Each object of a status batch as its write would leave it: identity and status, nothing else."""
     inputs = thaw(registration.inputs)
-    return {
-        "apiVersion": inputs["apiVersion"],
-        "kind": inputs["kind"],
-        "metadata": {"name": inputs["name"], "namespace": inputs["namespace"]},
-        "status": _mask(decode_status(inputs["status"])),
-    }
+    return [
+        {
+            "apiVersion": inputs["apiVersion"],
+            "kind": inputs["kind"],
+            "metadata": {"name": member["name"], "namespace": member["namespace"]},
+            "status": _mask(decode_status(member["status"])),
+        }
+        for _, member in sorted(inputs[MEMBERS_INPUT].items())
+    ]
 
 
 def _object_stem(obj: Mapping[str, Any]) -> str:

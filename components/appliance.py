@@ -2,9 +2,9 @@
 and one Module per module that has a Kustomization. The resources of a ModelActivation are its
 direct children (components/model.py says why there is no component per activation).
 
-The status write of an object takes the `problem` outputs of the object's dynamic resources:
-a ModelActivation those of its runtime profile, offloading profile, Pod recovery and Ollama alias; the Appliance
-those of the stale removals (components/status.py)."""
+The statuses are written in batches (components/status.py); each member takes the `problem`
+outputs of its object's dynamic resources: a ModelActivation those of its runtime profile,
+offloading profile, Pod recovery and Ollama alias; the Appliance those of the stale removals."""
 
 from __future__ import annotations
 
@@ -23,11 +23,12 @@ from components.model import Model, ModelArgs
 from components.module import Module, ModuleArgs
 from components.objects import declare
 from components.stale import StaleRemoval
-from components.status import StatusWrite
+from components.status import StatusBatchWrite
 from components.urns import set_qualified_type
 from planning.labels import MODULE
 from planning.models.plan import ModelOutcome
 from planning.plan import Plan
+from planning.status_batches import status_batches
 
 
 @dataclass(frozen=True)
@@ -82,10 +83,10 @@ class Appliance(pulumi.ComponentResource):
             declare(plan.models.external_models, opts=child)
         if plan.model_catalog is not None and plan.model_catalog.config_map is not None:
             declare(plan.model_catalog.config_map, opts=child)
-        for update in plan.statuses:
-            if update.kind in WRITTEN_STATUS_KINDS:
-                found = problems.get((update.kind, "" if update.kind == "Appliance" else update.name), {})
-                self.operations.append(StatusWrite(update, provider=args.providers.status, opts=child, problems=found))
+        written = [update for update in plan.statuses if update.kind in WRITTEN_STATUS_KINDS]
+        for batch in status_batches(written):
+            found = {batch.key(u): problems.get((u.kind, "" if u.kind == "Appliance" else u.name), {}) for u in batch.members}
+            self.operations.append(StatusBatchWrite(batch, provider=args.providers.status, opts=child, problems=found))
         self.register_outputs(
             {
                 "modules": sorted(m.name for m in plan.modules.modules if m.phase != "Disabled"),

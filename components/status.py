@@ -1,17 +1,22 @@
-"""StatusWrite: the dynamic resource that carries one planned status to its object.
+"""StatusBatchWrite: the dynamic resource that carries a batch of planned statuses to their
+objects (planning/status_batches.py groups them; providers/status_batch.py writes them).
 
-Its inputs name the object, its status and `problems`: the `problem` outputs of the object's
-own dynamic resources (its runtime profile, Pod recovery, Ollama alias; for the Appliance, the
-removals of stale objects), keyed by their logical names. Taking them as inputs makes the
-status write wait for those resources, so what happened at apply time reaches the status in
-the same run (the provider merges them: providers/status_writer.py). An object without dynamic
-resources has no `problems` input at all. The provider reaches the cluster as the stack's
-configuration says (see components/dynamic.py).
+Its input `members` holds, by member key (`<namespace>/<name>`), each object's identity, its
+status and its `problems`: the `problem` outputs of the object's own dynamic resources (its
+runtime profile, Pod recovery, Ollama alias; for the Appliance, the removals of stale objects),
+keyed by their logical names. Taking them as inputs makes the batch wait for those resources,
+so what happened at apply time reaches the status in the same run. A member without dynamic
+resources has no `problems` at all.
 
-The status travels as one JSON string (`encode_status`): the Pulumi SDK serializes an input
+Each status travels as one JSON string (`encode_status`): the Pulumi SDK serializes an input
 value by value, awaiting each, so a nested status of some thirty values cost more than the rest
-of its registration (about a sixth of a large program's time). The provider's `check` turns it
-back into the mapping, so the engine stores and diffs the same inputs as before.
+of its registration. The provider's `check` turns it back into the mapping, so the engine stores
+and diffs each member's status field by field, and `pulumi preview --diff` names the objects
+whose status changes (`members["ai/chat"].status.phase`).
+
+Earlier releases declared one `magicstick:Status` resource per object. A stack of theirs sees
+those deleted (their provider's delete touches nothing) and the batches created; a batch writes
+a member only when its object does not hold the planned status already.
 """
 
 from __future__ import annotations
@@ -22,36 +27,47 @@ from typing import Any
 import pulumi
 from pulumi.dynamic import Resource, ResourceProvider
 
-from components.dynamic import PROBLEM, LogicalName
-from planning.objects import StatusUpdate
-from planning.provider_wire import PROBLEMS_INPUT
+from components.dynamic import PROBLEM
+from planning.provider_wire import MEMBERS_INPUT, PROBLEMS_INPUT
+from planning.status_batches import StatusBatch
 
-__all__ = ["PROBLEMS", "StatusWrite", "status_logical_name"]
+__all__ = ["StatusBatchWrite", "member_inputs"]
 
-PROBLEMS = PROBLEMS_INPUT
-"""The input that carries the object's problems."""
-
-
-def status_logical_name(update: StatusUpdate) -> LogicalName:
-    """`status/<kind>/<namespace>/<name>` (lower-case kind). Pure."""
-    parts = (update.kind.lower(), update.namespace, update.name)
-    return LogicalName.of("status", *parts, previous="-".join(("status", *parts)))
+MemberProblems = Mapping[str, Mapping[str, pulumi.Input[Any]]]
+"""By member key: the `problem` outputs of the member's dynamic resources, by logical name."""
 
 
-class StatusWrite(Resource, module="magicstick", name="Status"):
+def member_inputs(batch: StatusBatch, problems: MemberProblems) -> dict[str, dict[str, Any]]:
+    """The `members` input of `batch`: by key, namespace, name, the status as JSON text and the
+    member's problems when it has any."""
+    members: dict[str, dict[str, Any]] = {}
+    for update in batch.members:
+        key = batch.key(update)
+        inputs = update.to_inputs()
+        member: dict[str, Any] = {"namespace": update.namespace, "name": update.name, "status": inputs["status"]}
+        found = problems.get(key)
+        if found:
+            member[PROBLEMS_INPUT] = dict(sorted(found.items()))
+        members[key] = member
+    return members
+
+
+class StatusBatchWrite(Resource, module="magicstick", name="StatusBatch"):
     problem: pulumi.Output[Any]
-    """The write's own problem (refused, invalid, unanswered): it cannot be written to the object."""
+    """Every member's write problem (refused, invalid, unanswered), summed up; `{}` when none."""
 
     def __init__(
         self,
-        update: StatusUpdate,
+        batch: StatusBatch,
         *,
         provider: ResourceProvider,
         opts: pulumi.ResourceOptions,
-        problems: Mapping[str, pulumi.Input[Any]] | None = None,
+        problems: MemberProblems | None = None,
     ) -> None:
-        props: dict[str, Any] = {**update.to_inputs(), PROBLEM: None}
-        if problems:
-            props[PROBLEMS] = dict(sorted(problems.items()))
-        name = status_logical_name(update)
-        super().__init__(provider, name.name, props, name.options(opts, type(self)))
+        props: dict[str, Any] = {
+            "apiVersion": batch.api_version,
+            "kind": batch.kind,
+            MEMBERS_INPUT: member_inputs(batch, problems or {}),
+            PROBLEM: None,
+        }
+        super().__init__(provider, batch.logical_name, props, opts)

@@ -12,3 +12,6 @@ STATUS_INPUT: Final = "status"
 PROBLEMS_INPUT: Final = "problems"
 """The input of a status write that holds the `problem` outputs of the object's dynamic
 resources, by the resources' logical names."""
+MEMBERS_INPUT: Final = "members"
+"""The input of a status batch that holds its objects by member key: each one's namespace, name,
+status and problems (planning/status_batches.py)."""

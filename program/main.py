@@ -23,7 +23,7 @@ from providers.ollama import OllamaAliasProvider
 from providers.pod_recovery import PodRecoveryProvider
 from providers.profile_store import RuntimeProfileProvider
 from providers.stale_removal import StaleRemovalProvider
-from providers.status_writer import StatusProvider
+from providers.status_batch import StatusBatchProvider
 
 
 def kubernetes_provider(settings: Settings) -> k8s.Provider:
@@ -81,7 +81,7 @@ def run() -> Plan:
             # No access is handed to them: the engine passes the provider process the stack
             # config, and `configure` reads the same magicstick:kubeconfig/context as `settings`.
             providers=DynamicProviders(
-                status=StatusProvider(),
+                status=StatusBatchProvider(),
                 runtime_profile=RuntimeProfileProvider(),
                 pod_recovery=PodRecoveryProvider(),
                 ollama_alias=OllamaAliasProvider(),

@@ -200,10 +200,23 @@ def write_status(
 ) -> bool:
     """Write `target.status`, with its problems merged in, if needed; False when nothing was
     written (current, or object gone). `now` dates a Ready that turns False (default: the clock)."""
-    kind = APPLIANCE_KINDS[target.kind]
-    current = client.get_or_none(kind, target.name, target.namespace)
+    current = client.get_or_none(APPLIANCE_KINDS[target.kind], target.name, target.namespace)
+    return write_status_over(client, target, current, field_manager, now=now)
+
+
+def write_status_over(
+    client: KubeClient,
+    target: StatusTarget,
+    current: Mapping[str, Any] | None,
+    field_manager: str = STATUS_FIELD_MANAGER,
+    *,
+    now: datetime | None = None,
+) -> bool:
+    """`write_status` with the object as just read (`current`, None: gone): a batch reads a
+    whole namespace with one LIST instead of one GET per object."""
     if current is None:
         return False
+    kind = APPLIANCE_KINDS[target.kind]
     moment = now or datetime.now(timezone.utc)
     desired = status_with_problems(target.status, target.problems, previous=current.get("status") or {}, now=moment, retries=target.retries)
     if status_is_current(current, desired, field_manager):

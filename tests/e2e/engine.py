@@ -85,6 +85,10 @@ class PulumiProject:
 
     root: Path
     stack: str = "e2e"
+    source: Path = REPO_ROOT
+    """The directory of the program (`Pulumi.yaml`, `__main__.py`): the repository's, or a benchmark's."""
+    settings: dict[str, str] = field(default_factory=dict)
+    """Engine settings (`PULUMI_*` variables) for every command, beside the suite's own: a benchmark's tuning."""
     passphrase: str = field(default_factory=lambda: secrets.token_urlsafe(24))
 
     @property
@@ -102,12 +106,12 @@ class PulumiProject:
     @classmethod
     def create(cls, root: Path, *, stack: str = "e2e", source: Path = REPO_ROOT, passphrase: str | None = None) -> PulumiProject:
         """A new project under `root` with an initialised stack and the provider plugin installed."""
-        project = cls(root=root, stack=stack) if passphrase is None else cls(root=root, stack=stack, passphrase=passphrase)
+        project = cls(root=root, stack=stack, source=source) if passphrase is None else cls(root=root, stack=stack, source=source, passphrase=passphrase)
         project.project_dir.mkdir(parents=True)
         project.backend_dir.mkdir()
         shutil.copy2(source / "Pulumi.yaml", project.project_dir / "Pulumi.yaml")
         (project.project_dir / "__main__.py").symlink_to(source / "__main__.py")
-        (project.project_dir / "venv").symlink_to(source / "venv")
+        (project.project_dir / "venv").symlink_to(REPO_ROOT / "venv")
         project.install_provider()
         project.pulumi("stack", "init", stack, "--secrets-provider", "passphrase")
         return project
@@ -137,6 +141,7 @@ class PulumiProject:
             # offered only with debug commands on.
             "PULUMI_DEBUG_COMMANDS": "true",
             "NO_COLOR": "1",
+            **self.settings,
         }
 
     def pulumi(self, *args: str, check: bool = True, events: bool = False) -> Run:
@@ -182,7 +187,7 @@ class PulumiProject:
             return
         with (self.root / "language-host.log").open("ab") as log:
             process = subprocess.Popen(
-                [str(REPO_ROOT / "venv" / "bin" / "python"), "-m", "tests.e2e.language_host", str(REPO_ROOT)],
+                [str(REPO_ROOT / "venv" / "bin" / "python"), "-m", "tests.e2e.language_host", str(self.source)],
                 cwd=REPO_ROOT,
                 stdin=subprocess.DEVNULL,
                 stdout=subprocess.PIPE,

@@ -19,7 +19,7 @@ OWN_CRDS: Final = REPO_ROOT / "api" / "crds"
 MAX_ROUNDS: Final = 8
 """A bound for a loop that does not converge; the demo converges in three or four."""
 CHANGING_OPS: Final = frozenset({"create", "update", "delete", "replace", "create-replacement", "delete-replaced"})
-STATUS_TYPE: Final = "pulumi-python:dynamic/magicstick:Status"
+STATUS_TYPE: Final = "pulumi-python:dynamic/magicstick:StatusBatch"
 
 
 def changes(run: Run) -> dict[str, str]:
@@ -57,9 +57,10 @@ def converge(project: PulumiProject, kube: KubeClient, ollama: OllamaDouble) -> 
     raise AssertionError(f"no convergence in {MAX_ROUNDS} rounds; last changes: {changes(runs[-1])}\n{tail}")
 
 
-def render_path(step: dict[str, Any]) -> str | None:
-    """The file of a `magicstick render` that holds what a preview step changes, or None for a
-    resource a render does not write (the provider, components). Pure."""
+def render_paths(step: dict[str, Any]) -> frozenset[str]:
+    """The files of a `magicstick render` that hold what a preview step changes: none for a
+    resource a render does not write (the provider, components); for a status batch, the status
+    file of each member the step adds or changes. Pure."""
     urn = step["urn"]
     kind = resource_type(urn)
     state = step.get("newState") or step.get("oldState") or {}
@@ -67,10 +68,15 @@ def render_path(step: dict[str, Any]) -> str | None:
     if kind.startswith("kubernetes:") and not kind.startswith("pulumi:providers:"):
         metadata = inputs.get("metadata") or {}
         parts = [str(inputs.get("kind", "object")).lower(), metadata.get("namespace"), metadata.get("name", "unnamed")]
-        return f"{RESOURCES}/{fit_file_name('.'.join(safe_part(p) for p in parts if p))}"
+        return frozenset({f"{RESOURCES}/{fit_file_name('.'.join(safe_part(p) for p in parts if p))}"})
     if kind == STATUS_TYPE:
-        parts = [str(inputs["kind"]).lower(), inputs.get("namespace"), inputs["name"]]
-        return f"{STATUS}/{fit_file_name('.'.join(safe_part(p) for p in parts if p))}"
+        before = ((step.get("oldState") or {}).get("inputs") or {}).get("members") or {}
+        paths = set()
+        for key, member in (inputs.get("members") or {}).items():
+            if before.get(key, {}).get("status") != member.get("status"):
+                parts = [str(inputs["kind"]).lower(), member.get("namespace"), member["name"]]
+                paths.add(f"{STATUS}/{fit_file_name('.'.join(safe_part(p) for p in parts if p))}")
+        return frozenset(paths)
     if kind.startswith("pulumi-python:dynamic/"):
-        return f"{DYNAMIC}/{fit_file_name(f'{safe_part(kind)}.{safe_part(logical_name(urn))}')}"
-    return None
+        return frozenset({f"{DYNAMIC}/{fit_file_name(f'{safe_part(kind)}.{safe_part(logical_name(urn))}')}"})
+    return frozenset()

@@ -21,7 +21,7 @@ from providers.kinds import APPLIANCE_KINDS
 from providers.kube import KubeClient
 from tests.cluster.apiserver import ADMIN_USER, ClusterInfo
 from tests.e2e.engine import PulumiProject, Run
-from tests.e2e.lifecycle import CHANGING_OPS, changes, converge, render_path
+from tests.e2e.lifecycle import CHANGING_OPS, STATUS_TYPE, changes, converge, render_paths, resource_type
 from tests.live.ollama_double import OllamaDouble
 from tests.e2e.world import load_demo
 from tests.toolchain import REPO_ROOT
@@ -97,7 +97,7 @@ def test_magicstick_diff_and_pulumi_preview_agree_on_which_objects_change_but_a_
     """A seeded ModuleActivation's spec is its user's once created: the program declares it as
     it finds it, with `ignore_changes` on spec, so the engine leaves it alone while the two renders,
     made from the cluster before and after the user's edit, differ."""
-    previewed = {path for step in preview_steps(world["preview"]) if (path := render_path(step)) is not None}
+    previewed = {path for step in preview_steps(world["preview"]) for path in render_paths(step)}
     rendered = diff_paths(world["diff"])
     assert previewed <= rendered
     assert rendered - previewed == {"resources/moduleactivation.ai-system.dashboard.yaml"}
@@ -108,3 +108,20 @@ def test_the_preview_diff_text_names_each_changed_resource(world: dict[str, Any]
     text = world["preview_text"].stdout
     for step in preview_steps(world["preview"]):
         assert step["urn"].split("::")[-1] in text, step["urn"]
+
+
+def test_the_preview_diff_text_names_each_object_whose_status_changes(world: dict[str, Any]):
+    """Statuses are written in batches (components/status.py); `pulumi preview --diff` shows
+    a batch's changed members by their keys, `<namespace>/<name>`, so a reader sees which
+    objects' statuses change."""
+    text = world["preview_text"].stdout
+    changed = []
+    for step in preview_steps(world["preview"]):
+        if resource_type(step["urn"]) != STATUS_TYPE:
+            continue
+        before = ((step.get("oldState") or {}).get("inputs") or {}).get("members") or {}
+        after = ((step.get("newState") or {}).get("inputs") or {}).get("members") or {}
+        changed += [key for key, member in after.items() if before.get(key, {}).get("status") != member.get("status")]
+    assert changed, "the edits change a status"
+    for key in changed:
+        assert f'"{key}"' in text, key

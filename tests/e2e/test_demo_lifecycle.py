@@ -24,7 +24,7 @@ from tests.e2e.world import load_demo, objects_of
 OWN_CRD_TYPE = "kubernetes:apiextensions.k8s.io/v1:CustomResourceDefinition"
 OWN_KIND_TYPES = frozenset(f"kubernetes:appliance.magicstick.dev/v1alpha1:{kind}" for kind in ("Appliance", "ModuleActivation", "ModelActivation", "AppInstance"))
 DYNAMIC_TYPES = {
-    "status": "pulumi-python:dynamic/magicstick:Status",
+    "status": "pulumi-python:dynamic/magicstick:StatusBatch",
     "runtime profile store": "pulumi-python:dynamic/magicstick:RuntimeProfile",
     "Ollama alias": "pulumi-python:dynamic/magicstick:OllamaAlias",
     "GPU validation history": "pulumi-python:dynamic/magicstick:GpuValidationHistory",
@@ -115,7 +115,7 @@ def test_without_refresh_the_preview_does_not_see_another_managers_edit_of_an_ow
     preview = project.pulumi("preview", "--json")
     changed = {step["urn"]: step["op"] for step in preview.json()["steps"] if step["op"] in CHANGING_OPS}
     assert not [urn for urn in changed if urn.endswith("::kustomization/flux-system/app-kubeai")], changed
-    assert any(resource_type(urn) == "pulumi-python:dynamic/magicstick:Status" for urn in changed), changed
+    assert any(resource_type(urn) == "pulumi-python:dynamic/magicstick:StatusBatch" for urn in changed), changed
 
 
 def test_a_field_another_manager_took_on_an_owned_object_is_shown_by_preview_and_taken_back_by_up_with_refresh(

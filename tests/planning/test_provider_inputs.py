@@ -15,11 +15,12 @@ from planning.models.plan import AliasRequest, PodDeletion
 from planning.models.profile_entry import ProfileEntry, ProfileStoreRef
 from planning.models.recovery import RecoveryAttempt, TerminalPod
 from planning.objects import DesiredObject, StatusUpdate
-from planning.provider_wire import PROBLEMS_INPUT
+from planning.provider_wire import MEMBERS_INPUT, PROBLEMS_INPUT
+from planning.status_batches import status_batches
 from planning.stale import StaleObject, StaleTarget
 from providers.ollama import AliasTarget
 from providers.pod_recovery import RecoveryAttempt as ProviderRecoveryAttempt
-from providers import direct_runtime, profile_store, status_writer
+from providers import direct_runtime, profile_store, status_batch, status_writer
 from providers.stale_removal import StaleTarget as ProviderStaleTarget
 
 text = st.text(min_size=1, max_size=12)
@@ -116,8 +117,18 @@ def test_the_status_writer_reads_the_update_the_plan_declared(update: StatusUpda
     )
 
 
-def test_the_problems_input_is_named_once_for_the_status_write_and_its_provider() -> None:
-    assert status_component.PROBLEMS is status_writer.PROBLEMS_INPUT is PROBLEMS_INPUT
+def test_the_members_and_problems_inputs_are_named_once_for_the_status_batch_and_its_provider() -> None:
+    assert status_component.MEMBERS_INPUT is status_batch.MEMBERS_INPUT is MEMBERS_INPUT
+    assert status_component.PROBLEMS_INPUT is status_batch.PROBLEMS_INPUT is status_writer.PROBLEMS_INPUT is PROBLEMS_INPUT
+
+
+@given(status_updates)
+def test_a_status_batch_member_reads_back_as_the_update_the_plan_declared(update: StatusUpdate) -> None:
+    (batch,) = status_batches([update])
+    inputs = {"apiVersion": batch.api_version, "kind": batch.kind, "members": status_component.member_inputs(batch, {}), "problem": None}
+    target = status_batch.Batch.from_props(status_batch.StatusBatchProvider().check({}, inputs).inputs).target(batch.key(update), {})
+    assert (target.api_version, target.kind, target.namespace, target.name) == (update.api_version, update.kind, update.namespace, update.name)
+    assert target.status == status_writer.StatusTarget.from_inputs(update.to_inputs()).status
 
 
 @given(stale_targets)

@@ -2,8 +2,9 @@
 
 The engine is played by Pulumi's mocks: a dynamic resource's outputs are its inputs plus the
 `problem` its provider returned, as the providers of this program do (providers/outcomes.py).
-The status write of the object concerned takes those outputs as inputs; the StatusProvider's
-check and merge (providers/status_writer.py) then give the status that is written.
+The object's member of its status batch takes those outputs as inputs; the batch provider's
+check (providers/status_batch.py) and the merge (providers/status_writer.py) then give the
+status that is written.
 """
 
 from __future__ import annotations
@@ -23,19 +24,21 @@ from pulumi.runtime.sync_await import _sync_await
 
 from cli.offline import OfflineRun, RecordingMonitor, Registration, run_offline
 from components.dynamic import RuntimeProfile
-from components.status import StatusWrite
+from components.status import StatusBatchWrite
 from planning.frozen import freeze
 from planning.models.kubeai import CpuProfile
 from planning.objects import StatusUpdate
+from planning.status_batches import status_batches
 from program import main as program
 from providers.profile_store import RuntimeProfileProvider
 from providers.outcomes import Persistence, ProblemReason, problem_output
-from providers.status_writer import StatusProvider, StatusTarget, status_with_problems
+from providers.status_batch import StatusBatchProvider
 from tests.planning.builders import activation, appliance, kustomization_for, with_flux
 from tests.planning.models.world import catalog_publishing, local_model, observed_model, platform, pod
+from tests.program.statuses import STATUS_BATCH, MemberWrite, checked_batch, status_write, status_writes, written_status
 
 DYNAMIC = "pulumi-python:dynamic/magicstick:"
-STATUS = f"{DYNAMIC}Status"
+STATUS = STATUS_BATCH
 RUNTIME_PROFILE = f"{DYNAMIC}RuntimeProfile"
 POD_RECOVERY = f"{DYNAMIC}PodRecovery"
 OLLAMA_ALIAS = f"{DYNAMIC}OllamaAlias"
@@ -83,15 +86,9 @@ def run_failing(tmp_path: Path):
     return run
 
 
-def status_write(run: OfflineRun, kind: str, name: str) -> Registration:
-    (found,) = [r for r in run.of_type(STATUS) if (r.inputs["kind"], r.inputs["name"]) == (kind, name)]
-    return found
-
-
-def written(registration: Registration) -> dict[str, Any]:
-    """The status the StatusProvider writes for these inputs, onto an object with no status yet."""
-    target = StatusTarget.from_inputs(StatusProvider().check({}, dict(registration.inputs)).inputs)
-    return status_with_problems(target.status, target.problems, previous={}, now=WRITTEN_AT)
+def written(write: MemberWrite) -> dict[str, Any]:
+    """The status the batch provider writes for this member, onto an object with no status yet."""
+    return written_status(write, now=WRITTEN_AT)
 
 
 def model_with_profile() -> list[dict]:
@@ -115,8 +112,8 @@ def test_a_full_profile_store_degrades_the_activation_that_names_the_profile_in_
 
 def test_a_problem_of_one_activation_leaves_the_status_writes_of_other_objects_without_problems(run_failing):
     run = run_failing(model_with_profile(), {RUNTIME_PROFILE: STORE_FULL})
-    others = [r for r in run.of_type(STATUS) if r.inputs["kind"] != "ModelActivation"]
-    assert others and all("problems" not in r.inputs for r in others)
+    others = [w for w in status_writes(run) if w.inputs["kind"] != "ModelActivation"]
+    assert others and all("problems" not in w.inputs for w in others)
 
 
 def test_an_unreachable_ollama_degrades_its_activation(run_failing):
@@ -148,12 +145,12 @@ def test_a_failed_stale_removal_degrades_the_appliance(run_failing):
 def test_without_problems_the_status_write_has_the_inputs_of_a_converged_run_and_shows_no_change(run_failing):
     run = run_failing(model_with_profile(), {})
     write = status_write(run, "ModelActivation", "qwen2505bcpu")
-    provider = StatusProvider()
-    checked = provider.check({}, dict(write.inputs)).inputs
-    assert "problems" not in checked
-    stored_by_the_last_run = {**checked, "problem": {}}
+    provider = StatusBatchProvider()
+    checked = provider.check({}, dict(write.batch.inputs)).inputs
+    assert "problems" not in checked["members"][write.key]
+    stored_by_the_last_run = {**checked, "problem": {}, "writeProblems": {}, "retries": {}}
     assert provider.diff("id", stored_by_the_last_run, checked).changes is False
-    assert written(write) == dict(checked["status"])
+    assert written(write) == dict(checked["members"][write.key]["status"])
 
 
 def test_a_refused_status_write_is_logged_as_a_warning_and_does_not_fail_the_run(run_failing, caplog):
@@ -180,7 +177,9 @@ def status_inputs_in_a_preview(no_problem: Any) -> Mapping[str, Any]:
     def declare() -> None:
         profile = RuntimeProfile(CpuProfile(name="magicstick-cpu-4", body=freeze({})), provider=RuntimeProfileProvider(), opts=pulumi.ResourceOptions())
         update = StatusUpdate(api_version="appliance.magicstick.dev/v1alpha1", kind="ModelActivation", namespace="ai", name="m", status=freeze({"phase": "Ready"}))
-        StatusWrite(update, provider=StatusProvider(), opts=pulumi.ResourceOptions(), problems={"runtime-profile/magicstick-cpu-4": profile.problem})
+        (batch,) = status_batches([update])
+        problems = {"ai/m": {"runtime-profile/magicstick-cpu-4": profile.problem}}
+        StatusBatchWrite(batch, provider=StatusBatchProvider(), opts=pulumi.ResourceOptions(), problems=problems)
 
     _sync_await(run_pulumi_func(declare))
     (write,) = [r for r in monitor.registrations if r.type == STATUS]
@@ -189,13 +188,14 @@ def status_inputs_in_a_preview(no_problem: Any) -> Mapping[str, Any]:
 
 def test_in_a_preview_an_empty_problem_is_known_so_an_unchanged_status_write_shows_no_change():
     inputs = status_inputs_in_a_preview({})
-    assert inputs["problems"] == {"runtime-profile/magicstick-cpu-4": {}}
-    checked = StatusProvider().check({}, dict(inputs)).inputs
-    assert StatusProvider().diff("id", {**checked, "problem": {}}, checked).changes is False
+    assert inputs["members"]["ai/m"]["problems"] == {"runtime-profile/magicstick-cpu-4": {}}
+    checked = StatusBatchProvider().check({}, dict(inputs)).inputs
+    assert StatusBatchProvider().diff("id", {**checked, "problem": {}}, checked).changes is False
 
 
 def test_in_a_preview_a_null_problem_would_be_unknown_and_show_a_change_in_every_preview():
     inputs = status_inputs_in_a_preview(None)
-    assert isinstance(inputs["problems"]["runtime-profile/magicstick-cpu-4"], Unknown)
-    checked = StatusProvider().check({}, dict(inputs)).inputs
-    assert StatusProvider().diff("id", {key: value for key, value in checked.items() if key != "problems"}, checked).changes is True
+    assert isinstance(inputs["members"]["ai/m"]["problems"]["runtime-profile/magicstick-cpu-4"], Unknown)
+    checked = StatusBatchProvider().check({}, dict(inputs)).inputs
+    without = {**checked, "members": {"ai/m": {k: v for k, v in checked["members"]["ai/m"].items() if k != "problems"}}}
+    assert StatusBatchProvider().diff("id", without, checked).changes is True

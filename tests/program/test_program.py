@@ -12,8 +12,9 @@ from pulumi.runtime import rpc
 from cli.offline import OfflineRun, run_offline
 from planning.objects import decode_status
 from program import main as program
-from providers.status_writer import StatusProvider
+from providers.status_batch import StatusBatchProvider
 from tests.planning.builders import CATALOGS, activation, appliance, instance, ready_modules, with_flux
+from tests.program.statuses import STATUS_BATCH, status_writes
 
 KUSTOMIZATION = "kubernetes:kustomize.toolkit.fluxcd.io/v1:Kustomization"
 CRD = "kubernetes:apiextensions.k8s.io/v1:CustomResourceDefinition"
@@ -88,20 +89,15 @@ def test_logical_names_do_not_depend_on_the_order_of_the_snapshot(run_program):
     assert first == second
 
 
-STATUS = "pulumi-python:dynamic/magicstick:Status"
-
-
-def test_every_runtime_object_gets_a_status_write_owned_by_the_appliance(run_program):
+def test_every_runtime_object_gets_a_status_write_in_a_batch_of_its_kind_owned_by_the_appliance(run_program):
     run = run_program(appliance(generation=5), activation("basis", generation=2), instance("openclaw-default", "openclaw"))
-    writes = {r.name: r for r in run.of_type(STATUS)}
-    assert set(writes) == {
-        "status/appliance/ai-system/local",
-        "status/moduleactivation/ai-system/basis",
-        "status/appinstance/ai-system/openclaw-default",
-    }
+    batches = {r.name: r for r in run.of_type(STATUS_BATCH)}
+    assert set(batches) == {"statuses/appliance/0", "statuses/moduleactivation/0", "statuses/appinstance/0"}
     root = run.of_type("magicstick:index:Appliance")[0]
-    assert all(w.parent == root.urn for w in writes.values())
-    basis = writes["status/moduleactivation/ai-system/basis"].inputs
+    assert all(b.parent == root.urn for b in batches.values())
+    writes = {(w.inputs["kind"], w.key): w.inputs for w in status_writes(run)}
+    assert set(writes) == {("Appliance", "ai-system/local"), ("ModuleActivation", "ai-system/basis"), ("AppInstance", "ai-system/openclaw-default")}
+    basis = writes[("ModuleActivation", "ai-system/basis")]
     assert (basis["apiVersion"], basis["kind"], basis["namespace"], basis["name"]) == (
         "appliance.magicstick.dev/v1alpha1",
         "ModuleActivation",
@@ -109,15 +105,16 @@ def test_every_runtime_object_gets_a_status_write_owned_by_the_appliance(run_pro
         "basis",
     )
     assert decode_status(basis["status"])["observedGeneration"] == 2
-    assert decode_status(writes["status/appliance/ai-system/local"].inputs["status"])["observedGeneration"] == 5
+    assert decode_status(writes[("Appliance", "ai-system/local")]["status"])["observedGeneration"] == 5
 
 
 def test_a_status_travels_as_json_text_and_check_gives_the_engine_the_mapping(run_program):
     run = run_program(appliance(), activation("basis", generation=2))
-    (write,) = [r for r in run.registrations if r.name == "status/moduleactivation/ai-system/basis"]
-    assert isinstance(write.inputs["status"], str)
-    checked = StatusProvider().check({}, dict(write.inputs))
-    assert checked.failures == [] and checked.inputs["status"] == json.loads(write.inputs["status"])
+    (batch,) = [r for r in run.registrations if r.name == "statuses/moduleactivation/0"]
+    text = batch.inputs["members"]["ai-system/basis"]["status"]
+    assert isinstance(text, str)
+    checked = StatusBatchProvider().check({}, dict(batch.inputs))
+    assert checked.failures == [] and checked.inputs["members"]["ai-system/basis"]["status"] == json.loads(text)
 
 
 def test_host_operation_status_is_never_written(run_program):
@@ -128,7 +125,8 @@ def test_host_operation_status_is_never_written(run_program):
         "spec": {},
     }
     run = run_program(appliance(), host_operation)
-    assert not [r for r in run.of_type(STATUS) if "hostoperation" in r.name]
+    assert run.of_type(STATUS_BATCH)
+    assert not [w for w in status_writes(run) if w.inputs["kind"] == "HostOperation"]
 
 
 def test_the_amd_hardware_provider_component_owns_the_device_config_and_the_eligibility_label(run_program):

@@ -16,7 +16,6 @@ from pulumi.runtime import rpc
 
 from cli.offline import OfflineRun, RecordingMonitor, run_offline
 from components.dynamic import OllamaAlias, ollama_alias_name, pod_recovery_name
-from components.status import status_logical_name
 from planning.frozen import freeze
 from planning.models.plan import AliasRequest, PodDeletion
 from planning.models.recovery import TerminalPod
@@ -29,7 +28,7 @@ from tests.planning.builders import activation, with_flux
 from tests.planning.models.world import catalog_publishing, local_model, observed_model, platform, pod
 
 DYNAMIC = "pulumi-python:dynamic/magicstick:"
-STATUS = f"{DYNAMIC}Status"
+STATUS = f"{DYNAMIC}StatusBatch"
 RUNTIME_PROFILE = f"{DYNAMIC}RuntimeProfile"
 POD_RECOVERY = f"{DYNAMIC}PodRecovery"
 OLLAMA_ALIAS = f"{DYNAMIC}OllamaAlias"
@@ -95,8 +94,8 @@ def test_the_dynamic_resources_are_named_by_their_parts_joined_with_a_slash(run_
     names = {r.type: set() for r in dynamic_resources(run)}
     for resource in dynamic_resources(run):
         names[resource.type].add(resource.name)
-    assert "status/moduleactivation/ai-system/basis" in names[STATUS]
-    assert "status/appliance/ai-system/local" in names[STATUS]
+    assert "statuses/moduleactivation/0" in names[STATUS]
+    assert "statuses/appliance/0" in names[STATUS]
     assert names[POD_RECOVERY] == {"pod-recovery/ai/broken-0/1"}
     assert all(name.startswith("runtime-profile/magicstick-cpu-") for name in names[RUNTIME_PROFILE])
 
@@ -104,7 +103,6 @@ def test_the_dynamic_resources_are_named_by_their_parts_joined_with_a_slash(run_
 def test_every_renamed_dynamic_resource_keeps_its_previous_name_as_an_alias(run_with):
     run = run_with(every_dynamic_kind())
     expected = {
-        "status/moduleactivation/ai-system/basis": "status-moduleactivation-ai-system-basis",
         "pod-recovery/ai/broken-0/1": "pod-recovery-ai-broken-0-1",
     }
     for profile in run.of_type(RUNTIME_PROFILE):
@@ -131,13 +129,6 @@ def test_two_pods_whose_dashed_names_coincide_get_two_recovery_resource_names():
     second = PodDeletion(namespace="ai", pod=_terminal("x-m-0"), attempt=1)
     assert pod_recovery_name(first).previous == pod_recovery_name(second).previous
     assert pod_recovery_name(first).name != pod_recovery_name(second).name
-
-
-def test_two_objects_whose_dashed_names_coincide_get_two_status_resource_names():
-    first = StatusUpdate(api_version="appliance.magicstick.dev/v1alpha1", kind="AppInstance", namespace="ai-system", name="a-b", status=freeze({}))
-    second = StatusUpdate(api_version="appliance.magicstick.dev/v1alpha1", kind="AppInstance", namespace="ai", name="system-a-b", status=freeze({}))
-    assert status_logical_name(first).previous == status_logical_name(second).previous
-    assert status_logical_name(first).name != status_logical_name(second).name
 
 
 def test_the_program_and_the_dynamic_providers_read_the_same_kubeconfig_and_context_keys():
