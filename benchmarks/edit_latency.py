@@ -24,11 +24,13 @@ edit it prints one line (stderr), then p50, p95 and max of:
 
 - total: the edit written -> the Model's spec showing it, seen by a watch of the Models;
 - trigger: the edit written -> the new request seen on the Stack (a watch);
-- program: the program's start (the engine's event for the Stack resource) -> its run line
-  (`magicstick: N objects planned`): observed, planned and declared;
-- engine: the CLI's start -> the program's start (CLI, plugins, language host), and the run line
-  -> the Model applied (the SDK's registrations, the engine's steps, the provider's diff and
-  server-side apply);
+- program: the program's start (the SDK constructs the Stack resource) -> the SDK sends the
+  Model's registration; in two parts: to the program's run line (`magicstick: N objects
+  planned`: observed, planned, every resource constructed), then the SDK resolving and
+  serializing inputs (the Python SDK's own debug lines mark both ends; they reach the event log);
+- engine: the CLI's start -> the program's start (CLI, plugins, language host), and the Model's
+  registration -> the Model applied (the engine's steps before it, the provider's check, diff
+  and server-side apply);
 - other: the rest (the request seen -> the CLI started).
 
 The engine's events are read as they come: `--event-log` is written to a FIFO and each event is
@@ -106,11 +108,18 @@ quiet period and maximum delay together."""
 MODEL_SECONDS: Final = 30.0
 """How long after its up the edited Model may take to show up on the watch before the edit counts as lost."""
 SPLITS: Final = ("trigger", "program", "engine", "other")
-ENGINE_PARTS: Final = ("engine start", "engine apply")
+PARTS: Final = {"program": ("program plan", "program register"), "engine": ("engine start", "engine apply")}
+"""The two parts of the program's and of the engine's time."""
 STACK_TYPE: Final = "pulumi:pulumi:Stack"
 MODEL_TYPE: Final = "kubernetes:kubeai.org/v1:Model"
 RUN_LINE: Final = re.compile(r"magicstick: \d+ objects planned")
 """program/report.py's run line, logged once the program has declared everything."""
+REGISTERING: Final = "registering resource: ty={type}, name={name},"
+"""The Python SDK's debug line (a diagnostic event) when a resource is constructed: for the
+Stack resource, the first thing the program does."""
+PREPARED: Final = "resource registration prepared: ty={type}, name={name}"
+"""The SDK's debug line once a resource's inputs are resolved and serialized: it sends the
+registration to the engine right after."""
 METRIC_LINE: Final = re.compile(r"^apiserver_request_total\{(?P<labels>[^}]*)\} (?P<value>\S+)$")
 METRIC_LABEL: Final = re.compile(r'(\w+)="((?:[^"\\]|\\.)*)"')
 
@@ -146,9 +155,13 @@ class Edit:
     requested_at: float
     launched_at: float
     program_started_at: float | None
+    """The SDK constructs the Stack resource: the program runs (the CLI and language host have started)."""
     declared_at: float | None
+    """The program's run line: observed, planned, every resource constructed."""
+    registered_at: float | None
+    """The SDK prepared the Model's registration (inputs resolved and serialized) and sends it."""
     model_step_at: float | None
-    """The engine started the Model's step (informative: the provider's check and diff come before)."""
+    """The engine started the Model's step (informative: the provider's check and diff come before it)."""
     applied_at: float
     up_seconds: float
     """The whole `pulumi up` of the edit (it goes on after the Model is applied)."""
@@ -162,11 +175,22 @@ class Edit:
         return self.applied_at - self.edited_at
 
     def splits(self) -> dict[str, float]:
-        """trigger, program, engine and other (adding up to the total), and the engine's two parts."""
-        trigger, reaction, start, program, apply = _durations(
-            self.edited_at, (self.requested_at, self.launched_at, self.program_started_at, self.declared_at), self.applied_at
+        """SPLITS (adding up to the total), and the two PARTS of the program and of the engine."""
+        trigger, reaction, start, plan, register, apply = _durations(
+            self.edited_at,
+            (self.requested_at, self.launched_at, self.program_started_at, self.declared_at, self.registered_at),
+            self.applied_at,
         )
-        return {"trigger": trigger, "program": program, "engine": start + apply, "other": reaction, "engine start": start, "engine apply": apply}
+        return {
+            "trigger": trigger,
+            "program": plan + register,
+            "engine": start + apply,
+            "other": reaction,
+            "program plan": plan,
+            "program register": register,
+            "engine start": start,
+            "engine apply": apply,
+        }
 
     def line(self, number: int, of: int) -> str:
         parts = self.splits()
@@ -194,7 +218,7 @@ class EditLatency:
     load_after: tuple[float, float, float]
 
     def values(self, split: str = "total") -> list[float]:
-        """Per edit: the total, or one of SPLITS and ENGINE_PARTS."""
+        """Per edit: the total, or one of SPLITS and PARTS."""
         return [edit.total if split == "total" else edit.splits()[split] for edit in self.edits]
 
     def percentile(self, split: str, p: int) -> float:
@@ -291,9 +315,13 @@ class Up:
         return next((at for at, event in zip(self.arrivals, self.run.events) if matches(event)), None)
 
 
-def _pre_event_of(event: JsonObject, *, type_: str, name: str | None = None) -> bool:
+def _pre_event_of(event: JsonObject, *, type_: str, name: str) -> bool:
     metadata = (event.get("resourcePreEvent") or {}).get("metadata") or {}
-    return metadata.get("type") == type_ and (name is None or str(metadata.get("urn", "")).endswith(f"::{name}"))
+    return metadata.get("type") == type_ and str(metadata.get("urn", "")).endswith(f"::{name}")
+
+
+def _diagnostic(event: JsonObject, starting: str) -> bool:
+    return str((event.get("diagnosticEvent") or {}).get("message", "")).startswith(starting)
 
 
 def _run_line(event: JsonObject) -> bool:
@@ -490,14 +518,16 @@ def edit_once(operator: Operator, admin: KubeClient, models: ModelWatch, activat
         raise RuntimeError(f"Model {MODEL_NAMESPACE}/{model} never showed {argument} after the up:\n{tail}")
     follow_ups = operator.serve_until_quiet()
     model_resource = logical_name_of(kind="Model", namespace=MODEL_NAMESPACE, name=model)
+    stack_name = operator.project.stack
     return Edit(
         activation=name,
         value=value,
         edited_at=edited_at,
         requested_at=arrived[0],
         launched_at=up.launched_at,
-        program_started_at=up.first(lambda event: _pre_event_of(event, type_=STACK_TYPE)),
+        program_started_at=up.first(lambda event: _diagnostic(event, REGISTERING.format(type=STACK_TYPE, name=f"magicstick-{stack_name}"))),
         declared_at=up.first(_run_line),
+        registered_at=up.first(lambda event: _diagnostic(event, PREPARED.format(type=MODEL_TYPE, name=model_resource))),
         model_step_at=up.first(lambda event: _pre_event_of(event, type_=MODEL_TYPE, name=model_resource)),
         applied_at=applied_at,
         up_seconds=up.seconds,
@@ -559,12 +589,18 @@ def measure(edits: int = EDITS, *, world: World = WORLD, refresh: bool = False) 
 EXPLAINED: Final = {
     "total": "edit written -> the Model's spec shows it (watch)",
     "trigger": "edit written -> the new request on the Stack (watch)",
-    "program": "program start -> its run line: observe, plan, declare",
-    "engine": "CLI start -> program start, and run line -> Model applied",
+    "program": "program start -> the SDK sends the Model's registration",
+    "program plan": "observe, plan, construct every resource (to the run line)",
+    "program register": "the SDK resolves and serializes inputs, until the Model's",
+    "engine": "CLI start -> program start, and Model registered -> applied",
     "engine start": "CLI, plugins, language host, until the program starts",
-    "engine apply": "registrations, engine steps, provider diff and apply of the Model",
+    "engine apply": "engine steps before it, provider check, diff, server-side apply",
     "other": "request seen -> CLI started (the PKO stand-in)",
 }
+
+
+def _row(label: str, values: Sequence[float], note: str) -> str:
+    return f"{label:<22} {percentile(values, 50):>7.2f} {percentile(values, 95):>7.2f} {max(values):>7.2f}  {note}"
 
 
 def report(result: EditLatency) -> str:
@@ -581,24 +617,27 @@ def report(result: EditLatency) -> str:
         f"changes {list(result.converge_changes)}; " + ("the last changed nothing" if result.converged else "NOT converged: the last still changed something"),
         "",
         f"{'over ' + str(len(result.edits)) + ' edits':<22} {'p50 s':>7} {'p95 s':>7} {'max s':>7}",
+        _row("total", result.values("total"), EXPLAINED["total"]),
     ]
-    for split in ("total", *SPLITS[:2], "engine", *ENGINE_PARTS, SPLITS[3]):
-        values = result.values(split)
-        label = split if split == "total" else f"  {split}" if split not in ENGINE_PARTS else f"    {split}"
-        lines.append(f"{label:<22} {percentile(values, 50):>7.2f} {percentile(values, 95):>7.2f} {max(values):>7.2f}  {EXPLAINED[split]}")
+    for split in SPLITS:
+        lines.append(_row(f"  {split}", result.values(split), EXPLAINED[split]))
+        lines += [_row(f"    {part}", result.values(part), EXPLAINED[part]) for part in PARTS.get(split, ())]
     ups = [edit.up_seconds for edit in result.edits]
     follow = [seconds for edit in result.edits for seconds in edit.follow_up_seconds]
-    lines.append(f"{'the edit`s whole up':<22} {percentile(ups, 50):>7.2f} {percentile(ups, 95):>7.2f} {max(ups):>7.2f}  not in the total: it goes on after the Model")
+    lines.append(_row("the edit's whole up", ups, "not in the total: it goes on after the Model"))
     if follow:
-        lines.append(f"{'follow-up ups':<22} {percentile(follow, 50):>7.2f} {percentile(follow, 95):>7.2f} {max(follow):>7.2f}  {len(follow)} runs the trigger requested after the edits' ups")
+        lines.append(_row("follow-up ups", follow, f"{len(follow)} runs the trigger requested after the edits' ups (the program's Model write)"))
     verbs: Counter[str] = Counter()
     for edit in result.edits:
         verbs.update(edit.requests)
     per_up = ", ".join(f"{verb} {count / len(result.edits):.0f}" for verb, count in verbs.most_common())
     lines.append(f"API requests per edit's up (every client, /metrics apiserver_request_total; no audit log to single out the provider): {per_up}")
+    cpus = os.cpu_count() or 1
+    busy = result.load_before[0] > cpus / 2
     lines.append(
-        f"load: {os.cpu_count()} CPUs, load average {result.load_before[0]:.1f} before and {result.load_after[0]:.1f} after "
-        "(above the CPU count: another job shared the machine and the figures are not representative)"
+        f"load: {cpus} CPUs, load average {result.load_before[0]:.1f} before the benchmark started its processes and "
+        f"{result.load_after[0]:.1f} at the end (its own API server, etcd, trigger and engine count in it); "
+        + ("the machine was busy before: the figures are not representative" if busy else "the machine was otherwise idle at the start")
     )
     if len(result.edits) != EDITS:
         lines.append(f"only {len(result.edits)} edits were measured; the goal is stated over {EDITS}")

@@ -10,6 +10,8 @@ from the cluster), with the workflow's fixed clock.
 
 from __future__ import annotations
 
+import re
+
 import os
 import subprocess
 from pathlib import Path
@@ -110,18 +112,20 @@ def test_the_preview_diff_text_names_each_changed_resource(world: dict[str, Any]
         assert step["urn"].split("::")[-1] in text, step["urn"]
 
 
-def test_the_preview_diff_text_names_each_object_whose_status_changes(world: dict[str, Any]):
-    """Statuses are written in batches (components/status.py); `pulumi preview --diff` shows
-    a batch's changed members by their keys, `<namespace>/<name>`, so a reader sees which
-    objects' statuses change."""
+def test_the_preview_diff_text_marks_each_object_whose_status_changes_and_no_other(world: dict[str, Any]):
+    """Statuses are written in batches (components/status.py); `pulumi preview --diff` prints a
+    changed batch's members by their keys, `<namespace>/<name>`, and marks with `~` those
+    whose status changes, as the README says to read it."""
     text = world["preview_text"].stdout
-    changed = []
+    changed, unchanged = [], []
     for step in preview_steps(world["preview"]):
-        if resource_type(step["urn"]) != STATUS_TYPE:
+        if resource_type(step["urn"]) != STATUS_TYPE or step["op"] != "update":
             continue
-        before = ((step.get("oldState") or {}).get("inputs") or {}).get("members") or {}
-        after = ((step.get("newState") or {}).get("inputs") or {}).get("members") or {}
-        changed += [key for key, member in after.items() if before.get(key, {}).get("status") != member.get("status")]
-    assert changed, "the edits change a status"
+        before = step["oldState"]["inputs"]["members"]
+        for key, member in step["newState"]["inputs"]["members"].items():
+            (unchanged if before.get(key) == member else changed).append(key)
+    assert changed and unchanged, "the edits change some statuses of a batch and leave others"
     for key in changed:
-        assert f'"{key}"' in text, key
+        assert re.search(rf"^ +~ {re.escape(key)} *: {{$", text, flags=re.MULTILINE), key
+    for key in unchanged:
+        assert re.search(rf"^ +{re.escape(key)} *: {{$", text, flags=re.MULTILINE), key
