@@ -167,6 +167,8 @@ class Edit:
     """The whole `pulumi up` of the edit (it goes on after the Model is applied)."""
     follow_up_seconds: tuple[float, ...]
     """The ups the trigger requested after it (for the program's own write of the Model)."""
+    follow_up_changes: tuple[int, ...]
+    """What each of them changed (resource steps other than `same`)."""
     requests: Mapping[str, int]
     """API requests by verb during the edit's up, every client."""
 
@@ -197,7 +199,8 @@ class Edit:
         named = ", ".join(f"{name} {parts[name]:.2f}" for name in SPLITS)
         return (
             f"edit {number}/{of} {self.activation} maxNumSeqs={self.value}: applied after {self.total:.2f} s ({named}); "
-            f"up {self.up_seconds:.1f} s, then {len(self.follow_up_seconds)} follow-up up(s) {_seconds_list(self.follow_up_seconds)}; "
+            f"up {self.up_seconds:.1f} s, then {len(self.follow_up_seconds)} follow-up up(s) {_seconds_list(self.follow_up_seconds)} "
+            f"changing {sum(self.follow_up_changes)}; "
             f"{sum(self.requests.values())} API requests"
         )
 
@@ -532,6 +535,7 @@ def edit_once(operator: Operator, admin: KubeClient, models: ModelWatch, activat
         applied_at=applied_at,
         up_seconds=up.seconds,
         follow_up_seconds=tuple(follow.seconds for follow in follow_ups),
+        follow_up_changes=tuple(len(changes(follow.run)) for follow in follow_ups),
         requests=dict(up.requests),
     )
 
@@ -626,18 +630,20 @@ def report(result: EditLatency) -> str:
     follow = [seconds for edit in result.edits for seconds in edit.follow_up_seconds]
     lines.append(_row("the edit's whole up", ups, "not in the total: it goes on after the Model"))
     if follow:
-        lines.append(_row("follow-up ups", follow, f"{len(follow)} runs the trigger requested after the edits' ups (the program's Model write)"))
+        changed = sum(sum(edit.follow_up_changes) for edit in result.edits)
+        note = f"{len(follow)} runs the trigger requested after the edits' ups; they changed {changed} resources"
+        lines.append(_row("follow-up ups", follow, note))
     verbs: Counter[str] = Counter()
     for edit in result.edits:
         verbs.update(edit.requests)
     per_up = ", ".join(f"{verb} {count / len(result.edits):.0f}" for verb, count in verbs.most_common())
     lines.append(f"API requests per edit's up (every client, /metrics apiserver_request_total; no audit log to single out the provider): {per_up}")
     cpus = os.cpu_count() or 1
-    busy = result.load_before[0] > cpus / 2
+    busy = result.load_before[0] >= cpus
     lines.append(
         f"load: {cpus} CPUs, load average {result.load_before[0]:.1f} before the benchmark started its processes and "
         f"{result.load_after[0]:.1f} at the end (its own API server, etcd, trigger and engine count in it); "
-        + ("the machine was busy before: the figures are not representative" if busy else "the machine was otherwise idle at the start")
+        + ("the machine was busy before: the figures are not representative" if busy else "no other job kept the CPUs busy at the start")
     )
     if len(result.edits) != EDITS:
         lines.append(f"only {len(result.edits)} edits were measured; the goal is stated over {EDITS}")

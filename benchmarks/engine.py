@@ -177,6 +177,8 @@ class Figures:
     """Peak resident bytes by role during the converged up with refresh (dynamic providers summed)."""
     cpu: dict[str, float] = field(default_factory=dict)
     """CPU seconds by role during the converged up with refresh."""
+    floor_memory: dict[str, int] = field(default_factory=dict)
+    """The floor's peak resident bytes by role during its converged up with refresh."""
 
 
 @contextmanager
@@ -196,8 +198,25 @@ def _cluster() -> Iterator[str]:
         yield kubeconfig
 
 
-def _project(scratch: Path, *, source: Path = REPO_ROOT) -> PulumiProject:
-    return PulumiProject.create(scratch, source=source)
+@dataclass(frozen=True)
+class Tuning:
+    """How the engine is run: engine settings (`PULUMI_*` variables) and `--parallel`."""
+
+    settings: tuple[tuple[str, str], ...] = ()
+    parallel: int | None = None
+
+    def args(self) -> tuple[str, ...]:
+        return () if self.parallel is None else (f"--parallel={self.parallel}",)
+
+    def describe(self) -> str:
+        told = [f"{key}={value}" for key, value in self.settings] + ([f"--parallel {self.parallel}"] if self.parallel is not None else [])
+        return ", ".join(told) or "the engine's defaults"
+
+
+def _project(scratch: Path, tuning: Tuning, *, source: Path = REPO_ROOT) -> PulumiProject:
+    project = PulumiProject.create(scratch, source=source)
+    project.settings.update(dict(tuning.settings))
+    return project
 
 
 def _timed(project: PulumiProject, *args: str) -> tuple[float, PeakMemory]:
@@ -226,25 +245,26 @@ def _state_bytes(project: PulumiProject) -> int:
     return sum(p.stat().st_size for p in project.backend_dir.rglob("*.json*") if "/stacks/" in str(p) and ".bak" not in p.name)
 
 
-def _program_commands(project: PulumiProject, figures: Figures) -> bool:
+def _program_commands(project: PulumiProject, figures: Figures, tuning: Tuning) -> bool:
     """Preview, first up, converged up, converged up with refresh; False when one outlived its bound."""
-    figures.seconds["preview"], _ = _timed(project, "preview")
+    figures.seconds["preview"], _ = _timed(project, "preview", *tuning.args())
     for command, args in (("first up", UP), ("converged up", UP), ("converged up --refresh", (*UP, "--refresh"))):
-        figures.seconds[command], sampled = _timed(project, *args)
+        figures.seconds[command], sampled = _timed(project, *args, *tuning.args())
         if math.isinf(figures.seconds[command]):
             return False
     figures.memory, figures.cpu = sampled.by_role(), sampled.cpu_by_role()
     return True
 
 
-def _floor_commands(project: PulumiProject, figures: Figures) -> None:
+def _floor_commands(project: PulumiProject, figures: Figures, tuning: Tuning) -> None:
     for command, args in (("first up", UP), ("converged up", UP), ("converged up --refresh", (*UP, "--refresh"))):
-        figures.floor_seconds[command], _ = _timed(project, *args)
+        figures.floor_seconds[command], sampled = _timed(project, *args, *tuning.args())
+        figures.floor_memory = sampled.by_role()
         if math.isinf(figures.floor_seconds[command]):
             return
 
 
-def measure(activations: int) -> Figures:
+def measure(activations: int, tuning: Tuning = Tuning()) -> Figures:
     from api import yamlio
 
     world = world_of(activations)
@@ -253,15 +273,15 @@ def measure(activations: int) -> Figures:
     with tempfile.TemporaryDirectory(prefix="magicstick-engine-") as scratch, _cluster() as kubeconfig:
         snapshot = Path(scratch) / "snapshot.yaml"
         snapshot.write_text(yamlio.safe_dump_all(cluster_objects(world)))
-        program = _project(Path(scratch) / "program")
+        program = _project(Path(scratch) / "program", tuning)
         program.config_set({"magicstick:kubeconfig": kubeconfig, "magicstick:snapshotFile": str(snapshot), "magicstick:now": "2026-01-01T00:00:00Z"})
-        if not _program_commands(program, figures):
+        if not _program_commands(program, figures, tuning):
             return figures
         figures.resources = _registered(program.export())
         figures.state_bytes = _state_bytes(program)
-        floor = _project(Path(scratch) / "floor", source=FLOOR_SOURCE)
+        floor = _project(Path(scratch) / "floor", tuning, source=FLOOR_SOURCE)
         floor.config_set({"floor:kubeconfig": kubeconfig, "floor:count": str(figures.resources), "floor:namespace": FLOOR_NAMESPACE})
-        _floor_commands(floor, figures)
+        _floor_commands(floor, figures, tuning)
     return figures
 
 
@@ -284,6 +304,9 @@ def report(rows: Sequence[Figures]) -> str:
     lines.append("floor: a stack of as many plain ConfigMaps as the program registers at that size (benchmarks/floor/), same engine and API server.")
     lines.append("memory: peak resident (VmHWM) of one process of each role during the converged up with refresh; dynamic providers summed.")
     for f in rows:
+        if f.floor_memory:
+            split = ", ".join(f"{role} {peak / MIB:.0f}" for role, peak in sorted(f.floor_memory.items()))
+            lines.append(f"floor's peak memory MiB at {f.activations} ({sum(f.floor_memory.values()) / MIB:.0f} in all): {split}")
         if f.cpu:
             split = ", ".join(f"{role} {seconds:.1f}" for role, seconds in sorted(f.cpu.items()))
             lines.append(f"cpu seconds of the converged up with refresh at {f.activations}: {split}")
@@ -352,7 +375,10 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--sizes", help="comma-separated activation counts (default 20,100,1000)")
     parser.add_argument("--edits", type=int, help=f"edits of goal 1 (default {EDITS}, --small {SMALL_EDITS}; 0 leaves goal 1 out)")
     parser.add_argument("--json", action="store_true", help="print the figures as JSON too")
+    parser.add_argument("--setting", action="append", default=[], metavar="PULUMI_NAME=VALUE", help="an engine setting for every command (repeatable)")
+    parser.add_argument("--parallel", type=int, help="`--parallel` of every command (default: the engine's, 4 per CPU)")
     options = parser.parse_args(argv)
+    tuning = Tuning(settings=tuple(tuple(s.split("=", 1)) for s in options.setting), parallel=options.parallel)
     sizes = SMALL if options.small else tuple(int(s) for s in options.sizes.split(",")) if options.sizes else SIZES
     edits = options.edits if options.edits is not None else SMALL_EDITS if options.small else EDITS
     latency = None
@@ -362,7 +388,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     rows = []
     for size in sizes:
         print(f"engine benchmark: {size} activations", file=sys.stderr, flush=True)
-        rows.append(measure(size))
+        rows.append(measure(size, tuning))
+    print(f"engine: {tuning.describe()}")
     print(report(rows))
     if latency is not None:
         print(edit_latency.report(latency))
