@@ -17,8 +17,11 @@ Rules (each member is written as providers/status_writer.py writes one object):
   Permanent), `retries` the retry records of each member's Temporary problems. `problem`, the
   output every dynamic resource has, sums them up so the run logs one warning naming each
   object. Nothing concerning one member raises: the other members are still written;
-- `read` (`pulumi refresh`) lists each namespace once and records every member's live status,
-  so the next `up` writes back a status someone else changed;
+- the outputs keep of each member its identity, the fields of its planned status and digests
+  of that status and of its problems, not the status itself: the inputs hold it for the
+  preview's diff, and twice would double a large stack's state (`recorded_member`);
+- `read` (`pulumi refresh`) lists each namespace once and records the digest of every member's
+  live status, so the next `up` writes back a status someone else changed;
 - `delete`, and forgetting a member, never touch the object: the status belongs to the object.
 
 The inputs name the objects, not how the cluster is reached (providers/cluster_access.py).
@@ -26,6 +29,8 @@ The inputs name the objects, not how the cluster is reached (providers/cluster_a
 
 from __future__ import annotations
 
+import hashlib
+import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime, timezone
@@ -47,6 +52,9 @@ from providers.status_writer import StatusTarget, problems_by_source, status_wri
 
 WRITE_PROBLEMS_OUTPUT: Final = "writeProblems"
 """By member key: the problem of a member whose status could not be written."""
+FIELDS_OUTPUT: Final = "fields"
+STATUS_DIGEST_OUTPUT: Final = "statusDigest"
+PROBLEMS_DIGEST_OUTPUT: Final = "problemsDigest"
 MEMBER_RETRIES_OUTPUT: Final = "retries"
 """By member key: the member's retry records (providers.retry_records), by resource name."""
 LIST_FROM: Final = 8
@@ -120,12 +128,55 @@ def members_to_write(olds: Mapping[str, Any], news: Mapping[str, Any]) -> list[s
     before, write_problems, members = _mapping(olds, MEMBERS_INPUT), _mapping(olds, WRITE_PROBLEMS_OUTPUT), _mapping(news, MEMBERS_INPUT)
     chosen = []
     for key in sorted(members):
-        member = members[key]
+        member = members[key] if isinstance(members[key], Mapping) else {}
         refused = problem_from(write_problems.get(key))
-        lasting = any(problem.retried for problem in problems_by_source(member.get(PROBLEMS_INPUT) if isinstance(member, Mapping) else None).values())
-        if before.get(key) != member or (refused is not None and refused.retried) or lasting:
+        lasting = any(problem.retried for problem in problems_by_source(member.get(PROBLEMS_INPUT)).values())
+        recorded = before.get(key)
+        if not isinstance(recorded, Mapping) or not same_member(recorded, member) or (refused is not None and refused.retried) or lasting:
             chosen.append(key)
     return chosen
+
+
+def digest(value: Any) -> str | None:
+    """The sha256 of `value`'s canonical JSON (sorted keys, whole floats as integers, as the
+    protocol carries them either way); None while a part of it is not known. Pure."""
+    if _has_unknown(value):
+        return None
+    text = json.dumps(restore_integers(thaw(value)), sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def recorded_member(member: Mapping[str, Any]) -> dict[str, Any]:
+    """What the outputs keep of a member: its identity, the fields of its planned status, and the
+    digests of that status and of its problems, never the status itself (the inputs hold it, for
+    the preview's diff; keeping it twice doubled a large stack's state). Pure."""
+    status = decode_status(member.get(STATUS_INPUT))
+    return {
+        "namespace": member.get("namespace"),
+        "name": member.get("name"),
+        FIELDS_OUTPUT: sorted(status) if isinstance(status, Mapping) else [],
+        STATUS_DIGEST_OUTPUT: digest(status),
+        PROBLEMS_DIGEST_OUTPUT: digest(member.get(PROBLEMS_INPUT) or {}),
+    }
+
+
+def same_member(recorded: Mapping[str, Any], member: Mapping[str, Any]) -> bool:
+    """True when `member` (checked inputs) is the one `recorded` (outputs) describes. Pure."""
+    now = recorded_member(member)
+    if now[STATUS_DIGEST_OUTPUT] is None or now[PROBLEMS_DIGEST_OUTPUT] is None:
+        return False
+    keys = ("namespace", "name", STATUS_DIGEST_OUTPUT, PROBLEMS_DIGEST_OUTPUT)
+    return all(recorded.get(key) == now[key] for key in keys)
+
+
+def _has_unknown(value: Any) -> bool:
+    if is_unknown(value):
+        return True
+    if isinstance(value, Mapping):
+        return any(_has_unknown(item) for item in value.values())
+    if isinstance(value, (list, tuple)):
+        return any(_has_unknown(item) for item in value)
+    return False
 
 
 def batch_problem(problems: Mapping[str, Problem], members: int) -> Problem | None:
@@ -175,10 +226,9 @@ class StatusBatchProvider(ClusterResourceProvider):
             return ReadResult(id_=id_, outs=with_problem(observed, status_write_problem(error)))
         members = dict(batch.members)
         for key, obj in current.items():
-            planned = decode_status(members[key].get(STATUS_INPUT))
-            keys = planned if isinstance(planned, Mapping) else {}
+            fields = members[key].get(FIELDS_OUTPUT) or ()
             live = obj.get("status") or {}
-            members[key] = {**members[key], STATUS_INPUT: {k: v for k, v in live.items() if k in keys}}
+            members[key] = {**members[key], STATUS_DIGEST_OUTPUT: digest({k: v for k, v in live.items() if k in fields})}
         return ReadResult(id_=id_, outs={**observed, MEMBERS_INPUT: members})
 
     def delete(self, _id: str, _props: dict[str, Any]) -> None:
@@ -198,6 +248,7 @@ class StatusBatchProvider(ClusterResourceProvider):
                 retries[key] = records
         problems |= self._write(batch, keys, retries, now)
         outputs = with_problem(without_legacy_access(props), batch_problem(problems, len(batch.members)))
+        outputs[MEMBERS_INPUT] = {key: recorded_member(member) for key, member in sorted(batch.members.items())}
         outputs[WRITE_PROBLEMS_OUTPUT] = {key: problem.output() for key, problem in sorted(problems.items())}
         outputs[MEMBER_RETRIES_OUTPUT] = {key: records_output(records) for key, records in sorted(retries.items()) if records}
         return outputs

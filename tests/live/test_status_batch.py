@@ -8,7 +8,7 @@ from typing import Any
 from planning.objects import encode_status
 from providers.kinds import MODULE_ACTIVATION
 from providers.kube import KubeAccess, KubeClient
-from providers.status_batch import LIST_FROM, StatusBatchProvider
+from providers.status_batch import LIST_FROM, StatusBatchProvider, digest
 from providers.status_writer import STATUS_FIELD_MANAGER, StatusProvider
 from tests.live.world import load
 from tests.planning.builders import activation
@@ -128,8 +128,8 @@ def test_read_records_every_members_live_status_so_a_status_changed_by_someone_e
 
     read = provider.read(created.id, created.outs)
 
-    assert read.outs["members"][f"{namespace}/m2"]["status"] == WAITING
-    assert read.outs["members"][f"{namespace}/m1"]["status"] == READY
+    assert read.outs["members"][f"{namespace}/m2"]["statusDigest"] == digest(WAITING)
+    assert read.outs["members"][f"{namespace}/m1"]["statusDigest"] == digest(READY)
     assert provider.diff(created.id, read.outs, inputs).changes is True
     provider.update(created.id, read.outs, inputs)
     assert admin.get(MODULE_ACTIVATION, "m2", namespace)["status"] == READY

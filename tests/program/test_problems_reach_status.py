@@ -32,7 +32,7 @@ from planning.status_batches import status_batches
 from program import main as program
 from providers.profile_store import RuntimeProfileProvider
 from providers.outcomes import Persistence, ProblemReason, problem_output
-from providers.status_batch import StatusBatchProvider
+from providers.status_batch import StatusBatchProvider, recorded_member
 from tests.planning.builders import activation, appliance, kustomization_for, with_flux
 from tests.planning.models.world import catalog_publishing, local_model, observed_model, platform, pod
 from tests.program.statuses import STATUS_BATCH, MemberWrite, checked_batch, status_write, status_writes, written_status
@@ -148,7 +148,8 @@ def test_without_problems_the_status_write_has_the_inputs_of_a_converged_run_and
     provider = StatusBatchProvider()
     checked = provider.check({}, dict(write.batch.inputs)).inputs
     assert "problems" not in checked["members"][write.key]
-    stored_by_the_last_run = {**checked, "problem": {}, "writeProblems": {}, "retries": {}}
+    members = {key: recorded_member(member) for key, member in checked["members"].items()}
+    stored_by_the_last_run = {**checked, "members": members, "problem": {}, "writeProblems": {}, "retries": {}}
     assert provider.diff("id", stored_by_the_last_run, checked).changes is False
     assert written(write) == dict(checked["members"][write.key]["status"])
 
@@ -190,12 +191,13 @@ def test_in_a_preview_an_empty_problem_is_known_so_an_unchanged_status_write_sho
     inputs = status_inputs_in_a_preview({})
     assert inputs["members"]["ai/m"]["problems"] == {"runtime-profile/magicstick-cpu-4": {}}
     checked = StatusBatchProvider().check({}, dict(inputs)).inputs
-    assert StatusBatchProvider().diff("id", {**checked, "problem": {}}, checked).changes is False
+    members = {key: recorded_member(member) for key, member in checked["members"].items()}
+    assert StatusBatchProvider().diff("id", {**checked, "members": members, "problem": {}}, checked).changes is False
 
 
 def test_in_a_preview_a_null_problem_would_be_unknown_and_show_a_change_in_every_preview():
     inputs = status_inputs_in_a_preview(None)
     assert isinstance(inputs["members"]["ai/m"]["problems"]["runtime-profile/magicstick-cpu-4"], Unknown)
     checked = StatusBatchProvider().check({}, dict(inputs)).inputs
-    without = {**checked, "members": {"ai/m": {k: v for k, v in checked["members"]["ai/m"].items() if k != "problems"}}}
+    without = {**checked, "members": {"ai/m": recorded_member({k: v for k, v in checked["members"]["ai/m"].items() if k != "problems"})}}
     assert StatusBatchProvider().diff("id", without, checked).changes is True

@@ -7,7 +7,7 @@ from pulumi.output import Unknown
 
 from planning.objects import encode_status
 from providers.outcomes import Persistence, Problem, ProblemReason, problem_output
-from providers.status_batch import StatusBatchProvider, batch_problem, members_to_write
+from providers.status_batch import StatusBatchProvider, batch_problem, digest, members_to_write, recorded_member
 
 READY = {"phase": "Ready", "observedGeneration": 1}
 STORE_FULL = problem_output(ProblemReason.PROFILE_STORE_FULL, "cannot add resource profile: the limit is 64")
@@ -30,8 +30,10 @@ def checked(inputs: dict) -> dict:
 
 
 def stored(inputs: dict, **outputs: object) -> dict:
-    """What the state holds after a write that met no problem, with `outputs` over it."""
-    return {**checked(inputs), "problem": {}, "writeProblems": {}, "retries": {}, **outputs}
+    """The outputs a write that met no problem leaves in the state, with `outputs` over them."""
+    inputs = checked(inputs)
+    members = {key: recorded_member(member) for key, member in inputs["members"].items()}
+    return {**inputs, "members": members, "problem": {}, "writeProblems": {}, "retries": {}, **outputs}
 
 
 def test_check_decodes_each_members_status_and_drops_empty_problems():
@@ -105,3 +107,17 @@ def test_the_batch_problem_names_every_member_that_was_not_written():
 def test_a_batch_of_only_permanent_problems_is_permanent():
     summed = batch_problem({"ai/embed": Problem(ProblemReason.STATUS_WRITE_INVALID, "422 Invalid", Persistence.PERMANENT)}, 1)
     assert summed is not None and summed.persistence is Persistence.PERMANENT
+
+
+def test_the_outputs_keep_a_members_identity_fields_and_digests_not_its_status():
+    recorded = recorded_member(checked(batch(member("chat")))["members"]["ai/chat"])
+    assert recorded == {"namespace": "ai", "name": "chat", "fields": ["observedGeneration", "phase"], "statusDigest": digest(READY), "problemsDigest": digest({})}
+
+
+def test_a_digest_reads_a_whole_float_as_the_integer_the_protocol_turned_into_it():
+    assert digest({"observedGeneration": 3.0}) == digest({"observedGeneration": 3})
+    assert digest({"observedGeneration": 3}) != digest({"observedGeneration": 4})
+
+
+def test_a_digest_of_a_value_not_known_yet_is_none():
+    assert digest({"problems": {"runtime-profile/cpu-4": Unknown()}}) is None
