@@ -41,7 +41,7 @@ GIB: Final = 1024**3
 PAGE_SIZE_NOTE: Final = "LIST pages of providers.kube.client.DEFAULT_PAGE_SIZE objects"
 
 GOAL_FLOOR_RATIO: Final = 1.3
-GOAL_PER_ACTIVATION: Final = 1.5
+GOAL_PER_ACTIVATION: Final = 1.0
 GOAL_GROWTH: Final = 11.0
 GOAL_MEMORY_BYTES: Final = GIB
 

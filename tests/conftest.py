@@ -2,7 +2,8 @@
 
 A test needs the test kube-apiserver exactly when it requests the `cluster` fixture, directly
 or through another fixture. Such tests are marked `cluster` at collection; the tests of the
-real Pulumi engine (`engine_cluster`, tests/e2e) are marked `e2e`; the tests in tests/peers,
+real Pulumi engine (`engine_cluster`, tests/e2e, or `own_engine` for a test whose subject
+starts its own API server and engine, such as a benchmark) are marked `e2e`; the tests in tests/peers,
 where the real peers (egctl, helm, flux) judge what the program renders, are marked `peers`.
 So `pytest -m "not cluster and not e2e and not peers"` runs everything else without the test
 toolchain.
@@ -17,7 +18,7 @@ import pytest
 pytest_plugins = ["tests.cluster.conftest_plugin"]
 
 CLUSTER_FIXTURE = "cluster"
-ENGINE_FIXTURE = "engine_cluster"
+ENGINE_FIXTURES = frozenset({"engine_cluster", "own_engine"})
 PEER_TESTS = Path(__file__).resolve().parent / "peers"
 
 
@@ -26,7 +27,13 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
         fixtures = getattr(item, "fixturenames", ())
         if CLUSTER_FIXTURE in fixtures:
             item.add_marker(pytest.mark.cluster)
-        if ENGINE_FIXTURE in fixtures:
+        if ENGINE_FIXTURES & set(fixtures):
             item.add_marker(pytest.mark.e2e)
         if item.path.is_relative_to(PEER_TESTS):
             item.add_marker(pytest.mark.peers)
+
+
+@pytest.fixture
+def own_engine() -> None:
+    """Requested by a test whose subject starts its own test API server and runs the real engine
+    (a benchmark's `measure`): it gives nothing, and marks the test `e2e`."""

@@ -4,17 +4,13 @@ checked: the figures are the benchmark's to print."""
 
 from __future__ import annotations
 
-import pytest
-
 from benchmarks.edit_latency import PARTS, SPLITS, measure, report
-
-pytestmark = pytest.mark.e2e
 
 EPSILON = 1e-9
 """Floating-point slack for sums of differences of time.monotonic() readings."""
 
 
-def test_one_edit_reaches_its_model_and_the_splits_add_up_to_at_most_the_total() -> None:
+def test_one_edit_reaches_its_model_and_the_splits_add_up_to_at_most_the_total(own_engine: None) -> None:
     result = measure(edits=1)
 
     (edit,) = result.edits
