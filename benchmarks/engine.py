@@ -182,6 +182,7 @@ class Figures:
     """CPU seconds by role during the converged up with refresh."""
     floor_memory: dict[str, int] = field(default_factory=dict)
     """The floor's peak resident bytes by role during its converged up with refresh."""
+    floor_state_bytes: int = 0
 
 
 @contextmanager
@@ -285,6 +286,7 @@ def measure(activations: int, tuning: Tuning = Tuning()) -> Figures:
         floor = _project(Path(scratch) / "floor", tuning, source=FLOOR_SOURCE)
         floor.config_set({"floor:kubeconfig": kubeconfig, "floor:count": str(figures.resources), "floor:namespace": FLOOR_NAMESPACE})
         _floor_commands(floor, figures, tuning)
+        figures.floor_state_bytes = _state_bytes(floor)
     return figures
 
 
@@ -309,7 +311,10 @@ def report(rows: Sequence[Figures]) -> str:
     for f in rows:
         if f.floor_memory:
             split = ", ".join(f"{role} {peak / MIB:.0f}" for role, peak in sorted(f.floor_memory.items()))
-            lines.append(f"floor's peak memory MiB at {f.activations} ({sum(f.floor_memory.values()) / MIB:.0f} in all): {split}")
+            lines.append(
+                f"floor's peak memory MiB at {f.activations} ({sum(f.floor_memory.values()) / MIB:.0f} in all): {split}; "
+                f"its state {f.floor_state_bytes / 1024:.0f} KiB ({f.floor_state_bytes / max(f.resources, 1):.0f} B/resource)"
+            )
         if f.cpu:
             split = ", ".join(f"{role} {seconds:.1f}" for role, seconds in sorted(f.cpu.items()))
             lines.append(f"cpu seconds of the converged up with refresh at {f.activations}: {split}")
@@ -329,8 +334,10 @@ class Verdict:
 
 
 def verdicts(rows: Sequence[Figures]) -> list[Verdict]:
-    """Goals 2 to 5 from the sizes measured, largest and smallest compared. Pure."""
-    small, large = min(rows, key=lambda f: f.activations), max(rows, key=lambda f: f.activations)
+    """Goals 2 to 5 from the sizes measured: the largest, and growth from the next largest
+    (100 -> 1,000 in the full run). Pure."""
+    ordered = sorted(rows, key=lambda f: f.activations)
+    small, large = ordered[-2] if len(ordered) > 1 else ordered[0], ordered[-1]
     found = []
     up, floor = large.seconds.get("converged up", math.inf), large.floor_seconds.get("converged up", math.inf)
     refreshed, floor_refreshed = large.seconds.get("converged up --refresh", math.inf), large.floor_seconds.get("converged up --refresh", math.inf)

@@ -37,6 +37,16 @@ def test_a_converged_up_above_one_and_a_half_floors_misses_goal_2():
     assert by_number(rows)[2] is False
 
 
+def test_growth_is_judged_between_the_two_largest_sizes():
+    rows = [
+        figures(20, up=1, floor=4, resources=55, state_bytes=400_000),
+        figures(100, up=8, floor=6, resources=134, state_bytes=800_000),
+        figures(1000, up=40, floor=30, resources=914, state_bytes=5_300_000),
+    ]
+    (growth,) = [v for v in verdicts(rows) if v.number == 3]
+    assert growth.met and growth.figures.startswith("5.0x")
+
+
 def test_growth_beyond_eleven_times_for_ten_times_the_activations_misses_goal_3():
     rows = [figures(100, up=4, floor=6, resources=134, state_bytes=800_000), figures(1000, up=45, floor=30, resources=914, state_bytes=5_300_000)]
     assert by_number(rows)[3] is False
