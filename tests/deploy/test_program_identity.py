@@ -26,11 +26,14 @@ from providers.kube.client import APPLY_PATCH
 from providers.live_reader import read_snapshot
 from providers.offloading_store import OFFLOADING_STORE
 from providers.profile_store import put_profile, read_profiles, remove_profile
+from planning.objects import encode_status
+from providers.status_batch import LIST_FROM, StatusBatchProvider
 from providers.status_writer import StatusTarget, write_status
 from tests.cluster.apiserver import TestIdentity
 from tests.live.world import DEVICE_CONFIG, NAMESPACE
 from tests.deploy.manifests import SERVICE_ACCOUNT_USER, SYSTEM_NAMESPACE
 from tests.deploy.program_identity import FIELD_MANAGER as LOADER
+from tests.providers.engine import configured, kubeconfig_config
 
 OWN_CRD_NAMES = tuple(crd["metadata"]["name"] for crd in load_committed_crds())
 
@@ -78,6 +81,26 @@ class TestWhatTheProgramDoesIsAllowed:
 
         assert write_status(program, target) is True
         assert admin.get(MODULE_ACTIVATION, activation_name, SYSTEM_NAMESPACE)["status"] == status
+
+    def test_a_status_batch_reads_its_objects_by_one_list_and_writes_their_statuses(
+        self, program_access: KubeAccess, admin: KubeClient, request: pytest.FixtureRequest
+    ):
+        stem = f"batch-{hashlib.sha256(request.node.name.encode()).hexdigest()[:8]}"
+        names = [f"{stem}-{index}" for index in range(LIST_FROM)]
+        for name in names:
+            admin.apply(MODULE_ACTIVATION, module_activation(name), field_manager=LOADER)
+        request.addfinalizer(lambda: [admin.delete(MODULE_ACTIVATION, name, SYSTEM_NAMESPACE) for name in names])
+        status = {"phase": "Ready", "observedGeneration": 1, "message": "Kustomization platform-basis is ready."}
+        members = {f"{SYSTEM_NAMESPACE}/{name}": {"namespace": SYSTEM_NAMESPACE, "name": name, "status": encode_status(status)} for name in names}
+        assert program_access.kubeconfig is not None
+        provider = configured(StatusBatchProvider(), kubeconfig_config(program_access.kubeconfig))
+        inputs = provider.check({}, {"apiVersion": API_VERSION, "kind": "ModuleActivation", "members": members}).inputs
+
+        created = provider.create(inputs)
+
+        assert created.outs["writeProblems"] == {}
+        assert all(admin.get(MODULE_ACTIVATION, name, SYSTEM_NAMESPACE)["status"] == status for name in names)
+        assert provider.read(created.id, created.outs).outs.get("problem") in (None, {})
 
     def test_a_missing_module_activation_is_seeded_by_server_side_apply(
         self, program: KubeClient, admin: KubeClient, activation_name
