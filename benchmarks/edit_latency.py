@@ -79,16 +79,8 @@ from services.reconcile_trigger.stack import StackRef
 from tests.cluster.apiserver import ADMIN_USER, ClusterInfo, install_crds, running_cluster
 from tests.e2e.engine import PulumiProject, Run
 from tests.e2e.lifecycle import MAX_ROUNDS, OWN_CRDS, changes
-from tests.e2e.world import MODEL_NAMESPACE, NAMESPACES, load_demo
-from tests.live.world import (
-    LOADER,
-    accept_gateway_objects,
-    ensure_namespace,
-    mark_helm_releases_ready,
-    mark_kustomizations_ready,
-    roll_out_deployments,
-    without_server_fields,
-)
+from tests.e2e.world import MODEL_NAMESPACE, NAMESPACES, load_demo, play_platform
+from tests.live.world import LOADER, ensure_namespace, without_server_fields
 from tests.services.reconcile_trigger.world import create_stack, ensure_stack_crd
 from tests.support.vendored import VENDORED_CRDS
 
@@ -452,17 +444,6 @@ def load_world(cluster: ClusterInfo, admin: KubeClient, documents: list[JsonObje
         ensure_namespace(admin, namespace)
     load_demo(admin, documents)
     return create_stack(admin, SYSTEM_NAMESPACE)
-
-
-def play_platform(client: KubeClient) -> int:
-    """One pass of Flux, helm-controller, Envoy Gateway and the Deployment controller (not KubeAI:
-    no Model gets a Pod); the number of statuses written."""
-    written = mark_kustomizations_ready(client)
-    for namespace in NAMESPACES:
-        written += mark_helm_releases_ready(client, namespace)
-        written += accept_gateway_objects(client, namespace)
-        written += roll_out_deployments(client, namespace)
-    return written
 
 
 def edit_targets(documents: Sequence[Mapping[str, Any]]) -> list[JsonObject]:

@@ -28,7 +28,8 @@ import pulumi
 from pulumi.dynamic import Resource, ResourceProvider
 
 from components.dynamic import PROBLEM
-from planning.provider_wire import MEMBERS_INPUT, PROBLEMS_INPUT
+from planning.objects import encode_status
+from planning.provider_wire import MEMBERS_INPUT, PROBLEMS_INPUT, STATUS_INPUT
 from planning.status_batches import StatusBatch
 
 __all__ = ["StatusBatchWrite", "member_inputs"]
@@ -43,8 +44,7 @@ def member_inputs(batch: StatusBatch, problems: MemberProblems) -> dict[str, dic
     members: dict[str, dict[str, Any]] = {}
     for update in batch.members:
         key = batch.key(update)
-        inputs = update.to_inputs()
-        member: dict[str, Any] = {"namespace": update.namespace, "name": update.name, "status": inputs["status"]}
+        member: dict[str, Any] = {"namespace": update.namespace, "name": update.name, STATUS_INPUT: encode_status(update.status)}
         found = problems.get(key)
         if found:
             member[PROBLEMS_INPUT] = dict(sorted(found.items()))

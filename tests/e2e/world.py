@@ -154,14 +154,21 @@ def _serves(pod: Mapping[str, Any], ollama: OllamaDouble) -> bool:
     return (pod.get("status") or {}).get("podIP") == ollama.host and ollama.port in ports
 
 
-def play_controllers(client: KubeClient, ollama: OllamaDouble) -> int:
-    """One pass of every controller stand-in; the number of objects and statuses written."""
-    written = play_ollama(client, ollama)
-    written += mark_kustomizations_ready(client)
+def play_platform(client: KubeClient) -> int:
+    """One pass of Flux, helm-controller, Envoy Gateway and the Deployment controller; the number
+    of statuses written."""
+    written = mark_kustomizations_ready(client)
     for namespace in NAMESPACES:
         written += mark_helm_releases_ready(client, namespace)
         written += accept_gateway_objects(client, namespace)
         written += roll_out_deployments(client, namespace)
+    return written
+
+
+def play_controllers(client: KubeClient, ollama: OllamaDouble) -> int:
+    """One pass of every controller stand-in; the number of objects and statuses written."""
+    written = play_ollama(client, ollama)
+    written += play_platform(client)
     written += play_kubeai(client, MODEL_NAMESPACE)
     return written
 
