@@ -46,10 +46,10 @@ import jwt
 
 from benchmarks.http_load import LoadResult, LoadSpec
 from services.access_guard.grants import GrantStore
-from services.access_guard.keys import KeySet
+from services.oidc.keys import KeySet
 from services.access_guard.settings import DEFAULT_MAX_CONNECTIONS
-from services.access_guard.tokens import TokenVerifier
-from services.access_guard.verification import CachingVerifier
+from services.oidc.tokens import TokenVerifier
+from services.oidc.verification import CachingVerifier
 from tests.services.access_guard.attack import (
     address_of,
     burst,

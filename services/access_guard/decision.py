@@ -22,16 +22,10 @@ In the order a request meets them; the first that applies decides, and any error
 |   | of the token's groups a listed group (an empty selection: nobody)     |        |                             |
 |13 | otherwise                                                             | 200    | allowed                     |
 
-Row 10, exactly: the subject and each group must be printable ASCII, 0x20 to 0x7E, with a
-first and a last character from 0x21 to 0x7E (no leading or trailing space); a group must
-also not be empty (a subject never is after row 8) and hold no comma, which separates the
-groups in their header. Anything else is refused rather than altered: a header parser trims
-surrounding whitespace (` alice` would arrive upstream as `alice`, and ` ` as the anonymous
-empty user), a tab or a control character could split or end a header, and a comma would
-make one group two. Non-ASCII names are refused too: header values are bytes whose encoding
-the applications behind Envoy would have to guess.
+Row 10 is the rule of services.oidc.claims.unrepresentable: a name is refused rather than
+altered when it cannot travel in a header as it is.
 
-A verified-token cache (services.access_guard.verification) may answer row 7 for a token seen
+A verified-token cache (services.oidc.verification) may answer row 7 for a token seen
 before; rows 8 to 13 are decided afresh on every request, from the grant as it is now.
 
 An allow for SSO carries `X-Magicstick-User` (the subject), `X-Magicstick-Role` (the highest
@@ -44,14 +38,14 @@ claiming an identity upstream of an instance without sign-in.
 from __future__ import annotations
 
 import enum
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from services.access_guard.grants import ROLES, Grant, GrantStore, MalformedGrant, UnknownInstance
-from services.access_guard.tokens import TokenRejected
-from services.access_guard.verification import CachingVerifier, Overloaded
+from services.access_guard.grants import Grant, GrantStore, MalformedGrant, UnknownInstance
+from services.oidc.claims import ROLES, claim, string_list, unrepresentable
+from services.oidc.tokens import TokenRejected
+from services.oidc.verification import CachingVerifier, Overloaded
 
 PATH_PREFIX = "/instances/"
 USER_HEADER = "X-Magicstick-User"
@@ -59,12 +53,6 @@ ROLE_HEADER = "X-Magicstick-Role"
 GROUPS_HEADER = "X-Magicstick-Groups"
 
 ANONYMOUS_HEADERS: tuple[tuple[str, str], ...] = ((USER_HEADER, ""), (ROLE_HEADER, ""), (GROUPS_HEADER, ""))
-
-_SUBJECT = re.compile(r"[\x21-\x7e]([\x20-\x7e]*[\x21-\x7e])?")
-"""Row 10 for a subject: printable ASCII, no space at either end."""
-_GROUP = re.compile(r"[\x21-\x2b\x2d-\x7e]([\x20-\x2b\x2d-\x7e]*[\x21-\x2b\x2d-\x7e])?")
-"""Row 10 for a group: the subject's rule without the comma (0x2C)."""
-
 
 class Reason(enum.StrEnum):
     """Why the guard decided as it did; token rejections add tokens.Rejection's values."""
@@ -119,46 +107,16 @@ def instance_of(path: str) -> tuple[str, str] | None:
     return namespace, instance
 
 
-def _claim(claims: Mapping[str, Any], name: str) -> object:
-    """The claim `name`, or the nested value of a dotted path (`realm_access.roles`). Pure."""
-    if name in claims:
-        return claims[name]
-    value: object = claims
-    for part in name.split("."):
-        if not isinstance(value, Mapping) or part not in value:
-            return None
-        value = value[part]
-    return value
-
-
-def _string_list(value: object) -> tuple[str, ...] | None:
-    if value is None:
-        return ()
-    if not isinstance(value, list) or not all(isinstance(item, str) for item in value):
-        return None
-    return tuple(value)
-
-
-def unrepresentable(*, subject: str, groups: Sequence[str]) -> str | None:
-    """Why the subject or a group cannot travel in a header as it is (row 10), or None. Pure."""
-    if not _SUBJECT.fullmatch(subject):
-        return "the subject is not printable ASCII without surrounding spaces"
-    for group in groups:
-        if not _GROUP.fullmatch(group):
-            return "a group is empty, holds a comma, or is not printable ASCII without surrounding spaces"
-    return None
-
-
 def authorize(grant: Grant, claims: Mapping[str, Any]) -> Decision:
     """Rows 8 to 13 of the table, for an SSO grant and verified claims. Pure."""
     instance = grant.instance
     if grant.claims is None or grant.minimum_role is None:
         return Decision(403, Reason.MALFORMED_GRANT, "an SSO grant without claims or minimum role", instance)
-    subject = _claim(claims, grant.claims.subject)
+    subject = claim(claims, grant.claims.subject)
     if not isinstance(subject, str) or not subject:
         return Decision(401, Reason.MISSING_SUBJECT, f"claim {grant.claims.subject!r} is not a non-empty string", instance)
-    roles = _string_list(_claim(claims, grant.claims.roles))
-    groups = _string_list(_claim(claims, grant.claims.groups))
+    roles = string_list(claim(claims, grant.claims.roles))
+    groups = string_list(claim(claims, grant.claims.groups))
     if roles is None or groups is None:
         return Decision(403, Reason.MALFORMED_IDENTITY, "the roles or groups claim is not a list of strings", instance, subject)
     problem = unrepresentable(subject=subject, groups=groups)

@@ -51,8 +51,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal, TypeAlias, cast
 
-ROLES = ("admin", "operator", "user", "viewer")
-"""Dashboard roles, highest first: each role holds the access of every role after it."""
+from services.oidc.claims import ROLES
+
 MAX_GRANT_BYTES = 64 * 1024
 LOGGER = logging.getLogger("services.access_guard.grants")
 

@@ -1,4 +1,4 @@
-"""The verified-token cache and the verification pool (services.access_guard.verification).
+"""The verified-token cache and the verification pool (services.oidc.verification).
 
 The verifier is the real one, over the real key set fetched from the JWKS double on loopback;
 time is passed in where it matters. A verification is observed by counting calls of the
@@ -16,9 +16,9 @@ from typing import Any, TypeVar
 import httpx
 import pytest
 
-from services.access_guard.keys import KeySet
-from services.access_guard.tokens import LEEWAY_SECONDS, Rejection, TokenRejected, TokenVerifier, VerifiedToken
-from services.access_guard.verification import CachingVerifier, Overloaded, TokenCache, token_digest
+from services.oidc.keys import KeySet
+from services.oidc.tokens import LEEWAY_SECONDS, Rejection, TokenRejected, TokenVerifier, VerifiedToken
+from services.oidc.verification import CachingVerifier, Overloaded, TokenCache, token_digest
 from tests.services.access_guard.checks import bearer, check_path
 from tests.services.access_guard.issuer import AUDIENCE, ISSUER, RSA_KID, IssuerKeys, JwksServer, serving
 from tests.services.access_guard.volume import ConfigMapVolume, grant

@@ -21,7 +21,7 @@ from typing import Any
 
 import jwt
 
-from services.access_guard.keys import ALGORITHMS, KeySet, KeysUnavailable, UnknownKey
+from services.oidc.keys import ALGORITHMS, KeySet, KeysUnavailable, UnknownKey
 
 LEEWAY_SECONDS = 30
 MAX_TOKEN_BYTES = 16 * 1024

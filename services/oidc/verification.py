@@ -42,7 +42,7 @@ from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-from services.access_guard.tokens import TokenRejected, TokenVerifier, VerifiedToken, WouldWait
+from services.oidc.tokens import TokenRejected, TokenVerifier, VerifiedToken, WouldWait
 
 
 class Overloaded(Exception):
