@@ -10,17 +10,20 @@ from __future__ import annotations
 import argparse
 import ipaddress
 import logging
+import math
 import os
 import re
 import sys
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import NoReturn, TypeVar
+from urllib.parse import urlsplit
 
 LOG_LEVELS = ("debug", "info", "warning", "error")
 EXIT_BAD_INPUT = 2
 _PORT = re.compile(r"[0-9]{1,5}")
 _DIGITS = re.compile(r"[0-9]{1,10}")
+_HEADER_NAME = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+")
 T = TypeVar("T")
 
 
@@ -139,3 +142,34 @@ def settings_or_exit_code(parse: Callable[[Sequence[str], Mapping[str, str]], T]
     except ServiceFlagError as error:
         print(f"{program}: {error}", file=sys.stderr)
         return EXIT_BAD_INPUT
+
+
+def http_url(value: str | None, origin: str) -> str:
+    """An http(s) URL with a host."""
+    text = required(value, origin)
+    parts = urlsplit(text)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise ServiceFlagError(f"{origin}: {text!r} is not an http(s) URL")
+    return text
+
+
+def header_name(value: str | None, origin: str) -> str:
+    """An HTTP header name (an RFC 9110 token)."""
+    text = required(value, origin)
+    if not _HEADER_NAME.fullmatch(text):
+        raise ServiceFlagError(f"{origin}: {text!r} is not an HTTP header name")
+    return text
+
+
+def seconds(value: str | None, origin: str, *, below: float | None = None) -> float:
+    """A finite number of seconds above 0, and below `below` when given."""
+    text = required(value, origin)
+    try:
+        seconds = float(text)
+    except ValueError as error:
+        raise ServiceFlagError(f"{origin}: {text!r} is not a number of seconds") from error
+    if not math.isfinite(seconds) or seconds <= 0:
+        raise ServiceFlagError(f"{origin}: {text!r} must be a finite number of seconds above 0")
+    if below is not None and seconds >= below:
+        raise ServiceFlagError(f"{origin}: {text!r} must be below {below:g} seconds")
+    return seconds

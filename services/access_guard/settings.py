@@ -7,14 +7,24 @@ one line that names the flag (and the variable when the value came from there).
 
 from __future__ import annotations
 
-import math
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from urllib.parse import urlsplit
 
-from services.flags import LOG_LEVELS, Flag, ListenAddress, ServiceFlagError, listen_address, one_of, raw_values, required, whole_number
+from services.flags import (
+    LOG_LEVELS,
+    Flag,
+    ListenAddress,
+    ServiceFlagError,
+    header_name,
+    http_url,
+    listen_address,
+    one_of,
+    raw_values,
+    required,
+    seconds,
+    whole_number,
+)
 
 PROGRAM = "magicstick-access-guard"
 ENV_PREFIX = "MAGICSTICK_ACCESS_GUARD_"
@@ -35,8 +45,6 @@ MAX_CONNECTIONS_LIMIT = 1_000_000
 MAX_VERIFY_WORKERS = 64
 MAX_VERIFY_QUEUE = 100_000
 MAX_TOKEN_CACHE_SIZE = 1_000_000
-
-_HEADER_NAME = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+")
 
 
 @dataclass(frozen=True)
@@ -117,22 +125,22 @@ def parse_settings(argv: Sequence[str], environ: Mapping[str, str]) -> GuardSett
     raw = raw_values(_FLAGS, argv, environ, program=PROGRAM, description=DESCRIPTION, env_prefix=ENV_PREFIX)
     return GuardSettings(
         grants_dir=_directory(*raw["grants_dir"]),
-        issuer=_url(*raw["issuer"]),
+        issuer=http_url(*raw["issuer"]),
         audience=required(*raw["audience"]),
-        jwks_uri=_url(*raw["jwks_uri"]),
-        token_header=_header_name(*raw["token_header"]),
+        jwks_uri=http_url(*raw["jwks_uri"]),
+        token_header=header_name(*raw["token_header"]),
         listen=_listen(*raw["listen"]),
-        jwks_cache_seconds=_seconds(*raw["jwks_cache_seconds"]),
-        jwks_timeout_seconds=_seconds(*raw["jwks_timeout_seconds"]),
+        jwks_cache_seconds=seconds(*raw["jwks_cache_seconds"]),
+        jwks_timeout_seconds=seconds(*raw["jwks_timeout_seconds"]),
         log_level=one_of(*raw["log_level"], LOG_LEVELS),
         limits=ServerLimits(
             max_connections=whole_number(*raw["max_connections"], maximum=MAX_CONNECTIONS_LIMIT),
-            idle_timeout_seconds=_seconds(*raw["idle_timeout_seconds"]),
-            request_timeout_seconds=_seconds(*raw["request_timeout_seconds"]),
+            idle_timeout_seconds=seconds(*raw["idle_timeout_seconds"]),
+            request_timeout_seconds=seconds(*raw["request_timeout_seconds"]),
             verify_workers=whole_number(*raw["verify_workers"], maximum=MAX_VERIFY_WORKERS),
             verify_queue=whole_number(*raw["verify_queue"], maximum=MAX_VERIFY_QUEUE),
             token_cache_size=whole_number(*raw["token_cache_size"], maximum=MAX_TOKEN_CACHE_SIZE),
-            drain_seconds=_seconds(*raw["drain_seconds"], below=TERMINATION_GRACE_SECONDS),
+            drain_seconds=seconds(*raw["drain_seconds"], below=TERMINATION_GRACE_SECONDS),
         ),
     )
 
@@ -144,33 +152,5 @@ def _directory(value: str | None, origin: str) -> Path:
     return path
 
 
-def _url(value: str | None, origin: str) -> str:
-    text = required(value, origin)
-    parts = urlsplit(text)
-    if parts.scheme not in ("http", "https") or not parts.hostname:
-        raise ServiceFlagError(f"{origin}: {text!r} is not an http(s) URL")
-    return text
-
-
-def _header_name(value: str | None, origin: str) -> str:
-    text = required(value, origin)
-    if not _HEADER_NAME.fullmatch(text):
-        raise ServiceFlagError(f"{origin}: {text!r} is not an HTTP header name")
-    return text
-
-
 def _listen(value: str | None, origin: str) -> ListenAddress:
     return listen_address(required(value, origin), origin)
-
-
-def _seconds(value: str | None, origin: str, *, below: float | None = None) -> float:
-    text = required(value, origin)
-    try:
-        seconds = float(text)
-    except ValueError as error:
-        raise ServiceFlagError(f"{origin}: {text!r} is not a number of seconds") from error
-    if not math.isfinite(seconds) or seconds <= 0:
-        raise ServiceFlagError(f"{origin}: {text!r} must be a finite number of seconds above 0")
-    if below is not None and seconds >= below:
-        raise ServiceFlagError(f"{origin}: {text!r} must be below {below:g} seconds")
-    return seconds
