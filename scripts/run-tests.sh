@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
 # The whole test suite from the repository root's virtual environment (venv/), in two runs:
-#   1. the pure suite (`-m "not cluster and not e2e and not peers"`), with every tool of the test
+#   1. the pure suite (`-m "not cluster and not e2e and not peers and not browser"`), with every tool of the test
 #      toolchain pointed at a path that does not exist: it must need none of them, and a test
 #      that reaches for one without its marker fails here instead of passing by luck. Meanwhile
 #      scripts/toolchain/build.sh builds what the toolchain lacks (about an hour on a new machine
 #      with 2 cores, a second or two when cached); its progress is printed once it ends;
-#   2. everything that uses the toolchain (`-m "cluster or e2e or peers"`).
+#   2. everything that uses the toolchain or a browser (`-m "cluster or e2e or peers or browser"`), once
+#      scripts/browser/setup.sh has made sure of Debian's chromium and of axe-core (a second
+#      when they are there).
 # Arguments go to both pytest runs (for example `-x`, `-k name` or a test path); a run that
 # selects no test is not a failure unless neither selects one (pytest's status 5).
 # Exit status: the build's when it fails (the second run is then skipped), else the first
@@ -23,7 +25,7 @@ nowhere=/nonexistent/magicstick-toolchain
 MAGICSTICK_KUBE_APISERVER=$nowhere/kube-apiserver MAGICSTICK_KUBE_CONTROLLER_MANAGER=$nowhere/kube-controller-manager \
     MAGICSTICK_ETCD=$nowhere/etcd MAGICSTICK_PULUMI=$nowhere/pulumi MAGICSTICK_PULUMI_RESOURCE_KUBERNETES=$nowhere/pulumi-resource-kubernetes \
     MAGICSTICK_EGCTL=$nowhere/egctl MAGICSTICK_HELM=$nowhere/helm MAGICSTICK_FLUX=$nowhere/flux \
-    venv/bin/pytest -m "not cluster and not e2e and not peers" "$@"
+    venv/bin/pytest -m "not cluster and not e2e and not peers and not browser" "$@"
 pure=$?
 
 wait "$build"
@@ -35,7 +37,11 @@ if ((built != 0)); then
     exit "$built"
 fi
 
-venv/bin/pytest -m "cluster or e2e or peers" "$@"
+if ! scripts/browser/setup.sh >/dev/null; then
+    printf 'run-tests: scripts/browser/setup.sh failed (above); the tests that need it did not run\n' >&2
+    exit 1
+fi
+venv/bin/pytest -m "cluster or e2e or peers or browser" "$@"
 rest=$?
 
 readonly NO_TESTS_COLLECTED=5

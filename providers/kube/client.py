@@ -68,7 +68,7 @@ class ResourceKind:
         return f"{self.group_version_path}/{self.plural}"
 
     def object_path(self, name: str, namespace: str | None = None) -> str:
-        return f"{self.collection_path(namespace)}/{quote(name)}"
+        return f"{self.collection_path(namespace)}/{quote(name, safe='')}"
 
 
 @dataclass(frozen=True)

@@ -140,3 +140,30 @@ def allows(objects: Iterable[Mapping[str, Any]], permission: Permission, name: s
         ):
             return True
     return False
+
+
+def granted_to_group(objects: Iterable[Mapping[str, Any]], group: str) -> set[Permission]:
+    """What members of the Kubernetes group `group` may do by the ClusterRoles and Roles defined
+    in `objects` and bound there to that group (RoleBindings: in their namespace; a
+    ClusterRoleBinding: cluster-wide). Rules narrowed by resourceNames are left out, as in
+    `granted`."""
+    objects = list(objects)
+    roles = {(obj["kind"], obj["metadata"].get("namespace"), obj["metadata"]["name"]): obj for obj in objects}
+    permissions: set[Permission] = set()
+    for binding in objects:
+        if binding["kind"] not in {"RoleBinding", "ClusterRoleBinding"}:
+            continue
+        if not any(s.get("kind") == "Group" and s.get("name") == group for s in binding.get("subjects") or ()):
+            continue
+        namespace = binding["metadata"].get("namespace")
+        ref = binding["roleRef"]
+        role = roles.get((ref["kind"], namespace if ref["kind"] == "Role" else None, ref["name"])) or {}
+        permissions |= {
+            Permission(verb=verb, group=api_group, resource=resource, namespace=namespace)
+            for rule in role.get("rules") or ()
+            if not rule.get("resourceNames")
+            for api_group in rule.get("apiGroups") or ()
+            for resource in rule.get("resources") or ()
+            for verb in rule.get("verbs") or ()
+        }
+    return permissions

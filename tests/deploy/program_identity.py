@@ -47,6 +47,15 @@ _KINDS: Final = {
             ("RoleBinding", "rolebindings", True),
         )
     },
+    **{
+        ("admissionregistration.k8s.io/v1", kind): ResourceKind(
+            group="admissionregistration.k8s.io", version="v1", kind=kind, plural=plural, namespaced=False
+        )
+        for kind, plural in (
+            ("ValidatingAdmissionPolicy", "validatingadmissionpolicies"),
+            ("ValidatingAdmissionPolicyBinding", "validatingadmissionpolicybindings"),
+        )
+    },
 }
 AUTH_DELEGATION: Final = (
     Permission(verb="create", group="authentication.k8s.io", resource="tokenreviews"),

@@ -26,6 +26,13 @@ KINDS = {
         )
         for kind in ("Role", "RoleBinding", "ClusterRole", "ClusterRoleBinding")
     },
+    **{
+        ("admissionregistration.k8s.io/v1", kind): ResourceKind(group="admissionregistration.k8s.io", version="v1", kind=kind, plural=plural, namespaced=False)
+        for kind, plural in (
+            ("ValidatingAdmissionPolicy", "validatingadmissionpolicies"),
+            ("ValidatingAdmissionPolicyBinding", "validatingadmissionpolicybindings"),
+        )
+    },
 }
 
 

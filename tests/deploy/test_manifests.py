@@ -110,6 +110,9 @@ def workflow() -> dict[str, Any]:
     return document
 
 
+SHARED_ADMISSION_POLICY = "../magic-cluster/platform/admission"
+"""The admission policy deploy/ shares with the dashboard base (kustomize allows a directory outside its root)."""
+
 class TestEveryFile:
     @pytest.mark.parametrize("path", yaml_files(), ids=lambda path: path.name)
     def test_it_parses_into_mappings(self, path):
@@ -123,11 +126,11 @@ class TestEveryFile:
         for obj in documents(name):
             assert obj.get("apiVersion") and obj.get("kind") and obj["metadata"].get("name"), obj
 
-    def test_the_kustomization_lists_every_kubernetes_file_and_nothing_else(self):
+    def test_the_kustomization_lists_every_kubernetes_file_and_the_shared_admission_policy(self):
         (kustomization,) = documents(KUSTOMIZATION_FILE)
 
         assert kustomization["kind"] == "Kustomization"
-        assert sorted(kustomization["resources"]) == sorted(kubernetes_files())
+        assert sorted(kustomization["resources"]) == sorted([*kubernetes_files(), SHARED_ADMISSION_POLICY])
         assert "namespace" not in kustomization
 
     @pytest.mark.parametrize("path", DEPLOY_FILES, ids=lambda path: str(path.relative_to(DEPLOY_DIR)))
