@@ -357,11 +357,11 @@ def overview_parts(kubeconfig: Path, repeats: int) -> Parts:
     with open_client(KubeAccess(kubeconfig=str(kubeconfig))) as kube:
         impersonated = kube.impersonating(identity.kubernetes_user, identity.kubernetes_groups)
         requests = RuntimeRequests(impersonated, namespace=NAMESPACE)
-        view = operations.overview(requests)
+        view = operations.overview(requests, stack_name="magicstick")
         before = impersonated.requests
-        operations.overview(requests)
+        operations.overview(requests, stack_name="magicstick")
         per_render = impersonated.requests - before
-        reads = _median_ms(lambda: operations.overview(requests), repeats)
+        reads = _median_ms(lambda: operations.overview(requests, stack_name="magicstick"), repeats)
         each: dict[str, Callable[[], object]] = {
             "Events": requests.events,
             "Appliance/local": lambda: requests.get_or_none(APPLIANCE, operations.APPLIANCE_NAME),

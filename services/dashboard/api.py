@@ -30,7 +30,7 @@ from services.dashboard.forms import (
 )
 from services.dashboard.identity import Identity
 from services.dashboard.live import status_stream
-from services.dashboard.requesting import catalogs_of, current_identity, runtime_requests
+from services.dashboard.requesting import catalogs_of, current_identity, runtime_requests, stack_name_of
 
 NamePath = Annotated[str, Path(min_length=1, max_length=253, pattern=r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$")]
 Requests = Annotated[RuntimeRequests, Depends(runtime_requests)]
@@ -78,8 +78,8 @@ async def me(identity: Annotated[Identity, Depends(current_identity)]) -> dict[s
 
 
 @router.get("/overview", summary="Appliance/local, every runtime request and the recent Events")
-def overview(requests: Requests) -> dict[str, Any]:
-    return operations.overview(requests).to_wire()
+def overview(requests: Requests, stack_name: Annotated[str, Depends(stack_name_of)]) -> dict[str, Any]:
+    return operations.overview(requests, stack_name=stack_name).to_wire()
 
 
 @router.get("/appliance", summary="Appliance/local")

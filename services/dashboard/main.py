@@ -74,6 +74,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             kube=kube,
             catalogs=load_catalogs(),
             namespace=settings.system_namespace,
+            stack_name=settings.stack_name,
         )
         LOGGER.info("listening on %s; API server %s; namespace %s; issuer %s", settings.listen, kube.server, settings.system_namespace, settings.issuer)
         config = uvicorn.Config(

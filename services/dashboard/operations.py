@@ -13,8 +13,8 @@ from typing import Any, TypeVar
 
 from api.validation import SpecError
 from catalogs import Catalogs
-from providers.kinds import APP_INSTANCE, APPLIANCE, HOST_OPERATION, MODEL_ACTIVATION, MODULE_ACTIVATION
-from providers.kube import Conflict, KubeError, NotFound, ResourceKind
+from providers.kinds import APP_INSTANCE, APPLIANCE, HOST_OPERATION, MODEL_ACTIVATION, MODULE_ACTIVATION, STACK
+from providers.kube import Conflict, Forbidden, KubeError, NotFound, ResourceKind
 from services.dashboard.cluster import RuntimeRequests
 from services.dashboard.estimates import LocalModelEstimate, LocalModelRequest, estimate_local_model, host_memory_for_target
 from services.dashboard.forms import (
@@ -34,7 +34,7 @@ from services.dashboard import writes
 
 APPLIANCE_NAME = "local"
 EVENTS_SHOWN = 20
-OVERVIEW_READS = 6
+OVERVIEW_READS = 7
 """The overview's reads, made at once (overview)."""
 T = TypeVar("T")
 
@@ -42,6 +42,8 @@ T = TypeVar("T")
 @dataclass(frozen=True)
 class Overview:
     appliance: dict[str, Any] | None
+    stack: dict[str, Any] | None
+    """The program's PKO Stack (its last update), when it exists and the user may read it."""
     modules: list[dict[str, Any]]
     models: list[dict[str, Any]]
     instances: list[dict[str, Any]]
@@ -51,6 +53,7 @@ class Overview:
     def to_wire(self) -> dict[str, Any]:
         return {
             "appliance": self.appliance,
+            "stack": self.stack,
             "modules": self.modules,
             "models": self.models,
             "instances": self.instances,
@@ -79,10 +82,19 @@ def _sorted(items: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return sorted(items, key=lambda item: str((item.get("metadata") or {}).get("name")))
 
 
-def overview(requests: RuntimeRequests) -> Overview:
+def _stack(requests: RuntimeRequests, name: str) -> dict[str, Any] | None:
+    """The Stack, or None where there is none to show: no such object, no Stack CRD (both 404)
+    or no permission to read it (a cluster without PKO's role for the dashboard's users)."""
+    try:
+        return requests.get_or_none(STACK, name)
+    except Forbidden:
+        return None
+
+
+def overview(requests: RuntimeRequests, *, stack_name: str) -> Overview:
     """Appliance/local and every runtime request, with the most recent Events.
 
-    The six reads are independent, so they go to the API server at once, each on a thread of
+    The seven reads are independent, so they go to the API server at once, each on a thread of
     its own (the client blocks): the page waits for the slowest read, not for their sum. All six
     have ended when this returns; a failed one is raised as a Refusal."""
 
@@ -90,6 +102,7 @@ def overview(requests: RuntimeRequests) -> Overview:
         with ThreadPoolExecutor(max_workers=OVERVIEW_READS, thread_name_prefix="overview-read") as pool:
             events_read = pool.submit(requests.events)
             appliance = pool.submit(requests.get_or_none, APPLIANCE, APPLIANCE_NAME)
+            stack = pool.submit(_stack, requests, stack_name)
             modules, models, instances, host_operations = (
                 pool.submit(requests.list, kind) for kind in (MODULE_ACTIVATION, MODEL_ACTIVATION, APP_INSTANCE, HOST_OPERATION)
             )
@@ -97,6 +110,7 @@ def overview(requests: RuntimeRequests) -> Overview:
             events.sort(key=lambda event: str(event.get("lastTimestamp") or event.get("eventTime") or ""), reverse=True)
             return Overview(
                 appliance=appliance.result(),
+                stack=stack.result(),
                 modules=_sorted(modules.result().items),
                 models=_sorted(models.result().items),
                 instances=_sorted(instances.result().items),

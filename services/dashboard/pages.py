@@ -36,7 +36,7 @@ from services.dashboard.forms import (
 )
 from services.dashboard.identity import Identity
 from services.dashboard.refusals import FieldProblem, Refusal
-from services.dashboard.requesting import catalogs_of, runtime_requests
+from services.dashboard.requesting import catalogs_of, runtime_requests, stack_name_of
 from services.dashboard.summaries import summary_of
 
 TEMPLATES = Jinja2Templates(directory=Path(__file__).parent / "templates")
@@ -101,8 +101,8 @@ CatalogsDep = Depends(catalogs_of)
 
 
 @router.get("/", response_class=HTMLResponse)
-async def overview(request: Request, requests: RuntimeRequests = Requests) -> Response:
-    view = await _run(lambda: operations.overview(requests))
+async def overview(request: Request, requests: RuntimeRequests = Requests, stack_name: str = Depends(stack_name_of)) -> Response:
+    view = await _run(lambda: operations.overview(requests, stack_name=stack_name))
     return _page(request, "overview.html", title="Overview", view=view)
 
 

@@ -22,6 +22,7 @@ class DashboardState:
     """The dashboard's own client; used only through `impersonating`."""
     catalogs: Catalogs
     namespace: str
+    stack_name: str = "magicstick"
 
 
 def state_of(request: Request) -> DashboardState:
@@ -40,6 +41,10 @@ async def runtime_requests(request: Request) -> RuntimeRequests:
     identity = await state.sign_in.identity(request)
     request.state.identity = identity
     return RuntimeRequests.acting_as(state.kube, identity, namespace=state.namespace)
+
+
+def stack_name_of(request: Request) -> str:
+    return state_of(request).stack_name
 
 
 def catalogs_of(request: Request) -> Catalogs:

@@ -31,6 +31,7 @@ DEFAULT_TOKEN_HEADER = "X-Magicstick-Id-Token"
 DEFAULT_LISTEN = "0.0.0.0:8080"
 DEFAULT_SYSTEM_NAMESPACE = "ai-system"
 DEFAULT_USER_PREFIX = "oidc:"
+DEFAULT_STACK_NAME = "magicstick"
 _NAMESPACE = re.compile(r"[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?")
 
 
@@ -54,6 +55,9 @@ class DashboardSettings:
     listen: ListenAddress = ListenAddress("0.0.0.0", 8080)
     system_namespace: str = DEFAULT_SYSTEM_NAMESPACE
     """Where the runtime requests live (ModuleActivation, ModelActivation, AppInstance, HostOperation, Appliance)."""
+    stack_name: str = DEFAULT_STACK_NAME
+    """The Pulumi Kubernetes Operator Stack of the program (deploy/stack.yaml), in the system
+    namespace: the overview shows its last update."""
     claims: ClaimNames = ClaimNames()
     user_prefix: str = DEFAULT_USER_PREFIX
     """Prepended to the subject to name the impersonated Kubernetes user, as the API server's
@@ -72,6 +76,7 @@ _FLAGS = (
     Flag("--token-header", "request header that carries the ID token", DEFAULT_TOKEN_HEADER),
     Flag("--listen", "address to listen on, HOST:PORT ([HOST]:PORT for IPv6)", DEFAULT_LISTEN),
     Flag("--system-namespace", "namespace of the runtime requests", DEFAULT_SYSTEM_NAMESPACE),
+    Flag("--stack-name", "the program's Pulumi Kubernetes Operator Stack in that namespace", DEFAULT_STACK_NAME),
     Flag("--subject-claim", "claim holding the user's stable ID", "sub"),
     Flag("--roles-claim", "claim holding the dashboard roles (a dotted name reads a nested claim)", "roles"),
     Flag("--groups-claim", "claim holding the user's groups", "groups"),
@@ -99,6 +104,7 @@ def parse_settings(argv: Sequence[str], environ: Mapping[str, str]) -> Dashboard
         token_header=header_name(*raw["token_header"]),
         listen=listen_address(required(*raw["listen"]), raw["listen"][1]),
         system_namespace=_namespace(*raw["system_namespace"]),
+        stack_name=required(*raw["stack_name"]),
         claims=ClaimNames(
             subject=required(*raw["subject_claim"]),
             roles=required(*raw["roles_claim"]),

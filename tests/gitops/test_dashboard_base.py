@@ -26,7 +26,8 @@ import pytest
 
 from planning.access_settings import AccessSettings
 from planning.instances.access import ID_TOKEN_HEADER
-from providers.kinds import DEPLOYMENT, HTTP_ROUTE, SECURITY_POLICY, SERVICE
+from planning.instances.guard import ENVOY_GATEWAY_NAMESPACE, NAMESPACE_NAME_LABEL, envoy_proxy_labels
+from providers.kinds import DEPLOYMENT, HTTP_ROUTE, NETWORK_POLICY, SECURITY_POLICY, SERVICE
 from providers.kube import KubeAccess, KubeClient, ResourceKind, open_client
 from services.dashboard.settings import DashboardSettings, parse_settings
 from services.oidc.claims import ROLES
@@ -75,6 +76,7 @@ KINDS: Final = {
     ("v1", "Service"): SERVICE,
     (HTTP_ROUTE.api_version, "HTTPRoute"): HTTP_ROUTE,
     (SECURITY_POLICY.api_version, "SecurityPolicy"): SECURITY_POLICY,
+    ("networking.k8s.io/v1", "NetworkPolicy"): NETWORK_POLICY,
     **{
         ("admissionregistration.k8s.io/v1", kind): ResourceKind(
             group="admissionregistration.k8s.io", version="v1", kind=kind, plural=plural, namespaced=False
@@ -163,6 +165,7 @@ def test_the_base_builds_into_the_dashboard_its_service_account_its_impersonatio
             f"Service/{NAMESPACE}/{ACCOUNT}",
             f"HTTPRoute/{NAMESPACE}/{ACCOUNT}",
             f"SecurityPolicy/{NAMESPACE}/{ACCOUNT}",
+            f"NetworkPolicy/{NAMESPACE}/{ACCOUNT}",
             "ValidatingAdmissionPolicy/-/magicstick-module-activation-administrator-fields",
             "ValidatingAdmissionPolicyBinding/-/magicstick-module-activation-administrator-fields",
         ]
@@ -444,3 +447,21 @@ def test_as_itself_the_dashboard_may_do_nothing_beyond_what_every_service_accoun
 
     assert own - baseline == EXPECTED_GRANTS
     assert baseline - own == set()
+
+
+def test_only_the_shared_gateways_envoy_proxies_reach_the_dashboards_port():
+    """The access guard's rule (planning/instances/guard.py), for the dashboard's Pods and port."""
+    (policy,) = of_kind(objects(), "NetworkPolicy")
+    (deployment,) = of_kind(objects(), "Deployment")
+    settings = AccessSettings()
+    (rule,) = policy["spec"]["ingress"]
+    (source,) = rule["from"]
+
+    assert policy["spec"]["podSelector"]["matchLabels"] == deployment["spec"]["template"]["metadata"]["labels"]
+    assert policy["spec"]["policyTypes"] == ["Ingress"]
+    assert source["podSelector"]["matchLabels"] == envoy_proxy_labels(settings)
+    assert source["namespaceSelector"]["matchExpressions"] == [
+        {"key": NAMESPACE_NAME_LABEL, "operator": "In", "values": sorted({ENVOY_GATEWAY_NAMESPACE, settings.gateway_namespace})}
+    ]
+    container_port = deployment["spec"]["template"]["spec"]["containers"][0]["ports"][0]["containerPort"]
+    assert rule["ports"] == [{"protocol": "TCP", "port": container_port}]

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from providers.kinds import MODEL_ACTIVATION, MODULE_ACTIVATION, NODE
+from providers.kinds import MODEL_ACTIVATION, MODULE_ACTIVATION, NODE, STACK
 from providers.kube import KubeClient
 from tests.services.dashboard.world import NAMESPACE, World, service_account_kubeconfig, start_dashboard
 
@@ -84,6 +84,27 @@ class TestSignIn:
         assert me["kubernetesGroups"] == groups
         assert me["kubernetesUser"].startswith("oidc:")
         assert overview.status_code == 200
+
+
+def test_the_overview_shows_the_operators_last_update_to_a_viewer(world: World) -> None:
+    """PKO's Stack status, as the operator writes it (tests play PKO; its CRD is the vendored one)."""
+    admin: KubeClient = world.admin
+    if admin.get_or_none(STACK, "magicstick", NAMESPACE) is None:
+        stack = {
+            "apiVersion": "pulumi.com/v1",
+            "kind": "Stack",
+            "metadata": {"name": "magicstick", "namespace": NAMESPACE},
+            "spec": {"stack": "organization/magicstick/local"},
+        }
+        admin.create(STACK, stack, field_manager="pulumi-kubernetes-operator")
+    last = {"state": "succeeded", "type": "up", "lastSuccessfulCommit": "0123456789abcdef", "lastResyncTime": "2026-12-02T10:00:00Z"}
+    status = {"apiVersion": "pulumi.com/v1", "kind": "Stack", "metadata": {"name": "magicstick", "namespace": NAMESPACE}, "status": {"lastUpdate": last}}
+    admin.apply(STACK, status, field_manager="pulumi-kubernetes-operator", subresource="status")
+    with world.dashboard.client("viewer") as client:
+        overview = client.get("/api/v1/overview").json()
+        page = client.get("/")
+    assert overview["stack"]["status"]["lastUpdate"]["state"] == "succeeded"
+    assert "up succeeded at 2026-12-02T10:00:00Z, commit 0123456789ab" in page.text
 
 
 class TestModels:

@@ -19,6 +19,7 @@ def test_the_defaults_are_the_deployed_ones() -> None:
         "oidc:",
     )
     assert settings.kubeconfig is None
+    assert settings.stack_name == "magicstick"
 
 
 def test_a_flag_wins_over_its_environment_variable() -> None:
