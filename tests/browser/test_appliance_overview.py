@@ -17,7 +17,7 @@ import pytest
 import yaml
 from playwright.sync_api import Browser, Page, expect
 
-from providers.kinds import APPLIANCE_KINDS
+from providers.kinds import APPLIANCE_KINDS, STACK
 from tests.browser.harness import assert_accessible, save_screenshot
 from tests.browser.test_dashboard import signed_in
 from tests.cluster.apiserver import ClusterInfo
@@ -55,7 +55,18 @@ def load_demo(world: World) -> list[str]:
             body["status"] = _with_generation(written["status"], generation)
             world.admin.apply(kind, body, field_manager="magicstick-status-stand-in", subresource="status")
         keys.append(f"{obj['kind']}/{name}")
+    _stack_ran(world)
     return keys
+
+
+def _stack_ran(world: World) -> None:
+    """The program's PKO Stack after a successful update, as the operator reports it."""
+    if world.admin.get_or_none(STACK, "magicstick", NAMESPACE) is None:
+        body = {"apiVersion": "pulumi.com/v1", "kind": "Stack", "metadata": {"name": "magicstick", "namespace": NAMESPACE}, "spec": {"stack": "organization/magicstick/appliance"}}
+        world.admin.create(STACK, body, field_manager="pulumi-kubernetes-operator")
+    last = {"type": "up", "state": "succeeded", "lastResyncTime": "2026-01-01T12:00:00Z", "lastSuccessfulCommit": "4e5ac0f54554a0c3"}
+    status = {"apiVersion": "pulumi.com/v1", "kind": "Stack", "metadata": {"name": "magicstick", "namespace": NAMESPACE}, "status": {"lastUpdate": last}}
+    world.admin.apply(STACK, status, field_manager="pulumi-kubernetes-operator", subresource="status")
 
 
 @pytest.fixture(scope="module")
@@ -74,6 +85,7 @@ def test_the_overview_of_the_demo_appliance(admin: Page, world: World) -> None:
     expect(admin.locator("[data-live-status]")).to_have_text("Status updates: live.")
     expect(admin.get_by_role("heading", name="Appliance/local")).to_be_visible()
     expect(admin.locator('dd[data-key="Appliance/local"][data-field="phase"]')).not_to_have_text("—")
+    expect(admin.locator("[data-stack-update]")).to_contain_text("up succeeded")
     for key in keys:
         assert admin.locator(f'[data-key="{key}"]').count() > 0, key
     assert_accessible(admin, context="the demo appliance's overview")
