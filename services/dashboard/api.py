@@ -26,6 +26,7 @@ from services.dashboard.forms import (
     LocalModelCreate,
     LocalModelEdit,
     LocalModelFields,
+    ModelRestart,
     ModuleChange,
 )
 from services.dashboard.identity import Identity
@@ -154,6 +155,11 @@ def model(name: NamePath, requests: Requests) -> dict[str, Any]:
 @router.put("/models/{name}", summary="Edit a local model; source and profile are immutable")
 def edit_local_model(name: NamePath, form: LocalModelEdit, requests: Requests, catalogs: CatalogsDep) -> dict[str, Any]:
     return operations.edit_local_model(requests, catalogs, name, form)
+
+
+@router.put("/models/{name}/restart", summary="Restart a FreeToken or realtime model's runtime (a new restartNonce)")
+def restart_model(name: NamePath, form: ModelRestart, requests: Requests) -> dict[str, Any]:
+    return operations.restart_model(requests, name, form)
 
 
 @router.get("/instances", summary="Every AppInstance")

@@ -108,6 +108,12 @@ class LocalModelEdit(Form):
     allow_memory_risk: bool = False
 
 
+class ModelRestart(Form):
+    """Restart a FreeToken or realtime model's runtime: a new restartNonce."""
+
+    resource_version: ResourceVersion
+
+
 class Sharing(Form):
     mode: SharingMode
     users: list[Annotated[str, Field(min_length=1, max_length=253)]] = Field(default_factory=list, max_length=100)

@@ -26,6 +26,7 @@ from services.dashboard.forms import (
     LocalModelCreate,
     LocalModelEdit,
     LocalModelFields,
+    ModelRestart,
     ModuleChange,
 )
 from services.dashboard.offers import LocalModelOffers, available_compute_targets, local_model_offers
@@ -236,6 +237,13 @@ def edit_local_model(requests: RuntimeRequests, catalogs: Catalogs, name: str, f
         kv_cache_memory_bytes=figures.kv_cache_memory_bytes,
         cpu_offload_mi=figures.cpu_offload_mi,
     )
+    return answered(lambda: requests.apply(MODEL_ACTIVATION, body), current=lambda: requests.get_or_none(MODEL_ACTIVATION, name))
+
+
+def restart_model(requests: RuntimeRequests, name: str, form: ModelRestart) -> dict[str, Any]:
+    """Restart a FreeToken or realtime model's runtime (a new restartNonce), revision-checked."""
+    current = one(requests, MODEL_ACTIVATION, name)
+    body = writes.restart_body(current, form, nonce=str(uuid.uuid4()))
     return answered(lambda: requests.apply(MODEL_ACTIVATION, body), current=lambda: requests.get_or_none(MODEL_ACTIVATION, name))
 
 

@@ -32,6 +32,7 @@ from services.dashboard.forms import (
     InstanceEdit,
     LocalModelCreate,
     LocalModelEdit,
+    ModelRestart,
     ModuleChange,
 )
 from services.dashboard.identity import Identity
@@ -296,6 +297,17 @@ def _changed_by_user(form: Mapping[str, Any], values: Mapping[str, Any]) -> dict
         if seen is None or str(value if value is not None else "") != str(seen):
             changed[key] = value
     return changed
+
+
+@router.post("/models/{name}/restart", response_class=HTMLResponse)
+async def restart_model(request: Request, name: str, requests: RuntimeRequests = Requests) -> Response:
+    form = await request.form()
+    try:
+        restart = _form_model(ModelRestart, {"resourceVersion": form.get("resourceVersion")})
+        await _run(lambda: operations.restart_model(requests, name, restart))
+    except Refusal as refusal:
+        return await _edit_again(request, requests, MODEL_ACTIVATION, "modelactivations", name, refusal, {})
+    return RedirectResponse(f"/objects/modelactivations/{name}", status_code=303)
 
 
 async def _edit_again(

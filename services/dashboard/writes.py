@@ -31,6 +31,7 @@ from services.dashboard.forms import (
     InstanceEdit,
     LocalModelCreate,
     LocalModelEdit,
+    ModelRestart,
     ModuleChange,
 )
 from services.dashboard.refusals import invalid
@@ -124,6 +125,23 @@ def check_local_edit(current: Mapping[str, Any], form: LocalModelEdit) -> None:
             raise invalid(f"spec.local.{field}", f"is immutable in Edit (it is {existing.get(field)!r}); add a new model instead")
 
 
+RESTARTABLE_RUNTIMES = ("freetoken", "realtime")
+"""The local runtimes whose settings carry a restartNonce (api.models); changing it restarts them."""
+
+
+def restart_body(current: Mapping[str, Any], form: ModelRestart, *, nonce: str) -> dict[str, Any]:
+    """The change of a FreeToken or realtime model's restartNonce, and nothing else. Pure."""
+    local = (current.get("spec") or {}).get("local") or {}
+    runtime = next((name for name in RESTARTABLE_RUNTIMES if isinstance(local.get(name), Mapping)), None)
+    if runtime is None:
+        raise invalid(
+            "spec.local.engine",
+            "a restart sets restartNonce, which only FreeToken and realtime runtimes have; a vLLM or Ollama model restarts when an edit changes it",
+        )
+    name = str((current.get("metadata") or {}).get("name"))
+    return _model_patch(name, form.resource_version, {"type": "local", "local": {runtime: {"restartNonce": nonce}}})
+
+
 def external_model_body(form: ExternalModelCreate) -> dict[str, Any]:
     """A new external ModelActivation; its key stays in the Secret it names. Pure."""
     external: dict[str, Any] = {"model": form.model, "modelType": form.model_type}
@@ -171,6 +189,10 @@ def host_operation_body(form: HostOperationCreate, *, node: Mapping[str, Any], r
         spec["planId"] = form.plan_id
     name = f"{form.action}-{request_id[:8]}"
     return {"apiVersion": API_VERSION, "kind": "HostOperation", "metadata": _metadata(name), "spec": spec}
+
+
+def _model_patch(name: str, resource_version: str, spec: dict[str, Any]) -> dict[str, Any]:
+    return {"apiVersion": API_VERSION, "kind": "ModelActivation", "metadata": _metadata(name, resource_version), "spec": spec}
 
 
 def _model(name: str, resource_version: str | None, enabled: bool, spec: dict[str, Any]) -> dict[str, Any]:

@@ -176,6 +176,27 @@ class TestModels:
         assert answer.status_code == 422
         assert answer.json()["fields"][0]["field"] == "spec.local.preset"
 
+    def test_a_freetoken_model_restarts_with_a_new_nonce_and_a_vllm_model_is_told_why_not(self, world: World) -> None:
+        name = unique("token")
+        body = {
+            "apiVersion": "appliance.magicstick.dev/v1alpha1",
+            "kind": "ModelActivation",
+            "metadata": {"name": name, "namespace": NAMESPACE},
+            "spec": {"type": "local", "local": {"preset": "qwen2505bcpu", "engine": "FreeToken", "computeTarget": "nvidia-gpu", "freetoken": {"gpuCount": 1}}},
+        }
+        created = world.admin.create(MODEL_ACTIVATION, body, field_manager="kubectl")
+        with world.dashboard.client("operator") as client:
+            restarted = client.put(f"/api/v1/models/{name}/restart", json={"resourceVersion": created["metadata"]["resourceVersion"]})
+            again = client.put(f"/api/v1/models/{name}/restart", json={"resourceVersion": created["metadata"]["resourceVersion"]})
+            vllm = client.post("/api/v1/models/local", json=cpu_model(unique("chat"))).json()
+            refused = client.put(f"/api/v1/models/{vllm['metadata']['name']}/restart", json={"resourceVersion": vllm["metadata"]["resourceVersion"]})
+        assert restarted.status_code == 200, restarted.text
+        freetoken = restarted.json()["spec"]["local"]["freetoken"]
+        assert freetoken["gpuCount"] == 1 and uuid.UUID(freetoken["restartNonce"])
+        assert again.status_code == 409
+        assert refused.status_code == 422
+        assert refused.json()["fields"][0]["field"] == "spec.local.engine"
+
     def test_an_external_model_breaking_the_crd_is_answered_422_with_the_crds_message(self, world: World) -> None:
         body = {"name": unique("ext"), "model": "openai/gpt-4o-mini", "apiBase": "ftp://api.example.com", "apiKeySecretRef": {"name": "llm-keys", "key": "CHANGEME"}}
         with world.dashboard.client("operator") as client:

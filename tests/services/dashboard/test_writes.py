@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from services.dashboard import writes
-from services.dashboard.forms import GpuSharingChange, HostOperationCreate, InstanceEdit, LocalModelCreate, LocalModelEdit, ModuleChange
+from services.dashboard.forms import GpuSharingChange, HostOperationCreate, InstanceEdit, LocalModelCreate, LocalModelEdit, ModelRestart, ModuleChange
 from services.dashboard.refusals import Refusal
 
 SHARING = '{"mode": "time-slicing", "nodeName": "gpu-1", "nodeUID": "uid-1", "namespace": "ai", "slots": 4}'
@@ -94,3 +94,17 @@ def test_clearing_the_model_cache_needs_the_cache_plan() -> None:
     with pytest.raises(Refusal) as refused:
         writes.host_operation_body(HostOperationCreate(action="clear-model-cache", node_name="gpu-1", acknowledge_disruption=True), node=node, request_id="x" * 36)
     assert refused.value.fields[0].field == "planId"
+
+
+def test_a_restart_sets_only_the_runtimes_restart_nonce() -> None:
+    current = {"metadata": {"name": "omni"}, "spec": {"type": "local", "local": {"engine": "VLLM", "realtime": {"profile": "p", "gpuNode": "n"}}}}
+    body = writes.restart_body(current, ModelRestart(resource_version="4"), nonce="nonce-1")
+    assert body["spec"] == {"type": "local", "local": {"realtime": {"restartNonce": "nonce-1"}}}
+    assert body["metadata"] == {"name": "omni", "resourceVersion": "4"}
+
+
+def test_a_vllm_model_has_no_restart_nonce_to_set() -> None:
+    current = {"metadata": {"name": "chat"}, "spec": {"type": "local", "local": {"engine": "VLLM", "preset": "p"}}}
+    with pytest.raises(Refusal) as refused:
+        writes.restart_body(current, ModelRestart(resource_version="4"), nonce="nonce-1")
+    assert refused.value.fields[0].field == "spec.local.engine"
