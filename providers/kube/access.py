@@ -41,6 +41,31 @@ from providers.kube.retry import RetryPolicy
 EXEC_API_V1: Final = "client.authentication.k8s.io/v1"
 EXEC_API_V1BETA1: Final = "client.authentication.k8s.io/v1beta1"
 
+_PRIMING_KUBECONFIG: Final = {
+    "apiVersion": "v1",
+    "kind": "Config",
+    "clusters": [{"name": "priming", "cluster": {"server": "https://kubernetes.example.local"}}],
+    "users": [
+        {
+            "name": "priming",
+            "user": {"exec": {"apiVersion": EXEC_API_V1, "command": "CHANGEME", "env": [{"name": "CHANGEME", "value": "CHANGEME"}]}},
+        }
+    ],
+    "contexts": [{"name": "priming", "context": {"cluster": "priming", "user": "priming"}}],
+    "current-context": "priming",
+}
+"""A kubeconfig holding one of each kind of entry lightkube reads (cluster, user, exec plugin
+with its environment, context), parsed once when this module is imported.
+
+Why: lightkube builds each configuration class's field tables on the first parse, in several
+steps, with no lock, so two threads parsing their first kubeconfig at once can see a half-built
+table and fail with a TypeError or AttributeError. The dynamic providers' process serves the
+engine's calls on threads, and a `pulumi up --refresh` reads many resources at once: this is
+how a read failed with "kubeconfig ... malformed (TypeError)". Importing happens on one thread,
+before any call is served, so every table is complete before the first concurrent parse
+(tests/kube/test_configuration.py reproduces the race in a fresh process)."""
+KubeConfig.from_dict(_PRIMING_KUBECONFIG)
+
 
 @dataclass(frozen=True)
 class KubeAccess:

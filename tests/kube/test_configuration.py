@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import base64
+import subprocess
+import sys
 import json
 
 import pytest
@@ -128,3 +130,49 @@ class TestMalformedConfiguration:
         document["clusters"][0]["cluster"]["certificate-authority"] = "ca.crt"
         with pytest.raises(KubeConfigError, match="relative"), open_client(KubeAccess(kubeconfig=as_yaml(document))):
             pass
+
+
+RACE = """
+import sys, threading
+sys.setswitchinterval(1e-7)
+{prime}
+from lightkube.config.kubeconfig import KubeConfig
+document = {{
+    "apiVersion": "v1", "kind": "Config", "current-context": "x",
+    "clusters": [{{"name": "c", "cluster": {{"server": "https://127.0.0.1:1"}}}}],
+    "users": [{{"name": "u", "user": {{"token": "CHANGEME"}}}}],
+    "contexts": [{{"name": "x", "context": {{"cluster": "c", "user": "u"}}}}],
+}}
+failures = []
+start = threading.Barrier(16)
+def parse():
+    start.wait()
+    try:
+        KubeConfig.from_dict(document)
+    except (TypeError, AttributeError) as error:
+        failures.append(error)
+threads = [threading.Thread(target=parse) for _ in range(16)]
+for thread in threads:
+    thread.start()
+for thread in threads:
+    thread.join()
+print(len(failures))
+"""
+
+
+def _concurrent_first_parses_failing(*, prime: str, runs: int) -> int:
+    """How many of `runs` fresh processes saw a first kubeconfig parse fail when 16 threads made it at once."""
+    failing = 0
+    for _ in range(runs):
+        result = subprocess.run([sys.executable, "-c", RACE.format(prime=prime)], capture_output=True, text=True, timeout=60, check=True)
+        failing += int(result.stdout.strip()) > 0
+    return failing
+
+
+def test_lightkubes_first_parse_is_not_thread_safe_on_its_own():
+    """The race the module's priming answers, shown without it (so the next test can fail)."""
+    assert _concurrent_first_parses_failing(prime="", runs=10) > 0
+
+
+def test_concurrent_first_parses_succeed_once_the_access_module_is_imported():
+    assert _concurrent_first_parses_failing(prime="import providers.kube.access", runs=10) == 0
