@@ -13,6 +13,7 @@ import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import httpx
 
@@ -102,14 +103,17 @@ def start_guard(
     return guard
 
 
-def wait_until_ready(guard: GuardProcess, channel: socket.socket) -> None:
-    """Wait for the guard's READY=1 on `channel`, then check that /healthz answers 200."""
-    channel.settimeout(START_DEADLINE_SECONDS)
+def wait_until_ready(service: Any, channel: socket.socket, *, name: str = "the guard", deadline: float = START_DEADLINE_SECONDS) -> None:
+    """Wait for a service's READY=1 on `channel`, then check that its /healthz answers 200.
+
+    `service` is a started service process of the tests (GuardProcess, the dashboard's
+    `Dashboard`): it has `url`, `stop()` and `log_text()`."""
+    channel.settimeout(deadline)
     try:
         message = channel.recv(64)
     except TimeoutError:
-        guard.stop()
-        raise RuntimeError(f"the guard did not say it is ready within {START_DEADLINE_SECONDS} s:\n{guard.log_text()}") from None
+        service.stop()
+        raise RuntimeError(f"{name} did not say it is ready within {deadline} s:\n{service.log_text()}") from None
     assert message == b"READY=1", message
     with httpx.Client(timeout=5) as client:
-        assert client.get(f"{guard.url}/healthz").status_code == 200, guard.log_text()
+        assert client.get(f"{service.url}/healthz").status_code == 200, service.log_text()

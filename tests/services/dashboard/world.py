@@ -30,7 +30,7 @@ from tests.cluster.apiserver import ClusterInfo, TestIdentity
 from tests.deploy.manifests import Permission
 from tests.deploy.program_identity import apply_all, ensure_namespaces, ensure_own_crds, wait_until_granted
 from tests.services.access_guard.issuer import AUDIENCE, ISSUER, IssuerKeys, JwksServer
-from tests.services.access_guard.process import free_port
+from tests.services.access_guard.process import free_port, wait_until_ready
 from tests.support.processes import stop_process
 
 REPO_ROOT = Path(__file__).resolve().parents[3]
@@ -129,15 +129,7 @@ def start_dashboard(*, kubeconfig: Path, jwks: JwksServer, keys: IssuerKeys, log
                 stderr=subprocess.STDOUT,
             )
         dashboard = Dashboard(process=process, url=f"http://127.0.0.1:{port}", log=log, keys=keys)
-        channel.settimeout(START_DEADLINE_SECONDS)
-        try:
-            message = channel.recv(64)
-        except TimeoutError:
-            dashboard.stop()
-            raise RuntimeError(f"the dashboard did not say it is ready within {START_DEADLINE_SECONDS} s:\n{dashboard.log_text()}") from None
-    assert message == b"READY=1", message
-    with httpx.Client(timeout=5) as client:
-        assert client.get(f"{dashboard.url}/healthz").status_code == 200, dashboard.log_text()
+        wait_until_ready(dashboard, channel, name="the dashboard", deadline=START_DEADLINE_SECONDS)
     return dashboard
 
 
