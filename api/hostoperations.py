@@ -19,11 +19,15 @@ No field is a filesystem path, device path, image or script.
 
 from __future__ import annotations
 
+from enum import StrEnum
 from typing import Literal
 
 from pydantic import Field, ValidationInfo, field_validator
 
 from api.meta import ApiModel
+from api.vocabulary import HostOperationReason
+
+__all__ = ["HostOperationReason"]
 
 HostAction = Literal[
     "prepare-gpu",
@@ -46,7 +50,24 @@ HostOperationPhase = Literal[
     "RolledBack",
 ]
 
-TERMINAL_PHASES: frozenset[str] = frozenset({"Succeeded", "Failed", "RolledBack"})
+
+
+class HostPhase(StrEnum):
+    """`status.phase` of a HostOperation, as the host agent writes it (HostOperationPhase's values)."""
+
+    PENDING = "Pending"
+    RUNNING = "Running"
+    REGISTERING = "Registering"
+    VALIDATING = "Validating"
+    """Accepted from older agents for migration; this agent reports Registering instead."""
+    APPLYING = "Applying"
+    AWAITING_CONFIRMATION = "AwaitingConfirmation"
+    SUCCEEDED = "Succeeded"
+    FAILED = "Failed"
+    ROLLED_BACK = "RolledBack"
+
+
+TERMINAL_PHASES: frozenset[str] = frozenset({HostPhase.SUCCEEDED, HostPhase.FAILED, HostPhase.ROLLED_BACK})
 """Phases after which a HostOperation no longer acts on its node."""
 
 PLAN_BOUND_ACTIONS: tuple[str, ...] = ("prepare-gpu", "configure-gpu-memory", "configure-network", "clear-model-cache")
@@ -196,3 +217,8 @@ class HostOperationStatus(ApiModel):
     def is_active(self) -> bool:
         """True until the operation reaches a terminal phase (a missing phase is Pending)."""
         return self.phase not in TERMINAL_PHASES
+
+
+CONFIRMATION_ANNOTATION = "appliance.magicstick.dev/confirmed-request"
+"""Set by an administrator to the operation's requestID: confirms a configure-network change
+(metadata only: the spec stays immutable)."""

@@ -219,6 +219,40 @@ class ChoiceReason(StrEnum):
     IMPLIED_TARGET = "ImpliedTarget"
 
 
+class HostOperationReason(StrEnum):
+    """Why a HostOperation has its phase: the host agent's vocabulary (services/host_agent)."""
+
+    STALE = "Stale"
+    """Bound to another boot of the node: refused, never run."""
+    REJECTED = "Rejected"
+    """A binding or a field the host cannot honour; the message names the field and the rule."""
+    PLAN_CHANGED = "PlanChanged"
+    """planId is not the plan the host publishes now."""
+    WAITING_FOR_IDLE = "WaitingForIdle"
+    """clear-model-cache waits until no model Pod of the cache's runtimes runs on the node."""
+    IN_PROGRESS = "InProgress"
+    REBOOTING = "Rebooting"
+    POWERING_OFF = "PoweringOff"
+    COMPLETED = "Completed"
+    REBOOT_REQUIRED = "RebootRequired"
+    """Done on the host; it takes effect at the next boot."""
+    COMMAND_FAILED = "CommandFailed"
+    OUTCOME_UNCERTAIN = "OutcomeUncertain"
+    """The agent stopped between announcing the action and recording its end: it is not repeated."""
+    AWAITING_CONFIRMATION = "AwaitingConfirmation"
+    CONFIRMED = "Confirmed"
+    CONFIRMATION_TIMED_OUT = "ConfirmationTimedOut"
+    INTERRUPTED = "Interrupted"
+    """A network change was interrupted by a crash or reboot and was rolled back."""
+    ROLLBACK_FAILED = "RollbackFailed"
+    NETWORK_SECRET_INVALID = "NetworkSecretInvalid"
+    NO_WIFI_INTERFACE = "NoWifiInterface"
+    HOST_DRIVER_NOT_READY = "GpuDriverNotReady"
+    NOT_SUPPORTED = "NotSupportedOnThisHost"
+    WAITING_FOR_REGISTRATION = "WaitingForRegistration"
+    REGISTERED = "Registered"
+
+
 REASON_VOCABULARIES: Final = (
     Reason,
     ProblemReason,
@@ -228,8 +262,9 @@ REASON_VOCABULARIES: Final = (
     VerdictReason,
     AdoptionReason,
     ChoiceReason,
+    HostOperationReason,
 )
-"""Every reason the program writes anywhere in a status, by the enum that names it."""
+"""Every reason the program (and, for HostOperations, the host agent) writes anywhere in a status, by the enum that names it."""
 
 ForeignReason = NewType("ForeignReason", str)
 """A reason another controller wrote, copied into our status as it is."""

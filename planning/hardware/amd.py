@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from api.host_evidence import AMD_GPU_ELIGIBLE_LABEL
 from catalogs import Catalogs
 from planning.hardware.nodes import NodeGpus
 from planning.hardware.operators import VendorDecision
@@ -28,7 +29,7 @@ DEVICE_CONFIG_CRD = "deviceconfigs.amd.com"
 DEVICE_CONFIG_API_VERSION = "amd.com/v1alpha1"
 DEVICE_CONFIG_NAME = "magicstick-amd-gpu"
 DEFAULT_NAMESPACE = "kube-amd-gpu"
-ELIGIBLE_LABEL = "appliance.magicstick.dev/amd-gpu-eligible"
+ELIGIBLE_LABEL = AMD_GPU_ELIGIBLE_LABEL
 
 
 def eligible_nodes(

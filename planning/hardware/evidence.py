@@ -1,16 +1,7 @@
 """Host evidence: the one sanitized Node annotation the host evidence timer publishes.
 
-`appliance.magicstick.dev/host-evidence` holds a JSON object (version 1):
-
-    nodeUID       metadata.uid of the Node the host believes it is
-    bootID        /proc/sys/kernel/random/boot_id, as the kubelet reports status.nodeInfo.bootID
-    kernel        uname -r, as the kubelet reports status.nodeInfo.kernelVersion
-    architecture  the GPU architecture the host driver reports (gfx1151)
-    driverReady   the host amdgpu driver is loaded and its device nodes are present
-    pciDevices    the GPUs' "vendor:device" IDs the host sees, lower-case
-    observedAt    when the timer wrote it (RFC 3339, UTC)
-    fingerprint   "sha256:" + hex SHA-256 of the canonical JSON (sorted keys, compact) of every
-                  other field except observedAt: the host's identity for validation results
+The annotation's format and fingerprint rule are api/host_evidence.py's, shared with the host
+agent that writes it.
 
 Evidence is current only when it parses, its fingerprint matches its content, its node UID is
 the Node's, its boot ID and kernel are the Node's as the kubelet reports them now, and it is no
@@ -29,23 +20,20 @@ manifests never seed it. Pure.
 
 from __future__ import annotations
 
-import hashlib
 import json
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from enum import StrEnum
 from typing import Any, Final
 
+from api.host_evidence import EVIDENCE_FIELDS as _FIELDS
+from api.host_evidence import HOST_EVIDENCE_ANNOTATION, MAX_EVIDENCE_CHARS, fingerprint_of
 from planning.deadlines import Deadline, whole_second_after, whole_second_from
 from planning.snapshot import Node
 
-HOST_EVIDENCE_ANNOTATION: Final = "appliance.magicstick.dev/host-evidence"
-EVIDENCE_VERSION: Final = 1
 EVIDENCE_MAX_AGE: Final = timedelta(minutes=30)
 """The timer writes every few minutes; evidence older than this is stale."""
 EVIDENCE_CLOCK_SKEW: Final = timedelta(minutes=5)
-MAX_EVIDENCE_CHARS: Final = 4096
-_FIELDS: Final = ("nodeUID", "bootID", "kernel", "architecture", "driverReady", "pciDevices", "observedAt", "fingerprint")
 
 
 class EvidenceState(StrEnum):
@@ -79,29 +67,6 @@ class HostEvidence:
     @property
     def current(self) -> bool:
         return self.state is EvidenceState.CURRENT
-
-
-def fingerprint_of(fields: dict[str, Any]) -> str:
-    """The fingerprint of an evidence document: every field but observedAt and fingerprint. Pure."""
-    content = {k: v for k, v in fields.items() if k not in ("observedAt", "fingerprint")}
-    text = json.dumps(content, sort_keys=True, separators=(",", ":"))
-    return "sha256:" + hashlib.sha256(text.encode()).hexdigest()
-
-
-def evidence_document(
-    *, node_uid: str, boot_id: str, kernel: str, architecture: str, driver_ready: bool, pci_devices: tuple[str, ...], observed_at: str
-) -> dict[str, Any]:
-    """The annotation value the host timer writes, fingerprint included (tests and examples). Pure."""
-    fields: dict[str, Any] = {
-        "nodeUID": node_uid,
-        "bootID": boot_id,
-        "kernel": kernel,
-        "architecture": architecture,
-        "driverReady": driver_ready,
-        "pciDevices": sorted(pci_devices),
-        "observedAt": observed_at,
-    }
-    return {**fields, "fingerprint": fingerprint_of(fields)}
 
 
 def _timestamp(value: str) -> datetime | None:

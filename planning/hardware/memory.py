@@ -22,6 +22,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Literal, get_args
 
+from api.host_evidence import GPU_ACCESSIBLE_ANNOTATION, GPU_ALLOCATION_MODE_ANNOTATION, PHYSICAL_MEMORY_ANNOTATION
 from catalogs import Catalogs
 from planning.hardware.capacity import AcceleratorCapacity
 from planning.hardware.inventory import PciGpu
@@ -31,9 +32,6 @@ from planning.snapshot import Node
 MemoryArchitecture = Literal["discrete", "unified"]
 GpuAllocationMode = Literal["firmware-reserved", "shared-gtt", "unknown"]
 
-PHYSICAL_MEMORY_ANNOTATION = "appliance.magicstick.dev/physical-memory-mi"
-GPU_ACCESSIBLE_ANNOTATION = "appliance.magicstick.dev/gpu-accessible-mi"
-GPU_ALLOCATION_MODE_ANNOTATION = "appliance.magicstick.dev/gpu-allocation-mode"
 
 _PCI_DEVICE_LABEL = re.compile(
     r"^feature\.node\.kubernetes\.io/pci-(?P<cls>[0-9a-f]{4})_(?P<vendor>[0-9a-f]{4})_(?P<device>[0-9a-f]{4})\.present$"

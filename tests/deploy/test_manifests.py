@@ -112,6 +112,8 @@ def workflow() -> dict[str, Any]:
 
 SHARED_ADMISSION_POLICY = "../magic-cluster/platform/admission"
 """The admission policy deploy/ shares with the dashboard base (kustomize allows a directory outside its root)."""
+HOST_AGENT_IDENTITY = "../magic-cluster/platform/host-agent"
+"""The host agent's ServiceAccount, roles and admission policy, outside deploy/ beside the admission policy."""
 
 class TestEveryFile:
     @pytest.mark.parametrize("path", yaml_files(), ids=lambda path: path.name)
@@ -126,11 +128,11 @@ class TestEveryFile:
         for obj in documents(name):
             assert obj.get("apiVersion") and obj.get("kind") and obj["metadata"].get("name"), obj
 
-    def test_the_kustomization_lists_every_kubernetes_file_and_the_shared_admission_policy(self):
+    def test_the_kustomization_lists_every_kubernetes_file_the_shared_admission_policy_and_the_host_agent_identity(self):
         (kustomization,) = documents(KUSTOMIZATION_FILE)
 
         assert kustomization["kind"] == "Kustomization"
-        assert sorted(kustomization["resources"]) == sorted([*kubernetes_files(), SHARED_ADMISSION_POLICY])
+        assert sorted(kustomization["resources"]) == sorted([*kubernetes_files(), SHARED_ADMISSION_POLICY, HOST_AGENT_IDENTITY])
         assert "namespace" not in kustomization
 
     @pytest.mark.parametrize("path", DEPLOY_FILES, ids=lambda path: str(path.relative_to(DEPLOY_DIR)))

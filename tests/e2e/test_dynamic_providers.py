@@ -34,7 +34,7 @@ from typing import Any, Final
 
 import pytest
 
-from planning.hardware.evidence import HOST_EVIDENCE_ANNOTATION, evidence_document
+from api.host_evidence import HOST_EVIDENCE_ANNOTATION, evidence_document
 from planning.hardware.validation import (
     COMPONENT,
     ENGINE_LABEL,

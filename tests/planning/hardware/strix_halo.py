@@ -6,7 +6,7 @@ import json
 from datetime import datetime, timedelta
 from typing import Any
 
-from planning.hardware.evidence import HOST_EVIDENCE_ANNOTATION, evidence_document
+from api.host_evidence import HOST_EVIDENCE_ANNOTATION, evidence_document
 from planning.hardware.validation import HISTORY_CONFIG_MAP, HISTORY_KEY, History, RunRecord
 from tests.planning.builders import NOW, NS, activation, crd, kustomization_for
 from tests.planning.hardware.nodes import node, node_feature

@@ -1,0 +1,1 @@
+"""One module per HostOperation action; `ACTIONS` maps each action to its implementation."""

@@ -1,0 +1,149 @@
+"""One pass over the HostOperations of this node, with the recovery contract.
+
+For each operation bound to this node's UID, in name order:
+
+1. a journal entry exists: the operation was started before. `started` only: the action's
+   `recover` decides (uncertain unless the action knows better); `applied`, or `finished` with
+   a non-terminal phase: the action's `follow` moves it on; `finished` and terminal: its
+   recorded outcome is (re)written. Nothing is ever started twice.
+2. a terminal status and no entry: nothing to do.
+3. otherwise the bindings are checked again (requests.binding_problem, then the action's own
+   `check`): a refusal is written and the host is not touched;
+4. the action may hold (`wait`): its status is written and the next pass looks again;
+5. the status says what is about to happen, the `started` entry is made durable, the action
+   runs, the `finished` (or `applied`) entry is made durable, then the status is written.
+
+Status writes carry observedGeneration and a lastTransitionTime that moves only when the phase
+does; a status that would not change is not written.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
+from datetime import datetime
+from typing import Any
+
+from api.hostoperations import TERMINAL_PHASES, HostOperationReason
+from providers.kube import KubeError
+from services.host_agent.actions.base import Action, ActionContext, Step
+from services.host_agent.actions.registry import ACTIONS
+from services.host_agent.evidence import rfc3339
+from services.host_agent.failpoints import Failpoint, reach
+from services.host_agent.journal import Entry, Journal, JournalError, Outcome, Stage
+from services.host_agent.requests import HostOperation, binding_problem, failed
+
+LOGGER = logging.getLogger("services.host_agent")
+
+
+def status_of(operation: HostOperation, outcome: Outcome, now: datetime) -> dict[str, Any]:
+    """The whole status `outcome` gives `operation` at `now`. Pure."""
+    previous = operation.status
+    moved = previous.get("phase") != outcome.phase or not previous.get("lastTransitionTime")
+    status: dict[str, Any] = {
+        "phase": outcome.phase,
+        "reason": outcome.reason,
+        "message": outcome.message,
+        "observedGeneration": operation.generation,
+        "requestID": operation.request_id,
+        "lastTransitionTime": rfc3339(now) if moved else previous["lastTransitionTime"],
+        **outcome.details,
+    }
+    return status
+
+
+def _same(status: Mapping[str, Any], previous: Mapping[str, Any]) -> bool:
+    return all(previous.get(key) == value for key, value in status.items()) and set(previous) <= set(status)
+
+
+@dataclass
+class Engine:
+    journal: Journal
+    context: ActionContext
+
+    def write(self, operation: HostOperation, outcome: Outcome) -> None:
+        status = status_of(operation, outcome, self.context.now)
+        if _same(status, operation.status):
+            return
+        self.context.cluster.write_status(operation.name, status)
+        LOGGER.info("HostOperation %s: %s (%s) %s", operation.key, outcome.phase, outcome.reason, outcome.message)
+
+    def run_once(self, objects: list[dict[str, Any]]) -> None:
+        operations = sorted((HostOperation.from_object(obj) for obj in objects), key=lambda op: op.name)
+        mine = [op for op in operations if op.node_uid == self.context.host.node_uid]
+        for operation in mine:
+            try:
+                self.handle(operation)
+            except (KubeError, JournalError) as error:
+                LOGGER.error("HostOperation %s: %s; tried again on the next pass", operation.key, error)
+        self._forget(frozenset(op.uid for op in operations))
+
+    def _forget(self, existing: frozenset[str]) -> None:
+        for uid in self.journal.operation_uids() - existing:
+            self.journal.remove(uid)
+
+    def handle(self, operation: HostOperation) -> None:
+        action = ACTIONS.get(operation.action)
+        entry = self.journal.read(operation.uid)
+        if entry is not None and action is not None:
+            self._resume(operation, action, entry)
+            return
+        if operation.terminal:
+            return
+        if action is None:
+            self.write(operation, failed(HostOperationReason.REJECTED, f"spec.action: {operation.action!r} is not an action of this agent"))
+            return
+        problem = binding_problem(operation, boot_id=self.context.host.facts.boot_id, plans=self.context.host.plans.by_action())
+        problem = problem or action.check(operation, self.context)
+        if problem is not None:
+            self.write(operation, problem)
+            return
+        hold = action.wait(operation, self.context)
+        if hold is not None:
+            self.write(operation, hold)
+            return
+        self._start(operation, action)
+
+    def _start(self, operation: HostOperation, action: Action) -> None:
+        announced = action.announce(operation)
+        self.write(operation, announced)
+        operation = replace(operation, status=status_of(operation, announced, self.context.now))
+        entry = Entry(
+            operation_uid=operation.uid,
+            operation=operation.key,
+            request_id=operation.request_id,
+            action=operation.action,
+            boot_id=self.context.host.facts.boot_id,
+            stage=Stage.STARTED,
+            started_at=rfc3339(self.context.now),
+            data=action.journal(operation, self.context),
+        )
+        self.journal.write(entry)
+        reach(Failpoint.JOURNAL_WRITTEN)
+        step = action.execute(operation, self.context, entry)
+        reach(Failpoint.ACTION_DONE)
+        self._record(operation, entry, step)
+
+    def _record(self, operation: HostOperation, entry: Entry, step: Step) -> None:
+        data = step.data or entry.data
+        if step.stage is Stage.FINISHED:
+            entry = replace(entry.finished(step.outcome, rfc3339(self.context.now)), data=data)
+        else:
+            entry = replace(entry, stage=step.stage, outcome=step.outcome, data=data)
+        self.journal.write(entry)
+        self.write(operation, step.outcome)
+
+    def _resume(self, operation: HostOperation, action: Action, entry: Entry) -> None:
+        if entry.stage is Stage.STARTED:
+            self._record(operation, entry, Step(action.recover(operation, self.context, entry)))
+            return
+        assert entry.outcome is not None
+        if entry.stage is Stage.FINISHED and entry.outcome.phase in TERMINAL_PHASES:
+            self.write(operation, entry.outcome)
+            return
+        step = action.follow(operation, self.context, entry)
+        if step is None:
+            self.write(operation, entry.outcome)
+            return
+        self._record(operation, entry, step)
