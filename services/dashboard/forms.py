@@ -144,5 +144,5 @@ class HostOperationCreate(Form):
     node_name: NodeName
     acknowledge_disruption: bool = Field(description="Must be true: the operation disrupts what runs on the node.")
     plan_id: Annotated[str, Field(min_length=1, max_length=128)] | None = Field(
-        default=None, description="clear-model-cache: the node's current cache plan, as its host agent publishes it (required)."
+        default=None, description="clear-model-cache: the node's cache plan; default: the one its host agent publishes now."
     )

@@ -22,6 +22,7 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
+from api.host_evidence import HOST_PLANS_ANNOTATION
 from api.meta import API_VERSION
 from services.dashboard.forms import (
     ExternalModelCreate,
@@ -167,6 +168,19 @@ def instance_edit_body(current: Mapping[str, Any], form: InstanceEdit) -> dict[s
     return {"apiVersion": API_VERSION, "kind": "AppInstance", "metadata": _metadata(name, form.resource_version), "spec": body_spec}
 
 
+def published_cache_plan(node: Mapping[str, Any], node_name: str) -> str:
+    """The model-cache planId the node's host agent publishes (api.host_evidence.HOST_PLANS_ANNOTATION). Pure."""
+    text = ((node.get("metadata") or {}).get("annotations") or {}).get(HOST_PLANS_ANNOTATION)
+    try:
+        plans = json.loads(text) if isinstance(text, str) else None
+    except ValueError:
+        plans = None
+    plan = ((plans or {}).get("modelCache") or {}).get("planId") if isinstance(plans, dict) else None
+    if not isinstance(plan, str) or not plan:
+        raise invalid("planId", f"node {node_name} publishes no model-cache plan ({HOST_PLANS_ANNOTATION}): is its host agent running? Or give the planId")
+    return plan
+
+
 def host_operation_body(form: HostOperationCreate, *, node: Mapping[str, Any], request_id: str) -> dict[str, Any]:
     """A new HostOperation bound to `node` as it is now (UID, boot ID). Pure."""
     if not form.acknowledge_disruption:
@@ -184,9 +198,7 @@ def host_operation_body(form: HostOperationCreate, *, node: Mapping[str, Any], r
         "acknowledgeDisruption": True,
     }
     if form.action == CLEAR_MODEL_CACHE:
-        if not form.plan_id:
-            raise invalid("planId", "clear-model-cache binds the node's current cache plan: give the planId its host agent publishes")
-        spec["planId"] = form.plan_id
+        spec["planId"] = form.plan_id or published_cache_plan(node, form.node_name)
     name = f"{form.action}-{request_id[:8]}"
     return {"apiVersion": API_VERSION, "kind": "HostOperation", "metadata": _metadata(name), "spec": spec}
 

@@ -37,7 +37,8 @@ def permissions(verbs: tuple[str, ...], group: str, resources: tuple[str, ...]) 
 VIEWING: Final = permissions(READ, GROUP, RUNTIME_OBJECTS) | permissions(READ, "", ("events",)) | permissions(READ, "pulumi.com", ("stacks",))
 """The runtime objects, the Events that explain them, and the program's PKO Stack (its last update)."""
 OPERATING: Final = permissions(WRITE, GROUP, INTENT)
-ADMINISTERING: Final = permissions(("create", "delete"), GROUP, ("hostoperations",))
+ADMINISTERING: Final = permissions(("create", "delete", "patch"), GROUP, ("hostoperations",))
+"""patch: the confirmation annotation of a network change (the spec is immutable)."""
 READING_NODES: Final = {Permission(verb, "", "nodes", None) for verb in READ}
 """Cluster-wide, by the one ClusterRoleBinding: a HostOperation and a GPU sharing change are bound to a Node's UID and boot ID."""
 
@@ -77,10 +78,11 @@ def test_administrators_may_also_create_and_delete_host_operations(objects):
     assert granted_to(objects, "admin") == VIEWING | OPERATING | ADMINISTERING | READING_NODES
 
 
-def test_no_one_may_update_a_host_operation_or_write_any_status(objects):
+def test_no_one_may_update_a_host_operation_or_write_any_status_and_only_administrators_patch_one_to_confirm(objects):
     for role in ROLE_GROUPS:
         granted = granted_to(objects, role)
-        assert not {p for p in granted if p.resource == "hostoperations" and p.verb in {"update", "patch"}}
+        changes = {p.verb for p in granted if p.resource == "hostoperations" and p.verb in {"update", "patch"}}
+        assert changes == ({"patch"} if role == "admin" else set())
         assert not {p for p in granted if "/" in p.resource}
 
 

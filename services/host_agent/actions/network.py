@@ -1,4 +1,4 @@
-"""configure-network and scan-wifi: the host's network, changed only with a way back.
+"""configure-network: the host's network, changed only with a way back.
 
 configure-network binds the network plan (the interface inventory and the netplan files, by
 planId) and names one Secret of the operation's namespace, pinned by UID (spec.networkRef). The
@@ -23,22 +23,13 @@ confirmation deadline passes: the saved files are restored and applied again (Ro
 ConfirmationTimedOut). The deadline is kept in the journal entry, so it survives restarts. An
 agent that stopped mid-change (`started` only) restores and applies the saved files too
 (RolledBack: Interrupted): a rollback, never a repeat of the change.
-
-scan-wifi runs `iw dev <interface> scan` on each wireless interface and reports the networks
-(SSID, signal, security) in its status, strongest first: hidden networks are left out, each SSID
-appears once (its strongest signal), and no BSSID (a MAC address) is ever read into the result.
 """
 
 from __future__ import annotations
 
-import base64
-import binascii
-import ipaddress
-import json
 import os
 import re
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any, Final
 
@@ -46,200 +37,22 @@ from api.hostoperations import HostPhase, CONFIRMATION_ANNOTATION, HostOperation
 from services.host_agent.actions.base import Action, ActionContext, Step, uncertain
 from services.host_agent.commands import CommandResult
 from services.host_agent.evidence import rfc3339
-from services.host_agent.facts import NetworkInterface
 from services.host_agent.journal import Entry, Outcome, Stage, durable_write
 from services.host_agent.netplan import NETPLAN_DIR, NETPLAN_FILE, netplan_dir, restore_configuration, saved_configuration
 from services.host_agent.requests import HostOperation, failed
 
-SECRET_KEYS: Final = ("interface", "ssid", "password", "addresses", "gateway", "nameservers")
-"""Every key a configure-network Secret may hold."""
-MAX_SSID_BYTES: Final = 32
-MAX_LIST_ITEMS: Final = 16
-MAX_NETWORKS: Final = 50
-"""scan-wifi reports at most this many networks, the strongest."""
+from services.host_agent.actions.network_settings import NetworkSettings, netplan_yaml, network_settings, quoted, where
+
 REDACTED: Final = "[redacted]"
 _CREDENTIAL_WORDS = re.compile(r"password|passphrase|psk", re.IGNORECASE)
-_HEX_KEY = re.compile(r"[0-9a-fA-F]{64}")
 _TIMESTAMP = "%Y-%m-%dT%H:%M:%SZ"
-
-
-@dataclass(frozen=True)
-class NetworkSettings:
-    """A configure-network Secret's settings, validated. Its repr never shows the password."""
-
-    interface: str
-    wireless: bool
-    ssid: str | None = None
-    password: str | None = field(default=None, repr=False)
-    addresses: tuple[str, ...] = ()
-    gateway: str | None = None
-    nameservers: tuple[str, ...] = ()
-
-    @property
-    def summary(self) -> str:
-        """What is configured, without the SSID or the password: "Wi-Fi with DHCP on wlan0"."""
-        kind = "Wi-Fi" if self.wireless else "Ethernet"
-        addressing = f"static addresses ({len(self.addresses)})" if self.addresses else "DHCP"
-        return f"{kind} with {addressing} on {self.interface}"
-
-
-def _where(operation: HostOperation, name: str) -> str:
-    return f"Secret {operation.namespace}/{name}"
-
-
-def _invalid(where: str, key: str, rule: str) -> Outcome:
-    return failed(HostOperationReason.NETWORK_SECRET_INVALID, f"{where} key {key!r}: {rule}")
-
-
-def _decoded(data: Mapping[str, Any], where: str) -> dict[str, str] | Outcome:
-    """The Secret's values as text; an unknown key or a value that is not base64 UTF-8 is refused."""
-    values: dict[str, str] = {}
-    for key in sorted(data):
-        if key not in SECRET_KEYS:
-            return _invalid(where, key, f"is not a configure-network setting (the keys are {', '.join(SECRET_KEYS)})")
-        raw = data[key]
-        try:
-            if not isinstance(raw, str):
-                raise ValueError
-            values[key] = base64.b64decode(raw, validate=True).decode("utf-8")
-        except (ValueError, binascii.Error, UnicodeDecodeError):
-            return _invalid(where, key, "must be base64-encoded UTF-8 text")
-    return values
-
-
-def _items(text: str) -> list[str] | None:
-    """The comma-separated items of `text`, or None when one is empty or there are too many."""
-    items = [item.strip() for item in text.split(",")]
-    if not items or any(not item for item in items) or len(items) > MAX_LIST_ITEMS:
-        return None
-    return items
-
-
-def _addresses(text: str) -> tuple[str, ...] | None:
-    items = _items(text)
-    if items is None or any("/" not in item for item in items):
-        return None
-    try:
-        return tuple(str(ipaddress.ip_interface(item)) for item in items)
-    except ValueError:
-        return None
-
-
-def _ips(text: str) -> tuple[str, ...] | None:
-    items = _items(text)
-    if items is None:
-        return None
-    try:
-        return tuple(str(ipaddress.ip_address(item)) for item in items)
-    except ValueError:
-        return None
-
-
-def _ssid_ok(ssid: str) -> bool:
-    return 1 <= len(ssid.encode()) <= MAX_SSID_BYTES and all(ch.isprintable() for ch in ssid)
-
-
-def _password_ok(password: str) -> bool:
-    """A WPA passphrase (8 to 63 printable ASCII characters) or a raw key (64 hex digits)."""
-    if _HEX_KEY.fullmatch(password):
-        return True
-    return 8 <= len(password) <= 63 and all(" " <= ch <= "~" for ch in password)
-
-
-def network_settings(data: Any, interfaces: Sequence[NetworkInterface], where: str) -> NetworkSettings | Outcome:
-    """The settings a Secret's `data` describes on a host with `interfaces`, or the refusal
-    naming the key and its rule (never the value). Pure."""
-    if not isinstance(data, Mapping):
-        return failed(HostOperationReason.NETWORK_SECRET_INVALID, f"{where}: its data must map keys to base64 values")
-    values = _decoded(data, where)
-    if isinstance(values, Outcome):
-        return values
-    known = {interface.name: interface for interface in interfaces}
-    name = values.get("interface", "").strip()
-    if name not in known:
-        listed = ", ".join(sorted(known)) or "none"
-        return _invalid(where, "interface", f"is required and must name one of this host's network interfaces ({listed})")
-    wireless = known[name].wireless
-    ssid, password = values.get("ssid"), values.get("password")
-    if password is not None and ssid is None:
-        return _invalid(where, "password", "is accepted only with key 'ssid' (a Wi-Fi network)")
-    if ssid is not None and not wireless:
-        return _invalid(where, "ssid", "needs a wireless interface; the interface of key 'interface' is not wireless")
-    if ssid is None and wireless:
-        return _invalid(where, "ssid", "is required: the interface of key 'interface' is wireless")
-    if ssid is not None and not _ssid_ok(ssid):
-        return _invalid(where, "ssid", f"must be 1 to {MAX_SSID_BYTES} bytes of UTF-8 without control characters")
-    if password is not None and not _password_ok(password):
-        return _invalid(where, "password", "must be a WPA passphrase of 8 to 63 printable ASCII characters (no newline) or 64 hexadecimal digits")
-    addresses: tuple[str, ...] = ()
-    if "addresses" in values:
-        parsed = _addresses(values["addresses"])
-        if not parsed:
-            return _invalid(
-                where, "addresses", f"must be 1 to {MAX_LIST_ITEMS} comma-separated IP addresses, each with its prefix length (192.0.2.10/24)"
-            )
-        addresses = parsed
-    gateway: str | None = None
-    if "gateway" in values:
-        parsed = _ips(values["gateway"])
-        if parsed is None or len(parsed) != 1:
-            return _invalid(where, "gateway", "must be one IP address")
-        if not addresses:
-            return _invalid(where, "gateway", "is accepted only with key 'addresses' (DHCP provides the gateway)")
-        versions = {ipaddress.ip_interface(address).version for address in addresses}
-        if ipaddress.ip_address(parsed[0]).version not in versions:
-            return _invalid(where, "gateway", "must be of the IP version of one of the addresses")
-        gateway = parsed[0]
-    nameservers: tuple[str, ...] = ()
-    if "nameservers" in values:
-        parsed = _ips(values["nameservers"])
-        if not parsed:
-            return _invalid(where, "nameservers", f"must be 1 to {MAX_LIST_ITEMS} comma-separated IP addresses")
-        nameservers = parsed
-    return NetworkSettings(
-        interface=name, wireless=wireless, ssid=ssid, password=password, addresses=addresses, gateway=gateway, nameservers=nameservers
-    )
-
-
-def _quoted(text: str) -> str:
-    """A YAML double-quoted scalar (JSON's escapes are YAML's)."""
-    return json.dumps(text, ensure_ascii=False)
-
-
-def netplan_yaml(settings: NetworkSettings, operation: HostOperation) -> str:
-    """The agent's netplan file (YAML, version 2) for `settings`. Pure."""
-    lines = [
-        f"# Written by the Magic Stick host agent for HostOperation {operation.key} (request {operation.request_id}).",
-        "# Rolled back unless confirmed in time; the previous files are kept in the agent's journal.",
-        "network:",
-        "  version: 2",
-        f"  {'wifis' if settings.wireless else 'ethernets'}:",
-        f"    {_quoted(settings.interface)}:",
-    ]
-    if settings.addresses:
-        lines += ["      dhcp4: false", "      dhcp6: false", "      addresses:"]
-        lines += [f"        - {_quoted(address)}" for address in settings.addresses]
-        if settings.gateway is not None:
-            lines += ["      routes:", "        - to: default", f"          via: {_quoted(settings.gateway)}"]
-    else:
-        lines.append("      dhcp4: true")
-    if settings.nameservers:
-        lines += ["      nameservers:", f"        addresses: [{', '.join(_quoted(ip) for ip in settings.nameservers)}]"]
-    if settings.ssid is not None:
-        lines.append("      access-points:")
-        if settings.password is None:
-            lines.append(f"        {_quoted(settings.ssid)}: {{}}")
-        else:
-            lines += [f"        {_quoted(settings.ssid)}:", f"          password: {_quoted(settings.password)}"]
-    return "\n".join(lines) + "\n"
-
 
 def _withheld(result: CommandResult, secrets: Sequence[str]) -> str:
     """The command's failure in one line, with no credential in it: a known secret is replaced,
     and a line that speaks of a password or key is not shown at all."""
     text = result.failure()
     for secret in secrets:
-        for form in {secret, _quoted(secret), _quoted(secret)[1:-1]}:
+        for form in {secret, quoted(secret), quoted(secret)[1:-1]}:
             if form:
                 text = text.replace(form, REDACTED)
     if _CREDENTIAL_WORDS.search(text):
@@ -291,17 +104,17 @@ class ConfigureNetwork(Action):
         ref = spec.network_ref
         if ref is None:
             return failed(HostOperationReason.REJECTED, "spec.networkRef: is required for configure-network (the Secret holding the settings)")
-        where = _where(operation, ref.name)
+        secret_name = where(operation, ref.name)
         secret = context.cluster.secret(ref.name)
         if secret is None:
-            return failed(HostOperationReason.NETWORK_SECRET_INVALID, f"spec.networkRef.name: {where} does not exist")
+            return failed(HostOperationReason.NETWORK_SECRET_INVALID, f"spec.networkRef.name: {secret_name} does not exist")
         uid = str((secret.get("metadata") or {}).get("uid") or "")
         if uid != ref.uid:
             return failed(
                 HostOperationReason.NETWORK_SECRET_INVALID,
-                f"spec.networkRef.uid: {ref.uid} is not the UID of {where}: the Secret was replaced after the request was made; make a new request",
+                f"spec.networkRef.uid: {ref.uid} is not the UID of {secret_name}: the Secret was replaced after the request was made; make a new request",
             )
-        return network_settings(secret.get("data") or {}, context.host.facts.interfaces, where)
+        return network_settings(secret.get("data") or {}, context.host.facts.interfaces, secret_name)
 
     def check(self, operation: HostOperation, context: ActionContext) -> Outcome | None:
         settings = self._settings(operation, context)
@@ -309,7 +122,7 @@ class ConfigureNetwork(Action):
 
     def announce(self, operation: HostOperation) -> Outcome:
         ref = operation.spec.network_ref if operation.spec is not None else None
-        named = f" of {_where(operation, ref.name)}" if ref is not None else ""
+        named = f" of {where(operation, ref.name)}" if ref is not None else ""
         return Outcome(phase=HostPhase.APPLYING, reason=HostOperationReason.IN_PROGRESS.value, message=f"applying the network configuration{named}")
 
     def journal(self, operation: HostOperation, context: ActionContext) -> dict[str, Any]:
@@ -426,119 +239,4 @@ class ConfigureNetwork(Action):
         )
 
 
-@dataclass(frozen=True)
-class WifiNetwork:
-    interface: str
-    ssid: str
-    signal_dbm: int
-    security: str
-
-    def to_wire(self) -> dict[str, Any]:
-        return {"interface": self.interface, "ssid": self.ssid, "signalDbm": self.signal_dbm, "security": self.security}
-
-
-_ESCAPED_BYTE = re.compile(r"\\x([0-9a-fA-F]{2})")
-
-
-def _unescaped(text: str) -> str:
-    """iw's SSID: non-printable bytes (and spaces at either end, backslashes) as \\xNN."""
-    out = bytearray()
-    position = 0
-    for match in _ESCAPED_BYTE.finditer(text):
-        out += text[position : match.start()].encode()
-        out.append(int(match.group(1), 16))
-        position = match.end()
-    out += text[position:].encode()
-    return out.decode("utf-8", errors="replace")
-
-
-def _network(block: Sequence[str], interface: str) -> WifiNetwork | None:
-    ssid: str | None = None
-    signal: int | None = None
-    rsn = wpa = privacy = False
-    for line in block:
-        if not line.startswith("\t") or line.startswith("\t\t"):
-            continue
-        key, _, value = line[1:].partition(":")
-        if key == "SSID":
-            ssid = _unescaped(value.strip())
-        elif key == "signal":
-            try:
-                signal = round(float(value.split()[0]))
-            except (ValueError, IndexError):
-                signal = None
-        elif key == "RSN":
-            rsn = True
-        elif key == "WPA":
-            wpa = True
-        elif key == "capability":
-            privacy = "Privacy" in value.split()
-    if ssid is None or not ssid.strip("\x00") or signal is None:
-        return None
-    security = "wpa2" if rsn else "wpa" if wpa else "wep" if privacy else "open"
-    return WifiNetwork(interface=interface, ssid=ssid, signal_dbm=signal, security=security)
-
-
-def parse_iw_scan(text: str, interface: str) -> list[WifiNetwork]:
-    """The networks of `iw dev <interface> scan` output, hidden ones left out; BSSIDs are not read. Pure."""
-    blocks: list[list[str]] = []
-    for line in text.splitlines():
-        if line.startswith("BSS "):
-            blocks.append([])
-        elif blocks:
-            blocks[-1].append(line)
-    return [network for network in (_network(block, interface) for block in blocks) if network is not None]
-
-
-def strongest(networks: Sequence[WifiNetwork], limit: int = MAX_NETWORKS) -> list[WifiNetwork]:
-    """One network per SSID (its strongest signal), strongest first, at most `limit`. Pure."""
-    best: dict[str, WifiNetwork] = {}
-    for network in networks:
-        if network.ssid not in best or network.signal_dbm > best[network.ssid].signal_dbm:
-            best[network.ssid] = network
-    return sorted(best.values(), key=lambda n: (-n.signal_dbm, n.ssid, n.interface))[:limit]
-
-
-class ScanWifi(Action):
-    action = "scan-wifi"
-
-    def _wireless(self, context: ActionContext) -> list[str]:
-        return [interface.name for interface in context.host.facts.interfaces if interface.wireless]
-
-    def check(self, operation: HostOperation, context: ActionContext) -> Outcome | None:
-        if not self._wireless(context):
-            return failed(HostOperationReason.NO_WIFI_INTERFACE, "spec.action: scan-wifi needs a wireless interface; this host has none")
-        return None
-
-    def announce(self, operation: HostOperation) -> Outcome:
-        return Outcome(phase=HostPhase.RUNNING, reason=HostOperationReason.IN_PROGRESS.value, message="scanning for Wi-Fi networks")
-
-    def execute(self, operation: HostOperation, context: ActionContext, entry: Entry) -> Step:
-        found: list[WifiNetwork] = []
-        scanned: list[str] = []
-        failures: list[str] = []
-        for interface in self._wireless(context):
-            result = context.runner.run(["iw", "dev", interface, "scan"])
-            if result.ok:
-                scanned.append(interface)
-                found += parse_iw_scan(result.stdout, interface)
-            else:
-                failures.append(result.failure())
-        if not scanned:
-            return Step(failed(HostOperationReason.COMMAND_FAILED, "; ".join(failures) or "no wireless interface was scanned"))
-        networks = strongest(found)
-        unique = len({network.ssid for network in found})
-        shown = f", the strongest {len(networks)} shown" if unique > len(networks) else ""
-        failed_too = f"; {'; '.join(failures)}" if failures else ""
-        return Step(
-            Outcome(
-                phase=HostPhase.SUCCEEDED,
-                reason=HostOperationReason.COMPLETED.value,
-                message=f"found {unique} Wi-Fi networks on {', '.join(scanned)}{shown}{failed_too}",
-                details={"networks": [network.to_wire() for network in networks]},
-            )
-        )
-
-
 CONFIGURE_NETWORK = ConfigureNetwork()
-SCAN_WIFI = ScanWifi()

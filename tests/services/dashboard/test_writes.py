@@ -7,6 +7,8 @@ from typing import Any
 
 import pytest
 
+from api.host_evidence import HOST_PLANS_ANNOTATION
+
 from services.dashboard import writes
 from services.dashboard.forms import GpuSharingChange, HostOperationCreate, InstanceEdit, LocalModelCreate, LocalModelEdit, ModelRestart, ModuleChange
 from services.dashboard.refusals import Refusal
@@ -89,11 +91,18 @@ def test_a_host_operation_is_bound_to_the_nodes_uid_and_boot_and_the_acknowledge
     assert body["metadata"]["name"] == "reboot-0f0e7a52"
 
 
-def test_clearing_the_model_cache_needs_the_cache_plan() -> None:
+def test_clearing_the_model_cache_needs_a_cache_plan_the_node_publishes_or_the_form_gives() -> None:
     node = {"metadata": {"uid": "uid-1"}, "status": {"nodeInfo": {"bootID": "boot-1"}}}
     with pytest.raises(Refusal) as refused:
         writes.host_operation_body(HostOperationCreate(action="clear-model-cache", node_name="gpu-1", acknowledge_disruption=True), node=node, request_id="x" * 36)
     assert refused.value.fields[0].field == "planId"
+
+
+def test_clearing_the_model_cache_binds_the_plan_the_nodes_host_agent_publishes() -> None:
+    plans = json.dumps({"modelCache": {"planId": "model-cache-0123", "locations": ["ollama"]}})
+    node = {"metadata": {"uid": "uid-1", "annotations": {HOST_PLANS_ANNOTATION: plans}}, "status": {"nodeInfo": {"bootID": "boot-1"}}}
+    body = writes.host_operation_body(HostOperationCreate(action="clear-model-cache", node_name="gpu-1", acknowledge_disruption=True), node=node, request_id="x" * 36)
+    assert body["spec"]["planId"] == "model-cache-0123"
 
 
 def test_a_restart_sets_only_the_runtimes_restart_nonce() -> None:

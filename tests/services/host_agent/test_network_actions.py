@@ -39,7 +39,9 @@ import yaml
 
 from api.hostoperations import CONFIRMATION_ANNOTATION
 from services.host_agent.actions.base import ActionContext, Step
-from services.host_agent.actions.network import CONFIGURE_NETWORK, SCAN_WIFI, NetworkSettings, network_settings
+from services.host_agent.actions.network import CONFIGURE_NETWORK
+from services.host_agent.actions.network_settings import NetworkSettings, network_settings
+from services.host_agent.actions.wifi_scan import SCAN_WIFI
 from services.host_agent.cluster import AgentCluster
 from services.host_agent.commands import CommandRunner
 from services.host_agent.engine import Engine
