@@ -182,8 +182,8 @@ class ConfigureNetwork(Action):
             return None
         deadline_text = str(entry.data.get("confirmationDeadline") or "")
         kept = {"confirmationDeadline": deadline_text} if deadline_text else {}
+        # An ended entry keeps no saved files: old credentials among them are not kept longer.
         ended = {"confirmationDeadline": deadline_text or "unknown"}
-        """The ended entry's data: the saved files (old credentials among them) are not kept longer."""
         if operation.request_id and operation.annotations.get(CONFIRMATION_ANNOTATION) == operation.request_id:
             return Step(
                 Outcome(
