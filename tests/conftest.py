@@ -4,7 +4,9 @@ A test needs the test kube-apiserver exactly when it requests the `cluster` fixt
 or through another fixture. Such tests are marked `cluster` at collection; the tests of the
 real Pulumi engine (`engine_cluster`, tests/e2e, or `own_engine` for a test whose subject
 starts its own API server and engine, such as a benchmark) are marked `e2e`; the tests in tests/peers,
-where the real peers (egctl, helm, flux) judge what the program renders, are marked `peers`.
+where the real peers (egctl, helm, flux) judge what the program renders, are marked `peers`; the
+tests on a real node (`real_node`: a kubelet with containerd, tests/node) are marked
+`cluster_real` as well as `cluster`.
 So `pytest -m "not cluster and not e2e and not peers"` runs everything else without the test
 toolchain.
 """
@@ -20,6 +22,7 @@ pytest_plugins = ["tests.cluster.conftest_plugin"]
 CLUSTER_FIXTURE = "cluster"
 ENGINE_FIXTURES = frozenset({"engine_cluster", "own_engine"})
 PEER_TESTS = Path(__file__).resolve().parent / "peers"
+REAL_NODE_FIXTURE = "real_node"
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
@@ -29,6 +32,8 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             item.add_marker(pytest.mark.cluster)
         if ENGINE_FIXTURES & set(fixtures):
             item.add_marker(pytest.mark.e2e)
+        if REAL_NODE_FIXTURE in fixtures:
+            item.add_marker(pytest.mark.cluster_real)
         if item.path.is_relative_to(PEER_TESTS):
             item.add_marker(pytest.mark.peers)
 

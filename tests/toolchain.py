@@ -125,3 +125,7 @@ def python_language_host() -> Path | None:
     """The Go language host when the toolchain could build it; None when the proxy refused it."""
     path = cache_dir() / f"pulumi-{versions().pulumi}" / "pulumi-language-python"
     return path if path.is_file() and os.access(path, os.X_OK) else None
+
+
+def kubelet() -> Path:
+    return tool("kubelet", f"kube-apiserver-{versions().kube}", env="MAGICSTICK_KUBELET")

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Build the test toolchain from Go modules through the Go module proxy: etcd, kube-apiserver and
-# kube-controller-manager, the Pulumi CLI with the Python SDK's plugin scripts, the Pulumi
+# Build the test toolchain from Go modules through the Go module proxy: etcd, kube-apiserver,
+# kube-controller-manager and the kubelet, the Pulumi CLI with the Python SDK's plugin scripts, the Pulumi
 # Kubernetes provider, and the peers that judge what the program renders: egctl, helm and flux.
 # The versions are pinned in scripts/toolchain/versions.env; README.md beside this script says
 # why each step is done the way it is.
@@ -185,15 +185,17 @@ build_etcd() {
     BUILT+=("$binary")
 }
 
-# kube-apiserver and kube-controller-manager come from one wrapper module: the controller
-# manager runs only the garbage collector and the namespace controller in the tests (the
-# finalizers a foreground deletion and a namespace deletion wait for).
+# kube-apiserver, kube-controller-manager and the kubelet come from one wrapper module: the
+# controller manager runs only the garbage collector and the namespace controller in the tests
+# (the finalizers a foreground deletion and a namespace deletion wait for); the kubelet runs
+# Pods of the `cluster_real` suite with Debian's containerd and runc.
 build_kubernetes() {
     local directory=$CACHE_DIR/kube-apiserver-$KUBE_VERSION
-    local apiserver=$directory/kube-apiserver controller_manager=$directory/kube-controller-manager
-    step 4 "kube-apiserver and kube-controller-manager $KUBE_VERSION" "k8s.io/kubernetes with its staging modules at $KUBE_STAGING_VERSION"
-    if answers "$apiserver" "Kubernetes $KUBE_VERSION" --version && answers "$controller_manager" "Kubernetes $KUBE_VERSION" --version; then
-        log "already built: $apiserver $controller_manager"
+    local apiserver=$directory/kube-apiserver controller_manager=$directory/kube-controller-manager kubelet=$directory/kubelet
+    step 4 "kube-apiserver, kube-controller-manager and kubelet $KUBE_VERSION" "k8s.io/kubernetes with its staging modules at $KUBE_STAGING_VERSION"
+    if answers "$apiserver" "Kubernetes $KUBE_VERSION" --version && answers "$controller_manager" "Kubernetes $KUBE_VERSION" --version &&
+        answers "$kubelet" "Kubernetes $KUBE_VERSION" --version; then
+        log "already built: $apiserver $controller_manager $kubelet"
     else
         # k8s.io/kubernetes replaces every staging module with ./staging/src/...; a wrapper
         # module replaces each with its published release instead.
@@ -205,14 +207,14 @@ build_kubernetes() {
         done
         [[ -n $replaces ]] || fail 1 "no staging replaces found in $mod"
         dir=$(wrapper_module kubernetes 1.25.0 $'\t'"k8s.io/kubernetes $KUBE_VERSION"$'\n' "$replaces" \
-            k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kube-controller-manager)
+            k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kube-controller-manager k8s.io/kubernetes/cmd/kubelet)
         minor=${KUBE_VERSION#v1.}
         minor=${minor%%.*}
         # The version ldflags: without them the server says v0.0.0 and clients take old-cluster paths.
         local version_package=k8s.io/component-base/version
         local ldflags="-X $version_package.gitVersion=$KUBE_VERSION -X $version_package.gitMajor=1 -X $version_package.gitMinor=$minor -X $version_package.gitTreeState=clean -X $version_package.buildDate=1970-01-01T00:00:00Z"
         run "go mod tidy could not resolve k8s.io/kubernetes $KUBE_VERSION" env -C "$dir" go mod tidy
-        for command in kube-apiserver kube-controller-manager; do
+        for command in kube-apiserver kube-controller-manager kubelet; do
             if answers "$directory/$command" "Kubernetes $KUBE_VERSION" --version; then
                 continue
             fi
@@ -223,7 +225,7 @@ build_kubernetes() {
             answers "$directory/$command" "Kubernetes $KUBE_VERSION" --version || fail 1 "the built $command does not answer --version with Kubernetes $KUBE_VERSION"
         done
     fi
-    BUILT+=("$apiserver" "$controller_manager")
+    BUILT+=("$apiserver" "$controller_manager" "$kubelet")
 }
 
 build_pulumi() {

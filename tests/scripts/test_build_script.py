@@ -40,7 +40,7 @@ def cache(tmp_path: Path) -> Path:
     pinned = versions()
     directory = tmp_path / "cache"
     _double(directory / f"etcd-{pinned.etcd}" / "etcd", f'[ "$1" = --version ] && echo "etcd Version: {pinned.etcd[1:]}"\n')
-    for command in ("kube-apiserver", "kube-controller-manager"):
+    for command in ("kube-apiserver", "kube-controller-manager", "kubelet"):
         _double(directory / f"kube-apiserver-{pinned.kube}" / command, f'[ "$1" = --version ] && echo "Kubernetes {pinned.kube}"\n')
     cli = directory / f"pulumi-{pinned.pulumi}"
     # `pulumi version` prints the version; `pulumi plugin install ... --file` succeeds.
@@ -64,6 +64,7 @@ def cached_paths(cache: Path) -> list[str]:
         str(cache / f"etcd-{pinned.etcd}" / "etcd"),
         str(cache / f"kube-apiserver-{pinned.kube}" / "kube-apiserver"),
         str(cache / f"kube-apiserver-{pinned.kube}" / "kube-controller-manager"),
+        str(cache / f"kube-apiserver-{pinned.kube}" / "kubelet"),
         str(cli / "pulumi"),
         str(cli / "pulumi-resource-pulumi-python"),
         str(cli / "pulumi-language-python-exec"),

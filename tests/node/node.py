@@ -1,0 +1,279 @@
+"""One real node for the test API server: the kubelet built from Go modules (tests/toolchain.py),
+Debian's containerd and runc, and a bridge network from Debian's CNI plugins.
+
+- containerd runs with its own root, state and socket below the node's directory (nothing of
+  the host's own containerd, if any, is used). `restrict_oom_score_adj` is set: the machines
+  this runs on withhold CAP_SYS_RESOURCE, so a negative oom_score_adj (containerd gives the
+  sandbox -998) is refused by the kernel, and runc fails with "can't get final child's PID from
+  pipe: EOF"; restricted, every container gets at least containerd's own score.
+- The kubelet: the cgroupfs driver, swap allowed, cgroup v1 allowed (`failCgroupV1: false`: these
+  machines mount v1), no TLS bootstrap: a client certificate the test client CA signs, as
+  `system:node:<name>` in `system:nodes`, which the ClusterRole `system:node` is bound to (the
+  test server authorizes by RBAC alone, without the Node authorizer).
+- Images come from no registry: a busybox rootfs (Debian's busybox-static) is made an OCI image
+  with umoci and imported with `ctr -n k8s.io images import`; it is also the sandbox image.
+  Pods name it with `imagePullPolicy: Never`.
+
+Teardown deletes every Pod of the node through the API server (the kubelet stops them), stops the
+kubelet and containerd, and removes what a crash could leave: shims, mounts, the bridge.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import shutil
+import subprocess
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Final
+
+import yaml
+
+from providers.kinds import NODE, POD
+from providers.kube import KubeAccess, KubeClient, open_client
+from tests.cluster.apiserver import ADMIN_USER, ClusterInfo
+from tests.support.processes import stop_process
+from tests.toolchain import kubelet
+
+HOST_PARTS: Final = {
+    "containerd": "/usr/bin/containerd",
+    "ctr": "/usr/bin/ctr",
+    "runc": "/usr/sbin/runc",
+    "bridge CNI plugin": "/usr/lib/cni/bridge",
+    "umoci": "/usr/bin/umoci",
+    "busybox": "/bin/busybox",
+}
+"""Debian's packages containerd, runc, containernetworking-plugins, umoci and busybox-static."""
+BRIDGE: Final = "cni-mstest0"
+POD_SUBNET: Final = "10.213.0.0/24"
+IMAGE_REPOSITORY: Final = "localhost/magicstick-test/busybox"
+READY_SECONDS: Final = 120
+RBAC: Final = "rbac.authorization.k8s.io"
+
+
+class NodeSetupError(Exception):
+    """A part of the node is missing or did not start; the message says which and how to get it."""
+
+
+def missing_host_parts() -> list[str]:
+    return [f"{name} ({path})" for name, path in HOST_PARTS.items() if not os.access(path, os.X_OK)]
+
+
+@dataclass(frozen=True)
+class RealNode:
+    name: str
+    image: str
+    """The busybox image every Pod of the tests runs (imagePullPolicy Never)."""
+    admin: KubeClient
+
+
+def _run(*argv: str) -> str:
+    done = subprocess.run(argv, capture_output=True, text=True, check=False, timeout=120)
+    if done.returncode != 0:
+        raise NodeSetupError(f"`{' '.join(argv)}` exited with {done.returncode}: {done.stderr.strip()[-800:]}")
+    return done.stdout
+
+
+def busybox_image(workdir: Path) -> tuple[Path, str]:
+    """An OCI archive of a busybox rootfs, and the tag it is imported as (its content's digest)."""
+    layout, bundle = workdir / "oci", workdir / "bundle"
+    _run("umoci", "init", "--layout", str(layout))
+    _run("umoci", "new", "--image", f"{layout}:busybox")
+    _run("umoci", "unpack", "--image", f"{layout}:busybox", str(bundle))
+    binaries = bundle / "rootfs" / "bin"
+    binaries.mkdir(parents=True, exist_ok=True)
+    shutil.copy2(HOST_PARTS["busybox"], binaries / "busybox")
+    for applet in ("sh", "sleep", "echo", "cat", "test"):
+        (binaries / applet).symlink_to("busybox")
+    _run("umoci", "repack", "--image", f"{layout}:busybox", str(bundle))
+    _run("umoci", "config", "--image", f"{layout}:busybox", "--config.entrypoint", "/bin/sleep", "--config.cmd", "infinity")
+    index = json.loads((layout / "index.json").read_text())
+    digest = str(index["manifests"][0]["digest"]).removeprefix("sha256:")
+    archive = workdir / "busybox.tar"
+    _run("tar", "-C", str(layout), "-cf", str(archive), ".")
+    return archive, f"{IMAGE_REPOSITORY}:{digest[:20]}"
+
+
+def _containerd_config(directory: Path, sandbox_image: str) -> str:
+    return f"""version = 2
+root = "{directory}/root"
+state = "{directory}/state"
+[grpc]
+  address = "{directory}/containerd.sock"
+[plugins."io.containerd.grpc.v1.cri"]
+  sandbox_image = "{sandbox_image}"
+  restrict_oom_score_adj = true
+  [plugins."io.containerd.grpc.v1.cri".containerd]
+    snapshotter = "overlayfs"
+    default_runtime_name = "runc"
+    [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc]
+      runtime_type = "io.containerd.runc.v2"
+      [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc.options]
+        SystemdCgroup = false
+  [plugins."io.containerd.grpc.v1.cri".cni]
+    bin_dir = "/usr/lib/cni"
+    conf_dir = "{directory}/cni"
+"""
+
+
+def _cni_config() -> str:
+    return json.dumps(
+        {
+            "cniVersion": "0.4.0",
+            "name": "magicstick-test",
+            "plugins": [
+                {
+                    "type": "bridge",
+                    "bridge": BRIDGE,
+                    "isGateway": True,
+                    "ipMasq": False,
+                    "ipam": {"type": "host-local", "ranges": [[{"subnet": POD_SUBNET}]], "routes": [{"dst": "0.0.0.0/0"}]},
+                }
+            ],
+        }
+    )
+
+
+def _kubelet_config(cluster: ClusterInfo, socket: Path, workdir: Path) -> dict[str, Any]:
+    return {
+        "apiVersion": "kubelet.config.k8s.io/v1beta1",
+        "kind": "KubeletConfiguration",
+        "cgroupDriver": "cgroupfs",
+        "failSwapOn": False,
+        "failCgroupV1": False,
+        "containerRuntimeEndpoint": f"unix://{socket}",
+        "authentication": {"anonymous": {"enabled": False}, "webhook": {"enabled": False}, "x509": {"clientCAFile": str(cluster.client_ca_file)}},
+        "authorization": {"mode": "AlwaysAllow"},
+        "port": 0,
+        "readOnlyPort": 0,
+        "healthzPort": 0,
+        "podLogsDir": str(workdir / "pod-logs"),
+        "evictionHard": {"nodefs.available": "1%", "imagefs.available": "1%", "memory.available": "100Mi"},
+        "imageGCHighThresholdPercent": 100,
+        "imageGCLowThresholdPercent": 99,
+        "resolvConf": "/etc/resolv.conf",
+    }
+
+
+def _node_ip() -> str:
+    for address in _run("hostname", "-I").split():
+        if "." in address and not address.startswith("127."):
+            return address
+    raise NodeSetupError("the host has no IPv4 address other than loopback for the node")
+
+
+def _wait_ready(admin: KubeClient, name: str, kubelet_process: subprocess.Popen[bytes], log: Path) -> None:
+    collection = admin.list_collection(NODE)
+    version = collection.resource_version
+    if any(_ready(node) for node in collection.items if node["metadata"]["name"] == name):
+        return
+    while True:
+        if kubelet_process.poll() is not None:
+            raise NodeSetupError(f"the kubelet exited with {kubelet_process.returncode}:\n{log.read_text()[-3000:]}")
+        seen = False
+        with admin.watch(NODE, resource_version=version, timeout_seconds=READY_SECONDS) as stream:
+            for event in stream:
+                version = event.resource_version or version
+                if (event.object.get("metadata") or {}).get("name") == name:
+                    seen = True
+                    if _ready(event.object):
+                        return
+        if not seen:
+            raise NodeSetupError(f"node {name} did not become Ready within {READY_SECONDS} s:\n{log.read_text()[-3000:]}")
+
+
+def _ready(node: dict[str, Any]) -> bool:
+    return any(c.get("type") == "Ready" and c.get("status") == "True" for c in (node.get("status") or {}).get("conditions") or ())
+
+
+def _bind_nodes(admin: KubeClient) -> None:
+    binding = {
+        "apiVersion": f"{RBAC}/v1",
+        "kind": "ClusterRoleBinding",
+        "metadata": {"name": "magicstick-test-nodes"},
+        "roleRef": {"apiGroup": RBAC, "kind": "ClusterRole", "name": "system:node"},
+        "subjects": [{"apiGroup": RBAC, "kind": "Group", "name": "system:nodes"}],
+    }
+    admin.request("PATCH", f"/apis/{RBAC}/v1/clusterrolebindings/magicstick-test-nodes", params={"fieldManager": "tests", "force": "true"},
+                  body=binding, content_type="application/apply-patch+yaml")  # fmt: skip
+
+
+def _delete_pods(admin: KubeClient, name: str) -> None:
+    pods = admin.request("GET", POD.collection_path(), params={"fieldSelector": f"spec.nodeName={name}"}).get("items") or []
+    for pod in pods:
+        metadata = pod["metadata"]
+        with contextlib.suppress(Exception):
+            admin.request("DELETE", POD.object_path(metadata["name"], metadata["namespace"]), body={"gracePeriodSeconds": 0}, content_type="application/json")
+
+
+def _stop_tasks(socket: Path) -> None:
+    """Kill and remove every container containerd still runs (a stopped kubelet stops none)."""
+    ctr = ("ctr", "--address", str(socket), "-n", "k8s.io")
+    listed = subprocess.run([*ctr, "tasks", "ls", "-q"], capture_output=True, text=True, check=False, timeout=30).stdout.split()
+    for task in listed:
+        subprocess.run([*ctr, "tasks", "kill", "-s", "SIGKILL", task], capture_output=True, check=False, timeout=30)
+    for task in listed:
+        subprocess.run([*ctr, "tasks", "delete", "-f", task], capture_output=True, check=False, timeout=30)
+
+
+def _leftovers(directory: Path) -> None:
+    """What a killed containerd leaves: its shims, mounts below the node, the bridge."""
+    subprocess.run(["pkill", "-KILL", "-f", f"containerd-shim-runc-v2 .*{directory}"], check=False)
+    mounts = [line.split()[1] for line in Path("/proc/mounts").read_text().splitlines() if line.split()[1].startswith(str(directory))]
+    for mount in sorted(mounts, key=len, reverse=True):
+        subprocess.run(["umount", "-l", mount], check=False)
+    subprocess.run(["ip", "link", "delete", BRIDGE], check=False, capture_output=True)
+
+
+@contextlib.contextmanager
+def running_node(cluster: ClusterInfo, workdir: Path, *, name: str = "real-node-1") -> Iterator[RealNode]:
+    missing = missing_host_parts()
+    if missing:
+        raise NodeSetupError(f"missing on this machine: {', '.join(missing)}; install Debian's containerd runc containernetworking-plugins umoci busybox-static (.ci/run does)")
+    binary = kubelet()
+    directory = workdir / "node"
+    (directory / "cni").mkdir(parents=True)
+    archive, image = busybox_image(workdir)
+    (directory / "containerd.toml").write_text(_containerd_config(directory, image))
+    (directory / "cni" / "10-bridge.conflist").write_text(_cni_config())
+    socket = directory / "containerd.sock"
+    with contextlib.ExitStack() as stack:
+        stack.callback(_leftovers, directory)
+        admin = stack.enter_context(open_client(KubeAccess(kubeconfig=str(cluster.kubeconfig_path(ADMIN_USER)))))
+        containerd_log = open(directory / "containerd.log", "wb")  # noqa: SIM115 - the process holds it
+        containerd = subprocess.Popen(["containerd", "--config", str(directory / "containerd.toml")], stdout=containerd_log, stderr=subprocess.STDOUT)
+        stack.callback(stop_process, containerd, grace_seconds=10)
+        _run_until_served(socket, containerd, directory / "containerd.log")
+        stack.callback(_stop_tasks, socket)
+        _run("ctr", "--address", str(socket), "-n", "k8s.io", "images", "import", "--base-name", IMAGE_REPOSITORY, str(archive))
+        _run("ctr", "--address", str(socket), "-n", "k8s.io", "images", "tag", f"{IMAGE_REPOSITORY}:busybox", image)
+        _bind_nodes(admin)
+        kubeconfig = cluster.certificate_kubeconfig_path(f"system:node:{name}", "system:nodes")
+        (directory / "kubelet.yaml").write_text(yaml.safe_dump(_kubelet_config(cluster, socket, directory)))
+        log = directory / "kubelet.log"
+        kubelet_log = open(log, "wb")  # noqa: SIM115 - the process holds it
+        kubelet_process = subprocess.Popen(
+            [str(binary), f"--kubeconfig={kubeconfig}", f"--config={directory / 'kubelet.yaml'}", f"--root-dir={directory / 'kubelet'}",
+             f"--cert-dir={directory / 'kubelet-certs'}", f"--hostname-override={name}", f"--node-ip={_node_ip()}", "--v=1"],
+            stdout=kubelet_log, stderr=subprocess.STDOUT,
+        )  # fmt: skip
+        stack.callback(stop_process, kubelet_process, grace_seconds=20)
+        stack.callback(_delete_pods, admin, name)
+        _wait_ready(admin, name, kubelet_process, log)
+        yield RealNode(name=name, image=image, admin=admin)
+
+
+def _run_until_served(socket: Path, containerd: subprocess.Popen[bytes], log: Path) -> None:
+    """containerd answers on its socket (`ctr version` until it does, bounded)."""
+    for _ in range(200):
+        if containerd.poll() is not None:
+            raise NodeSetupError(f"containerd exited with {containerd.returncode}:\n{log.read_text()[-3000:]}")
+        done = subprocess.run(["ctr", "--address", str(socket), "version"], capture_output=True, check=False, timeout=10)
+        if done.returncode == 0:
+            return
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            containerd.wait(timeout=0.05)
+    raise NodeSetupError(f"containerd did not answer on {socket}:\n{log.read_text()[-3000:]}")
