@@ -146,7 +146,7 @@ class TestTheCachedToolchain:
         assert steps[0] == f"build-toolchain: [1/10] checking the cache: {cache}"
         already = [line.removeprefix("build-toolchain: already built: ") for line in progress(result.stderr) if "already built" in line]
         paths = [path for path in cached_paths(cache) if "pulumi-resource-pulumi-python" not in path and "exec" not in path]
-        assert already == [paths[0], f"{paths[1]} {paths[2]}", *paths[3:]]
+        assert already == [paths[0], f"{paths[1]} {paths[2]} {paths[3]}", *paths[4:]]
 
     def test_running_it_again_changes_nothing_in_the_cache_but_its_log(self, cache: Path):
         build(cache)
