@@ -28,6 +28,7 @@ import yaml
 from api.meta import API_VERSION, GROUP
 from providers.kinds import HOST_OPERATION, NODE
 from providers.kube import KubeClient, ResourceKind
+from services.host_agent.cluster import AgentCluster
 from services.readiness import NOTIFY_SOCKET
 from tests.cluster.apiserver import ClusterInfo, TestIdentity
 from tests.deploy.manifests import Permission
@@ -86,20 +87,9 @@ def create_node(
 
 
 def node_bound_token(admin: KubeClient, node: Mapping[str, Any], *, seconds: int = 7200) -> str:
-    answer = admin.request(
-        "POST",
-        f"/api/v1/namespaces/{NAMESPACE}/serviceaccounts/{SERVICE_ACCOUNT}/token",
-        body={
-            "apiVersion": "authentication.k8s.io/v1",
-            "kind": "TokenRequest",
-            "spec": {
-                "expirationSeconds": seconds,
-                "boundObjectRef": {"apiVersion": "v1", "kind": "Node", "name": node["metadata"]["name"], "uid": node["metadata"]["uid"]},
-            },
-        },
-        content_type="application/json",
-    )
-    return str(answer["status"]["token"])
+    """A token of the agent's ServiceAccount bound to `node`, requested as install.sh does (by the admin)."""
+    cluster = AgentCluster(admin, node_name=str(node["metadata"]["name"]), namespace=NAMESPACE, setup_namespace="identity-system")
+    return cluster.node_bound_token(namespace=NAMESPACE, service_account=SERVICE_ACCOUNT, seconds=seconds, node=dict(node))
 
 
 def write_kubeconfig(cluster: ClusterInfo, token: str, path: Path) -> Path:
