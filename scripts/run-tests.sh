@@ -7,7 +7,9 @@
 #      with 2 cores, a second or two when cached); its progress is printed once it ends;
 #   2. everything that uses the toolchain or a browser (`-m "cluster or e2e or peers or browser"`), once
 #      scripts/browser/setup.sh has made sure of Debian's chromium and of axe-core (a second
-#      when they are there).
+#      when they are there), and scripts/images/build.sh has built the images the real node of
+#      the `cluster_real` tests runs (as root: about eight minutes on a new machine, seconds when
+#      cached).
 # Arguments go to both pytest runs (for example `-x`, `-k name` or a test path); a run that
 # selects no test is not a failure unless neither selects one (pytest's status 5).
 # Exit status: the build's when it fails (the second run is then skipped), else the first
@@ -37,6 +39,10 @@ if ((built != 0)); then
     exit "$built"
 fi
 
+if ! scripts/images/build.sh >/dev/null; then
+    printf 'run-tests: scripts/images/build.sh failed (above); the tests that need it did not run\n' >&2
+    exit 1
+fi
 if ! scripts/browser/setup.sh >/dev/null; then
     printf 'run-tests: scripts/browser/setup.sh failed (above); the tests that need it did not run\n' >&2
     exit 1

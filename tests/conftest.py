@@ -33,6 +33,7 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
         if ENGINE_FIXTURES & set(fixtures):
             item.add_marker(pytest.mark.e2e)
         if REAL_NODE_FIXTURE in fixtures:
+            item.add_marker(pytest.mark.cluster)
             item.add_marker(pytest.mark.cluster_real)
         if item.path.is_relative_to(PEER_TESTS):
             item.add_marker(pytest.mark.peers)

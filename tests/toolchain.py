@@ -93,6 +93,14 @@ def kube_controller_manager() -> Path:
     return tool("kube-controller-manager", f"kube-apiserver-{versions().kube}", env="MAGICSTICK_KUBE_CONTROLLER_MANAGER")
 
 
+def kube_scheduler() -> Path:
+    return tool("kube-scheduler", f"kube-apiserver-{versions().kube}", env="MAGICSTICK_KUBE_SCHEDULER")
+
+
+def kube_proxy() -> Path:
+    return tool("kube-proxy", f"kube-apiserver-{versions().kube}", env="MAGICSTICK_KUBE_PROXY")
+
+
 def etcd() -> Path:
     return tool("etcd", f"etcd-{versions().etcd}", env="MAGICSTICK_ETCD")
 

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Build the test toolchain from Go modules through the Go module proxy: etcd, kube-apiserver,
-# kube-controller-manager and the kubelet, the Pulumi CLI with the Python SDK's plugin scripts, the Pulumi
-# Kubernetes provider, and the peers that judge what the program renders: egctl, helm and flux.
+# kube-controller-manager, kube-scheduler, kube-proxy and the kubelet, the Pulumi CLI with the
+# Python SDK's plugin scripts, the Pulumi Kubernetes provider, and the peers that judge what the
+# program renders: egctl, helm and flux.
 # The versions are pinned in scripts/toolchain/versions.env; README.md beside this script says
 # why each step is done the way it is.
 #
@@ -185,39 +186,38 @@ build_etcd() {
     BUILT+=("$binary")
 }
 
-# kube-apiserver, kube-controller-manager and the kubelet come from one wrapper module: the
-# controller manager runs only the garbage collector and the namespace controller in the tests
-# (the finalizers a foreground deletion and a namespace deletion wait for); the kubelet runs
-# Pods of the `cluster_real` suite with Debian's containerd and runc.
+# kube-apiserver, kube-controller-manager, kube-scheduler, kube-proxy and the kubelet come from one
+# wrapper module: the controller manager runs only the garbage collector and the namespace
+# controller in most tests (the finalizers a foreground deletion and a namespace deletion wait for);
+# the `cluster_real` suite runs one node with them all: the kubelet runs Pods with Debian's
+# containerd and runc, the scheduler places them, kube-proxy routes Service addresses to them.
+readonly KUBE_COMMANDS=(kube-apiserver kube-controller-manager kube-scheduler kube-proxy kubelet)
 build_kubernetes() {
-    local directory=$CACHE_DIR/kube-apiserver-$KUBE_VERSION
-    local apiserver=$directory/kube-apiserver controller_manager=$directory/kube-controller-manager kubelet=$directory/kubelet
-    step 4 "kube-apiserver, kube-controller-manager and kubelet $KUBE_VERSION" "k8s.io/kubernetes with its staging modules at $KUBE_STAGING_VERSION"
-    if answers "$apiserver" "Kubernetes $KUBE_VERSION" --version && answers "$controller_manager" "Kubernetes $KUBE_VERSION" --version &&
-        answers "$kubelet" "Kubernetes $KUBE_VERSION" --version; then
-        log "already built: $apiserver $controller_manager $kubelet"
+    local directory=$CACHE_DIR/kube-apiserver-$KUBE_VERSION command missing=()
+    step 4 "${KUBE_COMMANDS[*]} $KUBE_VERSION" "k8s.io/kubernetes with its staging modules at $KUBE_STAGING_VERSION"
+    for command in "${KUBE_COMMANDS[@]}"; do
+        answers "$directory/$command" "Kubernetes $KUBE_VERSION" --version || missing+=("$command")
+    done
+    if ((${#missing[@]} == 0)); then
+        log "already built: ${KUBE_COMMANDS[*]/#/$directory/}"
     else
         # k8s.io/kubernetes replaces every staging module with ./staging/src/...; a wrapper
         # module replaces each with its published release instead.
-        local mod replaces="" staging dir minor command
+        local mod replaces="" staging dir minor
         mod=$(env -C "$WORK" go mod download -json "k8s.io/kubernetes@$KUBE_VERSION" | sed -n 's/^\t"GoMod": "\(.*\)",$/\1/p')
         [[ -f $mod ]] || fail 1 "the module proxy did not serve k8s.io/kubernetes@$KUBE_VERSION"
         for staging in $(sed -n 's#^\s*\(k8s.io/[a-z0-9-]*\) => ./staging/.*#\1#p' "$mod"); do
             replaces+=$'\t'"$staging => $staging $KUBE_STAGING_VERSION"$'\n'
         done
         [[ -n $replaces ]] || fail 1 "no staging replaces found in $mod"
-        dir=$(wrapper_module kubernetes 1.25.0 $'\t'"k8s.io/kubernetes $KUBE_VERSION"$'\n' "$replaces" \
-            k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kube-controller-manager k8s.io/kubernetes/cmd/kubelet)
+        dir=$(wrapper_module kubernetes 1.25.0 $'\t'"k8s.io/kubernetes $KUBE_VERSION"$'\n' "$replaces" "${KUBE_COMMANDS[@]/#/k8s.io/kubernetes/cmd/}")
         minor=${KUBE_VERSION#v1.}
         minor=${minor%%.*}
         # The version ldflags: without them the server says v0.0.0 and clients take old-cluster paths.
         local version_package=k8s.io/component-base/version
         local ldflags="-X $version_package.gitVersion=$KUBE_VERSION -X $version_package.gitMajor=1 -X $version_package.gitMinor=$minor -X $version_package.gitTreeState=clean -X $version_package.buildDate=1970-01-01T00:00:00Z"
         run "go mod tidy could not resolve k8s.io/kubernetes $KUBE_VERSION" env -C "$dir" go mod tidy
-        for command in kube-apiserver kube-controller-manager kubelet; do
-            if answers "$directory/$command" "Kubernetes $KUBE_VERSION" --version; then
-                continue
-            fi
+        for command in "${missing[@]}"; do
             log "compiling $command (several minutes on 2 cores)"
             run "go build of $command failed" env -C "$dir" go build -trimpath -ldflags "$ldflags" -o "$dir/$command" "k8s.io/kubernetes/cmd/$command"
             install_binary "$dir/$command" "$directory/$command"
@@ -225,7 +225,7 @@ build_kubernetes() {
             answers "$directory/$command" "Kubernetes $KUBE_VERSION" --version || fail 1 "the built $command does not answer --version with Kubernetes $KUBE_VERSION"
         done
     fi
-    BUILT+=("$apiserver" "$controller_manager" "$kubelet")
+    BUILT+=("${KUBE_COMMANDS[@]/#/$directory/}")
 }
 
 build_pulumi() {

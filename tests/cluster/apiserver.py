@@ -335,6 +335,14 @@ def kube_apiserver_binary() -> Path:
         raise BinaryNotFound(str(error)) from None
 
 
+def kube_scheduler_binary() -> Path:
+    """The kube-scheduler to run; raises `BinaryNotFound` with the command that builds it."""
+    try:
+        return toolchain.kube_scheduler()
+    except toolchain.ToolNotFound as error:
+        raise BinaryNotFound(str(error)) from None
+
+
 def kube_controller_manager_binary() -> Path:
     """The kube-controller-manager to run; raises `BinaryNotFound` with the command that builds it."""
     try:
@@ -450,6 +458,7 @@ def _etcd_argv(binary: Path, data_dir: Path, client_port: int, peer_port: int) -
 def _apiserver_argv(
     binary: Path,
     *,
+    address: str,
     workdir: Path,
     etcd_url: str,
     port: int,
@@ -461,8 +470,8 @@ def _apiserver_argv(
     return [
         str(binary),
         f"--etcd-servers={etcd_url}",
-        "--bind-address=127.0.0.1",
-        "--advertise-address=127.0.0.1",
+        f"--bind-address={address}",
+        f"--advertise-address={address}",
         f"--secure-port={port}",
         f"--cert-dir={workdir / 'certs'}",
         f"--token-auth-file={token_file}",
@@ -478,16 +487,24 @@ def _apiserver_argv(
     ]
 
 
-def _controller_manager_argv(binary: Path, kubeconfig: Path, controllers: Sequence[str]) -> list[str]:
+def _controller_manager_argv(binary: Path, kubeconfig: Path, controllers: Sequence[str], root_ca_file: Path) -> list[str]:
+    # --root-ca-file: what the root CA publisher writes into each namespace's kube-root-ca.crt,
+    # the ca.crt of every projected ServiceAccount token. Without it the publisher takes the CA
+    # data of its own kubeconfig, which names a file here: Pods would get an empty ca.crt.
     return [
         str(binary),
         f"--kubeconfig={kubeconfig}",
+        f"--root-ca-file={root_ca_file}",
         f"--controllers={','.join(controllers)}",
         "--leader-elect=false",
         "--use-service-account-credentials=false",
         "--secure-port=0",
         "--v=0",
     ]
+
+
+def _scheduler_argv(binary: Path, kubeconfig: Path) -> list[str]:
+    return [str(binary), f"--kubeconfig={kubeconfig}", "--leader-elect=false", "--secure-port=0", "--v=0"]
 
 
 def _wait_collecting(cluster: ClusterInfo, manager: _Process, deadline: float) -> None:
@@ -512,6 +529,8 @@ def running_cluster(
     identities: Sequence[TestIdentity] | None = None,
     startup_timeout: float = STARTUP_TIMEOUT,
     controllers: Sequence[str] = (),
+    scheduler: bool = False,
+    address: str = "127.0.0.1",
 ) -> Iterator[ClusterInfo]:
     """Start etcd and kube-apiserver, yield where they answer, stop the API server then etcd.
 
@@ -522,6 +541,11 @@ def running_cluster(
     and `namespace`) starts kube-controller-manager with only those, as the admin; the cluster
     is yielded once the garbage collector (when asked for) has completed a foreground deletion.
     Without it nothing collects garbage: the suite's default, where tests play every controller.
+
+    `scheduler` starts kube-scheduler too (for a cluster with a real node: nothing else places
+    Pods). `address` is where the API server listens and what it advertises as the `kubernetes`
+    Service's endpoint: loopback by default; a real node's Pods need an address they can route to
+    (its serving certificate then names that address, and the yielded URL uses it).
     """
     chosen = tuple(identities) if identities is not None else default_identities()
     admins = [identity for identity in chosen if "system:masters" in identity.groups]
@@ -549,6 +573,7 @@ def running_cluster(
             "kube-apiserver",
             _apiserver_argv(
                 apiserver_binary,
+                address=address,
                 workdir=workdir,
                 etcd_url=etcd_url,
                 port=port,
@@ -561,9 +586,9 @@ def running_cluster(
         stack.callback(apiserver.stop)  # callbacks run last-in first-out: the API server stops first
 
         # The serving certificate is complete once the port listens: read it only then.
-        _wait_listening(apiserver, port, deadline)
+        _wait_listening(apiserver, address, port, deadline)
         info = ClusterInfo(
-            url=f"https://127.0.0.1:{port}",
+            url=f"https://{address}:{port}",
             ca_file=workdir / "certs" / "apiserver.crt",
             admin_token=admins[0].token,
             identities={identity.name: identity for identity in chosen},
@@ -578,21 +603,25 @@ def running_cluster(
         if controllers:
             manager = _launch(
                 "kube-controller-manager",
-                _controller_manager_argv(kube_controller_manager_binary(), info.kubeconfig_path(admins[0]), controllers),
+                _controller_manager_argv(kube_controller_manager_binary(), info.kubeconfig_path(admins[0]), controllers, info.ca_file),
                 workdir,
             )
             stack.callback(manager.stop)  # stopped before the API server
             info = dataclasses.replace(info, pids={**info.pids, "kube-controller-manager": manager.popen.pid})
             if "garbagecollector" in controllers:
                 _wait_collecting(info, manager, deadline)
+        if scheduler:
+            placer = _launch("kube-scheduler", _scheduler_argv(kube_scheduler_binary(), info.kubeconfig_path(admins[0])), workdir)
+            stack.callback(placer.stop)
+            info = dataclasses.replace(info, pids={**info.pids, "kube-scheduler": placer.popen.pid})
         yield dataclasses.replace(info, startup_seconds=time.monotonic() - started)
 
 
-def _wait_listening(process: _Process, port: int, deadline: float) -> None:
+def _wait_listening(process: _Process, address: str, port: int, deadline: float) -> None:
     while True:
         if process.popen.poll() is not None:
             raise StartupFailed(f"{process.name} exited with {process.popen.returncode}:\n{process.log_tail()}")
-        with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port), timeout=1.0):
+        with contextlib.suppress(OSError), socket.create_connection((address, port), timeout=1.0):
             return
         if time.monotonic() >= deadline:
             raise StartupFailed(f"{process.name} did not listen on {port} within the deadline:\n{process.log_tail()}")

@@ -1,16 +1,57 @@
-"""The real node of the `cluster_real` tests: one kubelet with containerd for the session's API server."""
+"""The real node of the `cluster_real` tests: one kubelet with containerd, on an API server of its own.
+
+`node_cluster` is not the session's `cluster`: it runs the kube-controller-manager controllers a
+node's workloads need (Deployments and their ReplicaSets, ServiceAccounts, the root CA ConfigMap
+of each namespace, EndpointSlices, PodDisruptionBudgets' status, garbage collection and namespace
+deletion) and kube-scheduler, so Deployments roll out as on any cluster. It listens on the
+node's address, which Pods reach through the `kubernetes` Service (kube-proxy, tests/node/node.py). The images of scripts/images/build.sh are
+imported into the node's containerd when the node starts.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import Final
 
 import pytest
 
-from tests.cluster.apiserver import ClusterInfo
-from tests.node.node import RealNode, running_node
+from tests.cluster.apiserver import ClusterInfo, create_namespace, running_cluster
+from tests.cluster.conftest_plugin import namespace_name
+from tests.images import SERVICE_IMAGES, LocalImage, local_image
+from tests.node.node import RealNode, node_ip, running_node
+
+NODE_CONTROLLERS: Final = (
+    "deployment-controller",
+    "replicaset-controller",
+    "serviceaccount-controller",
+    "root-ca-certificate-publisher-controller",
+    "endpointslice-controller",
+    "disruption-controller",
+    "node-lifecycle-controller",
+    "garbagecollector",
+    "namespace",
+)
 
 
 @pytest.fixture(scope="session")
-def real_node(cluster: ClusterInfo, tmp_path_factory: pytest.TempPathFactory) -> Iterator[RealNode]:
-    with running_node(cluster, tmp_path_factory.mktemp("real-node")) as node:
+def node_cluster() -> Iterator[ClusterInfo]:
+    with running_cluster(controllers=NODE_CONTROLLERS, scheduler=True, address=node_ip()) as info:
+        yield info
+
+
+@pytest.fixture(scope="session")
+def service_images() -> dict[str, LocalImage]:
+    """The service images the node imports (scripts/images/build.sh builds them)."""
+    return {name: local_image(name) for name in SERVICE_IMAGES}
+
+
+@pytest.fixture(scope="session")
+def real_node(node_cluster: ClusterInfo, service_images: dict[str, LocalImage], tmp_path_factory: pytest.TempPathFactory) -> Iterator[RealNode]:
+    with running_node(node_cluster, tmp_path_factory.mktemp("real-node"), images=tuple(service_images.values())) as node:
         yield node
+
+
+@pytest.fixture
+def node_namespace(node_cluster: ClusterInfo, request: pytest.FixtureRequest, _namespace_serials: Iterator[int]) -> str:
+    """A new namespace of the node's cluster for this test."""
+    return create_namespace(node_cluster, namespace_name(request.node.name, next(_namespace_serials)))

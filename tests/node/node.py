@@ -12,7 +12,9 @@ Debian's containerd and runc, and a bridge network from Debian's CNI plugins.
   test server authorizes by RBAC alone, without the Node authorizer).
 - Images come from no registry: a busybox rootfs (Debian's busybox-static) is made an OCI image
   with umoci and imported with `ctr -n k8s.io images import`; it is also the sandbox image.
-  Pods name it with `imagePullPolicy: Never`.
+  Pods name it with `imagePullPolicy: Never`. The images of scripts/images/build.sh
+  (tests/images.py) are imported the same way, under the digest tag they were built with, so a
+  Pod naming one with the default pull policy (IfNotPresent) finds it and pulls nothing.
 
 Teardown deletes every Pod of the node through the API server (the kubelet stops them), stops the
 kubelet and containerd, and removes what a crash could leave: shims, mounts, the bridge.
@@ -25,7 +27,7 @@ import json
 import os
 import shutil
 import subprocess
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
@@ -35,8 +37,9 @@ import yaml
 from providers.kinds import NODE, POD
 from providers.kube import KubeAccess, KubeClient, open_client
 from tests.cluster.apiserver import ADMIN_USER, ClusterInfo
+from tests.images import LocalImage
 from tests.support.processes import stop_process
-from tests.toolchain import kubelet
+from tests.toolchain import kube_proxy, kubelet
 
 HOST_PARTS: Final = {
     "containerd": "/usr/bin/containerd",
@@ -68,6 +71,13 @@ class RealNode:
     image: str
     """The busybox image every Pod of the tests runs (imagePullPolicy Never)."""
     admin: KubeClient
+    pod_logs: Path
+    """The kubelet's podLogsDir: `<namespace>_<pod>_<uid>/<container>/<restart>.log` (it serves no logs API here)."""
+
+    def log_tail(self, namespace: str, pod: str, *, lines: int = 20) -> str:
+        """The last lines each container of the Pod wrote, from the kubelet's log files."""
+        found = sorted(self.pod_logs.glob(f"{namespace}_{pod}_*/*/*.log"))
+        return "\n".join(f"{path.relative_to(self.pod_logs)}:\n" + "\n".join(path.read_text(errors="replace").splitlines()[-lines:]) for path in found)
 
 
 def _run(*argv: str) -> str:
@@ -158,6 +168,27 @@ def _kubelet_config(cluster: ClusterInfo, socket: Path, workdir: Path) -> dict[s
     }
 
 
+def _kube_proxy_config(kubeconfig: Path, name: str) -> dict[str, Any]:
+    """iptables mode; no serving port; no sysctl it need not set (conntrack limits, route_localnet)."""
+    return {
+        "apiVersion": "kubeproxy.config.k8s.io/v1alpha1",
+        "kind": "KubeProxyConfiguration",
+        "clientConnection": {"kubeconfig": str(kubeconfig)},
+        "hostnameOverride": name,
+        "mode": "iptables",
+        "clusterCIDR": POD_SUBNET,
+        "healthzBindAddress": "",
+        "metricsBindAddress": "",
+        "iptables": {"localhostNodePorts": False},
+        "conntrack": {"maxPerCore": 0, "min": 0, "tcpEstablishedTimeout": "0s", "tcpCloseWaitTimeout": "0s"},
+    }
+
+
+def node_ip() -> str:
+    """The host's first IPv4 address other than loopback: the node's, and where its Pods reach the API server."""
+    return _node_ip()
+
+
 def _node_ip() -> str:
     for address in _run("hostname", "-I").split():
         if "." in address and not address.startswith("127."):
@@ -229,7 +260,7 @@ def _leftovers(directory: Path) -> None:
 
 
 @contextlib.contextmanager
-def running_node(cluster: ClusterInfo, workdir: Path, *, name: str = "real-node-1") -> Iterator[RealNode]:
+def running_node(cluster: ClusterInfo, workdir: Path, *, name: str = "real-node-1", images: Sequence[LocalImage] = ()) -> Iterator[RealNode]:
     missing = missing_host_parts()
     if missing:
         raise NodeSetupError(f"missing on this machine: {', '.join(missing)}; install Debian's containerd runc containernetworking-plugins umoci busybox-static (.ci/run does)")
@@ -250,6 +281,8 @@ def running_node(cluster: ClusterInfo, workdir: Path, *, name: str = "real-node-
         stack.callback(_stop_tasks, socket)
         _run("ctr", "--address", str(socket), "-n", "k8s.io", "images", "import", "--base-name", IMAGE_REPOSITORY, str(archive))
         _run("ctr", "--address", str(socket), "-n", "k8s.io", "images", "tag", f"{IMAGE_REPOSITORY}:busybox", image)
+        for local in images:
+            _import(socket, local)
         _bind_nodes(admin)
         kubeconfig = cluster.certificate_kubeconfig_path(f"system:node:{name}", "system:nodes")
         (directory / "kubelet.yaml").write_text(yaml.safe_dump(_kubelet_config(cluster, socket, directory)))
@@ -263,7 +296,27 @@ def running_node(cluster: ClusterInfo, workdir: Path, *, name: str = "real-node-
         stack.callback(stop_process, kubelet_process, grace_seconds=20)
         stack.callback(_delete_pods, admin, name)
         _wait_ready(admin, name, kubelet_process, log)
-        yield RealNode(name=name, image=image, admin=admin)
+        proxy_kubeconfig = cluster.certificate_kubeconfig_path("system:kube-proxy")
+        (directory / "kube-proxy.yaml").write_text(yaml.safe_dump(_kube_proxy_config(proxy_kubeconfig, name)))
+        proxy_log = open(directory / "kube-proxy.log", "wb")  # noqa: SIM115 - the process holds it
+        proxy = subprocess.Popen([str(kube_proxy()), f"--config={directory / 'kube-proxy.yaml'}", "--v=1"], stdout=proxy_log, stderr=subprocess.STDOUT)
+        stack.callback(_flush_proxy_rules, kube_proxy())
+        stack.callback(stop_process, proxy, grace_seconds=10)
+        yield RealNode(name=name, image=image, admin=admin, pod_logs=directory / "pod-logs")
+
+
+def _import(socket: Path, image: LocalImage) -> None:
+    """The archive's one image, named by its reference (the archive tags it with its digest)."""
+    repository = image.reference.rsplit(":", 1)[0]
+    _run("ctr", "--address", str(socket), "-n", "k8s.io", "images", "import", "--base-name", repository, str(image.archive))
+    listed = _run("ctr", "--address", str(socket), "-n", "k8s.io", "images", "ls", "-q").split()
+    if image.reference not in listed:
+        raise NodeSetupError(f"containerd did not list {image.reference} after importing {image.archive}: {listed}")
+
+
+def _flush_proxy_rules(binary: Path) -> None:
+    """kube-proxy's own cleanup of the iptables chains it made (`--cleanup`)."""
+    subprocess.run([str(binary), "--cleanup"], capture_output=True, check=False, timeout=60)
 
 
 def _run_until_served(socket: Path, containerd: subprocess.Popen[bytes], log: Path) -> None:

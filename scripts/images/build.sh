@@ -1,0 +1,230 @@
+#!/usr/bin/env bash
+# Build the images this repository defines from local parts only, with no Docker daemon and no
+# registry: the service images of services/Containerfile (access-guard, reconcile-trigger,
+# dashboard) and the workspace image of deploy/workspace/Containerfile (workspace).
+#
+#   scripts/images/build.sh [IMAGE...]     # default: all four; prints "IMAGE ARCHIVE REFERENCE" lines
+#
+# Each image is three layers, each made by umoci from a directory tree:
+#   1. a Debian rootfs (debootstrap --variant=minbase, Python and ca-certificates from Debian's
+#      packages), shared by every image;
+#   2. a virtual environment with requirements.lock installed, every file checked against its
+#      hash, wheels only, from a wheelhouse `pip download` filled (the build itself reaches no
+#      index); the same command line as the Containerfiles';
+#   3. this repository's package, installed with no dependency resolution, as in the Containerfiles;
+#      for the workspace also the Pulumi CLI, its Python scripts and the Kubernetes provider
+#      plugin from the test toolchain (scripts/toolchain/build.sh).
+# The image is tagged with the digest of its manifest (localhost/magicstick/IMAGE:<sha256 hex>)
+# and written as an OCI archive that `ctr -n k8s.io images import` takes.
+#
+# Cache: ${MAGICSTICK_IMAGE_CACHE:-$HOME/.cache/magicstick/images}: the rootfs (keyed by suite,
+# mirror and packages), the wheelhouse (keyed by requirements.lock) and each image (keyed by
+# everything that goes into it). An image whose inputs have not changed is not built again.
+# Needs root (debootstrap and chroot), debootstrap, umoci, python3 with pip, tar and sha256sum;
+# for the workspace image, the toolchain's pulumi and provider. Installs no system package.
+set -euo pipefail
+
+SCRIPT_DIR=$(cd "${BASH_SOURCE[0]%/*}" && pwd)
+REPOSITORY=$(cd "$SCRIPT_DIR/../.." && pwd)
+readonly SCRIPT_DIR REPOSITORY
+# shellcheck source=../toolchain/versions.env
+source "$REPOSITORY/scripts/toolchain/versions.env"
+
+CACHE=${MAGICSTICK_IMAGE_CACHE:-$HOME/.cache/magicstick/images}
+TOOLCHAIN=${MAGICSTICK_TOOLCHAIN_CACHE:-$HOME/.cache/magicstick/toolchain}
+readonly SUITE=bookworm
+readonly MIRROR=${MAGICSTICK_DEBIAN_MIRROR:-http://deb.debian.org/debian}
+readonly PACKAGES=python3,python3-venv,ca-certificates
+# The interpreter of the lock (its header) and of Debian bookworm's python3.
+readonly PYTHON_VERSION=3.11
+readonly REPOSITORY_NAME=localhost/magicstick
+# What each Containerfile copies of the project (the workspace adds Pulumi.yaml and __main__.py).
+readonly PROJECT_PACKAGES=(api catalogs planning components providers program cli services)
+readonly PROJECT_FILES=(pyproject.toml README.md)
+readonly WORKSPACE_FILES=(Pulumi.yaml __main__.py)
+# The container port each service listens on (services/Containerfile's PORT).
+declare -rA SERVICE_PORT=([access-guard]=8080 [reconcile-trigger]=8081 [dashboard]=8080)
+readonly SERVICE_USER=65532:65532
+
+log() { printf 'build-images: %s\n' "$*" >&2; }
+die() { log "$*"; exit 1; }
+
+for command in debootstrap umoci python3 tar sha256sum chroot; do
+    command -v "$command" >/dev/null || die "missing command: $command (from Debian's packages debootstrap, umoci, python3-pip, coreutils, tar)"
+done
+((EUID == 0)) || die "needs root: debootstrap makes the rootfs and the locked packages are installed in it with chroot"
+
+mkdir -p "$CACHE"
+exec {lock_fd}>"$CACHE/build.lock"
+flock "$lock_fd"
+
+key_of() { sha256sum | cut -c1-16; }
+
+# 1. The Debian rootfs, as a tar of numeric owners. Without the package cache and lists.
+base_rootfs() {
+    local key archive
+    key=$(printf '%s\n' "$SUITE" "$MIRROR" "$PACKAGES" | key_of)
+    archive=$CACHE/rootfs-$SUITE-$key.tar
+    if [[ ! -f $archive ]]; then
+        local directory=$CACHE/rootfs-$SUITE-$key.partial
+        rm -rf "$directory"
+        log "debootstrap $SUITE ($PACKAGES) from $MIRROR (about two minutes)"
+        debootstrap --variant=minbase --include="$PACKAGES" "$SUITE" "$directory" "$MIRROR" >"$CACHE/debootstrap.log" 2>&1 ||
+            die "debootstrap failed; see $CACHE/debootstrap.log"
+        rm -rf "$directory"/var/cache/apt/archives/*.deb "$directory"/var/lib/apt/lists/* "$directory"/var/log/*.log
+        tar --numeric-owner -C "$directory" -cf "$archive.partial" .
+        mv "$archive.partial" "$archive"
+        rm -rf "$directory"
+    fi
+    printf '%s\n' "$archive"
+}
+
+# 2. The wheels of requirements.lock for CPython 3.11 on Debian bookworm's glibc (2.36).
+wheelhouse() {
+    local key directory platforms=()
+    key=$(key_of <"$REPOSITORY/requirements.lock")
+    directory=$CACHE/wheels-$key
+    if [[ ! -f $directory/.complete ]]; then
+        for platform in manylinux2014_x86_64 manylinux_2_17_x86_64 manylinux_2_24_x86_64 manylinux_2_27_x86_64 \
+            manylinux_2_28_x86_64 manylinux_2_31_x86_64 manylinux_2_34_x86_64 manylinux_2_35_x86_64 manylinux_2_36_x86_64 linux_x86_64 any; do
+            platforms+=(--platform "$platform")
+        done
+        log "pip download of requirements.lock into $directory"
+        python3 -m pip download --quiet --disable-pip-version-check --require-hashes --only-binary=:all: --no-deps \
+            --python-version "$PYTHON_VERSION" --implementation cp --abi "cp${PYTHON_VERSION/./}" --abi abi3 --abi none "${platforms[@]}" \
+            -r "$REPOSITORY/requirements.lock" -d "$directory" >&2 || die "pip download of requirements.lock failed"
+        touch "$directory/.complete"
+    fi
+    printf '%s\n' "$directory"
+}
+
+# The project's files as the Containerfiles copy them, hashed: a change rebuilds the image.
+project_key() {
+    (cd "$REPOSITORY" && find "${PROJECT_PACKAGES[@]}" "${PROJECT_FILES[@]}" "${WORKSPACE_FILES[@]}" requirements.lock \
+        -type f ! -name '*.pyc' ! -path '*/__pycache__/*' -print0 | LC_ALL=C sort -z | xargs -0 sha256sum) | key_of
+}
+
+# In the rootfs: a venv at $1 with the locked set from the wheelhouse mounted at /wheels.
+install_locked() {
+    local rootfs=$1 venv=$2 wheels=$3
+    mkdir -p "$rootfs/wheels"
+    cp "$wheels"/*.whl "$rootfs/wheels/"
+    cp "$REPOSITORY/requirements.lock" "$rootfs/tmp/requirements.lock"
+    chroot "$rootfs" /usr/bin/env -i PATH=/usr/bin:/bin PIP_NO_CACHE_DIR=1 PIP_DISABLE_PIP_VERSION_CHECK=1 PIP_ROOT_USER_ACTION=ignore \
+        PIP_NO_INDEX=1 PIP_FIND_LINKS=/wheels /bin/sh -c \
+        "python3 -m venv '$venv' && '$venv/bin/pip' install --quiet --require-hashes --only-binary=:all: -r /tmp/requirements.lock" >&2 ||
+        die "installing requirements.lock into $venv failed"
+    rm -rf "$rootfs/wheels" "$rootfs/tmp/requirements.lock"
+}
+
+# In the rootfs: the project into the venv at $1 from a copy at /src, then the copy removed.
+install_project() {
+    local rootfs=$1 venv=$2
+    mkdir -p "$rootfs/src"
+    (cd "$REPOSITORY" && tar --exclude=__pycache__ --exclude='*.pyc' -cf - "${PROJECT_FILES[@]}" "${PROJECT_PACKAGES[@]}") | tar -C "$rootfs/src" -xf -
+    chroot "$rootfs" /usr/bin/env -i PATH=/usr/bin:/bin PIP_NO_CACHE_DIR=1 PIP_DISABLE_PIP_VERSION_CHECK=1 PIP_ROOT_USER_ACTION=ignore PIP_NO_INDEX=1 \
+        /bin/sh -c "cd /src && '$venv/bin/pip' install --quiet --no-deps --no-build-isolation . && '$venv/bin/pip' check" >&2 ||
+        die "installing the project into $venv failed"
+    rm -rf "$rootfs/src"
+}
+
+# The workspace's project directory (/magicstick): Pulumi.yaml and __main__.py beside the venv.
+install_workspace_files() {
+    local rootfs=$1
+    (cd "$REPOSITORY" && cp "${WORKSPACE_FILES[@]}" "${PROJECT_FILES[@]}" "$rootfs/magicstick/")
+}
+
+# The Pulumi CLI, the Python SDK's scripts beside it and the provider plugin, from the toolchain.
+install_pulumi() {
+    local rootfs=$1 cli=$TOOLCHAIN/pulumi-$PULUMI_VERSION plugins=$TOOLCHAIN/pulumi-home-$PULUMI_VERSION/plugins
+    [[ -x $cli/pulumi && -d $plugins ]] || die "the workspace image needs the toolchain's pulumi and provider: run scripts/toolchain/build.sh"
+    mkdir -p "$rootfs/usr/local/bin" "$rootfs/root/.pulumi"
+    local tool
+    for tool in pulumi pulumi-language-python-exec pulumi-resource-pulumi-python pulumi-language-python; do
+        [[ ! -x $cli/$tool ]] || cp "$cli/$tool" "$rootfs/usr/local/bin/"
+    done
+    cp -r "$plugins" "$rootfs/root/.pulumi/plugins"
+}
+
+# umoci repack of the bundle's rootfs as the next layer of TAG, keeping the bundle in step.
+layer() {
+    local layout=$1 bundle=$2 tag=$3 comment=$4
+    umoci repack --refresh-bundle --history.created_by "$comment" --image "$layout:$tag" "$bundle" >&2
+}
+
+build_image() {
+    local image=$1 base=$2 wheels=$3 key=$4
+    local directory=$CACHE/$image
+    local work=$directory.work layout=$directory.work/oci bundle=$directory.work/bundle
+    rm -rf "$work"
+    mkdir -p "$work"
+    umoci init --layout "$layout"
+    umoci new --image "$layout:build"
+    umoci unpack --image "$layout:build" "$bundle" >&2
+    tar --numeric-owner -C "$bundle/rootfs" -xf "$base"
+    layer "$layout" "$bundle" build "debootstrap --variant=minbase --include=$PACKAGES $SUITE"
+
+    local venv config=()
+    if [[ $image == workspace ]]; then
+        venv=/magicstick/venv
+        install_locked "$bundle/rootfs" "$venv" "$wheels"
+        layer "$layout" "$bundle" build "pip install --require-hashes --only-binary=:all: -r requirements.lock"
+        install_workspace_files "$bundle/rootfs"
+        install_project "$bundle/rootfs" "$venv"
+        install_pulumi "$bundle/rootfs"
+        layer "$layout" "$bundle" build "the project at /magicstick; pulumi $PULUMI_VERSION and pulumi-kubernetes $PULUMI_KUBERNETES_VERSION"
+        config=(--config.workingdir /magicstick
+            --config.env PATH=/usr/local/bin:/usr/bin:/bin --config.env PYTHONUNBUFFERED=1 --config.env PIP_NO_CACHE_DIR=1
+            --config.env PIP_DISABLE_PIP_VERSION_CHECK=1 --config.env PIP_ROOT_USER_ACTION=ignore --config.env PIP_NO_INDEX=1
+            --config.env PULUMI_SKIP_UPDATE_CHECK=true --config.env PULUMI_SKIP_CHECKPOINTS=true
+            --config.cmd /usr/local/bin/pulumi)
+    else
+        venv=/opt/magicstick/venv
+        install_locked "$bundle/rootfs" "$venv" "$wheels"
+        layer "$layout" "$bundle" build "pip install --require-hashes --only-binary=:all: -r requirements.lock"
+        install_project "$bundle/rootfs" "$venv"
+        [[ -x $bundle/rootfs$venv/bin/magicstick-$image ]] || die "pyproject.toml declares no console script magicstick-$image"
+        ln -s "$venv/bin/magicstick-$image" "$bundle/rootfs/usr/local/bin/magicstick-service"
+        chroot "$bundle/rootfs" /usr/local/bin/magicstick-service --help >/dev/null || die "magicstick-$image --help failed in the image"
+        layer "$layout" "$bundle" build "the project in $venv; magicstick-service = magicstick-$image"
+        config=(--config.workingdir / --config.user "$SERVICE_USER" --config.exposedports "${SERVICE_PORT[$image]}/tcp"
+            --config.env PATH=/usr/local/bin:/usr/bin:/bin --config.env PYTHONUNBUFFERED=1 --config.env PYTHONDONTWRITEBYTECODE=1
+            --config.entrypoint /usr/local/bin/magicstick-service)
+    fi
+    umoci config --image "$layout:build" --history.created_by "image configuration" "${config[@]}" >&2
+
+    local digest
+    digest=$(python3 -c 'import json,sys; index=json.load(open(sys.argv[1])); print(next(m["digest"] for m in index["manifests"] if m["annotations"]["org.opencontainers.image.ref.name"] == "build"))' "$layout/index.json")
+    digest=${digest#sha256:}
+    umoci tag --image "$layout:build" "$digest"
+    umoci rm --image "$layout:build"
+    umoci gc --layout "$layout"
+    tar -C "$layout" -cf "$work/image.tar" .
+    printf '%s\n' "$REPOSITORY_NAME/$image:$digest" >"$work/reference"
+    printf '%s\n' "$key" >"$work/key"
+    rm -rf "$bundle"
+    rm -rf "$directory"
+    mv "$work" "$directory"
+}
+
+images=("$@")
+((${#images[@]})) || images=(access-guard reconcile-trigger dashboard workspace)
+for image in "${images[@]}"; do
+    [[ $image == workspace || -n ${SERVICE_PORT[$image]:-} ]] || die "unknown image $image: one of access-guard reconcile-trigger dashboard workspace"
+done
+
+base=$(base_rootfs)
+wheels=$(wheelhouse)
+project=$(project_key)
+for image in "${images[@]}"; do
+    key=$(printf '%s\n' "$base" "$wheels" "$project" "$image" "$PULUMI_VERSION" "$PULUMI_KUBERNETES_VERSION" "$(sha256sum "$SCRIPT_DIR/build.sh")" | key_of)
+    if [[ -f $CACHE/$image/key && $(<"$CACHE/$image/key") == "$key" ]]; then
+        log "$image: cached"
+    else
+        started=$SECONDS
+        log "$image: building"
+        build_image "$image" "$base" "$wheels" "$key"
+        log "$image: built in $((SECONDS - started)) s"
+    fi
+    printf '%s %s %s\n' "$image" "$CACHE/$image/image.tar" "$(<"$CACHE/$image/reference")"
+done

@@ -1,0 +1,79 @@
+"""The reconcile trigger as deploy/ ships it, running on the real node from its locally built image.
+
+deploy/reconcile-trigger.yaml (ServiceAccount and Deployment) and deploy/reconcile-trigger-rbac.yaml
+are applied unchanged but for the image, in the namespaces they name. The Pod talks to the API
+server as its ServiceAccount, with the token the kubelet projects, through the `kubernetes`
+Service that kube-proxy routes: nothing of the test reaches into it. Its readiness probe
+(/readyz: every watch listed once) passes, the Deployment rolls out, and an edit of a
+ModelActivation makes it request a run of the Stack, as PKO would see it.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Final
+
+import pytest
+import yaml
+
+from providers.kinds import CRD
+from providers.kube import ResourceKind
+from services.reconcile_trigger.stack import STACK, StackRef
+from tests.cluster.apiserver import ClusterInfo, create_namespace, install_crds
+from tests.images import LocalImage
+from tests.node.node import RealNode
+from tests.node.rollout import ROLLOUT_SECONDS, deployment_ready, wait_for
+from tests.services.reconcile_trigger.world import STACK_CRD_FILE, create_stack, model_activation, stack_request_after
+from tests.support.vendored import REPOSITORY_ROOT
+
+DEPLOY: Final = REPOSITORY_ROOT / "deploy"
+OWN_CRDS: Final = REPOSITORY_ROOT / "api" / "crds"
+NAMESPACES: Final = ("ai-system", "ai", "flux-system", "identity-system")
+TRIGGER: Final = "magicstick-reconcile-trigger"
+REQUEST_SECONDS: Final = 60
+MODEL_ACTIVATION = ResourceKind(group="appliance.magicstick.dev", version="v1alpha1", kind="ModelActivation", plural="modelactivations", namespaced=True)
+
+
+def _documents(path: Path) -> list[dict[str, Any]]:
+    return [document for document in yaml.safe_load_all(path.read_text()) if document]
+
+
+def _kind_of(document: dict[str, Any]) -> ResourceKind:
+    group, _, version = document["apiVersion"].rpartition("/")
+    kind = document["kind"]
+    plural = {"ServiceAccount": "serviceaccounts", "Deployment": "deployments", "Role": "roles", "RoleBinding": "rolebindings",
+              "ClusterRole": "clusterroles", "ClusterRoleBinding": "clusterrolebindings"}[kind]  # fmt: skip
+    return ResourceKind(group=group, version=version, kind=kind, plural=plural, namespaced=kind not in ("ClusterRole", "ClusterRoleBinding"))
+
+
+def _with_image(document: dict[str, Any], image: LocalImage) -> dict[str, Any]:
+    if document["kind"] == "Deployment":
+        (container,) = document["spec"]["template"]["spec"]["containers"]
+        container["image"] = image.reference
+    return document
+
+
+@pytest.fixture(scope="module")
+def trigger_world(real_node: RealNode, node_cluster: ClusterInfo) -> StackRef:
+    for namespace in NAMESPACES:
+        if real_node.admin.get_or_none(ResourceKind(group="", version="v1", kind="Namespace", plural="namespaces", namespaced=False), namespace) is None:
+            create_namespace(node_cluster, namespace)
+    if real_node.admin.get_or_none(CRD, "stacks.pulumi.com") is None:
+        install_crds(node_cluster, [STACK_CRD_FILE, OWN_CRDS])
+    return create_stack(real_node.admin, "ai-system")
+
+
+def test_the_trigger_deployment_rolls_out_and_requests_a_run_when_a_model_activation_changes(
+    real_node: RealNode, service_images: dict[str, LocalImage], trigger_world: StackRef
+) -> None:
+    for path in (DEPLOY / "reconcile-trigger-rbac.yaml", DEPLOY / "reconcile-trigger.yaml"):
+        for document in _documents(path):
+            real_node.admin.apply(_kind_of(document), _with_image(document, service_images["reconcile-trigger"]), field_manager="tests")
+
+    rolled_out = wait_for(real_node, _kind_of({"apiVersion": "apps/v1", "kind": "Deployment"}), "ai-system", TRIGGER, deployment_ready, ROLLOUT_SECONDS)
+    assert rolled_out["status"]["availableReplicas"] == 1
+
+    before = real_node.admin.get(STACK, trigger_world.name, trigger_world.namespace)["metadata"].get("annotations", {}).get("pulumi.com/reconciliation-request")
+    real_node.admin.apply(MODEL_ACTIVATION, model_activation("ai-system", "edited-on-the-node"), field_manager="tests")
+
+    assert stack_request_after(real_node.admin, trigger_world, before, timeout=REQUEST_SECONDS)
