@@ -200,6 +200,7 @@ build_image() {
     umoci rm --image "$layout:build"
     umoci gc --layout "$layout"
     tar -C "$layout" -cf "$work/image.tar" .
+    rm -rf "$layout"
     printf '%s\n' "$REPOSITORY_NAME/$image:$digest" >"$work/reference"
     printf '%s\n' "$key" >"$work/key"
     rm -rf "$bundle"

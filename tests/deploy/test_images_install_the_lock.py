@@ -81,3 +81,23 @@ def test_the_pyjwt_range_excludes_the_releases_whose_issuer_check_can_be_bypasse
 
     assert not pyjwt.specifier.contains("2.10.0")
     assert pyjwt.specifier.contains("2.10.1")
+
+
+LOCAL_BUILD = REPOSITORY_ROOT / "scripts" / "images" / "build.sh"
+
+
+def _local_build_installs() -> list[list[str]]:
+    """The `pip install` commands of scripts/images/build.sh, as words (quotes and variables kept)."""
+    commands = (line.split("pip' install", 1)[1].split("&&")[0].split('"')[0] for line in LOCAL_BUILD.read_text().splitlines() if "pip' install" in line)
+    return [command.split() for command in commands]
+
+
+def test_the_local_image_build_installs_the_lock_with_the_containerfiles_flags_then_the_project_alone():
+    """scripts/images/build.sh, the build without Docker, installs as the Containerfiles do; what
+    its images then hold is checked on the real node (tests/node/test_service_images.py)."""
+    lock, project = _local_build_installs()
+
+    assert {"--require-hashes", "--only-binary=:all:", "-r", "/tmp/requirements.lock"} <= set(lock), lock
+    assert "--no-deps" not in lock
+    assert {"--no-deps", "--no-build-isolation", "."} <= set(project), project
+    assert 'cp "$REPOSITORY/requirements.lock" "$rootfs/tmp/requirements.lock"' in LOCAL_BUILD.read_text()

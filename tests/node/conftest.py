@@ -17,7 +17,7 @@ import pytest
 
 from tests.cluster.apiserver import ClusterInfo, create_namespace, running_cluster
 from tests.cluster.conftest_plugin import namespace_name
-from tests.images import SERVICE_IMAGES, LocalImage, local_image
+from tests.images import SERVICE_IMAGES, WORKSPACE_IMAGE, LocalImage, local_image
 from tests.node.node import RealNode, node_ip, running_node
 
 NODE_CONTROLLERS: Final = (
@@ -46,8 +46,17 @@ def service_images() -> dict[str, LocalImage]:
 
 
 @pytest.fixture(scope="session")
-def real_node(node_cluster: ClusterInfo, service_images: dict[str, LocalImage], tmp_path_factory: pytest.TempPathFactory) -> Iterator[RealNode]:
-    with running_node(node_cluster, tmp_path_factory.mktemp("real-node"), images=tuple(service_images.values())) as node:
+def workspace_image() -> LocalImage:
+    """The workspace image of the in-cluster program (scripts/images/build.sh builds it)."""
+    return local_image(WORKSPACE_IMAGE)
+
+
+@pytest.fixture(scope="session")
+def real_node(
+    node_cluster: ClusterInfo, service_images: dict[str, LocalImage], workspace_image: LocalImage, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[RealNode]:
+    images = (*service_images.values(), workspace_image)
+    with running_node(node_cluster, tmp_path_factory.mktemp("real-node"), images=images) as node:
         yield node
 
 

@@ -4,6 +4,9 @@
   has; they are exactly requirements.lock's pins, the project itself and pip (which the
   Containerfiles' bases carry too). That is what the Containerfiles install, from the same lock
   with the same flags (tests/deploy/test_images_install_the_lock.py reads both).
+- The workspace image: the same, in /magicstick/venv, and the Pulumi CLI of the pinned version
+  with the Kubernetes provider plugin installed, and the program importable. (It cannot run the
+  program yet: the Python language host is not served by the module proxy; README, "Tests".)
 - The access guard as the program plans it (planning.instances.guard): its ConfigMap, Service,
   Deployment, PodDisruptionBudget and NetworkPolicy applied as the program applies them, the
   image set to the local build. Its Pods start from that image (the kubelet reports the image ID
@@ -32,8 +35,11 @@ from tests.deploy.containerfiles import LOCK_FILE
 from tests.images import LocalImage
 from tests.node.node import RealNode
 from tests.node.rollout import ROLLOUT_SECONDS, deployment_ready, wait_for
+from tests.toolchain import versions
 
 SERVICE_VENV: Final = "/opt/magicstick/venv"
+WORKSPACE_VENV: Final = "/magicstick/venv"
+"""deploy/workspace/Containerfile's venv, the one Pulumi.yaml names."""
 PROJECT_DISTRIBUTION: Final = "magicstick"
 PIN: Final = re.compile(r"^(?P<name>[A-Za-z0-9][A-Za-z0-9._-]*)==(?P<version>[^\s\\;]+)", re.MULTILINE)
 KINDS: Final = {kind.kind: kind for kind in (CONFIG_MAP, SERVICE, DEPLOYMENT, POD_DISRUPTION_BUDGET, NETWORK_POLICY)}
@@ -52,8 +58,9 @@ def _locked() -> dict[str, str]:
     return {_normalized(match["name"]): match["version"] for match in PIN.finditer(LOCK_FILE.read_text())}
 
 
-def _distributions_in(node: RealNode, namespace: str, image: LocalImage) -> dict[str, str]:
-    name = f"distributions-{next(_PODS)}"
+def _terminated(node: RealNode, namespace: str, image: LocalImage, command: list[str]) -> dict[str, Any]:
+    """The terminated state of a Pod that ran `command` once in `image` (its message: what it wrote to the termination log)."""
+    name = f"run-{next(_PODS)}"
     pod = {
         "apiVersion": "v1",
         "kind": "Pod",
@@ -62,15 +69,20 @@ def _distributions_in(node: RealNode, namespace: str, image: LocalImage) -> dict
             "nodeName": node.name,
             "restartPolicy": "Never",
             "automountServiceAccountToken": False,
-            "containers": [{"name": "main", "image": image.reference, "command": [f"{SERVICE_VENV}/bin/python", "-c", LIST_DISTRIBUTIONS]}],
+            "containers": [{"name": "main", "image": image.reference, "command": command}],
         },
     }
     node.admin.create(POD, pod, field_manager="tests")
     ended = wait_for(node, POD, namespace, name, lambda p: (p.get("status") or {}).get("phase") in ("Succeeded", "Failed"), ROLLOUT_SECONDS)
     (status,) = ended["status"]["containerStatuses"]
     terminated = status["state"]["terminated"]
-    assert terminated["exitCode"] == 0, terminated
     assert status["imageID"] == image.config_digest()
+    return dict(terminated)
+
+
+def _distributions_in(node: RealNode, namespace: str, image: LocalImage, venv: str = SERVICE_VENV) -> dict[str, str]:
+    terminated = _terminated(node, namespace, image, [f"{venv}/bin/python", "-c", LIST_DISTRIBUTIONS])
+    assert terminated["exitCode"] == 0, terminated
     pins = (line.partition("==") for line in terminated["message"].splitlines())
     return {_normalized(package): version for package, _, version in pins}
 
@@ -84,6 +96,22 @@ def test_a_service_image_holds_exactly_the_locked_packages_the_project_and_pip(
     extra = set(installed) - set(_locked())
     assert extra == {PROJECT_DISTRIBUTION, "pip"}, extra
     assert {name: installed.get(name) for name in _locked()} == _locked()
+
+
+def test_the_workspace_image_holds_the_locked_packages_the_project_the_pulumi_cli_and_the_kubernetes_plugin(
+    real_node: RealNode, node_namespace: str, workspace_image: LocalImage
+) -> None:
+    installed = _distributions_in(real_node, node_namespace, workspace_image, WORKSPACE_VENV)
+    assert set(installed) - set(_locked()) == {PROJECT_DISTRIBUTION, "pip"}
+    assert {name: installed.get(name) for name in _locked()} == _locked()
+
+    script = "cd /magicstick && { pulumi version; pulumi plugin ls; venv/bin/python -c 'import program.main'; } > /dev/termination-log 2>&1"
+    terminated = _terminated(real_node, node_namespace, workspace_image, ["/bin/sh", "-c", script])
+
+    assert terminated["exitCode"] == 0, terminated
+    lines = terminated["message"].splitlines()
+    assert lines[0] == versions().pulumi
+    assert any(line.split()[:3] == ["kubernetes", "resource", versions().pulumi_kubernetes.removeprefix("v")] for line in lines), lines
 
 
 def _guard_settings(namespace: str, image: LocalImage) -> AccessSettings:
