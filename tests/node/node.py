@@ -1,5 +1,5 @@
-"""One real node for the test API server: the kubelet built from Go modules (tests/toolchain.py),
-Debian's containerd and runc, and a bridge network from Debian's CNI plugins.
+"""One real node for the test API server: the kubelet and kube-proxy built from Go modules
+(tests/toolchain.py), Debian's containerd and runc, and a bridge network from Debian's CNI plugins.
 
 - containerd runs with its own root, state and socket below the node's directory (nothing of
   the host's own containerd, if any, is used). `restrict_oom_score_adj` is set: the machines
@@ -16,8 +16,14 @@ Debian's containerd and runc, and a bridge network from Debian's CNI plugins.
   (tests/images.py) are imported the same way, under the digest tag they were built with, so a
   Pod naming one with the default pull policy (IfNotPresent) finds it and pulls nothing.
 
-Teardown deletes every Pod of the node through the API server (the kubelet stops them), stops the
-kubelet and containerd, and removes what a crash could leave: shims, mounts, the bridge.
+- kube-proxy in iptables mode, as `system:kube-proxy` (bound to `system:node-proxier` by the
+  server's default policy): it routes Service addresses, the `kubernetes` Service among them, so
+  a Pod reaches the API server as any in-cluster client does. It sets no sysctl it need not
+  (conntrack limits, route_localnet), and serves no health or metrics port.
+
+Teardown deletes every Pod of the node through the API server (the kubelet stops them), stops
+kube-proxy (and removes its rules with `kube-proxy --cleanup`), the kubelet and containerd, and
+removes what a crash could leave: shims, mounts, the bridge.
 """
 
 from __future__ import annotations
