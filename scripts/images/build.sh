@@ -218,7 +218,7 @@ base=$(base_rootfs)
 wheels=$(wheelhouse)
 project=$(project_key)
 for image in "${images[@]}"; do
-    key=$(printf '%s\n' "$base" "$wheels" "$project" "$image" "$PULUMI_VERSION" "$PULUMI_KUBERNETES_VERSION" "$(sha256sum "$SCRIPT_DIR/build.sh")" | key_of)
+    key=$(printf '%s\n' "$base" "$wheels" "$project" "$image" "$PULUMI_VERSION" "$PULUMI_KUBERNETES_VERSION" "$(sha256sum <"$SCRIPT_DIR/build.sh")" | key_of)
     if [[ -f $CACHE/$image/key && $(<"$CACHE/$image/key") == "$key" ]]; then
         log "$image: cached"
     else
