@@ -1,11 +1,12 @@
 """The real node of the `cluster_real` tests: one kubelet with containerd, on an API server of its own.
 
-`node_cluster` is not the session's `cluster`: it runs the kube-controller-manager controllers a
-node's workloads need (Deployments and their ReplicaSets, ServiceAccounts, the root CA ConfigMap
-of each namespace, EndpointSlices, PodDisruptionBudgets' status, garbage collection and namespace
-deletion) and kube-scheduler, so Deployments roll out as on any cluster. It listens on the
-node's address, which Pods reach through the `kubernetes` Service (kube-proxy, tests/node/node.py). The images of scripts/images/build.sh are
-imported into the node's containerd when the node starts.
+`node_cluster` is not the session's `cluster`: it runs kube-scheduler and the
+kube-controller-manager controllers a node's workloads need (Deployments and their ReplicaSets,
+ServiceAccounts, the root CA ConfigMap of each namespace, EndpointSlices, node lifecycle, which
+lifts the not-ready taint, PodDisruptionBudgets' status, garbage collection and namespace
+deletion), so Deployments roll out as on any cluster. It listens on the node's address, which
+Pods reach through the `kubernetes` Service (kube-proxy, tests/node/node.py). The images of
+scripts/images/build.sh are imported into the node's containerd when the node starts.
 """
 
 from __future__ import annotations

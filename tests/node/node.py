@@ -192,10 +192,6 @@ def _kube_proxy_config(kubeconfig: Path, name: str) -> dict[str, Any]:
 
 def node_ip() -> str:
     """The host's first IPv4 address other than loopback: the node's, and where its Pods reach the API server."""
-    return _node_ip()
-
-
-def _node_ip() -> str:
     for address in _run("hostname", "-I").split():
         if "." in address and not address.startswith("127."):
             return address
@@ -296,7 +292,7 @@ def running_node(cluster: ClusterInfo, workdir: Path, *, name: str = "real-node-
         kubelet_log = open(log, "wb")  # noqa: SIM115 - the process holds it
         kubelet_process = subprocess.Popen(
             [str(binary), f"--kubeconfig={kubeconfig}", f"--config={directory / 'kubelet.yaml'}", f"--root-dir={directory / 'kubelet'}",
-             f"--cert-dir={directory / 'kubelet-certs'}", f"--hostname-override={name}", f"--node-ip={_node_ip()}", "--v=1"],
+             f"--cert-dir={directory / 'kubelet-certs'}", f"--hostname-override={name}", f"--node-ip={node_ip()}", "--v=1"],
             stdout=kubelet_log, stderr=subprocess.STDOUT,
         )  # fmt: skip
         stack.callback(stop_process, kubelet_process, grace_seconds=20)
