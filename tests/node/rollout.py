@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import time
 from collections.abc import Callable
 from typing import Any, Final
@@ -12,6 +13,8 @@ from providers.kube import ResourceKind
 from tests.node.node import RealNode
 
 ROLLOUT_SECONDS: Final = 180
+FINISHED: Final = ("Succeeded", "Failed")
+_PODS = itertools.count(1)
 
 
 def wait_for(node: RealNode, kind: ResourceKind, namespace: str, name: str, done: Callable[[dict[str, Any]], bool], seconds: float) -> dict[str, Any]:
@@ -46,3 +49,21 @@ def pod_states(node: RealNode, namespace: str) -> str:
 def deployment_ready(deployment: dict[str, Any]) -> bool:
     snapshot = Snapshot.from_objects([deployment])
     return bool(snapshot.workloads) and all(w.available_replicas == w.replicas > 0 and w.observed_generation == w.meta.generation for w in snapshot.workloads)
+
+
+def run_once(node: RealNode, namespace: str, container: dict[str, Any]) -> dict[str, Any]:
+    """A Pod of one `container` (name `main`), run once on the node; its object once it has ended."""
+    name = f"run-{next(_PODS)}"
+    pod = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": name, "namespace": namespace},
+        "spec": {
+            "nodeName": node.name,
+            "restartPolicy": "Never",
+            "automountServiceAccountToken": False,
+            "containers": [{"name": "main", **container}],
+        },
+    }
+    node.admin.create(POD, pod, field_manager="tests")
+    return wait_for(node, POD, namespace, name, lambda p: (p.get("status") or {}).get("phase") in FINISHED, ROLLOUT_SECONDS)

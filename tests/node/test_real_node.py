@@ -3,45 +3,19 @@ from an image built here without a registry."""
 
 from __future__ import annotations
 
-import itertools
 from typing import Any
 
-from providers.kinds import POD
 from providers.kube import ResourceKind
 from tests.node.node import RealNode
+from tests.node.rollout import run_once
 
 SERVICE_ACCOUNT = ResourceKind(group="", version="v1", kind="ServiceAccount", plural="serviceaccounts", namespaced=True)
-FINISHED = ("Succeeded", "Failed")
-_PODS = itertools.count(1)
 
 
 def _run_pod(node: RealNode, namespace: str, script: str) -> dict[str, Any]:
     """A Pod that runs `script` once on the node; its object once it has ended, watched."""
     node.admin.apply(SERVICE_ACCOUNT, {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "default", "namespace": namespace}}, field_manager="tests")
-    name = f"real-node-pod-{next(_PODS)}"
-    pod = {
-        "apiVersion": "v1",
-        "kind": "Pod",
-        "metadata": {"name": name, "namespace": namespace},
-        "spec": {
-            "nodeName": node.name,
-            "restartPolicy": "Never",
-            "automountServiceAccountToken": False,
-            "containers": [{"name": "main", "image": node.image, "imagePullPolicy": "Never", "command": ["/bin/sh", "-c", script]}],
-        },
-    }
-    created = node.admin.create(POD, pod, field_manager="tests")
-    current, version = created, created["metadata"]["resourceVersion"]
-    while (current.get("status") or {}).get("phase") not in FINISHED:
-        changed = False
-        with node.admin.watch(POD, namespace=namespace, resource_version=version, timeout_seconds=120) as stream:
-            for event in stream:
-                version = event.resource_version or version
-                if (event.object.get("metadata") or {}).get("name") == name:
-                    current, changed = event.object, True
-                    break
-        assert changed, f"Pod {name} did not change within 120 s: {current.get('status')}"
-    return current
+    return run_once(node, namespace, {"image": node.image, "imagePullPolicy": "Never", "command": ["/bin/sh", "-c", script]})
 
 
 def _exit_code(pod: dict[str, Any]) -> int:

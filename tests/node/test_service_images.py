@@ -18,7 +18,6 @@
 
 from __future__ import annotations
 
-import itertools
 import re
 from typing import Any, Final
 
@@ -34,7 +33,7 @@ from providers.kinds import CONFIG_MAP, DEPLOYMENT, NETWORK_POLICY, POD, POD_DIS
 from tests.deploy.containerfiles import LOCK_FILE
 from tests.images import LocalImage
 from tests.node.node import RealNode
-from tests.node.rollout import ROLLOUT_SECONDS, deployment_ready, wait_for
+from tests.node.rollout import ROLLOUT_SECONDS, deployment_ready, run_once, wait_for
 from tests.toolchain import versions
 
 SERVICE_VENV: Final = "/opt/magicstick/venv"
@@ -47,7 +46,6 @@ LIST_DISTRIBUTIONS: Final = (
     "import importlib.metadata as m, pathlib; "
     "pathlib.Path('/dev/termination-log').write_text('\\n'.join(sorted(f\"{d.metadata['Name']}=={d.version}\" for d in m.distributions())))"
 )
-_PODS = itertools.count(1)
 
 
 def _normalized(name: str) -> str:
@@ -60,20 +58,7 @@ def _locked() -> dict[str, str]:
 
 def _terminated(node: RealNode, namespace: str, image: LocalImage, command: list[str]) -> dict[str, Any]:
     """The terminated state of a Pod that ran `command` once in `image` (its message: what it wrote to the termination log)."""
-    name = f"run-{next(_PODS)}"
-    pod = {
-        "apiVersion": "v1",
-        "kind": "Pod",
-        "metadata": {"name": name, "namespace": namespace},
-        "spec": {
-            "nodeName": node.name,
-            "restartPolicy": "Never",
-            "automountServiceAccountToken": False,
-            "containers": [{"name": "main", "image": image.reference, "command": command}],
-        },
-    }
-    node.admin.create(POD, pod, field_manager="tests")
-    ended = wait_for(node, POD, namespace, name, lambda p: (p.get("status") or {}).get("phase") in ("Succeeded", "Failed"), ROLLOUT_SECONDS)
+    ended = run_once(node, namespace, {"image": image.reference, "command": command})
     (status,) = ended["status"]["containerStatuses"]
     terminated = status["state"]["terminated"]
     assert status["imageID"] == image.config_digest()
