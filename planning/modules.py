@@ -18,7 +18,11 @@ One fixed order, every run:
    disabled waits without a Kustomization (a stale one is removed so Flux sees no dependsOn
    on a missing object); a module whose dependency is requested (or frozen) but not Ready
    waits too, and its existing Kustomization is suspended, not deleted, so workloads and data
-   survive a dependency's rollout;
+   survive a dependency's rollout. A module one of whose HelmReleases (those its
+   Kustomization applied) has failed, on a chart source that cannot be reached or an install
+   that failed, is Degraded, Ready Kustomization or not (a Kustomization that does not wait is
+   Ready once applied), and its message names each such release with Flux's reason: the cause
+   reaches Appliance/local, and the module's dependents wait;
 5. a module neither requested nor frozen has no Kustomization: a generated one is removed.
 
 Invariant 6: a module whose activation's spec is now rejected is frozen: its generated
@@ -62,7 +66,7 @@ from planning.readiness import Verdict, Waiting, flux_readiness
 from planning.reasons import Reason, listed
 from planning.requirements import Requirement
 from planning.settings import APPLIANCE_NAME, FLUX_NAMESPACE, PlanSettings
-from planning.snapshot import FluxKustomization, Snapshot
+from planning.snapshot import FluxKustomization, GenericObject, Snapshot
 
 READY = Phase.READY
 KUSTOMIZATION_CRD = "kustomizations.kustomize.toolkit.fluxcd.io"
@@ -206,6 +210,7 @@ def plan_modules(
             decided=outcomes,
             blocked=disabled,
             observed=snapshot.kustomization(FLUX_NAMESPACE, catalogs.modules.require(name).kustomization),
+            releases=snapshot.released_by(FLUX_NAMESPACE, catalogs.modules.require(name).kustomization),
             served_crds=snapshot.served_crds,
             source=source,
             activation=activation.name if activation else (name if name in seeded_modules else None),
@@ -453,6 +458,7 @@ def _decide(
     decided: dict[str, ModuleOutcome],
     blocked: set[str],
     observed: FluxKustomization | None,
+    releases: tuple[GenericObject, ...],
     served_crds: frozenset[str],
     source: SourceRef,
     activation: str | None,
@@ -512,26 +518,45 @@ def _decide(
             message=f"{waiting}; Kustomization {entry.kustomization} is suspended meanwhile.",
             kustomization=kustomization(suspend=True),
         )
-    phase, reason, message = _observed_phase(entry, flux_readiness(observed), served_crds)
+    phase, reason, message = _observed_phase(entry, flux_readiness(observed), served_crds, releases)
     return outcome(phase=phase, reason=reason, message=message, kustomization=kustomization(suspend=False))
 
 
-def _observed_phase(entry: ModuleEntry, readiness: Verdict, served_crds: frozenset[str]) -> tuple[Phase, Reason, str]:
-    """A module's phase from its Kustomization's readiness (planning.readiness) and its CRDs. Pure."""
+def _observed_phase(
+    entry: ModuleEntry, readiness: Verdict, served_crds: frozenset[str], releases: tuple[GenericObject, ...]
+) -> tuple[Phase, Reason, str]:
+    """A module's phase from its Kustomization's readiness (planning.readiness), its CRDs and the
+    HelmReleases that Kustomization applied. Pure."""
     name = entry.kustomization
+    failed_releases = _failed_releases(releases)
+    if readiness.failed:
+        message = f"Kustomization {name} is not ready ({readiness.reason}): {readiness.message}".rstrip(": ")
+        return Phase.DEGRADED, Reason.KUSTOMIZATION_FAILED, "; ".join((message, *failed_releases))
+    if failed_releases:
+        state = "is applied" if readiness.ready else "is not ready"
+        return Phase.DEGRADED, Reason.HELM_RELEASE_FAILED, f"Kustomization {name} {state}, but " + "; ".join(failed_releases)
     if readiness.ready:
         missing = sorted(set(entry.required_crds) - served_crds)
         if missing:
             return Phase.WAITING_FOR_CRD, Reason.WAITING_FOR_CRD, f"Waiting for CRD {', '.join(missing)} to be served."
         return READY, Reason.READY, f"Kustomization {name} is ready."
-    if readiness.failed:
-        return Phase.DEGRADED, Reason.KUSTOMIZATION_FAILED, f"Kustomization {name} is not ready ({readiness.reason}): {readiness.message}".rstrip(": ")
     messages: dict[str, str] = {
         Waiting.NOT_FOUND: f"Kustomization {name} is being created.",
         Waiting.SUSPENDED: f"Kustomization {name} is being resumed.",
         Waiting.STALE_GENERATION: f"Kustomization {name} changed; {readiness.message}.",
     }
     return Phase.RECONCILING, Reason.RECONCILING, messages.get(readiness.reason, f"Flux is reconciling Kustomization {name}.")
+
+
+def _failed_releases(releases: tuple[GenericObject, ...]) -> tuple[str, ...]:
+    """`HelmRelease <namespace>/<name> failed (<reason>): <message>` for each failed release,
+    by namespace and name. Pure."""
+    failed = []
+    for release in sorted(releases, key=lambda r: (r.meta.namespace or "", r.meta.name)):
+        verdict = flux_readiness(release)
+        if verdict.failed:
+            failed.append(f"HelmRelease {release.meta.namespace}/{release.meta.name} failed ({verdict.reason}): {verdict.message}".rstrip(": "))
+    return tuple(failed)
 
 
 def _activation_outcomes(classified: _Classified, outcomes: dict[str, ModuleOutcome]) -> tuple[ActivationOutcome, ...]:

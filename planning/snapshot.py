@@ -312,6 +312,11 @@ def unreadable_from_annotation(value: Any, identity: str) -> tuple[UnreadableNam
 # --- end: unreadable namespaces ---
 
 
+APPLIED_BY_NAME_LABEL = "kustomize.toolkit.fluxcd.io/name"
+APPLIED_BY_NAMESPACE_LABEL = "kustomize.toolkit.fluxcd.io/namespace"
+"""The labels kustomize-controller sets on every object a Kustomization applies."""
+
+
 @dataclass(frozen=True)
 class Snapshot:
     """Everything one run observed. Tuples are sorted by namespace and name."""
@@ -381,6 +386,17 @@ class Snapshot:
         return next(
             (k for k in self.kustomizations if k.meta.namespace == namespace and k.meta.name == name),
             None,
+        )
+
+    def released_by(self, namespace: str, kustomization: str) -> tuple[GenericObject, ...]:
+        """The HelmReleases Flux Kustomization `namespace/kustomization` applied: those that
+        kustomize-controller labelled with its name and namespace (`APPLIED_BY_NAME_LABEL`)."""
+        return tuple(
+            g
+            for g in self.generated
+            if (g.api_version, g.kind) == (peer_kinds.HELM_RELEASE.api_version, peer_kinds.HELM_RELEASE.kind)
+            and g.meta.labels.get(APPLIED_BY_NAME_LABEL) == kustomization
+            and g.meta.labels.get(APPLIED_BY_NAMESPACE_LABEL) == namespace
         )
 
     @classmethod

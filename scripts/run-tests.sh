@@ -27,6 +27,8 @@ nowhere=/nonexistent/magicstick-toolchain
 MAGICSTICK_KUBE_APISERVER=$nowhere/kube-apiserver MAGICSTICK_KUBE_CONTROLLER_MANAGER=$nowhere/kube-controller-manager \
     MAGICSTICK_ETCD=$nowhere/etcd MAGICSTICK_PULUMI=$nowhere/pulumi MAGICSTICK_PULUMI_RESOURCE_KUBERNETES=$nowhere/pulumi-resource-kubernetes \
     MAGICSTICK_EGCTL=$nowhere/egctl MAGICSTICK_HELM=$nowhere/helm MAGICSTICK_FLUX=$nowhere/flux \
+    MAGICSTICK_SOURCE_CONTROLLER=$nowhere/source-controller MAGICSTICK_KUSTOMIZE_CONTROLLER=$nowhere/kustomize-controller \
+    MAGICSTICK_HELM_CONTROLLER=$nowhere/helm-controller \
     venv/bin/pytest -m "not cluster and not e2e and not peers and not browser" "$@"
 pure=$?
 

@@ -36,6 +36,9 @@ class Versions:
     envoy_gateway: str
     helm: str
     flux: str
+    source_controller: str
+    kustomize_controller: str
+    helm_controller: str
 
 
 def parse_versions(text: str) -> dict[str, str]:
@@ -63,6 +66,9 @@ def versions() -> Versions:
         envoy_gateway=values["ENVOY_GATEWAY_VERSION"],
         helm=values["HELM_VERSION"],
         flux=values["FLUX_VERSION"],
+        source_controller=values["SOURCE_CONTROLLER_VERSION"],
+        kustomize_controller=values["KUSTOMIZE_CONTROLLER_VERSION"],
+        helm_controller=values["HELM_CONTROLLER_VERSION"],
     )
 
 
@@ -127,6 +133,16 @@ def helm() -> Path:
 
 def flux() -> Path:
     return tool("flux", f"flux-{versions().flux}", env="MAGICSTICK_FLUX")
+
+
+FLUX_CONTROLLERS: Final = ("source-controller", "kustomize-controller", "helm-controller")
+
+
+def flux_controller(name: str) -> Path:
+    """One of Flux's controllers (`FLUX_CONTROLLERS`), as `$MAGICSTICK_SOURCE_CONTROLLER` and so on."""
+    if name not in FLUX_CONTROLLERS:
+        raise ValueError(f"not one of Flux's controllers the toolchain builds: {name!r}")
+    return tool(name, f"flux-controllers-{versions().flux}", env=f"MAGICSTICK_{name.upper().replace('-', '_')}")
 
 
 def python_language_host() -> Path | None:

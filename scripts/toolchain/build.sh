@@ -2,7 +2,8 @@
 # Build the test toolchain from Go modules through the Go module proxy: etcd, kube-apiserver,
 # kube-controller-manager, kube-scheduler, kube-proxy and the kubelet, the Pulumi CLI with the
 # Python SDK's plugin scripts, the Pulumi Kubernetes provider, and the peers that judge what the
-# program renders: egctl, helm and flux.
+# program renders: egctl, helm and flux; and Flux's source-, kustomize- and helm-controller,
+# which the `cluster_real` suite runs against the node's API server.
 # The versions are pinned in scripts/toolchain/versions.env; README.md beside this script says
 # why each step is done the way it is.
 #
@@ -21,7 +22,7 @@ SCRIPT_DIR=$(cd "${BASH_SOURCE[0]%/*}" && pwd)
 readonly SCRIPT_DIR
 # shellcheck source=versions.env
 source "$SCRIPT_DIR/versions.env"
-readonly STEP_COUNT=10
+readonly STEP_COUNT=11
 readonly LANGUAGE_HOST_MODULE=github.com/pulumi/pulumi/sdk/python/cmd/pulumi-language-python/v3
 readonly PROVIDER_MODULE=github.com/pulumi/pulumi-kubernetes/provider/v4
 declare -rA PACKAGE_OF=([flock]=util-linux [go]=golang [sha256sum]=coreutils [cp]=coreutils)
@@ -398,6 +399,47 @@ build_flux() {
     BUILT+=("$binary")
 }
 
+# Flux's controllers, at the versions whose CRDs are vendored in third_party/crds. Each module
+# replaces its `api` module with ./api, which its zip lacks: a writable copy of the module points
+# it at the published api module of the same version instead. helm-controller also replaces Helm
+# with Flux's fork; where the proxy refuses the fork, the build says so and uses upstream Helm at
+# the fork's base version (scripts/toolchain/README.md names what that leaves out).
+readonly FLUX_CONTROLLERS=(source-controller kustomize-controller helm-controller)
+readonly HELM_FORK_REPLACE=helm.sh/helm/v4
+build_flux_controllers() {
+    local directory=$CACHE_DIR/flux-controllers-$FLUX_VERSION controller version missing=()
+    declare -A version_of=([source-controller]=$SOURCE_CONTROLLER_VERSION [kustomize-controller]=$KUSTOMIZE_CONTROLLER_VERSION [helm-controller]=$HELM_CONTROLLER_VERSION)
+    step 11 "${FLUX_CONTROLLERS[*]}" "github.com/fluxcd/<controller> at $SOURCE_CONTROLLER_VERSION, $KUSTOMIZE_CONTROLLER_VERSION, $HELM_CONTROLLER_VERSION"
+    for controller in "${FLUX_CONTROLLERS[@]}"; do
+        stamped "$directory/$controller" "${version_of[$controller]}" || missing+=("$controller")
+    done
+    if ((${#missing[@]} == 0)); then
+        log "already built: ${FLUX_CONTROLLERS[*]/#/$directory/}"
+    fi
+    local module dir fork
+    for controller in "${missing[@]}"; do
+        version=${version_of[$controller]}
+        module=github.com/fluxcd/$controller
+        dir=$(writable_module_copy "$module" "$version" "$controller")
+        run "could not point $controller at its published api module" env -C "$dir" \
+            go mod edit -replace "$module/api=$module/api@$version"
+        fork=$(sed -n 's#^\(replace\)\{0,1\}\s*'"$HELM_FORK_REPLACE"' => \(\S*\) \(\S*\)$#\2@\3#p' "$dir/go.mod")
+        if [[ -n $fork ]] && ! env -C "$dir" go mod download "$fork" >/dev/null 2>&1; then
+            local base=${fork##*@}
+            base=${base%-flux.*}
+            log "$controller: the module proxy refuses Flux's Helm fork $fork; building against upstream $HELM_FORK_REPLACE $base, the fork's base"
+            run "could not replace the Helm fork of $controller by upstream Helm" env -C "$dir" go mod edit -replace "$HELM_FORK_REPLACE=$HELM_FORK_REPLACE@$base"
+        fi
+        run "go mod tidy could not resolve $controller $version" env -C "$dir" go mod tidy
+        log "compiling $controller (a few minutes on 2 cores)"
+        run "go build of $controller $version failed" env -C "$dir" go build -trimpath -o "$dir/$controller-binary" .
+        install_binary "$dir/$controller-binary" "$directory/$controller"
+        write_stamp "$directory/$controller" "version=$version" "module=$module@$version" \
+            "$(env -C "$dir" go list -m -f 'helm={{.Path}}@{{.Version}}{{with .Replace}} => {{.Path}}@{{.Version}}{{end}}' "$HELM_FORK_REPLACE" 2>/dev/null || printf 'helm=none')"
+    done
+    BUILT+=("${FLUX_CONTROLLERS[@]/#/$directory/}")
+}
+
 main() {
     require_commands flock go sha256sum cp
     lock_cache
@@ -412,6 +454,7 @@ main() {
     build_egctl
     build_helm
     build_flux
+    build_flux_controllers
     log "done in $(elapsed_seconds) s"
     printf '%s\n' "${BUILT[@]}"
 }

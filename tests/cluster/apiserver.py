@@ -15,6 +15,8 @@ Public face:
   issues authenticates as its common name, with one group per organisation (`ClientCertificate`).
 - `install_crds`, `upstream_crd_paths`, `create_namespace` and `wait_until_allowed` prepare the
   cluster for a test over the same HTTPS the program uses.
+- `launch`, `wait_ready` and `free_ports` start and watch the other processes a test cluster
+  runs beside it (Flux's controllers, tests/flux/controllers.py) as the server's own are.
 
 Rules:
 
@@ -362,7 +364,7 @@ def etcd_binary() -> Path:
 # --- processes ------------------------------------------------------------------------------
 
 
-def _free_ports(count: int) -> list[int]:
+def free_ports(count: int) -> list[int]:
     """Distinct loopback ports free at this moment (held together while chosen)."""
     with contextlib.ExitStack() as held:
         probes = [held.enter_context(socket.socket(socket.AF_INET, socket.SOCK_STREAM)) for _ in range(count)]
@@ -379,7 +381,7 @@ def _die_with_parent() -> None:
 
 
 @dataclass
-class _Process:
+class ChildProcess:
     name: str
     popen: subprocess.Popen[bytes]
     log: Path
@@ -395,7 +397,8 @@ class _Process:
         stop_process(self.popen, grace_seconds=STOP_TIMEOUT)
 
 
-def _launch(name: str, argv: Sequence[str], workdir: Path) -> _Process:
+def launch(name: str, argv: Sequence[str], workdir: Path, *, env: Mapping[str, str] | None = None) -> ChildProcess:
+    """Start `argv` with its output in `workdir/<name>.log`; the kernel ends it with the test process."""
     log = workdir / f"{name}.log"
     with log.open("wb") as sink:
         popen = subprocess.Popen(
@@ -404,12 +407,13 @@ def _launch(name: str, argv: Sequence[str], workdir: Path) -> _Process:
             stdout=sink,
             stderr=subprocess.STDOUT,
             cwd=workdir,
+            env=None if env is None else dict(env),
             preexec_fn=_die_with_parent,
         )
-    return _Process(name=name, popen=popen, log=log)
+    return ChildProcess(name=name, popen=popen, log=log)
 
 
-def _wait_ready(process: _Process, probe: httpx.Client, path: str, deadline: float) -> None:
+def wait_ready(process: ChildProcess, probe: httpx.Client, path: str, deadline: float) -> None:
     last = "no answer yet"
     while time.monotonic() < deadline:
         if process.popen.poll() is not None:
@@ -507,7 +511,7 @@ def _scheduler_argv(binary: Path, kubeconfig: Path) -> list[str]:
     return [str(binary), f"--kubeconfig={kubeconfig}", "--leader-elect=false", "--secure-port=0", "--v=0"]
 
 
-def _wait_collecting(cluster: ClusterInfo, manager: _Process, deadline: float) -> None:
+def _wait_collecting(cluster: ClusterInfo, manager: ChildProcess, deadline: float) -> None:
     """Until the garbage collector completes a foreground deletion (its informers have synced)."""
     probe = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "magicstick-gc-probe", "namespace": "default"}}
     path = "/api/v1/namespaces/default/configmaps"
@@ -558,18 +562,18 @@ def running_cluster(
         started = time.monotonic()
         deadline = started + startup_timeout
 
-        etcd_port, peer_port, port = _free_ports(3)
-        etcd_process = _launch("etcd", _etcd_argv(etcd, workdir / "etcd", etcd_port, peer_port), workdir)
+        etcd_port, peer_port, port = free_ports(3)
+        etcd_process = launch("etcd", _etcd_argv(etcd, workdir / "etcd", etcd_port, peer_port), workdir)
         stack.callback(etcd_process.stop)
         etcd_url = f"http://127.0.0.1:{etcd_port}"
         with httpx.Client(base_url=etcd_url, timeout=2.0) as probe:
-            _wait_ready(etcd_process, probe, "/health", deadline)
+            wait_ready(etcd_process, probe, "/health", deadline)
 
         token_file = workdir / "tokens.csv"
         token_file.write_text(token_auth_file(chosen))
         token_file.chmod(0o600)
         client_ca_file, client_ca_key = _client_ca(workdir)
-        apiserver = _launch(
+        apiserver = launch(
             "kube-apiserver",
             _apiserver_argv(
                 apiserver_binary,
@@ -599,9 +603,9 @@ def running_cluster(
             client_ca_key=client_ca_key,
         )
         with info.client(timeout=2.0) as probe:
-            _wait_ready(apiserver, probe, "/readyz", deadline)
+            wait_ready(apiserver, probe, "/readyz", deadline)
         if controllers:
-            manager = _launch(
+            manager = launch(
                 "kube-controller-manager",
                 _controller_manager_argv(kube_controller_manager_binary(), info.kubeconfig_path(admins[0]), controllers, info.ca_file),
                 workdir,
@@ -611,13 +615,13 @@ def running_cluster(
             if "garbagecollector" in controllers:
                 _wait_collecting(info, manager, deadline)
         if scheduler:
-            placer = _launch("kube-scheduler", _scheduler_argv(kube_scheduler_binary(), info.kubeconfig_path(admins[0])), workdir)
+            placer = launch("kube-scheduler", _scheduler_argv(kube_scheduler_binary(), info.kubeconfig_path(admins[0])), workdir)
             stack.callback(placer.stop)
             info = dataclasses.replace(info, pids={**info.pids, "kube-scheduler": placer.popen.pid})
         yield dataclasses.replace(info, startup_seconds=time.monotonic() - started)
 
 
-def _wait_listening(process: _Process, address: str, port: int, deadline: float) -> None:
+def _wait_listening(process: ChildProcess, address: str, port: int, deadline: float) -> None:
     while True:
         if process.popen.poll() is not None:
             raise StartupFailed(f"{process.name} exited with {process.popen.returncode}:\n{process.log_tail()}")
@@ -628,7 +632,7 @@ def _wait_listening(process: _Process, address: str, port: int, deadline: float)
         _wait_for_exit(process, POLL_INTERVAL)
 
 
-def _wait_for_exit(process: _Process, seconds: float) -> None:
+def _wait_for_exit(process: ChildProcess, seconds: float) -> None:
     """Between two readiness probes, wait on the starting process itself: a crash ends the wait."""
     with contextlib.suppress(subprocess.TimeoutExpired):
         process.popen.wait(timeout=seconds)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import itertools
-import time
 from collections.abc import Callable
 from typing import Any, Final
 
@@ -11,6 +10,7 @@ from planning.snapshot import Snapshot
 from providers.kinds import POD
 from providers.kube import ResourceKind
 from tests.node.node import RealNode
+from tests.support.watching import watch_until
 
 ROLLOUT_SECONDS: Final = 180
 FINISHED: Final = ("Succeeded", "Failed")
@@ -18,21 +18,8 @@ _PODS = itertools.count(1)
 
 
 def wait_for(node: RealNode, kind: ResourceKind, namespace: str, name: str, done: Callable[[dict[str, Any]], bool], seconds: float) -> dict[str, Any]:
-    """The object once `done` holds for it, by watching from a read; fails after `seconds`."""
-    deadline = time.monotonic() + seconds
-    current = node.admin.get(kind, name, namespace)
-    version = current["metadata"]["resourceVersion"]
-    while not done(current):
-        remaining = deadline - time.monotonic()
-        assert remaining > 0, f"{kind.kind} {namespace}/{name} not done within {seconds} s: {current.get('status')}\n{pod_states(node, namespace)}"
-        with node.admin.watch(kind, namespace=namespace, resource_version=version, timeout_seconds=max(1, int(remaining))) as stream:
-            for event in stream:
-                version = event.resource_version or version
-                if (event.object.get("metadata") or {}).get("name") == name and event.object.get("kind") == kind.kind:
-                    current = event.object
-                    if done(current):
-                        break
-    return current
+    """The object once `done` holds for it; a failure says what each Pod of the namespace is doing."""
+    return watch_until(node.admin, kind, namespace, name, done, seconds, explain=lambda: pod_states(node, namespace))
 
 
 def pod_states(node: RealNode, namespace: str) -> str:

@@ -9,9 +9,11 @@ from tests.planning.builders import (
     CATALOGS,
     activation,
     appliance,
+    as_stored,
     cpu_model,
     crd,
     external_model,
+    flux_status,
     gpu_model,
     instance,
     kustomization_for,
@@ -282,6 +284,70 @@ def test_a_failed_kustomization_makes_its_module_degraded_with_the_flux_message(
     outcome = module(result, "basis")
     assert outcome.phase == "Degraded"
     assert "BuildFailed" in outcome.message and "kustomization.yaml not found" in outcome.message
+
+
+def module_release(kustomization: str, name: str, ready: str, *, reason: str, message: str = "", generation: int = 1, observed_generation: int | None = None) -> dict:
+    """A HelmRelease a module's Kustomization applied, labelled by kustomize-controller, with helm-controller's status."""
+    seen = generation if observed_generation is None else observed_generation
+    return as_stored(
+        {
+            "apiVersion": "helm.toolkit.fluxcd.io/v2",
+            "kind": "HelmRelease",
+            "metadata": {
+                "name": name,
+                "namespace": "flux-system",
+                "labels": {"kustomize.toolkit.fluxcd.io/name": kustomization, "kustomize.toolkit.fluxcd.io/namespace": "flux-system"},
+            },
+            "spec": {"interval": "30m0s", "chartRef": {"kind": "OCIRepository", "name": name}},
+            "status": flux_status(ready, reason=reason, message=message, observed_generation=seen),
+        },
+        generation=generation,
+    )
+
+
+SOURCE_UNREACHABLE = "OCIRepository 'flux-system/envoy-gateway' is not ready: failed to determine artifact digest: no such host"
+
+
+def test_a_module_whose_release_fails_on_its_source_is_degraded_and_names_the_release():
+    basis = CATALOGS.modules.get("basis").kustomization
+    progressing = kustomization_for("basis", "Unknown", reason="Progressing", message="Running health checks")
+    release = module_release(basis, "envoy-gateway", "False", reason="SourceNotReady", message=SOURCE_UNREACHABLE)
+    outcome = module(plan_of(appliance(), activation("basis"), progressing, release), "basis")
+    assert (outcome.phase, outcome.reason) == ("Degraded", "HelmReleaseFailed")
+    assert f"HelmRelease flux-system/envoy-gateway failed (SourceNotReady): {SOURCE_UNREACHABLE}" in outcome.message
+
+
+def test_a_module_whose_kustomization_is_applied_but_whose_release_failed_is_degraded_and_its_dependents_wait():
+    basis = CATALOGS.modules.get("basis").kustomization
+    release = module_release(basis, "envoy-gateway", "False", reason="SourceNotReady", message=SOURCE_UNREACHABLE)
+    result = plan_of(appliance(), activation("basis"), activation("dashboard"), kustomization_for("basis"), release)
+    outcome = module(result, "basis")
+    assert (outcome.phase, outcome.reason) == ("Degraded", "HelmReleaseFailed")
+    assert outcome.message.startswith(f"Kustomization {basis} is applied, but HelmRelease flux-system/envoy-gateway failed (SourceNotReady)")
+    assert module(result, "dashboard").phase == "WaitingForModules"
+
+
+def test_a_failed_kustomization_also_names_its_failed_releases():
+    basis = CATALOGS.modules.get("basis").kustomization
+    failed = kustomization_for("basis", "False", reason="HealthCheckFailed", message="timeout waiting for CRDs")
+    release = module_release(basis, "envoy-gateway", "False", reason="SourceNotReady", message=SOURCE_UNREACHABLE)
+    outcome = module(plan_of(appliance(), activation("basis"), failed, release), "basis")
+    assert outcome.reason == "KustomizationFailed"
+    assert "HealthCheckFailed" in outcome.message and "HelmRelease flux-system/envoy-gateway failed (SourceNotReady)" in outcome.message
+
+
+def test_a_release_of_another_kustomization_or_still_progressing_does_not_degrade_a_module():
+    progressing = kustomization_for("basis", "Unknown", reason="Progressing", message="Running health checks")
+    elsewhere = module_release("some-other-kustomization", "envoy-gateway", "False", reason="SourceNotReady", message=SOURCE_UNREACHABLE)
+    installing = module_release(CATALOGS.modules.get("basis").kustomization, "gateway", "Unknown", reason="Progressing", message="Fulfilling prerequisites")
+    outcome = module(plan_of(appliance(), activation("basis"), progressing, elsewhere, installing), "basis")
+    assert outcome.phase == "Reconciling"
+
+
+def test_a_release_failure_of_an_older_generation_does_not_degrade_a_module():
+    progressing = kustomization_for("basis", "Unknown", reason="Progressing", message="Running health checks")
+    stale = module_release(CATALOGS.modules.get("basis").kustomization, "envoy-gateway", "False", reason="SourceNotReady", generation=2, observed_generation=1)
+    assert module(plan_of(appliance(), activation("basis"), progressing, stale), "basis").phase == "Reconciling"
 
 
 def test_a_progressing_kustomization_is_reconciling_not_degraded():

@@ -38,6 +38,12 @@ KUBE_COMMANDS = ("kube-apiserver", "kube-controller-manager", "kube-scheduler", 
 """What build.sh builds from k8s.io/kubernetes, in its order."""
 
 
+def flux_controller_versions() -> dict[str, str]:
+    """Flux's controllers in the order build.sh builds them, at their pinned versions."""
+    pinned = versions()
+    return {"source-controller": pinned.source_controller, "kustomize-controller": pinned.kustomize_controller, "helm-controller": pinned.helm_controller}
+
+
 @pytest.fixture
 def cache(tmp_path: Path) -> Path:
     """A cache directory holding a double of every tool at its pinned version."""
@@ -58,6 +64,9 @@ def cache(tmp_path: Path) -> Path:
     Path(f"{egctl}.stamp").write_text(f"version={pinned.envoy_gateway}\n")
     _double(directory / f"helm-{pinned.helm}" / "helm", f'[ "$1" = version ] && echo "{pinned.helm}"\n')
     _double(directory / f"flux-{pinned.flux}" / "flux", f'[ "$1" = --version ] && echo "flux version {pinned.flux[1:]}"\n')
+    for controller, version in flux_controller_versions().items():
+        binary = _double(directory / f"flux-controllers-{pinned.flux}" / controller, "exit 0\n")
+        Path(f"{binary}.stamp").write_text(f"version={version}\n")
     return directory
 
 
@@ -75,6 +84,7 @@ def cached_paths(cache: Path) -> list[str]:
         str(cache / f"egctl-{pinned.envoy_gateway}" / "egctl"),
         str(cache / f"helm-{pinned.helm}" / "helm"),
         str(cache / f"flux-{pinned.flux}" / "flux"),
+        *(str(cache / f"flux-controllers-{pinned.flux}" / controller) for controller in flux_controller_versions()),
     ]
 
 
@@ -143,13 +153,13 @@ class TestTheCachedToolchain:
     def test_cached_tools_are_printed_on_stdout_with_a_progress_line_per_step_on_stderr(self, cache: Path):
         result = build(cache)
         assert (result.returncode, result.stdout.splitlines()) == (0, cached_paths(cache))
-        steps = [line for line in progress(result.stderr) if re.match(r"build-toolchain: \[\d+/10\]", line)]
-        assert [int(re.match(r"build-toolchain: \[(\d+)/10\]", line).group(1)) for line in steps] == list(range(1, 11))
-        assert steps[0] == f"build-toolchain: [1/10] checking the cache: {cache}"
+        steps = [line for line in progress(result.stderr) if re.match(r"build-toolchain: \[\d+/11\]", line)]
+        assert [int(re.match(r"build-toolchain: \[(\d+)/11\]", line).group(1)) for line in steps] == list(range(1, 12))
+        assert steps[0] == f"build-toolchain: [1/11] checking the cache: {cache}"
         already = [line.removeprefix("build-toolchain: already built: ") for line in progress(result.stderr) if "already built" in line]
         paths = [path for path in cached_paths(cache) if "pulumi-resource-pulumi-python" not in path and "exec" not in path]
-        kube = len(KUBE_COMMANDS)
-        assert already == [paths[0], " ".join(paths[1 : 1 + kube]), *paths[1 + kube :]]
+        kube, controllers = len(KUBE_COMMANDS), len(flux_controller_versions())
+        assert already == [paths[0], " ".join(paths[1 : 1 + kube]), *paths[1 + kube : -controllers], " ".join(paths[-controllers:])]
 
     def test_running_it_again_changes_nothing_in_the_cache_but_its_log(self, cache: Path):
         build(cache)

@@ -1,0 +1,197 @@
+"""The rest of the entrypoint's order, and the program's generated Kustomizations, reconciled by
+Flux's real controllers against the served tree, with the program run by the real engine.
+
+The entrypoint's first two links cannot become Ready on a machine without the internet (their
+charts are OCI artifacts on registry.k8s.io and ghcr.io; tests/flux/test_entrypoint.py shows
+the graph waiting on the first). So this module starts where they would have left the cluster:
+the CRDs their charts install (NFD's and PKO's, the vendored files), and the entrypoint's own
+`magicstick-operator` and `magicstick-appliance` Kustomizations as `kubectl kustomize` builds
+them, the operator's `dependsOn` on those two dropped. Then, in order:
+
+1. Flux applies `./deploy` (the program's ServiceAccount, RBAC, state volume, PKO Stack,
+   reconcile trigger);
+2. Appliance/local cannot be applied until the program's first run installs its CRD, and is
+   applied on Flux's next attempt;
+3. the next run generates a Kustomization per enabled module, which Flux reconciles against the
+   same source: a module without charts becomes Ready, the modules whose charts are OCI
+   artifacts apply HelmReleases that fail on their source;
+4. the run after that reports those failures in Appliance/local's status, naming each release.
+"""
+
+from __future__ import annotations
+
+import datetime
+from typing import Any, Final
+
+import pytest
+
+from providers.kinds import APPLIANCE, HELM_RELEASE, KUSTOMIZATION, MODULE_ACTIVATION, STACK
+from providers.kube import KubeClient, ResourceKind
+from tests.cluster.apiserver import ADMIN_USER, ClusterInfo, install_crds
+from tests.e2e.engine import PulumiProject
+from tests.flux.controllers import FluxControllers
+from tests.flux.git_server import GitSource
+from tests.flux.graph import (
+    FLUX_NAMESPACE,
+    OCI_REPOSITORY,
+    Ready,
+    built,
+    create_source,
+    failed_with,
+    wait_until_applied,
+    wait_until_ready_is,
+)
+from tests.support.vendored import VENDORED_CRDS
+
+pytestmark = pytest.mark.e2e
+
+CHART_CRDS: Final = (
+    VENDORED_CRDS / "node-feature-discovery" / "nfd-api-crds.yaml",
+    *sorted((VENDORED_CRDS / "pulumi-kubernetes-operator").glob("*.yaml")),
+)
+"""What the node-feature-discovery and pulumi-kubernetes-operator releases would have installed first."""
+FIRST_LINKS: Final = frozenset({"node-feature-discovery", "pulumi-kubernetes-operator"})
+TEST_MANAGER: Final = "magicstick-tests"
+UNREACHABLE_RELEASES: Final = {
+    "platform-basis": (("flux-system", "envoy-gateway"),),
+    "app-litellm": (("ai-system", "litellm"),),
+}
+"""Each generated Kustomization of the default appliance whose HelmReleases' charts are OCI
+artifacts this machine cannot pull, and those releases (namespace, name)."""
+NAMESPACE: Final = ResourceKind(group="", version="v1", kind="Namespace", plural="namespaces", namespaced=False)
+SERVICE_ACCOUNT: Final = ResourceKind(group="", version="v1", kind="ServiceAccount", plural="serviceaccounts", namespaced=True)
+PERSISTENT_VOLUME_CLAIM: Final = ResourceKind(group="", version="v1", kind="PersistentVolumeClaim", plural="persistentvolumeclaims", namespaced=True)
+
+
+def _later_links() -> list[dict[str, Any]]:
+    """The entrypoint's magicstick-operator and magicstick-appliance Kustomizations, the
+    operator's dependencies on the first two links removed."""
+    kustomizations = {d["metadata"]["name"]: d for d in built("magic-cluster/flux/entrypoints/base") if d["kind"] == KUSTOMIZATION.kind}
+    operator, appliance = kustomizations["magicstick-operator"], kustomizations["magicstick-appliance"]
+    assert {d["name"] for d in operator["spec"]["dependsOn"]} == FIRST_LINKS
+    del operator["spec"]["dependsOn"]
+    assert appliance["spec"]["dependsOn"] == [{"name": "magicstick-operator"}]
+    return [operator, appliance]
+
+
+def _request_reconcile(client: KubeClient, name: str) -> None:
+    """`flux reconcile kustomization NAME`: the annotation kustomize-controller acts on at once."""
+    stamp = datetime.datetime.now(datetime.UTC).isoformat()
+    client.request(
+        "PATCH",
+        KUSTOMIZATION.object_path(name, FLUX_NAMESPACE),
+        body={"metadata": {"annotations": {"reconcile.fluxcd.io/requestedAt": stamp}}},
+        content_type="application/merge-patch+json",
+    )
+
+
+@pytest.fixture(scope="module")
+def project(flux_cluster: ClusterInfo, tmp_path_factory: pytest.TempPathFactory) -> PulumiProject:
+    project = PulumiProject.create(tmp_path_factory.mktemp("pulumi"))
+    project.config_set({"magicstick:kubeconfig": str(flux_cluster.kubeconfig_path(ADMIN_USER))})
+    return project
+
+
+def _up(project: PulumiProject) -> None:
+    project.pulumi("up", "--yes", "--skip-preview")
+
+
+@pytest.fixture(scope="module")
+def operator_applied(flux: FluxControllers, flux_cluster: ClusterInfo, flux_admin: KubeClient, git_source: GitSource) -> dict[str, Any]:
+    """The cluster once Flux has applied `./deploy` through the entrypoint's magicstick-operator."""
+    install_crds(flux_cluster, CHART_CRDS)
+    create_source(flux_admin, git_source)
+    namespaces = [d for d in built("magic-cluster/flux/entrypoints/base") if d["kind"] == "Namespace"]
+    for document in (*namespaces, *_later_links()):
+        kind = KUSTOMIZATION if document["kind"] == KUSTOMIZATION.kind else NAMESPACE
+        flux_admin.apply(kind, document, field_manager=TEST_MANAGER, force=False)
+    return wait_until_applied(flux_admin, flux, "magicstick-operator", git_source.revision)
+
+
+@pytest.fixture(scope="module")
+def appliance_applied(operator_applied: dict[str, Any], flux: FluxControllers, flux_admin: KubeClient, git_source: GitSource, project: PulumiProject) -> dict[str, Any]:
+    """Appliance/local once the program's first run has installed its CRD and Flux has applied it."""
+    waiting = wait_until_ready_is(
+        flux_admin, flux, KUSTOMIZATION, "magicstick-appliance", lambda ready: ready.status == "False" and ready.reason != "DependencyNotReady"
+    )
+    _up(project)
+    _request_reconcile(flux_admin, "magicstick-appliance")
+    wait_until_applied(flux_admin, flux, "magicstick-appliance", git_source.revision)
+    return {"waiting": waiting, "appliance": flux_admin.get(APPLIANCE, "local", "ai-system")}
+
+
+@pytest.fixture(scope="module")
+def modules_reconciled(appliance_applied: dict[str, Any], flux: FluxControllers, flux_admin: KubeClient, git_source: GitSource, project: PulumiProject) -> None:
+    """The program's second run (with odysseus, a module without charts, also requested), and
+    Flux's reconciliation of the Kustomizations it generated."""
+    odysseus = {
+        "apiVersion": MODULE_ACTIVATION.api_version,
+        "kind": MODULE_ACTIVATION.kind,
+        "metadata": {"name": "odysseus", "namespace": "ai-system"},
+        "spec": {"module": "odysseus", "enabled": True},
+    }
+    flux_admin.apply(MODULE_ACTIVATION, odysseus, field_manager=TEST_MANAGER, force=False)
+    _up(project)
+    wait_until_applied(flux_admin, flux, "app-odysseus", git_source.revision)
+    for releases in UNREACHABLE_RELEASES.values():
+        for namespace, name in releases:
+            wait_until_ready_is(flux_admin, flux, HELM_RELEASE, name, failed_with("SourceNotReady"), namespace=namespace)
+
+
+@pytest.fixture(scope="module")
+def reported(modules_reconciled: None, flux_admin: KubeClient, project: PulumiProject) -> dict[str, Any]:
+    """Appliance/local's status after the program's third run, which observes what Flux did."""
+    _up(project)
+    return flux_admin.get(APPLIANCE, "local", "ai-system")["status"]
+
+
+def test_flux_applies_the_programs_install_from_deploy(operator_applied: dict[str, Any], flux_admin: KubeClient) -> None:
+    assert flux_admin.get_or_none(STACK, "magicstick", "ai-system") is not None
+    assert flux_admin.get_or_none(SERVICE_ACCOUNT, "magicstick-program", "ai-system") is not None
+    state = flux_admin.get(PERSISTENT_VOLUME_CLAIM, "magicstick-state", "ai-system")
+    assert state["metadata"]["annotations"]["kustomize.toolkit.fluxcd.io/prune"] == "disabled"
+
+
+def test_the_appliance_waits_for_the_crd_the_programs_first_run_installs(appliance_applied: dict[str, Any]) -> None:
+    ready = Ready.of(appliance_applied["waiting"])
+    assert ready is not None and "Appliance" in ready.message, ready
+    assert appliance_applied["appliance"]["spec"]["source"]["name"] == "flux-system"
+
+
+def test_the_generated_kustomizations_reconcile_against_the_served_source(modules_reconciled: None, flux_admin: KubeClient, git_source: GitSource) -> None:
+    generated = {k["metadata"]["name"]: k for k in flux_admin.list(KUSTOMIZATION, namespace=FLUX_NAMESPACE, label_selector="app.kubernetes.io/managed-by=magicstick")}
+    assert {"app-odysseus", *UNREACHABLE_RELEASES} <= set(generated)
+    for name in ("app-odysseus", *UNREACHABLE_RELEASES):
+        assert generated[name]["spec"]["sourceRef"]["name"] == "flux-system"
+        assert generated[name]["status"]["lastAttemptedRevision"] == git_source.revision, name
+
+
+def test_each_unreachable_chart_fails_on_its_source(modules_reconciled: None, flux: FluxControllers, flux_admin: KubeClient) -> None:
+    for kustomization, releases in UNREACHABLE_RELEASES.items():
+        for namespace, name in releases:
+            release = flux_admin.get(HELM_RELEASE, name, namespace)
+            assert release["metadata"]["labels"]["kustomize.toolkit.fluxcd.io/name"] == kustomization
+            assert release["spec"]["chartRef"] == {"kind": "OCIRepository", "name": name}
+            # source-controller retries: between attempts the repository is Progressing again.
+            wait_until_ready_is(flux_admin, flux, OCI_REPOSITORY, name, failed_with("OCIArtifactPullFailed"), namespace=namespace)
+
+
+def test_the_appliance_names_each_failed_release_in_its_module(reported: dict[str, Any]) -> None:
+    modules = reported["modules"]
+    for module, releases in (("basis", UNREACHABLE_RELEASES["platform-basis"]), ("litellm", UNREACHABLE_RELEASES["app-litellm"])):
+        assert modules[module]["phase"] == "Degraded", modules[module]
+        for namespace, name in releases:
+            assert f"HelmRelease {namespace}/{name} failed (SourceNotReady)" in modules[module]["message"], modules[module]
+
+
+def test_a_module_without_charts_is_ready_and_the_appliance_is_degraded(reported: dict[str, Any]) -> None:
+    assert reported["modules"]["odysseus"]["phase"] == "Ready", reported["modules"]["odysseus"]
+    assert reported["phase"] == "Degraded"
+    ready = next(c for c in reported["conditions"] if c["type"] == "Ready")
+    assert ready["status"] == "False" and "basis" in ready["message"] and "litellm" in ready["message"], ready
+
+
+def test_dependents_of_a_failed_module_wait_without_a_kustomization(reported: dict[str, Any], flux_admin: KubeClient) -> None:
+    for module, kustomization in (("dashboard", "platform-dashboard"), ("model-catalog", "app-model-catalog")):
+        assert reported["modules"][module]["phase"] == "WaitingForModules", reported["modules"][module]
+        assert flux_admin.get_or_none(KUSTOMIZATION, kustomization, FLUX_NAMESPACE) is None, kustomization

@@ -1,0 +1,41 @@
+"""Waiting on a real API server for an object to reach a state: by watching, never by sleeping."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import Any
+
+from providers.kube import KubeClient, ResourceKind
+
+
+def watch_until(
+    client: KubeClient,
+    kind: ResourceKind,
+    namespace: str | None,
+    name: str,
+    done: Callable[[dict[str, Any]], bool],
+    seconds: float,
+    *,
+    explain: Callable[[], str] = lambda: "",
+) -> dict[str, Any]:
+    """The object once `done` holds for it, watched from a first read (it may not exist yet);
+    after `seconds` the test fails with the object's last status and what `explain` says (why
+    it may still wait)."""
+    deadline = time.monotonic() + seconds
+    collection = client.list_collection(kind, namespace=namespace)
+    version = collection.resource_version
+    found = next((item for item in collection.items if item["metadata"]["name"] == name), None)
+    current: dict[str, Any] = found if found is not None else {"metadata": {"name": name}, "status": "not created yet"}
+    while found is None or not done(current):
+        remaining = deadline - time.monotonic()
+        where = f"{namespace}/{name}" if namespace else name
+        assert remaining > 0, f"{kind.kind} {where} not done within {seconds} s: {current.get('status')}\n{explain()}"
+        with client.watch(kind, namespace=namespace, resource_version=version, timeout_seconds=max(1, int(remaining))) as stream:
+            for event in stream:
+                version = event.resource_version or version
+                if (event.object.get("metadata") or {}).get("name") == name and event.object.get("kind") == kind.kind:
+                    current = found = event.object
+                    if done(current):
+                        break
+    return current
