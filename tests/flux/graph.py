@@ -2,8 +2,9 @@
 
 `flux bootstrap` writes two objects into the cluster (its gotk-sync.yaml): the GitRepository
 `flux-system` with the real URL, and the Kustomization `flux-system` at the cluster's path in
-that repository. `bootstrap` applies the same two, naming the served tree and an entrypoint;
-from there Flux's own controllers do everything.
+that repository. `bootstrap` creates the same two with the `flux create` commands
+deploy/README.md gives a user (the toolchain's flux CLI), naming the served tree and an
+entrypoint; from there Flux's own controllers do everything.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from __future__ import annotations
 import subprocess
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Final
 
 import yaml
@@ -21,12 +23,12 @@ from tests.flux.controllers import FluxControllers
 from tests.flux.git_server import GitSource
 from tests.support.watching import watch_until
 from tests.toolchain import REPO_ROOT
+from tests.toolchain import flux as flux_cli
 
 GIT_REPOSITORY: Final = ResourceKind(group="source.toolkit.fluxcd.io", version="v1", kind="GitRepository", plural="gitrepositories", namespaced=True)
 OCI_REPOSITORY: Final = ResourceKind(group="source.toolkit.fluxcd.io", version="v1", kind="OCIRepository", plural="ocirepositories", namespaced=True)
 FLUX_NAMESPACE: Final = "flux-system"
 SOURCE_NAME: Final = "flux-system"
-BOOTSTRAP_MANAGER: Final = "flux-bootstrap"
 SINGLE_NODE_ENTRYPOINT: Final = "./magic-cluster/flux/entrypoints/single-node"
 FLUX_SECONDS: Final = 120.0
 """How long a test waits for one object's state that Flux reaches in seconds here."""
@@ -56,27 +58,28 @@ class Ready:
         return None
 
 
-def create_source(client: KubeClient, source: GitSource) -> None:
-    """The GitRepository `flux-system` `flux bootstrap` creates, naming the served tree."""
-    repository = {
-        "apiVersion": GIT_REPOSITORY.api_version,
-        "kind": GIT_REPOSITORY.kind,
-        "metadata": {"name": SOURCE_NAME, "namespace": FLUX_NAMESPACE},
-        "spec": {"interval": "1m0s", "url": source.url, "ref": {"branch": source.branch}},
-    }
-    client.apply(GIT_REPOSITORY, repository, field_manager=BOOTSTRAP_MANAGER, force=False)
+def flux_command(kubeconfig: Path, *arguments: str) -> str:
+    """One `flux` command (the toolchain's CLI) against the cluster of `kubeconfig`."""
+    command = [str(flux_cli()), f"--kubeconfig={kubeconfig}", "--namespace", FLUX_NAMESPACE, *arguments]
+    completed = subprocess.run(command, capture_output=True, text=True, timeout=FLUX_SECONDS + 30, check=False)
+    if completed.returncode != 0:
+        raise AssertionError(f"{' '.join(command[1:])} failed ({completed.returncode}):\n{completed.stdout}{completed.stderr}")
+    return completed.stdout + completed.stderr
 
 
-def bootstrap(client: KubeClient, source: GitSource, path: str = SINGLE_NODE_ENTRYPOINT) -> None:
-    """The GitRepository and the Kustomization `flux bootstrap` would create for `path`."""
-    create_source(client, source)
-    kustomization = {
-        "apiVersion": KUSTOMIZATION.api_version,
-        "kind": KUSTOMIZATION.kind,
-        "metadata": {"name": SOURCE_NAME, "namespace": FLUX_NAMESPACE},
-        "spec": {"interval": "10m0s", "path": path, "prune": True, "sourceRef": {"kind": GIT_REPOSITORY.kind, "name": SOURCE_NAME}},
-    }
-    client.apply(KUSTOMIZATION, kustomization, field_manager=BOOTSTRAP_MANAGER, force=False)
+def create_source(kubeconfig: Path, source: GitSource) -> str:
+    """`flux create source git flux-system`, naming the served tree, as deploy/README.md gives it;
+    the command returns once source-controller has fetched the branch. Its output."""
+    return flux_command(kubeconfig, "create", "source", "git", SOURCE_NAME, f"--url={source.url}", f"--branch={source.branch}", "--interval=1m")
+
+
+def bootstrap(kubeconfig: Path, source: GitSource, path: str = SINGLE_NODE_ENTRYPOINT) -> str:
+    """The GitRepository and the Kustomization `flux-system` at `path`, created by the commands
+    deploy/README.md gives (what `flux bootstrap` writes, without a Git push); their output."""
+    created = create_source(kubeconfig, source)
+    return created + flux_command(
+        kubeconfig, "create", "kustomization", SOURCE_NAME, f"--source=GitRepository/{SOURCE_NAME}", f"--path={path}", "--prune=true", "--interval=10m"
+    )
 
 
 def built(path: str) -> list[dict[str, Any]]:

@@ -15,9 +15,10 @@ import pytest
 
 from providers.kinds import HELM_RELEASE, KUSTOMIZATION
 from providers.kube import KubeClient, ResourceKind
+from tests.cluster.apiserver import ADMIN_USER, ClusterInfo
 from tests.flux.controllers import FluxControllers
 from tests.flux.git_server import GitSource
-from tests.flux.graph import FLUX_NAMESPACE, GIT_REPOSITORY, OCI_REPOSITORY, Ready, bootstrap, failed_with, wait_until_applied, wait_until_ready_is
+from tests.flux.graph import FLUX_NAMESPACE, GIT_REPOSITORY, OCI_REPOSITORY, Ready, bootstrap, failed_with, flux_command, wait_until_applied, wait_until_ready_is
 
 NAMESPACE: Final = ResourceKind(group="", version="v1", kind="Namespace", plural="namespaces", namespaced=False)
 GRAPH: Final = ("node-feature-discovery", "pulumi-kubernetes-operator", "magicstick-operator", "magicstick-appliance")
@@ -30,9 +31,10 @@ WAITS_FOR: Final = {
 
 
 @pytest.fixture(scope="module")
-def bootstrapped(flux: FluxControllers, flux_admin: KubeClient, git_source: GitSource) -> dict:
+def bootstrapped(flux: FluxControllers, flux_cluster: ClusterInfo, flux_admin: KubeClient, git_source: GitSource) -> dict:
     """The cluster once Flux has applied the entrypoint at the served commit."""
-    bootstrap(flux_admin, git_source)
+    output = bootstrap(flux_cluster.kubeconfig_path(ADMIN_USER), git_source)
+    assert f"fetched revision: {git_source.revision}" in output, output
     return wait_until_applied(flux_admin, flux, "flux-system", git_source.revision)
 
 
@@ -80,3 +82,18 @@ def test_nothing_behind_node_feature_discovery_is_applied(bootstrapped: dict, fl
     wait_until_ready_is(flux_admin, flux, KUSTOMIZATION, "pulumi-kubernetes-operator", failed_with("DependencyNotReady"))
     releases = {r["metadata"]["name"] for r in flux_admin.list(HELM_RELEASE, namespace=FLUX_NAMESPACE)}
     assert releases == {"node-feature-discovery"}
+
+
+def test_flux_get_shows_the_graph_waiting_and_the_release_failing_on_its_source(
+    bootstrapped: dict, flux: FluxControllers, flux_cluster: ClusterInfo, flux_admin: KubeClient
+) -> None:
+    """The commands deploy/README.md gives a user to watch the install."""
+    wait_until_ready_is(flux_admin, flux, KUSTOMIZATION, "magicstick-appliance", failed_with("DependencyNotReady"))
+    wait_until_ready_is(flux_admin, flux, HELM_RELEASE, "node-feature-discovery", failed_with("SourceNotReady"))
+    kubeconfig = flux_cluster.kubeconfig_path(ADMIN_USER)
+    kustomizations = flux_command(kubeconfig, "get", "kustomizations")
+    for name in GRAPH:
+        assert name in kustomizations, kustomizations
+    assert "dependency 'flux-system/magicstick-operator' is not ready" in kustomizations, kustomizations
+    releases = flux_command(kubeconfig, "get", "helmreleases", "--all-namespaces")
+    assert "OCIRepository 'flux-system/node-feature-discovery' is not ready" in releases, releases

@@ -20,7 +20,7 @@ them, the operator's `dependsOn` on those two dropped. Then, in order:
 
 from __future__ import annotations
 
-import datetime
+import subprocess
 from typing import Any, Final
 
 import pytest
@@ -38,6 +38,7 @@ from tests.flux.graph import (
     built,
     create_source,
     failed_with,
+    flux_command,
     wait_until_applied,
     wait_until_ready_is,
 )
@@ -74,17 +75,6 @@ def _later_links() -> list[dict[str, Any]]:
     return [operator, appliance]
 
 
-def _request_reconcile(client: KubeClient, name: str) -> None:
-    """`flux reconcile kustomization NAME`: the annotation kustomize-controller acts on at once."""
-    stamp = datetime.datetime.now(datetime.UTC).isoformat()
-    client.request(
-        "PATCH",
-        KUSTOMIZATION.object_path(name, FLUX_NAMESPACE),
-        body={"metadata": {"annotations": {"reconcile.fluxcd.io/requestedAt": stamp}}},
-        content_type="application/merge-patch+json",
-    )
-
-
 @pytest.fixture(scope="module")
 def project(flux_cluster: ClusterInfo, tmp_path_factory: pytest.TempPathFactory) -> PulumiProject:
     project = PulumiProject.create(tmp_path_factory.mktemp("pulumi"))
@@ -100,7 +90,7 @@ def _up(project: PulumiProject) -> None:
 def operator_applied(flux: FluxControllers, flux_cluster: ClusterInfo, flux_admin: KubeClient, git_source: GitSource) -> dict[str, Any]:
     """The cluster once Flux has applied `./deploy` through the entrypoint's magicstick-operator."""
     install_crds(flux_cluster, CHART_CRDS)
-    create_source(flux_admin, git_source)
+    create_source(flux_cluster.kubeconfig_path(ADMIN_USER), git_source)
     namespaces = [d for d in built("magic-cluster/flux/entrypoints/base") if d["kind"] == "Namespace"]
     for document in (*namespaces, *_later_links()):
         kind = KUSTOMIZATION if document["kind"] == KUSTOMIZATION.kind else NAMESPACE
@@ -109,13 +99,18 @@ def operator_applied(flux: FluxControllers, flux_cluster: ClusterInfo, flux_admi
 
 
 @pytest.fixture(scope="module")
-def appliance_applied(operator_applied: dict[str, Any], flux: FluxControllers, flux_admin: KubeClient, git_source: GitSource, project: PulumiProject) -> dict[str, Any]:
-    """Appliance/local once the program's first run has installed its CRD and Flux has applied it."""
+def appliance_applied(
+    operator_applied: dict[str, Any], flux: FluxControllers, flux_cluster: ClusterInfo, flux_admin: KubeClient, git_source: GitSource, project: PulumiProject
+) -> dict[str, Any]:
+    """Appliance/local once the program's first run has installed its CRD and `flux reconcile`
+    (as deploy/README.md tells a user) has applied it."""
+    kubeconfig = flux_cluster.kubeconfig_path(ADMIN_USER)
     waiting = wait_until_ready_is(
         flux_admin, flux, KUSTOMIZATION, "magicstick-appliance", lambda ready: ready.status == "False" and ready.reason != "DependencyNotReady"
     )
     _up(project)
-    _request_reconcile(flux_admin, "magicstick-appliance")
+    reconciled = flux_command(kubeconfig, "reconcile", "kustomization", "magicstick-appliance")
+    assert f"applied revision {git_source.revision}" in reconciled, reconciled
     wait_until_applied(flux_admin, flux, "magicstick-appliance", git_source.revision)
     return {"waiting": waiting, "appliance": flux_admin.get(APPLIANCE, "local", "ai-system")}
 
@@ -182,6 +177,14 @@ def test_the_appliance_names_each_failed_release_in_its_module(reported: dict[st
         assert modules[module]["phase"] == "Degraded", modules[module]
         for namespace, name in releases:
             assert f"HelmRelease {namespace}/{name} failed (SourceNotReady)" in modules[module]["message"], modules[module]
+
+
+def test_kubectl_shows_the_failed_release_in_the_appliances_module_status(reported: dict[str, Any], flux_cluster: ClusterInfo) -> None:
+    """The command deploy/README.md gives a user to read a module's status."""
+    command = ["kubectl", f"--kubeconfig={flux_cluster.kubeconfig_path(ADMIN_USER)}", "-n", "ai-system", "get", "appliance", "local", "-o", "jsonpath={.status.modules.basis.message}"]
+    shown = subprocess.run(command, capture_output=True, text=True, check=True).stdout
+    assert shown == reported["modules"]["basis"]["message"]
+    assert "HelmRelease flux-system/envoy-gateway failed (SourceNotReady)" in shown
 
 
 def test_a_module_without_charts_is_ready_and_the_appliance_is_degraded(reported: dict[str, Any]) -> None:
