@@ -29,6 +29,12 @@ FLUX_CRD_FOLDERS: Final = ("flux-source-controller", "flux-kustomize-controller"
 """Vendored folders of the CRDs the three controllers serve; each controller refuses to start
 without every kind it reconciles."""
 STARTUP_SECONDS: Final = 60.0
+KUSTOMIZE_WORKERS: Final = 16
+"""kustomize-controller's `--concurrent` (Flux's default is 4). A Kustomization that health-checks
+CRDs which never come (its module's chart unreachable, as here) holds a worker for up to its
+timeout, ten minutes for the program's modules; the suite requests eleven such modules at once,
+and with four workers the rest would wait that long (README.md, "Tests", says what this means on
+a real cluster)."""
 
 
 def flux_crd_paths() -> tuple[Path, ...]:
@@ -64,6 +70,8 @@ def _argv(name: str, *, metrics: int, health: int, storage: int, storage_path: P
     ]
     if name == "source-controller":
         argv += [f"--storage-path={storage_path}", f"--storage-addr=127.0.0.1:{storage}", f"--storage-adv-addr=127.0.0.1:{storage}"]
+    if name == "kustomize-controller":
+        argv.append(f"--concurrent={KUSTOMIZE_WORKERS}")
     return argv
 
 
