@@ -45,6 +45,7 @@ from tests.flux.graph import (
     wait_until_applied,
     wait_until_ready_is,
 )
+from tests.flux.releases import SOURCE_FAILURE_REASONS, UNREACHABLE_RELEASES, WAITING_RELEASES
 from tests.support.vendored import VENDORED_CRDS
 
 pytestmark = pytest.mark.e2e
@@ -57,26 +58,6 @@ CHART_CRDS: Final = (
 """What the node-feature-discovery and pulumi-kubernetes-operator releases would have installed first."""
 FIRST_LINKS: Final = frozenset({"node-feature-discovery", "pulumi-kubernetes-operator"})
 TEST_MANAGER: Final = "magicstick-tests"
-UNREACHABLE_RELEASES: Final = {
-    "basis": (("flux-system", "envoy-gateway"),),
-    "litellm": (("ai-system", "litellm"),),
-    "kubeai": (("flux-system", "kubeai"),),
-    "gpu": (("flux-system", "gpu-operator"),),
-    "amd-gpu": (("flux-system", "amd-gpu-operator"),),
-    "intel-gpu": (("flux-system", "intel-device-plugins-operator"),),
-    "openclaw-operator": (("flux-system", "openclaw-operator"),),
-    "hermes-operator": (("flux-system", "hermes-operator"),),
-    "paperclip-operator": (("flux-system", "paperclip-operator"),),
-    "agent-sandbox": (("flux-system", "agent-sandbox"),),
-    "kubeopencode": (("flux-system", "kubeopencode"),),
-}
-"""Each module whose base installs a chart from outside this repository (an OCI artifact, a Helm
-repository or another Git repository, none reachable here), and its releases that fail on that
-source (namespace, name). Besides them: magicstick-gateway (basis) and intel-device-plugins-gpu
-(intel-gpu) wait for a release of their own base (`dependsOn`), and the entrypoint's
-node-feature-discovery and pulumi-kubernetes-operator are tests/flux/test_entrypoint.py's."""
-SOURCE_FAILURE_REASONS: Final = frozenset({"SourceNotReady", "ArtifactFailed", "HelmChartNotReady"})
-WAITING_RELEASES: Final = {("flux-system", "magicstick-gateway"): "envoy-gateway", ("flux-system", "intel-device-plugins-gpu"): "intel-device-plugins-operator"}
 REQUESTED_MODULES: Final = tuple(sorted({*UNREACHABLE_RELEASES, "odysseus"} - {"basis", "litellm"}))
 """Modules the test requests by ModuleActivation; basis and litellm come from the default Appliance/local."""
 NAMESPACE: Final = ResourceKind(group="", version="v1", kind="Namespace", plural="namespaces", namespaced=False)
