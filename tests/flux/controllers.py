@@ -51,10 +51,6 @@ class FluxControllers:
         """The last lines of each controller's log, for a failure message."""
         return "\n".join(f"--- {name}\n{process.log_tail(lines)}" for name, process in self.processes.items())
 
-    def exited(self) -> dict[str, int]:
-        """Controllers that have stopped, with their exit status (none, while all run)."""
-        return {name: code for name, process in self.processes.items() if (code := process.popen.poll()) is not None}
-
 
 def _argv(name: str, *, metrics: int, health: int, storage: int, storage_path: Path) -> list[str]:
     argv = [

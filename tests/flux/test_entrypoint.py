@@ -14,13 +14,13 @@ from typing import Final
 import pytest
 
 from providers.kinds import HELM_RELEASE, KUSTOMIZATION
-from providers.kube import KubeClient, ResourceKind
+from providers.kube import KubeClient
 from tests.cluster.apiserver import ADMIN_USER, ClusterInfo
 from tests.flux.controllers import FluxControllers
 from tests.flux.git_server import GitSource
 from tests.flux.graph import FLUX_NAMESPACE, GIT_REPOSITORY, OCI_REPOSITORY, Ready, bootstrap, failed_with, flux_command, wait_until_applied, wait_until_ready_is
+from tests.live.world import NAMESPACE
 
-NAMESPACE: Final = ResourceKind(group="", version="v1", kind="Namespace", plural="namespaces", namespaced=False)
 GRAPH: Final = ("node-feature-discovery", "pulumi-kubernetes-operator", "magicstick-operator", "magicstick-appliance")
 WAITS_FOR: Final = {
     "pulumi-kubernetes-operator": "node-feature-discovery",

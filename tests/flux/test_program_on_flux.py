@@ -46,6 +46,7 @@ from tests.flux.graph import (
     wait_until_ready_is,
 )
 from tests.flux.releases import SOURCE_FAILURE_REASONS, UNREACHABLE_RELEASES, WAITING_RELEASES
+from tests.live.world import NAMESPACE, SERVICE_ACCOUNT
 from tests.support.vendored import VENDORED_CRDS
 
 pytestmark = pytest.mark.e2e
@@ -60,8 +61,6 @@ FIRST_LINKS: Final = frozenset({"node-feature-discovery", "pulumi-kubernetes-ope
 TEST_MANAGER: Final = "magicstick-tests"
 REQUESTED_MODULES: Final = tuple(sorted({*UNREACHABLE_RELEASES, "odysseus"} - {"basis", "litellm"}))
 """Modules the test requests by ModuleActivation; basis and litellm come from the default Appliance/local."""
-NAMESPACE: Final = ResourceKind(group="", version="v1", kind="Namespace", plural="namespaces", namespaced=False)
-SERVICE_ACCOUNT: Final = ResourceKind(group="", version="v1", kind="ServiceAccount", plural="serviceaccounts", namespaced=True)
 PERSISTENT_VOLUME_CLAIM: Final = ResourceKind(group="", version="v1", kind="PersistentVolumeClaim", plural="persistentvolumeclaims", namespaced=True)
 
 
