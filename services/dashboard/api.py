@@ -56,10 +56,11 @@ PROBLEMS: dict[int | str, dict[str, Any]] = {
     status: {"model": Problem, "description": description}
     for status, description in (
         (401, "No valid sign-in"),
-        (403, "The API server refused the user this action (RBAC or an admission policy)"),
+        (403, "The API server refused the user this action (RBAC or an admission policy), or a browser sent it from another site"),
         (404, "No such object"),
         (409, "The object changed since the client read it, or exists already: `current` holds it now"),
         (422, "A field broke a rule: each is named"),
+        (415, "A write whose body is not declared application/json"),
         (503, "The API server is unavailable; nothing was written"),
     )
 }

@@ -2,7 +2,7 @@
 
 Refusals have one meaning everywhere and two shapes: JSON (`api.Problem`) under /api, an HTML
 page elsewhere, with the same status code. A request the sign-in refuses never reaches the
-API server.
+API server, nor does a change from another site or a form without its token (protection.py).
 """
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-from fastapi import FastAPI, Request
+from fastapi import Depends, FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import HTMLResponse, JSONResponse, PlainTextResponse, Response
 from fastapi.staticfiles import StaticFiles
@@ -20,13 +20,16 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from services.dashboard import api, pages
 from services.dashboard.identity import IdentityRefused
+from services.dashboard.protection import FORM_TOKEN_FIELD, CrossSiteGuard, FormTokens, ProtectiveHeaders, SAFE_METHODS, SameOriginRule
 from services.dashboard.refusals import FieldProblem, Refusal, http_refusal
-from services.dashboard.requesting import DashboardState
+from services.dashboard.requesting import DashboardState, current_identity
 
 STATIC = Path(__file__).parent / "static"
 
 
-def create_app(state: DashboardState) -> FastAPI:
+def create_app(state: DashboardState, *, hosts: tuple[str, ...] = (), form_tokens: FormTokens | None = None) -> FastAPI:
+    """The application. `hosts`: the dashboard's own `host[:port]`s (settings.hosts);
+    `form_tokens`: the pages' form tokens (a new key when None)."""
     app = FastAPI(
         title="Magic Stick dashboard",
         version="v1",
@@ -36,8 +39,22 @@ def create_app(state: DashboardState) -> FastAPI:
         redoc_url=None,
     )
     app.state.dashboard = state
+    tokens = form_tokens or FormTokens.generated()
+
+    async def form_token(request: Request) -> None:
+        """Issues the form token of a page (request.state.form_token, read by the templates)
+        and checks the one a form post carries, before the route reads anything else."""
+        identity = await current_identity(request)
+        request.state.form_token = tokens.issue(identity)
+        if request.method.upper() in SAFE_METHODS:
+            return
+        form = await request.form()
+        refusal = tokens.refusal(identity, [str(value) for value in form.getlist(FORM_TOKEN_FIELD)])
+        if refusal is not None:
+            raise refusal
+
     app.include_router(api.router)
-    app.include_router(pages.router)
+    app.include_router(pages.router, dependencies=[Depends(form_token)])
     app.mount("/static", StaticFiles(directory=STATIC), name="static")
 
     @app.get("/healthz", include_in_schema=False)
@@ -48,6 +65,8 @@ def create_app(state: DashboardState) -> FastAPI:
     app.add_exception_handler(IdentityRefused, _identity_refused)
     app.add_exception_handler(RequestValidationError, _invalid_request)
     app.add_exception_handler(HTTPException, _http_refused)
+    app.add_middleware(CrossSiteGuard, rule=SameOriginRule(hosts=hosts), render=pages.refusal_page)
+    app.add_middleware(ProtectiveHeaders)
     app.add_middleware(ServerTiming)
     return app
 

@@ -12,12 +12,14 @@ Rules:
   of the role held and of every role below it (ROLE_GROUPS). The token's own groups are not
   forwarded: the API server's RBAC decides on the role groups only, and the dashboard's
   ServiceAccount may impersonate those four groups and no other.
+- The sign-in session is the token's `sid` claim when it holds a string (Keycloak's does):
+  the pages' form tokens are bound to it (protection.py), never the API server's decisions.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from services.dashboard.settings import ClaimNames
@@ -30,6 +32,7 @@ ROLE_GROUPS: Mapping[str, str] = {
     "viewer": "magicstick:viewers",
 }
 """The Kubernetes group each dashboard role maps to (deploy/rbac-administrators.yaml binds them)."""
+SESSION_CLAIM = "sid"
 
 
 class IdentityRefused(Exception):
@@ -49,6 +52,8 @@ class Identity:
     """The token's own groups (stable IDs), shown on the page and offered in sharing forms."""
     kubernetes_user: str
     kubernetes_groups: tuple[str, ...]
+    session: str | None = field(default=None, compare=False)
+    """The sign-in session (the `sid` claim), when the issuer names one."""
 
     @property
     def is_admin(self) -> bool:
@@ -75,10 +80,12 @@ def identity_of(claims: Mapping[str, Any], *, names: ClaimNames, user_prefix: st
         raise IdentityRefused(403, "no-role", f"the token holds none of the roles {', '.join(ROLES)} in claim {names.roles!r}")
     role = held[0]
     inherited = ROLES[ROLES.index(role) :]
+    session = claims.get(SESSION_CLAIM)
     return Identity(
         subject=subject,
         role=role,
         groups=groups,
         kubernetes_user=user_prefix + subject,
         kubernetes_groups=tuple(ROLE_GROUPS[each] for each in inherited),
+        session=session if isinstance(session, str) and session else None,
     )

@@ -78,12 +78,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         )
         LOGGER.info("listening on %s; API server %s; namespace %s; issuer %s", settings.listen, kube.server, settings.system_namespace, settings.issuer)
         config = uvicorn.Config(
-            create_app(state),
+            create_app(state, hosts=settings.hosts),
             host=settings.listen.host,
             port=settings.listen.port,
             log_level=settings.log_level,
             access_log=False,
             timeout_graceful_shutdown=10,
+            server_header=False,
         )
         # What was built at start (imports, catalogs, templates: about 100,000 objects) is kept
         # out of every later collection. Without it a full collection walked them all, 60 to

@@ -33,6 +33,7 @@ DEFAULT_SYSTEM_NAMESPACE = "ai-system"
 DEFAULT_USER_PREFIX = "oidc:"
 DEFAULT_STACK_NAME = "magicstick"
 _NAMESPACE = re.compile(r"[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?")
+_HOST = re.compile(r"(?=.{1,253}(:|$))[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?(\.[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?)*(:[0-9]{1,5})?")
 
 
 @dataclass(frozen=True)
@@ -67,6 +68,10 @@ class DashboardSettings:
     kubeconfig: str | None = None
     """A kubeconfig path; None: the in-cluster ServiceAccount."""
     log_level: str = "info"
+    hosts: tuple[str, ...] = ()
+    """The dashboard's own `host[:port]`s as browsers reach it (its route's hostnames), lower
+    case: a change must come from a page of one of them (protection.py). Empty: the request's
+    own Host header."""
 
 
 _FLAGS = (
@@ -85,6 +90,7 @@ _FLAGS = (
     Flag("--jwks-timeout-seconds", "timeout of one key set fetch, seconds", "2"),
     Flag("--kubeconfig", "kubeconfig path (default: the in-cluster ServiceAccount)"),
     Flag("--log-level", f"one of {', '.join(LOG_LEVELS)}", "info"),
+    Flag("--hosts", "comma-separated HOST[:PORT]s browsers reach the dashboard at; changes must come from their pages (default: the request's Host)", ""),
 )
 
 DESCRIPTION = "The Magic Stick dashboard: the appliance's web console and its revision-checked API."
@@ -115,6 +121,7 @@ def parse_settings(argv: Sequence[str], environ: Mapping[str, str]) -> Dashboard
         jwks_timeout_seconds=seconds(*raw["jwks_timeout_seconds"]),
         kubeconfig=kubeconfig or None,
         log_level=one_of(*raw["log_level"], LOG_LEVELS),
+        hosts=_hosts(*raw["hosts"]),
     )
 
 
@@ -123,3 +130,11 @@ def _namespace(value: str | None, origin: str) -> str:
     if not _NAMESPACE.fullmatch(text):
         raise ServiceFlagError(f"{origin}: {text!r} is not a namespace name (a DNS label)")
     return text
+
+
+def _hosts(value: str | None, origin: str) -> tuple[str, ...]:
+    hosts = tuple(item.strip().lower() for item in (value or "").split(",") if item.strip())
+    for host in hosts:
+        if not _HOST.fullmatch(host):
+            raise ServiceFlagError(f"{origin}: {host!r} is not a HOST[:PORT] (a DNS name, lower case, and an optional port)")
+    return hosts

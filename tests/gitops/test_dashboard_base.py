@@ -228,6 +228,14 @@ def test_its_claim_names_are_the_programs_own():
     assert (given["subject-claim"], given["roles-claim"], given["groups-claim"]) == (program.subject_claim, program.roles_claim, program.groups_claim)
 
 
+@pytest.mark.parametrize("settings", BUILDS.values(), ids=BUILDS.keys())
+def test_it_accepts_changes_only_from_the_pages_of_the_hosts_its_route_serves(settings):
+    found = objects(settings)
+    (route,) = of_kind(found, "HTTPRoute")
+
+    assert deployed_settings(settings).hosts == tuple(route["spec"]["hostnames"])
+
+
 def test_it_reads_the_id_token_from_the_header_the_route_forwards_it_in_as_the_instance_policies_do():
     found = objects()
 
