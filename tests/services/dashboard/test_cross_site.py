@@ -66,7 +66,7 @@ def held(world: World) -> dict[tuple[str, str], str]:
     return {
         (kind.kind, item["metadata"]["name"]): item["metadata"]["resourceVersion"]
         for kind in RUNTIME_KINDS
-        for item in world.admin.list(kind, NAMESPACE).items
+        for item in world.admin.list(kind, namespace=NAMESPACE)
     }
 
 
