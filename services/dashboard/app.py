@@ -116,7 +116,7 @@ async def _identity_refused(request: Request, error: Exception) -> Response:
 async def _http_refused(request: Request, error: Exception) -> Response:
     """What the framework itself refuses (a body it cannot read, a path or method no route serves)."""
     assert isinstance(error, HTTPException)
-    refusal = http_refusal(error.status_code, str(error.detail))
+    refusal = http_refusal(error.status_code, str(error.detail), json_body=_wants_json(request))
     if _wants_json(request):
         return JSONResponse(refusal.body(), status_code=refusal.status, headers=error.headers)
     return pages.refusal_page(request, refusal)

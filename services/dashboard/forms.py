@@ -15,7 +15,8 @@ from pydantic import BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
 
 from api.instances import Exposure, Role, SharingMode
-from api.models import ComputeTarget, ExternalModelType, KvCacheType
+from api.models import MIN_MEMORY_REQUIRED_MI, ComputeTarget, ExternalModelType, KvCacheType
+from api.modules import MAX_SHARING_SLOTS, MIN_SHARING_SLOTS
 
 NAME = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"
 """A DNS-1123 label, which every runtime request's name must be."""
@@ -25,6 +26,19 @@ NODE_NAME = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$"
 so nothing else (a `/`, a `..`) may reach the API server's path."""
 NodeName = Annotated[str, Field(min_length=1, max_length=253, pattern=NODE_NAME)]
 ResourceVersion = Annotated[str, Field(min_length=1, max_length=64, description="The metadata.resourceVersion the client last saw.")]
+MAX_CONTEXT_WINDOW = 16_777_216
+"""Tokens (2^24): above the longest context any model offers today (10M). With MAX_NUM_SEQS it
+keeps what the estimator derives (estimates.py: tokens x sequences x bytes per token) within
+the int64 the API server stores; unbounded, a number of a few hundred digits overflowed its
+floats (a 500)."""
+MAX_NUM_SEQS = 4096
+MAX_MEMORY_MI = 1_073_741_824
+"""1 PiB in MiB, far above any host's memory."""
+ContextWindow = Annotated[int, Field(ge=1, le=MAX_CONTEXT_WINDOW)]
+MaxNumSeqs = Annotated[int, Field(ge=1, le=MAX_NUM_SEQS)]
+MemoryRequiredMi = Annotated[int, Field(ge=MIN_MEMORY_REQUIRED_MI, le=MAX_MEMORY_MI)]
+VramMi = Annotated[int, Field(ge=1, le=MAX_MEMORY_MI)]
+SharingSlots = Annotated[int, Field(ge=MIN_SHARING_SLOTS, le=MAX_SHARING_SLOTS)]
 
 
 class Form(BaseModel):
@@ -51,7 +65,7 @@ class GpuSharingChange(Form):
     resource_version: ResourceVersion
     mode: Literal["exclusive", "shared"]
     node_name: NodeName
-    slots: Annotated[int, Field(ge=2, le=16)] | None = Field(default=None, description="Required when shared.")
+    slots: SharingSlots | None = Field(default=None, description="Required when shared.")
 
 
 class LocalModelFields(Form):
@@ -61,11 +75,11 @@ class LocalModelFields(Form):
     engine: Literal["VLLM", "OLlama"] = "VLLM"
     compute_target: ComputeTarget = "cpu"
     artifact: Annotated[str, Field(min_length=1, max_length=63)] | None = None
-    context_window: Annotated[int, Field(ge=1)] | None = None
-    max_num_seqs: Annotated[int, Field(ge=1)] | None = None
+    context_window: ContextWindow | None = None
+    max_num_seqs: MaxNumSeqs | None = None
     kv_cache_type: KvCacheType | None = None
-    memory_required_mi: Annotated[int, Field(ge=16)] | None = None
-    vram_mi: Annotated[int, Field(ge=1)] | None = None
+    memory_required_mi: MemoryRequiredMi | None = None
+    vram_mi: VramMi | None = None
     cpu_offloading: bool | None = None
 
 
@@ -99,11 +113,11 @@ class LocalModelEdit(Form):
     engine: str | None = None
     compute_target: str | None = None
     artifact: str | None = None
-    context_window: Annotated[int, Field(ge=1)] | None = None
-    max_num_seqs: Annotated[int, Field(ge=1)] | None = None
+    context_window: ContextWindow | None = None
+    max_num_seqs: MaxNumSeqs | None = None
     kv_cache_type: KvCacheType | None = None
-    memory_required_mi: Annotated[int, Field(ge=16)] | None = None
-    vram_mi: Annotated[int, Field(ge=1)] | None = None
+    memory_required_mi: MemoryRequiredMi | None = None
+    vram_mi: VramMi | None = None
     cpu_offloading: bool | None = None
     allow_memory_risk: bool = False
 

@@ -24,7 +24,9 @@ from catalogs import Catalogs
 from providers.kinds import APP_INSTANCE, HOST_OPERATION, MODEL_ACTIVATION, MODULE_ACTIVATION
 from services.dashboard import operations
 from services.dashboard.cluster import READABLE_KINDS, RuntimeRequests
+from services.dashboard.form_fields import FormFields, bounds, object_name
 from services.dashboard.forms import (
+    ContextWindow,
     ExternalModelCreate,
     GpuSharingChange,
     HostOperationCreate,
@@ -32,8 +34,12 @@ from services.dashboard.forms import (
     InstanceEdit,
     LocalModelCreate,
     LocalModelEdit,
+    MaxNumSeqs,
+    MemoryRequiredMi,
     ModelRestart,
     ModuleChange,
+    SharingSlots,
+    VramMi,
 )
 from services.dashboard.identity import Identity
 from services.dashboard.refusals import FieldProblem, Refusal
@@ -44,6 +50,13 @@ TEMPLATES = Jinja2Templates(directory=Path(__file__).parent / "templates")
 GPU_MODULES = ("gpu", "amd-gpu", "intel-gpu")
 """Modules whose parameters only administrators see and change."""
 SHARING_MODULES = ("gpu", "amd-gpu")
+CONTEXT_WINDOW_BOUNDS = bounds(ContextWindow)
+NUM_SEQS_BOUNDS = bounds(MaxNumSeqs)
+MEMORY_REQUIRED_BOUNDS = bounds(MemoryRequiredMi)
+VRAM_BOUNDS = bounds(VramMi)
+SLOTS_BOUNDS = bounds(SharingSlots)
+SHARING_LIST_TEXT = 100 * (253 + 2)
+"""Characters of a comma-separated list of user or group IDs: as many as Sharing takes."""
 router = APIRouter(include_in_schema=False)
 F = TypeVar("F", bound=BaseModel)
 T = TypeVar("T")
@@ -80,19 +93,6 @@ def _form_model(model: type[F], values: Mapping[str, Any]) -> F:
         raise Refusal(422, "Invalid", "; ".join(f"{p.field}: {p.message}" for p in problems), problems) from error
 
 
-def _optional_int(value: object) -> int | str | None:
-    """A form field meant as a whole number: the number, None when empty, else the text as
-    entered (the form model then names the field and the rule)."""
-    text = str(value or "").strip()
-    if not text:
-        return None
-    return int(text) if text.isdigit() else text
-
-
-def _checked(form: Mapping[str, Any], name: str) -> bool:
-    return str(form.get(name, "")).lower() in ("true", "on", "1", "yes")
-
-
 async def _run(call: Callable[[], T]) -> T:
     return await run_in_threadpool(call)
 
@@ -112,6 +112,7 @@ async def object_page(request: Request, plural: str, name: str, requests: Runtim
     kind = READABLE_KINDS.get(plural)
     if kind is None:
         raise Refusal(404, "NotFound", f"the dashboard shows no kind {plural!r}")
+    name = object_name(plural, name)
     obj = await _run(lambda: operations.one(requests, kind, name))
     return _page(request, "object.html", title=f"{kind.kind} {name}", obj=obj, plural=plural, json=json)
 
@@ -146,14 +147,10 @@ async def _modules(request: Request, requests: RuntimeRequests, catalogs: Catalo
 
 @router.post("/modules/{module}", response_class=HTMLResponse)
 async def change_module(request: Request, module: str, requests: RuntimeRequests = Requests, catalogs: Catalogs = CatalogsDep) -> Response:
-    form = await request.form()
-    parameters = {key.removeprefix("param."): str(value) for key, value in form.items() if key.startswith("param.") and str(value) != ""}
-    values = {
-        "resourceVersion": form.get("resourceVersion") or None,
-        "enabled": _checked(form, "enabled"),
-        "parameters": parameters if form.get("hasParameters") else None,
-    }
+    fields = FormFields(await request.form())
+    values = _module_values(fields, catalogs, module)
     try:
+        fields.check()
         change = _form_model(ModuleChange, values)
         await _run(lambda: operations.change_module(requests, catalogs, module, change))
     except Refusal as refusal:
@@ -161,21 +158,50 @@ async def change_module(request: Request, module: str, requests: RuntimeRequests
     return RedirectResponse("/modules", status_code=303)
 
 
+def _module_values(fields: FormFields, catalogs: Catalogs, module: str) -> dict[str, Any]:
+    return {
+        "resourceVersion": fields.text("resourceVersion"),
+        "enabled": fields.checked("enabled"),
+        "parameters": _module_parameters(fields, catalogs, module) if fields.checked("hasParameters") else None,
+    }
+
+
+def _module_parameters(fields: FormFields, catalogs: Catalogs, module: str) -> dict[str, object]:
+    """The non-empty `param.<name>` fields; each must name a parameter the catalog declares for
+    the module (an uncatalogued module is refused by its operation)."""
+    entry = catalogs.modules.get(module)
+    declared = {parameter.name for parameter in entry.parameters} if entry is not None else None
+    parameters: dict[str, object] = {}
+    for key in fields.names("param."):
+        value = fields.text(key)
+        parameter = key.removeprefix("param.")
+        if declared is not None and parameter not in declared:
+            fields.refuse(key, "is not a parameter the catalog declares for this module")
+        elif value is not None:
+            parameters[parameter] = value
+    return parameters
+
+
 @router.post("/modules/{module}/gpu-sharing", response_class=HTMLResponse)
 async def change_gpu_sharing(request: Request, module: str, requests: RuntimeRequests = Requests, catalogs: Catalogs = CatalogsDep) -> Response:
-    form = await request.form()
-    values = {
-        "resourceVersion": form.get("resourceVersion"),
-        "mode": form.get("mode"),
-        "nodeName": form.get("node"),
-        "slots": _optional_int(form.get("slots")),
-    }
+    fields = FormFields(await request.form())
+    values = _gpu_sharing_values(fields)
     try:
+        fields.check()
         change = _form_model(GpuSharingChange, values)
         await _run(lambda: operations.change_gpu_sharing(requests, module, change))
     except Refusal as refusal:
         return await _modules(request, requests, catalogs, refusal=refusal, status_code=refusal.status)
     return RedirectResponse("/modules", status_code=303)
+
+
+def _gpu_sharing_values(fields: FormFields) -> dict[str, Any]:
+    return {
+        "resourceVersion": fields.text("resourceVersion"),
+        "mode": fields.text("mode"),
+        "nodeName": fields.text("node"),
+        "slots": fields.whole_number("slots", SLOTS_BOUNDS),
+    }
 
 
 # Models --------------------------------------------------------------------------------------
@@ -187,21 +213,30 @@ async def models_page(request: Request, requests: RuntimeRequests = Requests) ->
     return _page(request, "models.html", title="Models", models=models)
 
 
-def _local_values(form: Mapping[str, Any]) -> dict[str, Any]:
-    preset, engine, target, artifact = (str(form.get("variant") or "|||").split("|") + ["", "", "", ""])[:4]
+def _local_values(fields: FormFields) -> dict[str, Any]:
+    """The add-a-model form's (or query's) values; a field that breaks its rule is None, and
+    the rule is in `fields`."""
+    preset, engine, target, artifact = ((fields.text("variant") or "|||").split("|") + ["", "", "", ""])[:4]
     return {
-        "name": str(form.get("name") or ""),
+        "name": fields.text("name") or "",
         "preset": preset,
         "engine": engine or "VLLM",
         "computeTarget": target or "cpu",
         "artifact": artifact or None,
-        "contextWindow": _optional_int(form.get("contextWindow")),
-        "maxNumSeqs": _optional_int(form.get("maxNumSeqs")),
-        "kvCacheType": form.get("kvCacheType") or None,
-        "memoryRequiredMi": _optional_int(form.get("memoryRequiredMi")),
-        "vramMi": _optional_int(form.get("vramMi")),
-        "cpuOffloading": True if _checked(form, "cpuOffloading") else None,
-        "allowMemoryRisk": _checked(form, "allowMemoryRisk"),
+        **_local_figures(fields),
+    }
+
+
+def _local_figures(fields: FormFields) -> dict[str, Any]:
+    """The fields a local model's Add and Edit forms share."""
+    return {
+        "contextWindow": fields.whole_number("contextWindow", CONTEXT_WINDOW_BOUNDS),
+        "maxNumSeqs": fields.whole_number("maxNumSeqs", NUM_SEQS_BOUNDS),
+        "kvCacheType": fields.text("kvCacheType"),
+        "memoryRequiredMi": fields.whole_number("memoryRequiredMi", MEMORY_REQUIRED_BOUNDS),
+        "vramMi": fields.whole_number("vramMi", VRAM_BOUNDS),
+        "cpuOffloading": True if fields.checked("cpuOffloading") else None,
+        "allowMemoryRisk": fields.checked("allowMemoryRisk"),
     }
 
 
@@ -231,22 +266,29 @@ async def _new_model(
 
 @router.get("/models/new", response_class=HTMLResponse)
 async def new_model_page(request: Request, requests: RuntimeRequests = Requests, catalogs: Catalogs = CatalogsDep) -> Response:
-    entered = _local_values(request.query_params) if request.query_params.get("variant") else {}
+    query = FormFields(request.query_params)
+    entered = _local_values(query) if request.query_params else {}
+    try:
+        query.check()
+    except Refusal as refusal:
+        return await _new_model(request, requests, catalogs, entered=entered, refusal=refusal, status_code=refusal.status)
     return await _new_model(request, requests, catalogs, entered=entered)
 
 
 @router.post("/models/new", response_class=HTMLResponse)
 async def add_model(request: Request, requests: RuntimeRequests = Requests, catalogs: Catalogs = CatalogsDep) -> Response:
-    form = await request.form()
-    entered = _local_values(form)
-    if form.get("step") == "estimate":
-        return await _new_model(request, requests, catalogs, entered=entered)
+    fields = FormFields(await request.form())
+    entered = _local_values(fields)
+    step = fields.text("step")
     try:
-        create = _form_model(LocalModelCreate, entered)
-        created = await _run(lambda: operations.add_local_model(requests, catalogs, create))
+        fields.check()
+        if step != "estimate":
+            create = _form_model(LocalModelCreate, entered)
+            created = await _run(lambda: operations.add_local_model(requests, catalogs, create))
+            return RedirectResponse(f"/objects/modelactivations/{created['metadata']['name']}", status_code=303)
     except Refusal as refusal:
         return await _new_model(request, requests, catalogs, entered=entered, refusal=refusal, status_code=refusal.status)
-    return RedirectResponse(f"/objects/modelactivations/{created['metadata']['name']}", status_code=303)
+    return await _new_model(request, requests, catalogs, entered=entered)
 
 
 @router.get("/models/external/new", response_class=HTMLResponse)
@@ -256,16 +298,10 @@ async def new_external_model_page(request: Request, requests: RuntimeRequests = 
 
 @router.post("/models/external/new", response_class=HTMLResponse)
 async def add_external_model(request: Request, requests: RuntimeRequests = Requests) -> Response:
-    form = await request.form()
-    secret_name, secret_key = str(form.get("secretName") or ""), str(form.get("secretKey") or "")
-    entered = {
-        "name": str(form.get("name") or ""),
-        "model": str(form.get("model") or ""),
-        "apiBase": str(form.get("apiBase") or "") or None,
-        "modelType": str(form.get("modelType") or "chat"),
-        "apiKeySecretRef": {"name": secret_name, "key": secret_key} if secret_name or secret_key else None,
-    }
+    fields = FormFields(await request.form())
+    entered = _external_model_values(fields)
     try:
+        fields.check()
         create = _form_model(ExternalModelCreate, entered)
         created = await _run(lambda: operations.add_external_model(requests, create))
     except Refusal as refusal:
@@ -273,17 +309,34 @@ async def add_external_model(request: Request, requests: RuntimeRequests = Reque
     return RedirectResponse(f"/objects/modelactivations/{created['metadata']['name']}", status_code=303)
 
 
+def _external_model_values(fields: FormFields) -> dict[str, Any]:
+    secret_name, secret_key = fields.text("secretName") or "", fields.text("secretKey") or ""
+    return {
+        "name": fields.text("name") or "",
+        "model": fields.text("model") or "",
+        "apiBase": fields.text("apiBase"),
+        "modelType": fields.text("modelType") or "chat",
+        "apiKeySecretRef": {"name": secret_name, "key": secret_key} if secret_name or secret_key else None,
+    }
+
+
 @router.post("/models/{name}/edit", response_class=HTMLResponse)
 async def edit_model(request: Request, name: str, requests: RuntimeRequests = Requests, catalogs: Catalogs = CatalogsDep) -> Response:
+    name = object_name("modelactivations", name)
     form = await request.form()
-    values = {key: value for key, value in _local_values(form).items() if key not in ("name", "preset", "engine", "computeTarget", "artifact")}
-    values.update({"resourceVersion": form.get("resourceVersion"), "enabled": _checked(form, "enabled")})
+    fields = FormFields(form)
+    values = _local_edit_values(fields)
     try:
+        fields.check()
         edit = _form_model(LocalModelEdit, values)
         await _run(lambda: operations.edit_local_model(requests, catalogs, name, edit))
     except Refusal as refusal:
         return await _edit_again(request, requests, MODEL_ACTIVATION, "modelactivations", name, refusal, _changed_by_user(form, values))
     return RedirectResponse(f"/objects/modelactivations/{name}", status_code=303)
+
+
+def _local_edit_values(fields: FormFields) -> dict[str, Any]:
+    return {**_local_figures(fields), "resourceVersion": fields.text("resourceVersion"), "enabled": fields.checked("enabled")}
 
 
 def _changed_by_user(form: Mapping[str, Any], values: Mapping[str, Any]) -> dict[str, Any]:
@@ -301,9 +354,12 @@ def _changed_by_user(form: Mapping[str, Any], values: Mapping[str, Any]) -> dict
 
 @router.post("/models/{name}/restart", response_class=HTMLResponse)
 async def restart_model(request: Request, name: str, requests: RuntimeRequests = Requests) -> Response:
-    form = await request.form()
+    name = object_name("modelactivations", name)
+    fields = FormFields(await request.form())
+    values = {"resourceVersion": fields.text("resourceVersion")}
     try:
-        restart = _form_model(ModelRestart, {"resourceVersion": form.get("resourceVersion")})
+        fields.check()
+        restart = _form_model(ModelRestart, values)
         await _run(lambda: operations.restart_model(requests, name, restart))
     except Refusal as refusal:
         return await _edit_again(request, requests, MODEL_ACTIVATION, "modelactivations", name, refusal, {})
@@ -326,23 +382,33 @@ async def instances_page(request: Request, requests: RuntimeRequests = Requests,
     return _page(request, "instances.html", title="Instances", instances=instances, applications=catalogs.applications, entered={}, refusal=None)
 
 
-def _access_values(form: Mapping[str, Any]) -> dict[str, Any]:
-    access: dict[str, Any] = {"role": form.get("role") or "user", "exposure": form.get("exposure") or "localAndPublic"}
-    mode = str(form.get("sharingMode") or "")
+def _access_values(fields: FormFields) -> dict[str, Any]:
+    access: dict[str, Any] = {"role": fields.text("role") or "user", "exposure": fields.text("exposure") or "localAndPublic"}
+    mode = fields.text("sharingMode")
+    users, groups = (fields.text(name, max_length=SHARING_LIST_TEXT) or "" for name in ("sharingUsers", "sharingGroups"))
     if mode:
         access["sharing"] = {
             "mode": mode,
-            "users": [item.strip() for item in str(form.get("sharingUsers") or "").split(",") if item.strip()],
-            "groups": [item.strip() for item in str(form.get("sharingGroups") or "").split(",") if item.strip()],
+            "users": [item.strip() for item in users.split(",") if item.strip()],
+            "groups": [item.strip() for item in groups.split(",") if item.strip()],
         }
     return access
 
 
+def _instance_values(fields: FormFields) -> dict[str, Any]:
+    return {"name": fields.text("name") or "", "application": fields.text("application") or "", "enabled": True, "access": _access_values(fields)}
+
+
+def _instance_edit_values(fields: FormFields) -> dict[str, Any]:
+    return {"resourceVersion": fields.text("resourceVersion"), "enabled": fields.checked("enabled"), "access": _access_values(fields)}
+
+
 @router.post("/instances", response_class=HTMLResponse)
 async def create_instance(request: Request, requests: RuntimeRequests = Requests, catalogs: Catalogs = CatalogsDep) -> Response:
-    form = await request.form()
-    entered = {"name": str(form.get("name") or ""), "application": str(form.get("application") or ""), "enabled": True, "access": _access_values(form)}
+    fields = FormFields(await request.form())
+    entered = _instance_values(fields)
     try:
+        fields.check()
         create = _form_model(InstanceCreate, entered)
         created = await _run(lambda: operations.create_instance(requests, catalogs, create))
     except Refusal as refusal:
@@ -353,9 +419,11 @@ async def create_instance(request: Request, requests: RuntimeRequests = Requests
 
 @router.post("/instances/{name}/edit", response_class=HTMLResponse)
 async def edit_instance(request: Request, name: str, requests: RuntimeRequests = Requests) -> Response:
-    form = await request.form()
-    values = {"resourceVersion": form.get("resourceVersion"), "enabled": _checked(form, "enabled"), "access": _access_values(form)}
+    name = object_name("appinstances", name)
+    fields = FormFields(await request.form())
+    values = _instance_edit_values(fields)
     try:
+        fields.check()
         edit = _form_model(InstanceEdit, values)
         await _run(lambda: operations.edit_instance(requests, name, edit))
     except Refusal as refusal:
@@ -376,18 +444,24 @@ async def _host_operations(request: Request, requests: RuntimeRequests, *, refus
     return _page(request, "host_operations.html", status_code=status_code, title="Host operations", operations=operations_listed, refusal=refusal)
 
 
+def _host_operation_values(fields: FormFields) -> dict[str, Any]:
+    return {
+        "action": fields.text("operation"),
+        "nodeName": fields.text("node"),
+        "acknowledgeDisruption": fields.checked("acknowledgeDisruption"),
+        "planId": fields.text("planId"),
+    }
+
+
 @router.post("/host-operations", response_class=HTMLResponse)
 async def request_host_operation(request: Request, requests: RuntimeRequests = Requests) -> Response:
-    form = await request.form()
-    values = {
-        "action": form.get("operation"),
-        "nodeName": form.get("node"),
-        "acknowledgeDisruption": _checked(form, "acknowledgeDisruption"),
-        "planId": form.get("planId") or None,
-    }
+    fields = FormFields(await request.form())
+    values = _host_operation_values(fields)
     try:
+        fields.check()
         create = _form_model(HostOperationCreate, values)
         created = await _run(lambda: operations.request_host_operation(requests, create))
     except Refusal as refusal:
         return await _host_operations(request, requests, refusal=refusal, status_code=refusal.status)
     return RedirectResponse(f"/objects/hostoperations/{created['metadata']['name']}", status_code=303)
+

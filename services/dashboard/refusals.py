@@ -55,16 +55,16 @@ def invalid(field_path: str, rule: str) -> Refusal:
     return Refusal(422, "Invalid", f"{field_path}: {rule}", (FieldProblem(field_path, rule),))
 
 
-def http_refusal(status: int, detail: str) -> Refusal:
+def http_refusal(status: int, detail: str, *, json_body: bool = True) -> Refusal:
     """The refusal of an HTTP error the web framework raises before any operation runs. Pure.
 
     Its 400, a body it cannot decode (not UTF-8), is bad input as much as a body that is not
-    JSON, which it answers 422: so it is a 422 naming `body`, one of the statuses the API
-    documents. Any other keeps its status (404 no such route, 405 no such method, 413 a body
+    JSON, which it answers 422: so it is a 422 naming `body` (a JSON document under /api, a
+    form elsewhere: `json_body`), one of the statuses the API documents. Any other keeps its status (404 no such route, 405 no such method, 413 a body
     too large), in the one shape of every refusal.
     """
     if status == HTTPStatus.BAD_REQUEST:
-        return invalid("body", f"is not a JSON document in UTF-8 ({detail})")
+        return invalid("body", f"is not a {'JSON document' if json_body else 'form'} in UTF-8 ({detail})")
     try:
         reason = HTTPStatus(status).phrase.replace(" ", "").replace("-", "")
     except ValueError:
