@@ -9,12 +9,17 @@ unique request ID and an explicit disruption acknowledgement. Per action:
   (only the integers ``carveoutIndex`` and ``dynamicLimitMi``), and cannot use the
   ``mixed-system`` experiment mode;
 - ``configure-network`` requires ``planId`` and may reference one Secret (``networkRef``, name
-  and UID), never a password;
+  and UID), never a password; the name is a Secret name (a DNS-1123 subdomain), so it cannot
+  reach another path of the API server;
 - ``clear-model-cache`` requires ``planId`` and carries no hardware, network or experiment
   field;
 - ``gpuMemory`` belongs to configure-gpu-memory and ``networkRef`` to configure-network only.
 
-No field is a filesystem path, device path, image or script.
+No field is a filesystem path, device path, image or script. ``requestID`` is an identifier
+(letters, digits, ``.``, ``_``, ``-``): the host agent writes it into the comments of the files
+it owns, so it can carry no line break.
+
+The status is open (the agent adds action-specific fields); ``networks`` (scan-wifi) is typed.
 """
 
 from __future__ import annotations
@@ -75,6 +80,12 @@ PLAN_BOUND_ACTIONS: tuple[str, ...] = ("prepare-gpu", "configure-gpu-memory", "c
 
 MIXED_SYSTEM_EXPERIMENT = "mixed-system"
 
+DNS_SUBDOMAIN_PATTERN = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$"
+"""A Kubernetes object name such as a Secret's (DNS-1123 subdomain; at most 253 characters)."""
+REQUEST_ID_PATTERN = r"^[A-Za-z0-9]([A-Za-z0-9._-]*[A-Za-z0-9])?$"
+"""A request ID: a UUID or a name; no space, no line break, nothing a file's comment could end at."""
+MAX_SCANNED_NETWORKS = 50
+
 
 class GpuMemorySettings(ApiModel):
     """Desired GPU memory layout: a firmware carve-out choice and a dynamic limit."""
@@ -86,7 +97,7 @@ class GpuMemorySettings(ApiModel):
 class NetworkRef(ApiModel):
     """The Secret holding network credentials, pinned by UID."""
 
-    name: str = Field(min_length=1, max_length=253)
+    name: str = Field(min_length=1, max_length=253, pattern=DNS_SUBDOMAIN_PATTERN)
     uid: str = Field(min_length=1, max_length=64)
 
 
@@ -137,7 +148,7 @@ class HostOperationSpec(ApiModel):
     node_name: str = Field(min_length=1, max_length=253)
     node_uid: str = Field(min_length=1, max_length=64, alias="nodeUID")
     boot_id: str = Field(min_length=1, max_length=64, alias="bootID")
-    request_id: str = Field(min_length=1, max_length=128, alias="requestID")
+    request_id: str = Field(min_length=1, max_length=128, alias="requestID", pattern=REQUEST_ID_PATTERN)
     acknowledge_disruption: bool
     plan_id: str | None = Field(default=None, min_length=1, max_length=128, validate_default=True)
     experiment_consent: bool | None = Field(default=None, validate_default=True)
@@ -203,6 +214,22 @@ class HostOperationSpec(ApiModel):
         return ref
 
 
+class ScannedNetwork(ApiModel):
+    """One Wi-Fi network a scan-wifi operation found (no BSSID: that is a MAC address)."""
+
+    interface: str = Field(min_length=1, max_length=15)
+    ssid: str = Field(
+        min_length=1,
+        max_length=128,
+        description="The SSID as printable text. When ssidEscaped, ``\\xNN`` is a byte (an ASCII control "
+        "character, or a byte that is not UTF-8), ``\\uNNNN`` or ``\\UNNNNNNNN`` a character that is not printable, "
+        "and ``\\\\`` a backslash.",
+    )
+    ssid_escaped: bool = Field(default=False, description="True when ssid holds escapes: the network's name has bytes or characters that are not printable.")
+    signal_dbm: int
+    security: Literal["wpa2", "wpa", "wep", "open"]
+
+
 class HostOperationStatus(ApiModel):
     """Status written by the root worker; this program reads it and never writes it."""
 
@@ -213,6 +240,9 @@ class HostOperationStatus(ApiModel):
     message: str | None = None
     observed_generation: int | None = None
     confirmation_deadline: str | None = None
+    networks: list[ScannedNetwork] | None = Field(
+        default=None, max_length=MAX_SCANNED_NETWORKS, description="scan-wifi: the networks found, strongest first."
+    )
 
     def is_active(self) -> bool:
         """True until the operation reaches a terminal phase (a missing phase is Pending)."""

@@ -15,7 +15,7 @@ from typing import Final
 from pydantic import BaseModel
 
 from api.appliance import ApplianceSpec
-from api.hostoperations import HostOperationSpec
+from api.hostoperations import HostOperationSpec, HostOperationStatus
 from api.instances import AppInstanceSpec
 from api.meta import GROUP, VERSION
 from api.models import ModelActivationSpec
@@ -126,6 +126,7 @@ HOST_OPERATION = ApplianceKind(
     plural="hostoperations",
     spec_type=HostOperationSpec,
     status_author=StatusAuthor.HOST_WORKER,
+    open_status_fields=(HostOperationStatus, ("networks",)),
     columns=(PrinterColumn("Action", ".spec.action"), PrinterColumn("Node", ".spec.nodeName")),
 )
 APPLIANCE_SETUP = ApplianceKind(

@@ -229,7 +229,7 @@ class HostOperationReason(StrEnum):
     PLAN_CHANGED = "PlanChanged"
     """planId is not the plan the host publishes now."""
     WAITING_FOR_IDLE = "WaitingForIdle"
-    """clear-model-cache waits until no model Pod of the cache's runtimes runs on the node."""
+    """clear-model-cache waits until no process on the node uses the model cache."""
     IN_PROGRESS = "InProgress"
     REBOOTING = "Rebooting"
     POWERING_OFF = "PoweringOff"

@@ -39,7 +39,7 @@ cluster as an administrator). Every step can be repeated.
   --root DIR             write every file below DIR instead of / (tests, image builds)
   --kubectl PATH         the kubectl to use (default: kubectl)
   --no-systemctl         do not call systemctl (tests, image builds)
-  --token-duration DUR   lifetime of the agent's token (default: 8760h)
+  --token-duration DUR   lifetime of the agent's first token (default: 168h; it renews hourly)
   --skip-package         do not create the venv or install the program (tests)
   -h, --help             this text
 EOF
@@ -63,7 +63,7 @@ first_install=false
 root=/
 kubectl=kubectl
 use_systemctl=true
-token_duration=8760h
+token_duration=168h
 skip_package=false
 
 while (($# > 0)); do

@@ -1,9 +1,12 @@
 """Everything the agent asks of the API server, as its own Node-bound identity.
 
-It reads its Node, the HostOperations of its namespace, the Pods on its node and the one Secret
-a configure-network request names; it writes the host annotations of its Node, HostOperation
-status and the first ApplianceSetup, and requests its own next token, bound to its Node. Nothing else: the identity's RBAC and admission policy
-(magic-cluster/platform/host-agent/) refuse anything more.
+It reads its Node, the HostOperations of its namespace, ApplianceSetup/local and the one Secret
+a configure-network request names, from the namespace of the network Secrets
+(`magicstick-host-network` by default, which holds nothing else); it writes the host annotations
+of its Node, HostOperation status and the first ApplianceSetup, and requests its own next token,
+bound to its Node. Nothing else: the identity's RBAC and admission policy
+(magic-cluster/platform/host-agent/) refuse anything more. It reads no Pod: whether a model still
+uses the cache is the host's to say (cache_users.py).
 """
 
 from __future__ import annotations
@@ -11,23 +14,24 @@ from __future__ import annotations
 from typing import Any
 
 from api.meta import API_VERSION
-from providers.kinds import APPLIANCE_SETUP, HOST_OPERATION, NODE, POD
+from providers.kinds import APPLIANCE_SETUP, HOST_OPERATION, NODE
 from providers.kube import KubeClient, ResourceKind
+from services.host_agent.settings import DEFAULT_NETWORK_NAMESPACE
 
 FIELD_MANAGER = "magicstick-host-agent"
 SECRET = ResourceKind(group="", version="v1", kind="Secret", plural="secrets", namespaced=True)
-MODEL_POD_SELECTORS = ("model", "appliance.magicstick.dev/runtime")
-"""KubeAI labels its model Pods `model`; the direct runtimes (FreeToken, vLLM-Omni) carry the
-runtime label. Either one makes a Pod a user of the model cache."""
 MERGE_PATCH = "application/merge-patch+json"
 
 
 class AgentCluster:
-    def __init__(self, client: KubeClient, *, node_name: str, namespace: str, setup_namespace: str) -> None:
+    def __init__(
+        self, client: KubeClient, *, node_name: str, namespace: str, setup_namespace: str, network_namespace: str = DEFAULT_NETWORK_NAMESPACE
+    ) -> None:
         self._client = client
         self.node_name = node_name
         self.namespace = namespace
         self.setup_namespace = setup_namespace
+        self.network_namespace = network_namespace
 
     def node(self) -> dict[str, Any]:
         return self._client.get(NODE, self.node_name)
@@ -53,22 +57,9 @@ class AgentCluster:
         body = {"apiVersion": API_VERSION, "kind": "HostOperation", "metadata": {"name": name, "namespace": self.namespace}, "status": status}
         return self._client.apply(HOST_OPERATION, body, field_manager=FIELD_MANAGER, subresource="status")
 
-    def model_pods_on_node(self) -> list[dict[str, Any]]:
-        """Pods of the model runtimes scheduled on this node that have not ended, read now."""
-        found: dict[str, dict[str, Any]] = {}
-        for selector in MODEL_POD_SELECTORS:
-            answer = self._client.request(
-                "GET", POD.collection_path(), params={"labelSelector": selector, "fieldSelector": f"spec.nodeName={self.node_name}"}
-            )
-            for pod in answer.get("items") or ():
-                phase = (pod.get("status") or {}).get("phase")
-                if phase not in ("Succeeded", "Failed"):
-                    metadata = pod.get("metadata") or {}
-                    found[f"{metadata.get('namespace')}/{metadata.get('name')}"] = pod
-        return [found[key] for key in sorted(found)]
-
     def secret(self, name: str) -> dict[str, Any] | None:
-        return self._client.get_or_none(SECRET, name, self.namespace)
+        """A network Secret by name, from the namespace of the network Secrets (never the operation's)."""
+        return self._client.get_or_none(SECRET, name, self.network_namespace)
 
     def appliance_setup(self, name: str) -> dict[str, Any] | None:
         return self._client.get_or_none(APPLIANCE_SETUP, name, self.setup_namespace)

@@ -1,10 +1,13 @@
 """The agent renews its own Node-bound token before it expires.
 
 install.sh writes a token of the ServiceAccount bound to this Node and a kubeconfig whose user
-reads it from a file (`tokenFile`, read again by the client as it changes). Once two thirds of
-the token's lifetime have passed, the agent asks the TokenRequest API for a new one of the same
-lifetime, bound to the same Node (its name and UID), and replaces the file atomically. The
-admission policy lets it request tokens bound to its own Node only.
+reads it from a file (`tokenFile`, read again by the client as it changes). Once an hour has
+passed since the token was issued (or two thirds of its lifetime, when that is sooner), the
+agent asks the TokenRequest API for a new one of the same lifetime, at most MAX_TOKEN_SECONDS,
+bound to the same Node (its name and UID), and replaces the file atomically. Renewing hourly
+keeps almost the whole lifetime ahead: a node switched off for up to about a week still renews
+when it comes back. The admission policy lets it request tokens bound to its own Node only, for
+the API server's audience, for at most MAX_TOKEN_SECONDS (its `tokenMaxSeconds`).
 
 The token's claims are read without verifying its signature: the API server verifies it on
 every request; the agent only needs to know when it was issued, when it expires, and for which
@@ -27,7 +30,11 @@ from services.host_agent.journal import durable_write
 
 LOGGER = logging.getLogger("services.host_agent")
 RENEW_AFTER = 2 / 3
-"""The fraction of a token's lifetime after which it is renewed."""
+"""The fraction of a token's lifetime after which it is renewed at the latest."""
+RENEW_EVERY_SECONDS = 3600
+"""A token is renewed once it is this old, when that comes before RENEW_AFTER of its lifetime."""
+MAX_TOKEN_SECONDS = 7 * 24 * 3600
+"""The longest lifetime the agent requests; admission-policy.yaml refuses a longer one."""
 
 
 class TokenError(Exception):
@@ -46,7 +53,12 @@ class ServiceAccountToken:
         return self.expires_at - self.issued_at
 
     def due(self, now: datetime) -> bool:
-        return now.timestamp() >= self.issued_at + self.lifetime_seconds * RENEW_AFTER
+        return now.timestamp() >= self.issued_at + min(self.lifetime_seconds * RENEW_AFTER, RENEW_EVERY_SECONDS)
+
+    @property
+    def renewal_seconds(self) -> int:
+        """The lifetime of its successor: the same, capped (install.sh's first token may be longer)."""
+        return min(self.lifetime_seconds, MAX_TOKEN_SECONDS)
 
 
 def token_file(kubeconfig: Path) -> Path | None:
@@ -78,7 +90,7 @@ def renew_if_due(cluster: AgentCluster, *, path: Path, now: datetime) -> bool:
     if not token.due(now):
         return False
     node = cluster.node()
-    fresh = cluster.node_bound_token(namespace=token.namespace, service_account=token.service_account, seconds=token.lifetime_seconds, node=node)
+    fresh = cluster.node_bound_token(namespace=token.namespace, service_account=token.service_account, seconds=token.renewal_seconds, node=node)
     durable_write(path, fresh, mode=0o600)
-    LOGGER.info("renewed the agent's token (valid %d s, bound to Node %s)", token.lifetime_seconds, node["metadata"]["name"])
+    LOGGER.info("renewed the agent's token (valid %d s, bound to Node %s)", token.renewal_seconds, node["metadata"]["name"])
     return True

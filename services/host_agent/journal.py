@@ -11,7 +11,9 @@ After a crash or a reboot the agent reads the entry first and never starts the a
 - `finished`: the outcome is known and is (re)written to the status.
 
 Entries live in `<state dir>/journal/<operation UID>.json` (mode 0600); an entry whose operation
-no longer exists is removed.
+no longer exists is removed. What an action keeps to recover (`data`, e.g. a network change's
+saved netplan files, which may hold an earlier Wi-Fi password) lives only while the action is
+in flight: an ended entry holds only what the action's last step gives (engine.py).
 """
 
 from __future__ import annotations
@@ -58,7 +60,8 @@ class Entry:
     finished_at: str = ""
     outcome: Outcome | None = None
     data: dict[str, Any] = field(default_factory=dict)
-    """What the action needs to recover (e.g. the saved network configuration's files)."""
+    """What the action needs to recover (e.g. the saved network configuration's files), while it
+    is in flight; once it ended, only what its last step gives."""
 
     def finished(self, outcome: Outcome, at: str) -> Entry:
         return replace(self, stage=Stage.FINISHED, finished_at=at, outcome=outcome)
@@ -129,4 +132,8 @@ class Journal:
         return frozenset(path.stem for path in self._directory.glob("*.json"))
 
     def remove(self, operation_uid: str) -> None:
-        self._path(operation_uid).unlink(missing_ok=True)
+        path = self._path(operation_uid)
+        try:
+            path.unlink(missing_ok=True)
+        except OSError as error:
+            raise JournalError(f"journal entry {path} cannot be removed: {error.strerror}") from error

@@ -115,7 +115,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     access = KubeAccess(kubeconfig=settings.kubeconfig, retry=API_RETRY)
     try:
         with open_client(access) as client:
-            cluster = AgentCluster(client, node_name=settings.node_name, namespace=settings.namespace, setup_namespace=settings.setup_namespace)
+            cluster = AgentCluster(
+                client,
+                node_name=settings.node_name,
+                namespace=settings.namespace,
+                setup_namespace=settings.setup_namespace,
+                network_namespace=settings.network_namespace,
+            )
             if settings.command is Command.EVIDENCE:
                 publish(cluster, settings, _now())
                 LOGGER.info("published the host evidence and plans of node %s", settings.node_name)

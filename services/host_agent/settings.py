@@ -26,6 +26,7 @@ DEFAULT_KUBECONFIG = "/etc/magicstick/host-agent/kubeconfig"
 DEFAULT_STATE_DIR = "/var/lib/magicstick"
 DEFAULT_NAMESPACE = "ai-system"
 DEFAULT_SETUP_NAMESPACE = "identity-system"
+DEFAULT_NETWORK_NAMESPACE = "magicstick-host-network"
 DEFAULT_POLL_SECONDS = 5.0
 DEFAULT_EVIDENCE_SECONDS = 300.0
 DEFAULT_CONFIRMATION_SECONDS = 120.0
@@ -50,9 +51,11 @@ class AgentSettings:
     state_dir: Path = Path(DEFAULT_STATE_DIR)
     """Below `root`: the journal, the installer marker and saved network configurations."""
     namespace: str = DEFAULT_NAMESPACE
-    """Where HostOperations (and the Secrets configure-network names) live."""
+    """Where HostOperations live."""
     setup_namespace: str = DEFAULT_SETUP_NAMESPACE
     """Where ApplianceSetup/local lives."""
+    network_namespace: str = DEFAULT_NETWORK_NAMESPACE
+    """Where the Secrets configure-network names live: the only namespace whose Secrets the agent may read."""
     poll_seconds: float = DEFAULT_POLL_SECONDS
     """How often HostOperations are listed again."""
     evidence_seconds: float = DEFAULT_EVIDENCE_SECONDS
@@ -77,6 +80,7 @@ _FLAGS = (
     Flag("--state-dir", "the agent's state directory, below --root", DEFAULT_STATE_DIR),
     Flag("--namespace", "namespace of the HostOperations", DEFAULT_NAMESPACE),
     Flag("--setup-namespace", "namespace of ApplianceSetup/local", DEFAULT_SETUP_NAMESPACE),
+    Flag("--network-namespace", "namespace of the Secrets configure-network names", DEFAULT_NETWORK_NAMESPACE),
     Flag("--poll-seconds", "list HostOperations again after this many seconds", f"{DEFAULT_POLL_SECONDS:g}"),
     Flag("--evidence-seconds", "publish host evidence and plans every this many seconds (serve)", f"{DEFAULT_EVIDENCE_SECONDS:g}"),
     Flag("--confirmation-seconds", "roll a network change back unless confirmed within this many seconds", f"{DEFAULT_CONFIRMATION_SECONDS:g}"),
@@ -122,6 +126,7 @@ def parse_settings(argv: Sequence[str], environ: Mapping[str, str]) -> AgentSett
         state_dir=_absolute(*raw["state_dir"]),
         namespace=_namespace(*raw["namespace"]),
         setup_namespace=_namespace(*raw["setup_namespace"]),
+        network_namespace=_namespace(*raw["network_namespace"]),
         poll_seconds=seconds(*raw["poll_seconds"], below=3600),
         evidence_seconds=seconds(*raw["evidence_seconds"], below=1800),
         confirmation_seconds=seconds(*raw["confirmation_seconds"], below=3600),

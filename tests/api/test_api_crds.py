@@ -224,3 +224,26 @@ def test_the_appliance_status_types_its_next_reconcile_deadline_and_stays_open()
     assert status["properties"]["nextReconcileAt"]["format"] == "date-time"
     assert status["properties"]["nextReconcileReason"]["type"] == "string"
     assert "nextReconcileAt" not in node_at("ModelActivation", "status")["properties"]
+
+
+@pytest.mark.parametrize(
+    "spec",
+    [
+        {"networkRef": {"name": "x/../../identity-system/secrets/idp-admin", "uid": "u"}},
+        {"requestID": "req-1\ninstall amdgpu /bin/sh"},
+    ],
+)
+def test_the_crd_rejects_a_network_ref_that_is_no_secret_name_and_a_request_id_that_is_no_identifier(spec: dict) -> None:
+    base = {"action": "configure-network", "nodeName": "n", "nodeUID": "u", "bootID": "b", "requestID": "r", "acknowledgeDisruption": True, "planId": "p"}
+    obj = {"apiVersion": f"{GROUP}/v1alpha1", "kind": "HostOperation", "metadata": {"name": "x"}, "spec": {**base, **spec}}
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.Draft4Validator(root_schema("HostOperation")).validate(obj)
+
+
+def test_the_host_operation_status_types_scanned_networks_with_their_escaped_mark_and_stays_open() -> None:
+    status = node_at("HostOperation", "status")
+    assert status["x-kubernetes-preserve-unknown-fields"] is True
+    network = status["properties"]["networks"]["items"]["properties"]
+    assert network["ssidEscaped"]["type"] == "boolean"
+    assert (network["ssid"]["type"], network["signalDbm"]["type"]) == ("string", "integer")
+    assert set(network["security"]["enum"]) == {"wpa2", "wpa", "wep", "open"}

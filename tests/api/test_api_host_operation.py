@@ -174,3 +174,35 @@ def test_status_keeps_fields_the_worker_adds() -> None:
     )
     assert status.confirmation_deadline == "2026-01-01T00:00:00Z"
     assert status.model_extra == {"step": 3}
+
+
+SECRET_NAMES_REFUSED = ["x/../../identity-system/secrets/idp-admin", "Wifi", "-wifi", "wifi-", "wi fi", "wifi\n", "a" * 254]
+
+
+@pytest.mark.parametrize("name", SECRET_NAMES_REFUSED)
+def test_a_network_ref_name_that_is_not_a_secret_name_is_rejected(name: str) -> None:
+    spec = {**VALID_HOST_OPERATIONS["configure-network"], "networkRef": {**NETWORK_REF, "name": name}}
+    assert rejection("HostOperation", spec).field == "spec.networkRef.name"
+
+
+@pytest.mark.parametrize("name", ["wifi", "home.wifi-1", "a" * 253, "0"])
+def test_a_network_ref_name_is_any_dns_subdomain(name: str) -> None:
+    spec = parse_spec("HostOperation", {**VALID_HOST_OPERATIONS["configure-network"], "networkRef": {**NETWORK_REF, "name": name}})
+    assert spec.network_ref is not None and spec.network_ref.name == name
+
+
+@pytest.mark.parametrize("request_id", ["req-1\ninstall amdgpu /bin/sh", "req 1", "-req", "req#1", "r\u2028"])
+def test_a_request_id_is_an_identifier_since_the_host_writes_it_into_its_files(request_id: str) -> None:
+    assert rejection("HostOperation", host_operation("reboot", requestID=request_id)).field == "spec.requestID"
+
+
+@pytest.mark.parametrize("request_id", ["r", "request-1", "0f0e7a52-0000-4000-8000-000000000000", "scan_wifi.2"])
+def test_a_request_id_may_be_a_uuid_or_a_name(request_id: str) -> None:
+    assert parse_spec("HostOperation", host_operation("reboot", requestID=request_id)).request_id == request_id
+
+
+def test_status_reads_scanned_networks_and_whether_each_ssid_is_escaped() -> None:
+    status = HostOperationStatus.model_validate(
+        {"phase": "Succeeded", "networks": [{"interface": "wlan0", "ssid": "Clear\\x1b[2J", "ssidEscaped": True, "signalDbm": -41, "security": "wpa2"}]}
+    )
+    assert status.networks is not None and status.networks[0].ssid_escaped is True

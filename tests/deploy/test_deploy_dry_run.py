@@ -17,6 +17,7 @@ KUBECTL = shutil.which("kubectl")
 
 KINDS = {
     ("v1", "ServiceAccount"): ResourceKind(group="", version="v1", kind="ServiceAccount", plural="serviceaccounts", namespaced=True),
+    ("v1", "Namespace"): ResourceKind(group="", version="v1", kind="Namespace", plural="namespaces", namespaced=False),
     ("v1", "PersistentVolumeClaim"): ResourceKind(group="", version="v1", kind="PersistentVolumeClaim", plural="persistentvolumeclaims", namespaced=True),
     ("apps/v1", "Deployment"): ResourceKind(group="apps", version="v1", kind="Deployment", plural="deployments", namespaced=True),
     ("pulumi.com/v1", "Stack"): ResourceKind(group="pulumi.com", version="v1", kind="Stack", plural="stacks", namespaced=True),

@@ -5,7 +5,9 @@ wait    -> a non-terminal status to hold at (clear-model-cache: the node is busy
 announce-> the status written before the host is touched ("after the status says so")
 journal -> what the `started` entry must keep to recover (a network change: the old files)
 execute -> act; the Step says what the status and the journal become
-recover -> the entry says `started` and nothing more: the outcome after a crash or reboot
+recover -> the entry says `started` and nothing more: the outcome after a crash or reboot; with
+           a `cause`, the outcome after execute or follow raised it (the engine's rule: any
+           error in an action ends that operation, from what the host shows now)
 follow  -> the entry says `applied`, or `finished` with a non-terminal phase: the next Step
 """
 
@@ -45,15 +47,22 @@ class Step:
         return self.outcome.phase in TERMINAL_PHASES
 
 
-def uncertain(entry: Entry, known: str = "") -> Outcome:
-    """The outcome of an action interrupted between its `started` entry and its end."""
+def interrupted_by(cause: str) -> str:
+    """How the action was interrupted: the agent stopped (no cause), or the action failed."""
+    return f"failed ({cause})" if cause else "was interrupted (the agent stopped)"
+
+
+def uncertain(entry: Entry, known: str = "", *, cause: str = "") -> Outcome:
+    """The outcome of an action interrupted between its `started` entry and its end: the agent
+    stopped (no cause), or the action raised `cause`."""
     extra = f" {known}" if known else ""
+    stopped = f"then failed before recording its end ({cause})" if cause else "then the agent stopped before recording its end"
     return Outcome(
         phase=HostPhase.FAILED,
         reason=HostOperationReason.OUTCOME_UNCERTAIN.value,
         message=(
-            f"{entry.action} started at {entry.started_at} in boot {entry.boot_id}, then the agent stopped before recording "
-            f"its end; whether it completed is not known, and it is not repeated.{extra} Check the host, then make a new request if needed."
+            f"{entry.action} started at {entry.started_at} in boot {entry.boot_id}, {stopped}; whether it completed is not known, "
+            f"and it is not repeated.{extra} Check the host, then make a new request if needed."
         ),
     )
 
@@ -78,8 +87,8 @@ class Action:
     def execute(self, operation: HostOperation, context: ActionContext, entry: Entry) -> Step:
         raise NotImplementedError
 
-    def recover(self, operation: HostOperation, context: ActionContext, entry: Entry) -> Outcome:
-        return uncertain(entry)
+    def recover(self, operation: HostOperation, context: ActionContext, entry: Entry, *, cause: str = "") -> Outcome:
+        return uncertain(entry, cause=cause)
 
     def follow(self, operation: HostOperation, context: ActionContext, entry: Entry) -> Step | None:
         return None

@@ -23,6 +23,7 @@ from pathlib import Path
 from api.host_evidence import AMD_GPU_ELIGIBLE_LABEL, HOST_EVIDENCE_ANNOTATION
 from api.hostoperations import HostPhase, MIXED_SYSTEM_EXPERIMENT, HostOperationReason
 from services.host_agent.actions.base import Action, ActionContext, Step, uncertain
+from services.host_agent.actions.text import one_line
 from services.host_agent.evidence import read_host
 from services.host_agent.journal import Entry, Outcome, durable_write
 from services.host_agent.requests import HostOperation, failed
@@ -79,8 +80,8 @@ class PrepareGpu(Action):
             )
         return Step(verified)
 
-    def recover(self, operation: HostOperation, context: ActionContext, entry: Entry) -> Outcome:
-        return self._verified(context) or uncertain(entry, "The driver is not ready now.")
+    def recover(self, operation: HostOperation, context: ActionContext, entry: Entry, *, cause: str = "") -> Outcome:
+        return self._verified(context) or uncertain(entry, "The driver is not ready now.", cause=cause)
 
     def follow(self, operation: HostOperation, context: ActionContext, entry: Entry) -> Step | None:
         node = context.cluster.node()
@@ -105,8 +106,9 @@ class PrepareGpu(Action):
 
 def modprobe_options(limit_mi: int, operation: HostOperation) -> str:
     pages = limit_mi * PAGES_PER_MI
+    # modprobe.d reads a line as a command (`install` runs a shell): nothing from the request may end the comment.
     return (
-        f"# Written by the Magic Stick host agent for HostOperation {operation.key} (request {operation.request_id}).\n"
+        f"# Written by the Magic Stick host agent for HostOperation {one_line(operation.key)} (request {one_line(operation.request_id)}).\n"
         f"# The dynamic GPU memory limit: {limit_mi} MiB, in effect from the next boot.\n"
         f"options ttm pages_limit={pages} page_pool_size={pages}\n"
         f"options amdgpu gttsize={limit_mi}\n"
@@ -165,12 +167,12 @@ class ConfigureGpuMemory(Action):
         durable_write(path, modprobe_options(operation.spec.gpu_memory.dynamic_limit_mi, operation), mode=0o644)
         return Step(self._done(operation))
 
-    def recover(self, operation: HostOperation, context: ActionContext, entry: Entry) -> Outcome:
+    def recover(self, operation: HostOperation, context: ActionContext, entry: Entry, *, cause: str = "") -> Outcome:
         assert operation.spec is not None and operation.spec.gpu_memory is not None
         path = self._path(context)
         if path.exists() and path.read_text() == modprobe_options(operation.spec.gpu_memory.dynamic_limit_mi, operation):
             return self._done(operation)
-        return uncertain(entry, f"{MODPROBE_FILE} does not hold the requested limit.")
+        return uncertain(entry, f"{MODPROBE_FILE} does not hold the requested limit.", cause=cause)
 
 
 PREPARE_GPU = PrepareGpu()

@@ -1,7 +1,8 @@
 """configure-network: the host's network, changed only with a way back.
 
 configure-network binds the network plan (the interface inventory and the netplan files, by
-planId) and names one Secret of the operation's namespace, pinned by UID (spec.networkRef). The
+planId) and names one Secret of the network Secrets' namespace (`magicstick-host-network`, the
+agent's `--network-namespace`), pinned by UID (spec.networkRef). The
 Secret's data (base64, as the API server returns it) holds the whole configuration:
 
 - `interface` (required): one of the host's interfaces;
@@ -10,11 +11,19 @@ Secret's data (base64, as the API server returns it) holds the whole configurati
 - `addresses` (comma-separated CIDRs), `gateway` (an IP, with addresses), `nameservers`
   (comma-separated IPs): a static configuration; without addresses the interface uses DHCP.
 
-Any other key, or a value that breaks its rule, is refused (NetworkSecretInvalid) in a message
-naming the key and the rule, never the value; the password is never put in a status, a log
-line, the journal or an exception.
+Every viewer of HostOperations reads their status, so it is no oracle for Secrets: a Secret the
+request cannot use (missing, of another UID, not readable by the agent, or holding a key that is
+no setting) gets one message (UNUSABLE), the same whatever the cause, which tells neither
+whether the name exists nor any key's name; the agent's log says which it was (WARNING). Once the
+Secret is the one requested (its UID, which only a reader of it knows), a value that breaks its
+rule is refused (NetworkSecretInvalid) naming the setting (one of the public SECRET_KEYS) and
+the rule, never the value. The password is never put in a status, a log line, an ended journal
+entry or an exception.
 
-The `started` entry keeps every netplan file as it was (netplan.saved_configuration). The agent
+The `started` entry keeps every netplan file as it was (netplan.saved_configuration): while the
+change is in flight they are its way back, and they may hold an earlier password (the agent's
+own earlier file, or the administrator's). Every ending drops them (the engine keeps only what
+the last step gives: the confirmation deadline at most). The agent
 then writes its own file (/etc/netplan/90-magicstick.yaml, mode 0600), lets `netplan generate`
 judge the whole configuration (refused: the saved files are restored, nothing was applied) and
 runs `netplan apply`. The operation then waits (AwaitingConfirmation, stage `applied`) until
@@ -27,6 +36,7 @@ agent that stopped mid-change (`started` only) restores and applies the saved fi
 
 from __future__ import annotations
 
+import logging
 import os
 import re
 from collections.abc import Sequence
@@ -34,18 +44,26 @@ from datetime import UTC, datetime, timedelta
 from typing import Any, Final
 
 from api.hostoperations import HostPhase, CONFIRMATION_ANNOTATION, HostOperationReason
-from services.host_agent.actions.base import Action, ActionContext, Step, uncertain
+from providers.kube import KubeError
+from services.host_agent.actions.base import Action, ActionContext, Step, interrupted_by, uncertain
+from services.host_agent.actions.errors import transient
+from services.host_agent.actions.network_settings import NetworkSettings, SecretRefusal, netplan_yaml, network_settings, quoted, where
 from services.host_agent.commands import CommandResult
 from services.host_agent.evidence import rfc3339
 from services.host_agent.journal import Entry, Outcome, Stage, durable_write
 from services.host_agent.netplan import NETPLAN_DIR, NETPLAN_FILE, netplan_dir, restore_configuration, saved_configuration
 from services.host_agent.requests import HostOperation, failed
 
-from services.host_agent.actions.network_settings import NetworkSettings, netplan_yaml, network_settings, quoted, where
+LOGGER = logging.getLogger("services.host_agent")
 
 REDACTED: Final = "[redacted]"
 _CREDENTIAL_WORDS = re.compile(r"password|passphrase|psk", re.IGNORECASE)
 _TIMESTAMP = "%Y-%m-%dT%H:%M:%SZ"
+UNUSABLE: Final = (
+    "spec.networkRef: {secret} cannot be used by this request. It must exist with the UID spec.networkRef.uid names, be "
+    "readable by the host agent and hold only configure-network's settings; which of these failed is in the agent's log "
+    "on node {node}. Make a new request once it is fixed"
+)
 
 def _withheld(result: CommandResult, secrets: Sequence[str]) -> str:
     """The command's failure in one line, with no credential in it: a known secret is replaced,
@@ -95,6 +113,12 @@ def _deadline(entry: Entry) -> datetime | None:
         return None
 
 
+def _unusable(operation: HostOperation, context: ActionContext, secret: str, why: str) -> Outcome:
+    """The one refusal of a Secret the request cannot use; `why` (no value in it) goes to the log only."""
+    LOGGER.warning("HostOperation %s: %s cannot be used: %s", operation.key, secret, why)
+    return failed(HostOperationReason.NETWORK_SECRET_INVALID, UNUSABLE.format(secret=secret, node=context.settings.node_name))
+
+
 class ConfigureNetwork(Action):
     action = "configure-network"
 
@@ -104,17 +128,24 @@ class ConfigureNetwork(Action):
         ref = spec.network_ref
         if ref is None:
             return failed(HostOperationReason.REJECTED, "spec.networkRef: is required for configure-network (the Secret holding the settings)")
-        secret_name = where(operation, ref.name)
-        secret = context.cluster.secret(ref.name)
+        secret_name = where(context.cluster.network_namespace, ref.name)
+        try:
+            secret = context.cluster.secret(ref.name)
+        except KubeError as error:
+            if transient(error):
+                raise
+            return _unusable(operation, context, secret_name, f"the API server refused to read it: {error.detail}")
         if secret is None:
-            return failed(HostOperationReason.NETWORK_SECRET_INVALID, f"spec.networkRef.name: {secret_name} does not exist")
+            return _unusable(operation, context, secret_name, "it does not exist")
         uid = str((secret.get("metadata") or {}).get("uid") or "")
         if uid != ref.uid:
-            return failed(
-                HostOperationReason.NETWORK_SECRET_INVALID,
-                f"spec.networkRef.uid: {ref.uid} is not the UID of {secret_name}: the Secret was replaced after the request was made; make a new request",
-            )
-        return network_settings(secret.get("data") or {}, context.host.facts.interfaces, secret_name)
+            return _unusable(operation, context, secret_name, f"its UID is {uid}, not {ref.uid} (spec.networkRef.uid): it was replaced after the request was made")
+        settings = network_settings(secret.get("data") or {}, context.host.facts.interfaces)
+        if isinstance(settings, SecretRefusal):
+            if not settings.names_a_setting:
+                return _unusable(operation, context, secret_name, settings.text("its data"))
+            return failed(HostOperationReason.NETWORK_SECRET_INVALID, settings.text(secret_name))
+        return settings
 
     def check(self, operation: HostOperation, context: ActionContext) -> Outcome | None:
         settings = self._settings(operation, context)
@@ -122,7 +153,7 @@ class ConfigureNetwork(Action):
 
     def announce(self, operation: HostOperation) -> Outcome:
         ref = operation.spec.network_ref if operation.spec is not None else None
-        named = f" of {where(operation, ref.name)}" if ref is not None else ""
+        named = f" of Secret {ref.name}" if ref is not None else ""
         return Outcome(phase=HostPhase.APPLYING, reason=HostOperationReason.IN_PROGRESS.value, message=f"applying the network configuration{named}")
 
     def journal(self, operation: HostOperation, context: ActionContext) -> dict[str, Any]:
@@ -221,21 +252,19 @@ class ConfigureNetwork(Action):
             data=ended,
         )
 
-    def recover(self, operation: HostOperation, context: ActionContext, entry: Entry) -> Outcome:
+    def recover(self, operation: HostOperation, context: ActionContext, entry: Entry, *, cause: str = "") -> Outcome:
         saved = _saved(entry)
         if saved is None:
-            return uncertain(entry, "The journal entry holds no saved netplan configuration to restore.")
+            return uncertain(entry, "The journal entry holds no saved netplan configuration to restore.", cause=cause)
+        change = f"applying the network configuration in boot {entry.boot_id} {interrupted_by(cause)}"
         problem = _restore_and_apply(context, saved)
         if problem is not None:
-            return failed(
-                HostOperationReason.ROLLBACK_FAILED,
-                f"the agent stopped while applying the network configuration (boot {entry.boot_id}); rolling back failed: {problem}",
-            )
+            return failed(HostOperationReason.ROLLBACK_FAILED, f"{change}; rolling back failed: {problem}")
         return Outcome(
             phase=HostPhase.ROLLED_BACK,
             reason=HostOperationReason.INTERRUPTED.value,
-            message=f"the agent stopped while applying the network configuration (boot {entry.boot_id}); the saved netplan files are "
-            "restored and applied again, and the change is not repeated: make a new request if it is still wanted",
+            message=f"{change}; the saved netplan files are restored and applied again, and the change is not repeated: "
+            "make a new request if it is still wanted",
         )
 
 

@@ -36,10 +36,10 @@ class PowerAction(Action):
             message=f"{self.action} completed: the host left boot {entry.boot_id} and runs boot {context.host.facts.boot_id}",
         )
 
-    def recover(self, operation: HostOperation, context: ActionContext, entry: Entry) -> Outcome:
+    def recover(self, operation: HostOperation, context: ActionContext, entry: Entry, *, cause: str = "") -> Outcome:
         if context.host.facts.boot_id != entry.boot_id:
             return self._completed(entry, context)
-        return uncertain(entry, f"The host still runs boot {entry.boot_id}.")
+        return uncertain(entry, f"The host still runs boot {entry.boot_id}.", cause=cause)
 
     def follow(self, operation: HostOperation, context: ActionContext, entry: Entry) -> Step | None:
         if context.host.facts.boot_id != entry.boot_id:

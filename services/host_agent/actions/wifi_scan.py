@@ -1,6 +1,10 @@
 """scan-wifi runs `iw dev <interface> scan` on each wireless interface and reports the networks
 (SSID, signal, security) in its status, strongest first: hidden networks are left out, each SSID
 appears once (its strongest signal), and no BSSID (a MAC address) is ever read into the result.
+
+An SSID is any 1 to 32 bytes, chosen by whoever runs the access point, and a status is read in
+terminals: an SSID is published as printable text (text.printable), with `ssidEscaped: true`
+when it had to be escaped. One longer than 32 bytes is no SSID and is left out.
 """
 
 from __future__ import annotations
@@ -10,31 +14,42 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
-from api.hostoperations import HostPhase, HostOperationReason
+from api.hostoperations import MAX_SCANNED_NETWORKS, HostPhase, HostOperationReason
 from services.host_agent.actions.base import Action, ActionContext, Step
+from services.host_agent.actions.text import printable
 from services.host_agent.journal import Entry, Outcome
 from services.host_agent.requests import HostOperation, failed
 
-MAX_NETWORKS: Final = 50
+MAX_NETWORKS: Final = MAX_SCANNED_NETWORKS
 """scan-wifi reports at most this many networks, the strongest."""
+MAX_SSID_BYTES: Final = 32
 
 
 @dataclass(frozen=True)
 class WifiNetwork:
     interface: str
     ssid: str
+    """Printable: escaped when ssid_escaped (text.printable)."""
     signal_dbm: int
     security: str
+    ssid_escaped: bool = False
 
     def to_wire(self) -> dict[str, Any]:
-        return {"interface": self.interface, "ssid": self.ssid, "signalDbm": self.signal_dbm, "security": self.security}
+        return {
+            "interface": self.interface,
+            "ssid": self.ssid,
+            "ssidEscaped": self.ssid_escaped,
+            "signalDbm": self.signal_dbm,
+            "security": self.security,
+        }
 
 
 _ESCAPED_BYTE = re.compile(r"\\x([0-9a-fA-F]{2})")
 
 
-def _unescaped(text: str) -> str:
-    """iw's SSID: non-printable bytes (and spaces at either end, backslashes) as \\xNN."""
+def _unescaped(text: str) -> bytes:
+    """The SSID's bytes: iw prints those that are not printable ASCII (and spaces at either end,
+    backslashes) as \\xNN."""
     out = bytearray()
     position = 0
     for match in _ESCAPED_BYTE.finditer(text):
@@ -42,11 +57,11 @@ def _unescaped(text: str) -> str:
         out.append(int(match.group(1), 16))
         position = match.end()
     out += text[position:].encode()
-    return out.decode("utf-8", errors="replace")
+    return bytes(out)
 
 
 def _network(block: Sequence[str], interface: str) -> WifiNetwork | None:
-    ssid: str | None = None
+    ssid: bytes | None = None
     signal: int | None = None
     rsn = wpa = privacy = False
     for line in block:
@@ -66,10 +81,11 @@ def _network(block: Sequence[str], interface: str) -> WifiNetwork | None:
             wpa = True
         elif key == "capability":
             privacy = "Privacy" in value.split()
-    if ssid is None or not ssid.strip("\x00") or signal is None:
+    if ssid is None or not ssid.strip(b"\x00") or len(ssid) > MAX_SSID_BYTES or signal is None:
         return None
     security = "wpa2" if rsn else "wpa" if wpa else "wep" if privacy else "open"
-    return WifiNetwork(interface=interface, ssid=ssid, signal_dbm=signal, security=security)
+    shown, escaped = printable(ssid)
+    return WifiNetwork(interface=interface, ssid=shown, ssid_escaped=escaped, signal_dbm=signal, security=security)
 
 
 def parse_iw_scan(text: str, interface: str) -> list[WifiNetwork]:
@@ -85,10 +101,11 @@ def parse_iw_scan(text: str, interface: str) -> list[WifiNetwork]:
 
 def strongest(networks: Sequence[WifiNetwork], limit: int = MAX_NETWORKS) -> list[WifiNetwork]:
     """One network per SSID (its strongest signal), strongest first, at most `limit`. Pure."""
-    best: dict[str, WifiNetwork] = {}
+    best: dict[tuple[str, bool], WifiNetwork] = {}
     for network in networks:
-        if network.ssid not in best or network.signal_dbm > best[network.ssid].signal_dbm:
-            best[network.ssid] = network
+        key = (network.ssid, network.ssid_escaped)
+        if key not in best or network.signal_dbm > best[key].signal_dbm:
+            best[key] = network
     return sorted(best.values(), key=lambda n: (-n.signal_dbm, n.ssid, n.interface))[:limit]
 
 
@@ -120,7 +137,7 @@ class ScanWifi(Action):
         if not scanned:
             return Step(failed(HostOperationReason.COMMAND_FAILED, "; ".join(failures) or "no wireless interface was scanned"))
         networks = strongest(found)
-        unique = len({network.ssid for network in found})
+        unique = len({(network.ssid, network.ssid_escaped) for network in found})
         shown = f", the strongest {len(networks)} shown" if unique > len(networks) else ""
         failed_too = f"; {'; '.join(failures)}" if failures else ""
         return Step(

@@ -27,22 +27,35 @@ class RecordingCluster:
     namespace: str = "ai-system"
     statuses: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
     annotations: list[dict[str, str | None]] = field(default_factory=list)
-    pods: list[dict[str, Any]] = field(default_factory=list)
+    network_namespace: str = "magicstick-host-network"
     node_object: dict[str, Any] = field(default_factory=dict)
+    secrets: dict[str, dict[str, Any]] = field(default_factory=dict)
+    refusals: dict[str, Exception] = field(default_factory=dict)
+    """A method's name -> the error it raises instead of answering (as the API server refuses it)."""
+    secret_reads: list[str] = field(default_factory=list)
+
+    def _refused(self, method: str) -> None:
+        if method in self.refusals:
+            raise self.refusals[method]
 
     def node(self) -> dict[str, Any]:
+        self._refused("node")
         return self.node_object or {"metadata": {"name": self.node_name, "uid": NODE_UID}}
 
     def annotate_node(self, annotations: dict[str, str | None]) -> dict[str, Any]:
+        self._refused("annotate_node")
         self.annotations.append(annotations)
         return self.node()
 
     def write_status(self, name: str, status: dict[str, Any]) -> dict[str, Any]:
+        self._refused("write_status")
         self.statuses.append((name, status))
         return {"status": status}
 
-    def model_pods_on_node(self) -> list[dict[str, Any]]:
-        return list(self.pods)
+    def secret(self, name: str) -> dict[str, Any] | None:
+        self.secret_reads.append(name)
+        self._refused("secret")
+        return self.secrets.get(name)
 
 
 @dataclass

@@ -7,23 +7,17 @@ import json
 from datetime import UTC, datetime
 from typing import Any
 
-from api.host_evidence import GPU_ALLOCATION_MODE_ANNOTATION, HOST_EVIDENCE_ANNOTATION, HOST_PLANS_ANNOTATION, PHYSICAL_MEMORY_ANNOTATION
+import pytest
+
+from api.host_evidence import GPU_ALLOCATION_MODE_ANNOTATION, HOST_EVIDENCE_ANNOTATION, PHYSICAL_MEMORY_ANNOTATION
 from planning.hardware.evidence import EvidenceState, read_evidence
-from planning.models.plan import clear_cache_pending
 from planning.snapshot import Snapshot
-from providers.kinds import NODE, POD
-from providers.kube import ResourceKind
-from tests.services.host_agent.world import NAMESPACE, AgentWorld
-
-SERVICE_ACCOUNT = ResourceKind(group="", version="v1", kind="ServiceAccount", plural="serviceaccounts", namespaced=True)
-
+from providers.kinds import NODE
+from providers.kube import Invalid
+from tests.services.host_agent.world import AgentWorld
 
 def _phase(*phases: str) -> Any:
     return lambda status: status.get("phase") in phases
-
-
-def _plans(world: AgentWorld) -> dict[str, Any]:
-    return json.loads(world.node_now()["metadata"]["annotations"][HOST_PLANS_ANNOTATION])
 
 
 def test_the_evidence_command_publishes_what_the_program_finds_current(world: AgentWorld) -> None:
@@ -73,34 +67,55 @@ def test_a_request_for_another_node_is_left_to_that_nodes_agent(world: AgentWorl
     assert world.commands() == []
 
 
-def _model_pod(world: AgentWorld) -> dict[str, Any]:
-    """A KubeAI model Pod scheduled on the world's node (the namespace's default ServiceAccount
-    made first: no controller manager makes it here)."""
-    account = {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "default", "namespace": "ai"}}
-    world.admin.apply(SERVICE_ACCOUNT, account, field_manager="kube-controller-manager")
-    pod = {
-        "apiVersion": "v1",
-        "kind": "Pod",
-        "metadata": {"name": f"model-qwen-{world.node_name}", "namespace": "ai", "labels": {"model": "qwen"}},
-        "spec": {"nodeName": world.node_name, "containers": [{"name": "server", "image": "registry.example.com/vllm:CHANGEME"}]},
-    }
-    return world.admin.create(POD, pod, field_manager="kubeai")
+def test_the_api_server_refuses_a_network_ref_name_that_is_not_a_secret_name(world: AgentWorld) -> None:
+    with pytest.raises(Invalid) as refused:
+        world.request(
+            "configure-beyond",
+            "configure-network",
+            planId="network-plan",
+            networkRef={"name": "x/../../identity-system/secrets/idp-admin", "uid": "0f0e7a52-0000-4000-8000-000000000000"},
+        )
+    assert "spec.networkRef.name" in refused.value.message
 
 
-def test_clear_model_cache_waits_for_the_node_to_be_idle_and_defers_the_programs_new_runtimes_until_done(world: AgentWorld) -> None:
+def test_the_api_server_refuses_a_request_id_that_could_end_a_comment_line(world: AgentWorld) -> None:
+    with pytest.raises(Invalid) as refused:
+        world.request("reboot-injected", "reboot", requestID="req-1\ninstall amdgpu /bin/sh -c id")
+    assert "spec.requestID" in refused.value.message
+
+
+def test_a_request_naming_another_node_but_bound_to_this_node_s_uid_is_refused_by_this_node_s_agent_and_not_run(world: AgentWorld) -> None:
     agent = world.start()
-    pod = _model_pod(world)
-    plan = _plans(world)
-    world.request("clear-cache", "clear-model-cache", planId=plan["modelCache"]["planId"])
-    waiting = world.wait_for("clear-cache", _phase("Pending"), process=agent)
-    assert waiting["status"]["reason"] == "WaitingForIdle" and pod["metadata"]["name"] in waiting["status"]["message"]
-    assert clear_cache_pending(Snapshot.from_objects([waiting]), NAMESPACE) == world.object_name("clear-cache")
-    assert any(world.host.cache("ollama").iterdir())
-    world.admin.request(
-        "PATCH", POD.object_path(pod["metadata"]["name"], "ai") + "/status",
-        body={"status": {"phase": "Succeeded"}}, content_type="application/merge-patch+json",
-    )  # fmt: skip
-    done = world.wait_for("clear-cache", _phase("Succeeded", "Failed"), process=agent)
-    assert done["status"]["phase"] == "Succeeded", done["status"]
-    assert not any(world.host.cache("ollama").iterdir())
-    assert clear_cache_pending(Snapshot.from_objects([done]), NAMESPACE) is None
+    world.request("reboot-elsewhere", "reboot", nodeName="node-b")
+    status = world.wait_for("reboot-elsewhere", _phase("Failed"), process=agent)["status"]
+    assert status["reason"] == "Rejected"
+    assert "spec.nodeName 'node-b'" in status["message"] and "spec.nodeUID" in status["message"] and world.node_name in status["message"]
+    assert world.commands() == []
+
+
+# `iw dev wlan0 scan` as iw prints SSID bytes that are not printable ASCII: \xNN.
+HOSTILE_SCAN = """BSS 02:00:00:00:00:01(on wlan0)
+\tcapability: ESS Privacy (0x0411)
+\tsignal: -41.00 dBm
+\tSSID: Halo Home
+\tRSN:\t * Version: 1
+BSS 02:00:00:00:00:02(on wlan0)
+\tcapability: ESS (0x0401)
+\tsignal: -50.00 dBm
+\tSSID: Clear\\x1b[2J\\x07\\x0a\\x00\\xe2\\x80\\xae
+"""
+
+
+def test_scan_wifi_publishes_escaped_ssids_which_the_api_server_keeps_with_their_mark(world: AgentWorld) -> None:
+    wlan = world.host.root / "sys/class/net/wlan0"
+    (wlan / "wireless").mkdir(parents=True)
+    (wlan / "operstate").write_text("dormant\n")
+    (world.tools / "iw").write_text(f"#!/bin/sh\ncat <<'SCAN'\n{HOSTILE_SCAN}SCAN\n")
+    (world.tools / "iw").chmod(0o755)
+    agent = world.start()
+    world.request("scan", "scan-wifi")
+    status = world.wait_for("scan", _phase("Succeeded", "Failed"), process=agent)["status"]
+    assert status["networks"] == [
+        {"interface": "wlan0", "ssid": "Halo Home", "ssidEscaped": False, "signalDbm": -41, "security": "wpa2"},
+        {"interface": "wlan0", "ssid": "Clear\\x1b[2J\\x07\\x0a\\x00\\u202e", "ssidEscaped": True, "signalDbm": -50, "security": "open"},
+    ]

@@ -112,17 +112,6 @@ def test_the_journal_forgets_operations_that_no_longer_exist(tmp_path: Path) -> 
     assert engine.journal.operation_uids() == frozenset()
 
 
-def test_clear_model_cache_waits_while_a_model_pod_runs_on_the_node(tmp_path: Path) -> None:
-    host = strix_halo(tmp_path)
-    engine, cluster, _ = _engine(tmp_path)
-    cluster.pods.append({"metadata": {"namespace": "ai", "name": "model-qwen-0"}, "status": {"phase": "Running"}})
-    engine.run_once([operation(engine.context, "clear-model-cache")])
-    status = cluster.statuses[-1][1]
-    assert (status["phase"], status["reason"]) == ("Pending", "WaitingForIdle")
-    assert "ai/model-qwen-0" in status["message"]
-    assert any(host.cache("ollama").iterdir())
-
-
 def test_clear_model_cache_empties_only_the_fixed_locations(tmp_path: Path) -> None:
     host = strix_halo(tmp_path)
     keep = tmp_path / "var/lib/magicstick/journal-neighbour.txt"
@@ -132,3 +121,15 @@ def test_clear_model_cache_empties_only_the_fixed_locations(tmp_path: Path) -> N
     assert cluster.statuses[-1][1]["phase"] == "Succeeded"
     assert host.cache("ollama").is_dir() and not any(host.cache("ollama").iterdir())
     assert keep.read_text() == "kept"
+
+
+def test_a_request_whose_node_name_is_not_the_node_of_its_uid_is_refused_naming_both_fields_and_not_run(tmp_path: Path) -> None:
+    strix_halo(tmp_path)
+    engine, cluster, runner = _engine(tmp_path)
+    engine.run_once([operation(engine.context, "reboot", nodeName="node-b")])
+    assert runner.calls == []
+    status = cluster.statuses[-1][1]
+    assert (status["phase"], status["reason"]) == ("Failed", "Rejected")
+    assert "spec.nodeName" in status["message"] and "spec.nodeUID" in status["message"]
+    assert "node-b" in status["message"] and "halo" in status["message"]
+    assert engine.journal.operation_uids() == frozenset()

@@ -98,3 +98,12 @@ def test_gpu_preparation_registers_until_the_node_is_eligible_with_a_gpu_then_su
     }
     engine.run_once([obj])
     assert (_last(cluster)["phase"], _last(cluster)["reason"]) == ("Succeeded", "Registered")
+
+
+def test_a_request_id_that_is_no_identifier_is_refused_and_never_reaches_the_modprobe_file(tmp_path: Path) -> None:
+    strix_halo(tmp_path)
+    injected = "req-1\ninstall amdgpu /bin/sh -c 'touch /tmp/owned'"
+    cluster, runner, _ = _run(tmp_path, lambda ctx: {**_memory(ctx), "spec": {**_memory(ctx)["spec"], "requestID": injected}})
+    assert (_last(cluster)["phase"], _last(cluster)["reason"]) == ("Failed", "Rejected")
+    assert _last(cluster)["message"].startswith("spec.requestID: ")
+    assert not (tmp_path / MODPROBE).exists() and runner.calls == []

@@ -40,7 +40,7 @@ import yaml
 from api.hostoperations import CONFIRMATION_ANNOTATION
 from services.host_agent.actions.base import ActionContext, Step
 from services.host_agent.actions.network import CONFIGURE_NETWORK
-from services.host_agent.actions.network_settings import NetworkSettings, network_settings
+from services.host_agent.actions.network_settings import NetworkSettings, netplan_yaml, network_settings
 from services.host_agent.actions.wifi_scan import SCAN_WIFI
 from services.host_agent.cluster import AgentCluster
 from services.host_agent.commands import CommandRunner
@@ -198,6 +198,7 @@ class StandInCluster:
     """What the actions and the engine ask of the API server: one Secret, and status writes."""
 
     node_name: str = "halo"
+    network_namespace: str = "magicstick-host-network"
     secrets: dict[str, dict[str, Any]] = field(default_factory=dict)
     statuses: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
 
@@ -448,7 +449,7 @@ def test_recover_after_an_interruption_restores_the_saved_files_applies_them_and
     assert host.applies() == 1
 
 
-def test_a_secret_whose_uid_differs_is_refused_naming_spec_network_ref_uid_and_nothing_is_written(host: Host) -> None:
+def test_a_secret_whose_uid_differs_is_refused_as_unusable_and_nothing_is_written(host: Host) -> None:
     host.cluster.put_secret({"interface": "eth-test"}, uid="a-newer-secret-of-the-same-name")
     before = host.snapshot()
     engine = Engine(host.journal, host.context())
@@ -457,7 +458,7 @@ def test_a_secret_whose_uid_differs_is_refused_naming_spec_network_ref_uid_and_n
 
     [(_, status)] = host.cluster.statuses
     assert (status["phase"], status["reason"]) == ("Failed", "NetworkSecretInvalid")
-    assert status["message"].startswith("spec.networkRef.uid: ")
+    assert status["message"].startswith("spec.networkRef: ") and "UID" in status["message"]
     assert host.snapshot() == before and not (host.root / "run").exists()
     assert host.calls("netplan") == [] and host.journal.operation_uids() == frozenset()
 
@@ -472,7 +473,6 @@ def test_a_secret_whose_uid_differs_is_refused_naming_spec_network_ref_uid_and_n
         pytest.param({"interface": "eth-test", "addresses": "192.0.2.10/24", "gateway": "2001:db8::1"}, "gateway", "2001:db8::1", id="a gateway of another IP version"),
         pytest.param({"interface": "eth-test", "nameservers": "192.0.2.53,dns.example"}, "nameservers", "dns.example", id="a nameserver that is no IP"),
         pytest.param({"interface": "wlan0", "ssid": "Halo Home", "password": "short"}, "password", "short", id="a password too short for WPA"),
-        pytest.param({"interface": "eth-test", "proxy": "http://proxy.example:3128"}, "proxy", "proxy.example", id="a key that is no setting"),
     ],
 )
 def test_a_secret_value_that_breaks_its_rule_is_refused_naming_the_key_not_the_value(host: Host, data: dict[str, str], key: str, value: str) -> None:
@@ -484,7 +484,7 @@ def test_a_secret_value_that_breaks_its_rule_is_refused_naming_the_key_not_the_v
     refusal = CONFIGURE_NETWORK.check(HostOperation.from_object(host.operation()), context)
 
     assert refusal is not None and (refusal.phase, refusal.reason) == ("Failed", "NetworkSecretInvalid")
-    assert refusal.message.startswith(f"Secret {NAMESPACE}/{SECRET_NAME} key {key!r}: ")
+    assert refusal.message.startswith(f"Secret {host.cluster.network_namespace}/{SECRET_NAME} key {key!r}: ")
     assert value not in refusal.message and PASSWORD not in refusal.message
     assert host.snapshot() == before
 
@@ -518,9 +518,7 @@ def test_the_password_never_appears_in_a_refusal_or_a_command_failure(host: Host
     monkeypatch.setenv("MSTEST_NETPLAN_FAIL", "generate")
     _, _, step = _applied(host, {"interface": "wlan0", "ssid": "Halo Home", "password": PASSWORD})
 
-    settings = network_settings(
-        {"interface": _b64("wlan0"), "ssid": _b64("Halo Home"), "password": _b64(PASSWORD)}, context.host.facts.interfaces, "Secret s"
-    )
+    settings = network_settings({"interface": _b64("wlan0"), "ssid": _b64("Halo Home"), "password": _b64(PASSWORD)}, context.host.facts.interfaces)
     assert isinstance(settings, NetworkSettings) and PASSWORD not in repr(settings) and PASSWORD not in settings.summary
     assert refusal is not None and "'gateway'" in refusal.message
     assert bad_password is not None and "'password'" in bad_password.message
@@ -563,9 +561,9 @@ def test_scan_wifi_reports_ssids_strongest_first_without_bssids_hidden_ones_or_d
     assert (step.outcome.phase, step.outcome.reason) == ("Succeeded", "Completed")
     assert step.outcome.details == {
         "networks": [
-            {"interface": "wlan0", "ssid": "Halo Home", "signalDbm": -41, "security": "wpa2"},
-            {"interface": "wlan0", "ssid": "Café Guest", "signalDbm": -72, "security": "open"},
-            {"interface": "wlan0", "ssid": "OldRouter", "signalDbm": -80, "security": "wpa"},
+            {"interface": "wlan0", "ssid": "Halo Home", "ssidEscaped": False, "signalDbm": -41, "security": "wpa2"},
+            {"interface": "wlan0", "ssid": "Café Guest", "ssidEscaped": False, "signalDbm": -72, "security": "open"},
+            {"interface": "wlan0", "ssid": "OldRouter", "ssidEscaped": False, "signalDbm": -80, "security": "wpa"},
         ]
     }
     assert not MAC.search(json.dumps(step.outcome.details)) and not MAC.search(step.outcome.message)
@@ -610,3 +608,214 @@ def test_through_the_engine_a_confirmed_change_succeeds_on_a_later_pass_without_
     entry = host.journal.read(obj["metadata"]["uid"])
     assert entry is not None and entry.stage is Stage.FINISHED and "saved" not in entry.data
     assert host.applies() == 1 and host.ours.exists()
+
+
+def _run(host: Host, *objects: dict[str, Any], now: datetime = NOW) -> None:
+    Engine(host.journal, host.context(now)).run_once(list(objects))
+
+
+def _named(obj: dict[str, Any], name: str) -> dict[str, Any]:
+    """`obj` as another operation: its own name, UID and request ID."""
+    return {**obj, "metadata": {**obj["metadata"], "name": name, "uid": f"uid-{name}"}, "spec": {**obj["spec"], "requestID": f"req-{name}"}}
+
+
+def _last_status(host: Host, name: str) -> dict[str, Any]:
+    return [status for written, status in host.cluster.statuses if written == name][-1]
+
+
+@pytest.mark.parametrize(
+    ("data", "key"),
+    [
+        pytest.param({"interface": "eth-test", "addresses": "fe80::10%eth-test\n  wifis: {}/64"}, "addresses", id="an address whose zone ID carries a newline"),
+        pytest.param({"interface": "eth-test", "addresses": "fe80::10%x: {}/64"}, "addresses", id="an address whose zone ID carries YAML"),
+        pytest.param({"interface": "eth-test", "addresses": "fe80::10%eth-test/64"}, "addresses", id="an address with a zone ID naming the interface"),
+        pytest.param({"interface": "eth-test", "nameservers": "fe80::53%\x00"}, "nameservers", id="a nameserver whose zone ID is NUL"),
+        pytest.param({"interface": "eth-test", "nameservers": "fe80::53%" + "z" * 200_000}, "nameservers", id="a nameserver of 200 kB"),
+        pytest.param({"interface": "eth-test", "addresses": "2001:db8::10/64", "gateway": "fe80::1%eth-test"}, "gateway", id="a gateway with a zone ID"),
+        pytest.param({"interface": "eth-test\n"}, "interface", id="an interface name with a newline"),
+        pytest.param({"interface": "wlan0", "ssid": "Halo\x1b[2J Home", "password": PASSWORD}, "ssid", id="an SSID with ESC"),
+        pytest.param({"interface": "wlan0", "ssid": "Halo Home", "password": PASSWORD + "\u202e"}, "password", id="a password with U+202E"),
+    ],
+)
+def test_a_value_with_a_zone_id_a_control_character_or_no_bound_is_refused_naming_its_key_before_anything_is_written(
+    host: Host, data: dict[str, str], key: str
+) -> None:
+    host.add_wifi_card()
+    host.cluster.put_secret(data)
+    before = host.snapshot()
+
+    _run(host, host.operation())
+
+    status = _last_status(host, "configure-network-1")
+    assert (status["phase"], status["reason"]) == ("Failed", "NetworkSecretInvalid"), status["message"]
+    assert f"key {key!r}: " in status["message"] and len(status["message"]) < 1000
+    for value in data.values():
+        assert value[:12] not in status["message"].replace("eth-test", "").replace("wlan0", "")
+    assert host.snapshot() == before and host.calls("netplan") == []
+    assert host.journal.operation_uids() == frozenset()
+
+
+def test_a_request_id_that_is_no_identifier_is_refused_and_never_reaches_the_netplan_file(host: Host) -> None:
+    host.cluster.put_secret({"interface": "eth-test"})
+    before = host.snapshot()
+    obj = host.operation(requestID="req-1\nnetwork:\n  version: 2\n  ethernets: {eth-peer: {dhcp4: true}}")
+
+    _run(host, obj)
+
+    status = _last_status(host, "configure-network-1")
+    assert (status["phase"], status["reason"]) == ("Failed", "Rejected")
+    assert status["message"].startswith("spec.requestID: ")
+    assert host.snapshot() == before and host.calls("netplan") == []
+
+
+def test_the_netplan_file_s_comment_stays_one_line_whatever_the_request_id(host: Host) -> None:
+    operation = HostOperation.from_object(host.operation(requestID="req-1\n  wifis: {}\u2028#"))
+    text = netplan_yaml(NetworkSettings(interface="eth-test", wireless=False), operation)
+
+    assert [line for line in text.splitlines() if line.startswith("#")] == text.splitlines()[:2]
+    assert yaml.safe_load(text) == {"network": {"version": 2, "ethernets": {"eth-test": {"dhcp4": True}}}}
+    assert "\u2028" not in text
+
+
+FIRST_PASSWORD = "first-Horse-battery-1"
+SECOND_PASSWORD = "second-Horse-battery-2"
+
+
+def _readable(text: str) -> Iterator[str]:
+    """Every string of a journal entry, and what each decodes to when it is base64 (the saved files)."""
+    stack: list[Any] = [json.loads(text)]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, dict):
+            stack += list(item.values())
+        elif isinstance(item, list):
+            stack += item
+        elif isinstance(item, str):
+            yield item
+            try:
+                yield base64.b64decode(item, validate=True).decode("utf-8", errors="replace")
+            except ValueError:
+                pass
+
+
+def _passwords_in_journal(host: Host) -> list[str]:
+    found = []
+    for path in sorted((host.root / "var/lib/magicstick/journal").glob("*.json")):
+        for text in _readable(path.read_text()):
+            found += [f"{path.name}: {password}" for password in (FIRST_PASSWORD, SECOND_PASSWORD) if password in text]
+    return found
+
+
+def _confirmed(obj: dict[str, Any], status: dict[str, Any]) -> dict[str, Any]:
+    return {**obj, "metadata": {**obj["metadata"], "annotations": {CONFIRMATION_ANNOTATION: obj["spec"]["requestID"]}}, "status": status}
+
+
+@pytest.mark.parametrize("ending", ["confirmed", "rolled back", "refused by generate", "refused by apply", "crashed and recovered"])
+def test_no_journal_entry_keeps_a_password_once_its_change_has_ended(host: Host, monkeypatch: pytest.MonkeyPatch, ending: str) -> None:
+    host.add_wifi_card()
+    host.cluster.put_secret({"interface": "wlan0", "ssid": "Halo Home", "password": FIRST_PASSWORD})
+    first = _named(host.operation(), "first")
+    _run(host, first)
+    first = _confirmed(first, _last_status(host, "first"))
+    _run(host, first, now=NOW + timedelta(seconds=30))
+    first = {**first, "status": _last_status(host, "first")}
+    assert first["status"]["phase"] == "Succeeded" and FIRST_PASSWORD in host.ours.read_text()
+    host.cluster.put_secret({"interface": "wlan0", "ssid": "Halo Home", "password": SECOND_PASSWORD})
+    second = _named(host.operation(), "second")
+    later = NOW + timedelta(minutes=1)
+
+    if ending == "confirmed":
+        _run(host, first, second, now=later)
+        _run(host, first, _confirmed(second, _last_status(host, "second")), now=later + timedelta(seconds=30))
+    elif ending == "rolled back":
+        _run(host, first, second, now=later)
+        _run(host, first, {**second, "status": _last_status(host, "second")}, now=later + timedelta(seconds=CONFIRMATION_SECONDS))
+    elif ending == "refused by generate":
+        monkeypatch.setenv("MSTEST_NETPLAN_FAIL", "generate")
+        _run(host, first, second, now=later)
+    elif ending == "refused by apply":
+        monkeypatch.setenv("MSTEST_NETPLAN_FAIL", "apply-once")
+        _run(host, first, second, now=later)
+    else:
+        context = host.context(later)
+        _, started = _started(host, second, context)
+        host.journal.write(started)
+        host.ours.write_text("network:\n  version: 2\n  wifis:\n    wlan0:\n      access-points:\n        ")  # the crash came mid-change
+        _run(host, first, {**second, "status": {"phase": "Applying", "reason": "InProgress", "message": ""}}, now=later + timedelta(minutes=5))
+
+    status = _last_status(host, "second")
+    expected = {
+        "confirmed": ("Succeeded", "Confirmed"),
+        "rolled back": ("RolledBack", "ConfirmationTimedOut"),
+        "refused by generate": ("Failed", "CommandFailed"),
+        "refused by apply": ("RolledBack", "CommandFailed"),
+        "crashed and recovered": ("RolledBack", "Interrupted"),
+    }[ending]
+    assert (status["phase"], status["reason"]) == expected, status["message"]
+    assert host.journal.operation_uids() == {"uid-first", "uid-second"}
+    assert _passwords_in_journal(host) == []
+
+
+# iw prints an SSID's bytes that are not printable ASCII (and a backslash) as \xNN.
+HOSTILE_SCAN = "".join(
+    f"BSS 02:00:00:00:00:{index:02x}(on wlan0)\n\tcapability: ESS (0x0401)\n\tsignal: -{40 + index}.00 dBm\n\tSSID: {ssid}\n"
+    for index, ssid in enumerate(
+        [
+            "Halo Home",
+            "Clear\\x1b[2J\\x1b]0;owned\\x07",
+            "Two\\x0aLines",
+            "Nul\\x00Byte",
+            "\\xe2\\x80\\xaegpj.exe",
+            "Back\\x5cslash",
+            "Caf\\xc3\\xa9",
+            "Bad\\xffUTF-8",
+        ]
+    )
+)
+
+
+def test_scan_wifi_publishes_only_printable_ssids_escaping_the_others_and_saying_so(host: Host, tmp_path: Path) -> None:
+    host.add_wifi_card()
+    (tmp_path / "iw-scan.txt").write_text(HOSTILE_SCAN)
+
+    _run(host, host.operation("scan-wifi"))
+
+    status = _last_status(host, "scan-wifi-1")
+    assert status["phase"] == "Succeeded", status["message"]
+    published = [(network["ssid"], network["ssidEscaped"]) for network in status["networks"]]
+    assert published == [
+        ("Halo Home", False),
+        ("Clear\\x1b[2J\\x1b]0;owned\\x07", True),
+        ("Two\\x0aLines", True),
+        ("Nul\\x00Byte", True),
+        ("\\u202egpj.exe", True),
+        ("Back\\slash", False),
+        ("Café", False),
+        ("Bad\\xffUTF-8", True),
+    ]
+    assert all(network["ssid"].isprintable() for network in status["networks"])
+    assert all(text.isprintable() for text in (status["message"], status["reason"]))
+
+
+def test_an_unexpected_error_in_the_middle_of_a_network_change_rolls_it_back_and_keeps_no_saved_file(host: Host, monkeypatch: pytest.MonkeyPatch) -> None:
+    from services.host_agent.actions import network
+
+    host.add_wifi_card()
+    host.cluster.put_secret({"interface": "wlan0", "ssid": "Halo Home", "password": PASSWORD})
+    before = host.snapshot()
+    write = network.durable_write
+
+    def written_then_broken(path: Path, text: str | bytes, *, mode: int = 0o600) -> None:
+        write(path, text, mode=mode)
+        raise RuntimeError("a stand-in's unexpected error")
+
+    monkeypatch.setattr(network, "durable_write", written_then_broken)
+
+    _run(host, host.operation())
+
+    status = _last_status(host, "configure-network-1")
+    assert (status["phase"], status["reason"]) == ("RolledBack", "Interrupted")
+    assert "RuntimeError" in status["message"] and PASSWORD not in status["message"]
+    assert host.snapshot() == before and host.applies() == 1
+    entry = host.journal.read("uid-configure-network-1")
+    assert entry is not None and entry.stage is Stage.FINISHED and entry.data == {}

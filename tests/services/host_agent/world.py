@@ -32,7 +32,7 @@ from services.host_agent.cluster import AgentCluster
 from services.readiness import NOTIFY_SOCKET
 from tests.cluster.apiserver import ClusterInfo, TestIdentity
 from tests.deploy.manifests import Permission
-from tests.deploy.program_identity import apply_all, ensure_namespaces, ensure_own_crds, wait_until_granted
+from tests.deploy.program_identity import NAMESPACE as NAMESPACE_KIND, apply_all, ensure_namespaces, ensure_own_crds, wait_until_granted
 from tests.services.host_agent.fake_host import FakeHost, strix_halo
 from tests.support.processes import stop_process
 
@@ -40,6 +40,8 @@ REPO_ROOT = Path(__file__).resolve().parents[3]
 IDENTITY_DIR = REPO_ROOT / "magic-cluster" / "platform" / "host-agent"
 NAMESPACE = "ai-system"
 SERVICE_ACCOUNT = "magicstick-host-agent"
+NETWORK_NAMESPACE = "magicstick-host-network"
+CONTROL_PLANE = "node-role.kubernetes.io/control-plane"
 START_DEADLINE_SECONDS = 30.0
 WAIT_SECONDS = 30
 HOST_COMMANDS = ("systemctl", "modprobe")
@@ -55,7 +57,7 @@ AGENT_IDENTITY = TestIdentity(
 )
 AGENT_PERMISSIONS = (
     Permission(verb="patch", group="", resource="nodes"),
-    Permission(verb="list", group="", resource="pods"),
+    Permission(verb="get", group="", resource="secrets", namespace=NETWORK_NAMESPACE),
     Permission(verb="list", group=GROUP, resource="hostoperations", namespace=NAMESPACE),
     Permission(verb="patch", group=GROUP, resource="hostoperations/status", namespace=NAMESPACE),
     Permission(verb="create", group=GROUP, resource="appliancesetups", namespace="identity-system"),
@@ -67,6 +69,8 @@ def install(cluster: ClusterInfo, admin: KubeClient, workdir: Path) -> None:
     """The program's CRDs and the agent's identity, as the repository ships them; returns once
     the authorizer grants what the agent needs."""
     ensure_namespaces(admin)
+    for namespace in _documents(IDENTITY_DIR / "namespace.yaml"):
+        admin.apply(NAMESPACE_KIND, namespace, field_manager="kubectl")
     ensure_own_crds(cluster, admin, workdir)
     for name in ("serviceaccount.yaml", "rbac.yaml", "admission-policy.yaml"):
         apply_all(admin, _documents(IDENTITY_DIR / name))
@@ -76,8 +80,10 @@ def install(cluster: ClusterInfo, admin: KubeClient, workdir: Path) -> None:
 def create_node(
     admin: KubeClient, name: str, *, boot_id: str, kernel: str, labels: Mapping[str, str] | None = None, resources: Mapping[str, str] | None = None
 ) -> dict[str, Any]:
-    """A Node as a kubelet registers it: its boot ID and kernel in status.nodeInfo (and NFD's labels)."""
-    metadata = {"name": name, "labels": dict(labels or {})}
+    """A Node as a kubelet registers it: its boot ID and kernel in status.nodeInfo (and NFD's labels).
+    Each is a control-plane node, as a single-node appliance's is (only such a node's agent may
+    create ApplianceSetup/local)."""
+    metadata = {"name": name, "labels": {CONTROL_PLANE: "", **(labels or {})}}
     created = admin.create(NODE, {"apiVersion": "v1", "kind": "Node", "metadata": metadata}, field_manager="kubelet")
     status: dict[str, Any] = {"nodeInfo": {"bootID": boot_id, "kernelVersion": kernel, "architecture": "amd64", "operatingSystem": "linux"}}
     if resources:
