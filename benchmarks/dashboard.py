@@ -25,17 +25,27 @@ generation), so the page renders real statuses. Then, signed in as a viewer:
    `status` event with that model's key (`ModelActivation/<name>`), the new phase and the
    write's resourceVersion. A change that gives no such event within SETTLE_SECONDS counts as
    infinitely late. Goal: p95 at most 1 s.
+3. Overview among open streams: N renders of `GET /` (as in 1) with no stream open, then with
+   STREAMS (200) streams open at once, spread over as many viewers as the dashboard's per-user
+   bound needs (services/dashboard/hub.py STREAMS_PER_USER: 16 each, so 13 viewers), every
+   stream having said `ready` and sent the first summary of every object, and the dashboard
+   being quiet again (under 5% of a core: the streams' start is done). Beside each series, the
+   dashboard's own CPU time per render (/proc), which the machine's other load does not change.
+   Then M times (M = 5, `--small` 2) a status change, timed until it has reached every one of
+   those streams. Goal: the overview's p95 with the streams open within 2x of its p95 with none
+   (issue 42: with 100 streams open, a plain request took 18 s and failed).
 
 The benchmark (its HTTP clients, the stream's reader) runs on the same machine as the dashboard
 and the API server and shares their cores; the load average is printed at the start and at the
 end. Figures are printed, nothing is asserted. Run from the repository root:
 
-    venv/bin/python -m benchmarks.dashboard [--small] [--renders 50] [--changes 20] [--models 200] [--instances 50]
+    venv/bin/python -m benchmarks.dashboard [--small] [--renders 50] [--changes 20] [--models 200] [--instances 50] [--streams 200]
 """
 
 from __future__ import annotations
 
 import argparse
+import asyncio
 import json
 import math
 import os
@@ -58,12 +68,13 @@ from providers.kinds import APP_INSTANCE, APPLIANCE, HOST_OPERATION, MODEL_ACTIV
 from providers.kube import KubeAccess, KubeClient, ResourceKind, open_client
 from services.dashboard import operations
 from services.dashboard.cluster import RuntimeRequests
+from services.dashboard.hub import STREAMS_PER_USER
 from services.dashboard.identity import identity_of
 from services.dashboard.pages import TEMPLATES
 from services.dashboard.settings import DEFAULT_USER_PREFIX, ClaimNames
 from services.dashboard.summaries import summary_of
 from tests.cluster.apiserver import install_crds, running_cluster, upstream_crd_paths
-from tests.services.dashboard.world import NAMESPACE, ROLES, World, running_world
+from tests.services.dashboard.world import NAMESPACE, ROLES, TOKEN_HEADER, World, running_world
 
 API_VERSION: Final = "appliance.magicstick.dev/v1alpha1"
 MODELS: Final = 200
@@ -80,6 +91,13 @@ ROLE: Final = "viewer"
 PROGRAM: Final = "benchmark-program"
 """The field manager of the status writes: the benchmark plays the program."""
 LOADER: Final = "benchmark-loader"
+STREAMS: Final = 200
+CROWD_CHANGES: Final = 5
+SMALL_CROWD_CHANGES: Final = 2
+CROWD_GOAL_RATIO: Final = 2.0
+"""The overview's p95 with STREAMS streams open may be at most this many times its p95 with none."""
+QUIET_SHARE: Final = 0.05
+QUIET_WINDOW_SECONDS: Final = 0.5
 SETTLE_SECONDS: Final = 10.0
 """The longest one status change may take to reach the stream before it counts as missed."""
 STREAM_START_SECONDS: Final = 60.0
@@ -166,6 +184,22 @@ def verdicts(overview_ms: Sequence[float], change_ms: Sequence[float], *, models
         verdict(f"the overview renders on the server at {models} models and {instances} instances", spread(overview_ms), OVERVIEW_GOAL_MS),
         verdict("a status change reaches an open page", spread(change_ms), CHANGE_GOAL_MS),
     ]
+
+
+def crowd_verdict(idle_ms: Sequence[float], crowded_ms: Sequence[float], *, streams: int = STREAMS) -> Verdict:
+    """Met when both series have samples and the p95 with `streams` streams open is at most
+    CROWD_GOAL_RATIO times the p95 with none. Pure."""
+    idle, crowded = spread(idle_ms), spread(crowded_ms)
+    ratio = crowded.p95 / idle.p95 if idle.count and crowded.count and idle.p95 > 0 else math.nan
+    met = idle.count > 0 and crowded.count > 0 and crowded.p95 <= CROWD_GOAL_RATIO * idle.p95
+    figures = f"p95 {_ms(crowded.p95)} with the streams open, {_ms(idle.p95)} with none: {ratio:.2f}x"
+    return Verdict(goal=f"the overview with {streams} streams open: p{GOAL_PERCENTILE} within {CROWD_GOAL_RATIO:g}x of none", met=met, figures=figures)
+
+
+def stream_users(streams: int, per_user: int = STREAMS_PER_USER) -> list[str]:
+    """The viewer each of `streams` streams signs in as: as few viewers as the per-user bound
+    allows, each filled in turn. Pure."""
+    return [f"crowd-viewer-{index // per_user:02d}" for index in range(streams)]
 
 
 def server_duration_ms(header: str | None) -> float | None:
@@ -480,10 +514,179 @@ def status_changes(admin: KubeClient, stream: Stream, populated: Populated, coun
     return latencies
 
 
+# 3. The overview among open streams -------------------------------------------------------------
+
+
+class CrowdStream:
+    """One of many open streams, read on the benchmark's event loop: the keys it has had a
+    status of, and when each (key, resourceVersion) arrived."""
+
+    def __init__(self, user: str, token: str, keys: frozenset[str], changed: asyncio.Condition) -> None:
+        self.user = user
+        self._token = token
+        self._missing = set(keys)
+        self._changed = changed
+        self.started = asyncio.Event()
+        """Set once the stream said `ready` and sent every key's first summary (or failed)."""
+        self.arrived: dict[tuple[str, str], float] = {}
+        self.failure: str | None = None
+
+    async def read(self, client: httpx.AsyncClient) -> None:
+        parser = EventParser()
+        try:
+            async with client.stream("GET", "/api/v1/stream", headers={TOKEN_HEADER: self._token}) as response:
+                if response.status_code != 200:
+                    await response.aread()
+                    self.failure = f"{response.status_code} {response.text[:200]}"
+                    return
+                async for line in response.aiter_lines():
+                    event = parser.feed(line)
+                    if event is not None and event.event == "status":
+                        await self._seen(json.loads(event.data))
+                self.failure = "the stream ended"
+        except httpx.HTTPError as error:
+            self.failure = f"{type(error).__name__}: {error}"
+        finally:
+            self.started.set()
+
+    async def _seen(self, data: dict[str, Any]) -> None:
+        key = str(data.get("key"))
+        self.arrived[(key, str(data.get("resourceVersion")))] = time.monotonic()
+        self._missing.discard(key)
+        if not self._missing:
+            self.started.set()
+        async with self._changed:
+            self._changed.notify_all()
+
+
+@dataclass(frozen=True)
+class CrowdRuns:
+    users: int
+    started_ms: float
+    """From opening the streams to the last one's last first summary."""
+    settled_ms: float
+    """From then until the dashboard was quiet (QUIET_SHARE of a core)."""
+    idle: OverviewRuns
+    crowded: OverviewRuns
+    idle_cpu_ms: float | None
+    crowded_cpu_ms: float | None
+    """The dashboard's CPU time per render (with the warm-up renders), without and with the
+    streams open: what the machine's other load does not change."""
+    fan_out_ms: list[float]
+    """Each status change: from the write to its arrival on the last of the streams."""
+
+
+def cpu_seconds(pid: int) -> float | None:
+    """The CPU time (user and system) process `pid` has used so far; None without /proc."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return None
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def measured_renders(client: httpx.Client, count: int, pid: int) -> tuple[OverviewRuns, float | None]:
+    """overview_renders, and the dashboard's (process `pid`) CPU milliseconds per render."""
+    before = cpu_seconds(pid)
+    runs = overview_renders(client, count)
+    after = cpu_seconds(pid)
+    per_render = (after - before) * 1000 / (count + WARM_UP) if before is not None and after is not None else None
+    return runs, per_render
+
+
+async def quiet(pid: int) -> float:
+    """Milliseconds until process `pid` uses less than QUIET_SHARE of a core over QUIET_WINDOW_SECONDS
+    (at most SETTLE_SECONDS; at once without /proc): what the streams' start left to do is done."""
+    started = time.monotonic()
+    while time.monotonic() - started < SETTLE_SECONDS:
+        before = cpu_seconds(pid)
+        await asyncio.sleep(QUIET_WINDOW_SECONDS)
+        after = cpu_seconds(pid)
+        if before is None or after is None or after - before < QUIET_SHARE * QUIET_WINDOW_SECONDS:
+            break
+    return (time.monotonic() - started) * 1000
+
+
+async def crowd(world: World, populated: Populated, *, streams: int, renders: int, changes: int) -> CrowdRuns:
+    """Figure 3 (the module's docstring)."""
+    pid = world.dashboard.process.pid
+    with world.dashboard.client(ROLE) as client:
+        idle, idle_cpu = await asyncio.to_thread(measured_renders, client, renders, pid)
+        users = stream_users(streams)
+        changed = asyncio.Condition()
+        crowd = [CrowdStream(user, world.dashboard.keys.token(sub=user, roles=[ROLE]), populated.keys, changed) for user in users]
+        limits = httpx.Limits(max_connections=streams + 8, max_keepalive_connections=8)
+        async with httpx.AsyncClient(base_url=world.dashboard.url, limits=limits, timeout=httpx.Timeout(15, read=None)) as streaming:
+            opened = time.monotonic()
+            readers = [asyncio.create_task(each.read(streaming)) for each in crowd]
+            try:
+                await asyncio.wait_for(asyncio.gather(*(each.started.wait() for each in crowd)), STREAM_START_SECONDS)
+                failed = [f"{each.user}: {each.failure}" for each in crowd if each.failure is not None]
+                if failed:
+                    raise RuntimeError(f"{len(failed)} of {streams} streams failed, the first: {failed[0]}")
+                started_ms = (time.monotonic() - opened) * 1000
+                settled_ms = await quiet(pid)
+                crowded, crowded_cpu = await asyncio.to_thread(measured_renders, client, renders, pid)
+                fan_out = [await _fanned_out(world.admin, populated, crowd, changed, index) for index in range(changes)]
+            finally:
+                for reader in readers:
+                    reader.cancel()
+                await asyncio.gather(*readers, return_exceptions=True)
+    return CrowdRuns(
+        users=len(set(users)),
+        started_ms=started_ms,
+        settled_ms=settled_ms,
+        idle=idle,
+        crowded=crowded,
+        idle_cpu_ms=idle_cpu,
+        crowded_cpu_ms=crowded_cpu,
+        fan_out_ms=fan_out,
+    )
+
+
+async def _fanned_out(admin: KubeClient, populated: Populated, crowd: Sequence[CrowdStream], changed: asyncio.Condition, index: int) -> float:
+    """Milliseconds from one status write to its arrival on the last stream (infinite when one
+    misses it by SETTLE_SECONDS)."""
+    names = sorted(populated.models)
+    name = names[-1 - index % len(names)]
+    phase = other_phase(populated.models[name])
+
+    def write() -> str:
+        current = admin.get(MODEL_ACTIVATION, name, NAMESPACE)
+        body = status_of(current, phase, extra={"memoryRequiredMi": (current.get("status") or {}).get("memoryRequiredMi")})
+        return str(admin.apply(MODEL_ACTIVATION, body, field_manager=PROGRAM, subresource="status")["metadata"]["resourceVersion"])
+
+    started = time.monotonic()
+    version = await asyncio.to_thread(write)
+    populated.models[name] = phase
+    wanted = (f"ModelActivation/{name}", version)
+
+    def everywhere() -> bool:
+        return all(wanted in each.arrived for each in crowd)
+
+    try:
+        async with changed:
+            await asyncio.wait_for(changed.wait_for(everywhere), SETTLE_SECONDS)
+    except TimeoutError:
+        return math.inf
+    return (max(each.arrived[wanted] for each in crowd) - started) * 1000
+
+
 # The run --------------------------------------------------------------------------------------
 
 
-def run(world: World, workdir: Path, *, models: int, instances: int, renders: int, changes: int, out: Callable[[str], None] = print) -> list[Verdict]:
+def run(
+    world: World,
+    workdir: Path,
+    *,
+    models: int,
+    instances: int,
+    renders: int,
+    changes: int,
+    streams: int = STREAMS,
+    crowd_changes: int = CROWD_CHANGES,
+    out: Callable[[str], None] = print,
+) -> list[Verdict]:
     started = time.monotonic()
     populated = populate(world.admin, models=models, instances=instances)
     out(f"created Appliance/local, {models} ModelActivations and {instances} AppInstances with their statuses in {time.monotonic() - started:.1f} s")
@@ -512,7 +715,17 @@ def run(world: World, workdir: Path, *, models: int, instances: int, renders: in
             )
             latencies = status_changes(world.admin, stream, populated, changes)
         out(f"status change (write to /status) -> its event on the open stream, {changes} changes: {spread(latencies).text()}")
-    found = verdicts(runs.server_ms, latencies, models=models, instances=instances)
+    crowded = asyncio.run(crowd(world, populated, streams=streams, renders=renders, changes=crowd_changes))
+    viewers = f"{crowded.users} viewers, at most {STREAMS_PER_USER} streams each (the dashboard's per-user bound)"
+    out(
+        f"overview GET / as a {ROLE} with {streams} streams open ({viewers}; all ready with every summary after "
+        f"{crowded.started_ms:.0f} ms, the dashboard quiet {crowded.settled_ms:.0f} ms later):"
+    )
+    for label, figures, cpu in (("no stream open", crowded.idle, crowded.idle_cpu_ms), (f"{streams} streams open", crowded.crowded, crowded.crowded_cpu_ms)):
+        used = f"; the dashboard's CPU {cpu:.0f} ms per render" if cpu is not None else ""
+        out(f"  {label + ':':20} server {spread(figures.server_ms).text()}; client round trip {spread(figures.client_ms).text()}{used}")
+    out(f"status change -> its event on every one of the {streams} streams, {crowd_changes} changes: {spread(crowded.fan_out_ms).text()}")
+    found = [*verdicts(runs.server_ms, latencies, models=models, instances=instances), crowd_verdict(crowded.idle.server_ms, crowded.crowded.server_ms, streams=streams)]
     for each in found:
         out(each.line())
     if (models, instances) != (MODELS, INSTANCES):
@@ -527,16 +740,27 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--changes", type=int, help=f"status changes timed (default {CHANGES}, --small {SMALL_CHANGES})")
     parser.add_argument("--models", type=int, default=MODELS, help="ModelActivations created")
     parser.add_argument("--instances", type=int, default=INSTANCES, help="AppInstances created")
+    parser.add_argument("--streams", type=int, default=STREAMS, help=f"streams open at once for the overview among streams (default {STREAMS})")
     options = parser.parse_args(argv)
     renders = options.renders if options.renders is not None else SMALL_RENDERS if options.small else RENDERS
     changes = options.changes if options.changes is not None else SMALL_CHANGES if options.small else CHANGES
-    if renders < 1 or changes < 1 or options.models < 1 or options.instances < 0:
-        parser.error("--renders, --changes and --models must be at least 1, --instances at least 0")
+    crowd_changes = SMALL_CROWD_CHANGES if options.small else CROWD_CHANGES
+    if renders < 1 or changes < 1 or options.models < 1 or options.instances < 0 or options.streams < 1:
+        parser.error("--renders, --changes, --models and --streams must be at least 1, --instances at least 0")
     print(f"dashboard benchmark: {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.2f} at start")
     with running_cluster() as cluster, tempfile.TemporaryDirectory(prefix="dashboard-benchmark-") as scratch:
         install_crds(cluster, upstream_crd_paths())
         with contextmanager(running_world)(cluster, Path(scratch)) as world:
-            run(world, Path(scratch), models=options.models, instances=options.instances, renders=renders, changes=changes)
+            run(
+                world,
+                Path(scratch),
+                models=options.models,
+                instances=options.instances,
+                renders=renders,
+                changes=changes,
+                streams=options.streams,
+                crowd_changes=crowd_changes,
+            )
     print(f"load average {os.getloadavg()[0]:.2f} at the end")
 
 

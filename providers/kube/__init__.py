@@ -1,6 +1,7 @@
 """Kubernetes access for the whole project: configuration, one client type, typed errors."""
 
 from providers.kube.access import KubeAccess, open_client
+from providers.kube.async_reader import AsyncReader, AsyncWatchStream, open_async_reader
 from providers.kube.retry import RetryPolicy
 from providers.kube.client import Collection, KubeClient, ResourceKind
 from providers.kube.errors import (
@@ -22,6 +23,8 @@ from providers.kube.errors import (
 from providers.kube.watch import EventType, TcpKeepalive, WatchEvent, WatchStream
 
 __all__ = [
+    "AsyncReader",
+    "AsyncWatchStream",
     "CauseType",
     "Collection",
     "Conflict",
@@ -45,5 +48,6 @@ __all__ = [
     "Unauthorized",
     "WatchEvent",
     "WatchStream",
+    "open_async_reader",
     "open_client",
 ]

@@ -22,7 +22,7 @@ from __future__ import annotations
 import os
 import ssl
 import time
-from collections.abc import Callable, Generator, Iterator
+from collections.abc import AsyncGenerator, Callable, Generator, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -174,6 +174,12 @@ def select_context(config: KubeConfig, context: str | None) -> SingleConfig:
 
 
 def _httpx_client(access: KubeAccess) -> httpx.Client:
+    return httpx.Client(**httpx_params(access))
+
+
+def httpx_params(access: KubeAccess) -> dict[str, Any]:
+    """The keyword arguments of an httpx client (sync or async) configured as `access` says:
+    server, TLS, credentials, timeouts. Raises KubeConfigError."""
     single = select_context(load_config(access), access.context)
     if single.user is not None and single.user.exec is not None and single.user.exec.apiVersion == EXEC_API_V1:
         single = single._replace(user=replace(single.user, exec=replace(single.user.exec, apiVersion=EXEC_API_V1BETA1)))
@@ -190,7 +196,7 @@ def _httpx_client(access: KubeAccess) -> httpx.Client:
         ) from error
     if isinstance(params["auth"], ExecAuth):
         params["auth"] = _ExecCredentialAuth(params["auth"], context=single.context_name)
-    return httpx.Client(**params)
+    return params
 
 
 def _check_files(single: SingleConfig) -> None:
@@ -225,16 +231,28 @@ class _ExecCredentialAuth(httpx.Auth):
                 outgoing = flow.send(response)
         except StopIteration:
             return
-        except ConfigError as error:
-            raise KubeConfigError(f"kubeconfig context '{self._context}': exec credential plugin: {error}") from error
-        except OSError as error:
-            raise KubeConfigError(
-                f"kubeconfig context '{self._context}': exec credential plugin cannot run: {error.strerror}"
-            ) from error
-        except (ValueError, KeyError, TypeError) as error:
-            raise KubeConfigError(
-                f"kubeconfig context '{self._context}': exec credential plugin printed no ExecCredential with status.token"
-            ) from error
+        except (ConfigError, OSError, ValueError, KeyError, TypeError) as error:
+            raise self._config_error(error) from error
+
+    async def async_auth_flow(self, request: httpx.Request) -> AsyncGenerator[httpx.Request, httpx.Response]:
+        """The same flow for an async client: the plugin runs as a subprocess of the event loop."""
+        flow = self._inner.async_auth_flow(request)
+        try:
+            outgoing = await anext(flow)
+            while True:
+                response = yield outgoing
+                outgoing = await flow.asend(response)
+        except StopAsyncIteration:
+            return
+        except (ConfigError, OSError, ValueError, KeyError, TypeError) as error:
+            raise self._config_error(error) from error
+
+    def _config_error(self, error: Exception) -> KubeConfigError:
+        if isinstance(error, ConfigError):
+            return KubeConfigError(f"kubeconfig context '{self._context}': exec credential plugin: {error}")
+        if isinstance(error, OSError):
+            return KubeConfigError(f"kubeconfig context '{self._context}': exec credential plugin cannot run: {error.strerror}")
+        return KubeConfigError(f"kubeconfig context '{self._context}': exec credential plugin printed no ExecCredential with status.token")
 
 
 def _is_file(candidate: str) -> bool:

@@ -92,6 +92,27 @@ class WatchEvent:
         return str(version) if version else None
 
 
+def event_of(line: str, *, path: str, url: str) -> WatchEvent:
+    """The event of one line of a watch of `path` on the server at `url`. Raises the typed
+    KubeError of an ERROR event, and KubeConnectionError (RemoteProtocolError) for a line that is
+    not an event. Pure."""
+    try:
+        decoded = json.loads(line)
+        event_type = EventType(decoded["type"])
+        body = decoded.get("object")
+    except (ValueError, KeyError, TypeError) as error:
+        raise KubeConnectionError(
+            method="GET", path=path, url=url, failure=ConnectionFailure.PROTOCOL_ERROR, cause=f"not a watch event: {line[:200]!r}"
+        ) from error
+    if event_type is EventType.ERROR:
+        raise error_for_status(body, method="GET", path=path)
+    if not isinstance(body, dict):
+        raise KubeConnectionError(
+            method="GET", path=path, url=url, failure=ConnectionFailure.PROTOCOL_ERROR, cause=f"a {event_type} event without an object"
+        )
+    return WatchEvent(type=event_type, object=body)
+
+
 class WatchStream:
     """The events of one open watch, in the order the server sent them.
 
@@ -120,21 +141,7 @@ class WatchStream:
             raise connection_error(error, method="GET", path=self._path, url=self._url, timeout=self._timeout) from error
 
     def _event(self, line: str) -> WatchEvent:
-        try:
-            decoded = json.loads(line)
-            event_type = EventType(decoded["type"])
-            body = decoded.get("object")
-        except (ValueError, KeyError, TypeError) as error:
-            raise KubeConnectionError(
-                method="GET", path=self._path, url=self._url, failure=ConnectionFailure.PROTOCOL_ERROR, cause=f"not a watch event: {line[:200]!r}"
-            ) from error
-        if event_type is EventType.ERROR:
-            raise error_for_status(body, method="GET", path=self._path)
-        if not isinstance(body, dict):
-            raise KubeConnectionError(
-                method="GET", path=self._path, url=self._url, failure=ConnectionFailure.PROTOCOL_ERROR, cause=f"a {event_type} event without an object"
-            )
-        return WatchEvent(type=event_type, object=body)
+        return event_of(line, path=self._path, url=self._url)
 
     def raw_socket(self) -> socket.socket | None:
         """The connection's socket (None when the transport has none, as a test double)."""

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Depends, Path, Request
+from fastapi import APIRouter, Depends, Path
+from fastapi.responses import Response
 from pydantic import BaseModel
-from sse_starlette.sse import EventSourceResponse
 
 from catalogs import Catalogs
 from providers.kinds import APP_INSTANCE, APPLIANCE, HOST_OPERATION, MODEL_ACTIVATION, MODULE_ACTIVATION
@@ -30,8 +30,9 @@ from services.dashboard.forms import (
     ModuleChange,
 )
 from services.dashboard.identity import Identity
-from services.dashboard.live import status_stream
-from services.dashboard.requesting import catalogs_of, current_identity, runtime_requests, stack_name_of
+from services.dashboard.hub import StreamHub, StreamsRefused
+from services.dashboard.live import LiveResponse
+from services.dashboard.requesting import catalogs_of, current_identity, runtime_requests, stack_name_of, stream_hub_of
 
 NamePath = Annotated[str, Path(min_length=1, max_length=253, pattern=r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$")]
 Requests = Annotated[RuntimeRequests, Depends(runtime_requests)]
@@ -193,6 +194,28 @@ def request_host_operation(form: HostOperationCreate, requests: Requests) -> dic
     return operations.request_host_operation(requests, form)
 
 
-@router.get("/stream", summary="Server-sent events: the status of every runtime request, then each change", response_model=None)
-def stream(request: Request, requests: Requests) -> EventSourceResponse:
-    return EventSourceResponse(status_stream(requests), ping=15)
+STREAM_REFUSALS: dict[int | str, dict[str, Any]] = {
+    status: {
+        "model": Problem,
+        "description": description,
+        "headers": {"Retry-After": {"description": "Seconds after which a stream may be accepted", "schema": {"type": "integer"}}},
+    }
+    for status, description in (
+        (429, "The user has the most live status streams open that one user may (hub.STREAMS_PER_USER)"),
+        (503, "The dashboard has the most live status streams open that it serves (hub.STREAMS_TOTAL), or cannot verify the sign-in now"),
+    )
+}
+
+
+@router.get(
+    "/stream",
+    summary="Server-sent events: the status of every runtime request, then each change",
+    response_model=None,
+    responses=STREAM_REFUSALS,
+)
+async def stream(identity: Annotated[Identity, Depends(current_identity)], hub: Annotated[StreamHub, Depends(stream_hub_of)]) -> Response:
+    try:
+        subscription = hub.subscribe(identity)
+    except StreamsRefused as refused:
+        raise refused.refusal from refused
+    return LiveResponse(subscription)

@@ -101,8 +101,10 @@ def _wants_json(request: Request) -> bool:
 async def _refused(request: Request, error: Exception) -> Response:
     assert isinstance(error, Refusal)
     if _wants_json(request):
-        return JSONResponse(error.body(), status_code=error.status)
-    return pages.refusal_page(request, error)
+        return JSONResponse(error.body(), status_code=error.status, headers=error.headers)
+    page = pages.refusal_page(request, error)
+    page.headers.update(error.headers)
+    return page
 
 
 async def _identity_refused(request: Request, error: Exception) -> Response:

@@ -18,8 +18,10 @@ from contextlib import ExitStack
 import uvicorn
 
 from catalogs import load_catalogs
-from providers.kube import KubeAccess, KubeConfigError, RetryPolicy, open_client
+from providers.kube import KubeAccess, KubeConfigError, RetryPolicy, open_async_reader, open_client
 from services.dashboard.app import create_app
+from services.dashboard.hub import StreamHub
+from services.dashboard.live import WATCH_CONNECTIONS, stream_hub
 from services.dashboard.requesting import DashboardState
 from services.dashboard.session import SignIn
 from services.dashboard.settings import PROGRAM, parse_settings
@@ -40,12 +42,21 @@ VERIFY_QUEUE = 64
 
 
 class _NotifyingServer(uvicorn.Server):
-    """uvicorn's server, which says READY=1 (services.readiness) once it listens."""
+    """uvicorn's server, which says READY=1 (services.readiness) once it listens, and stops the
+    live status watches (on its event loop) when it stops."""
+
+    def __init__(self, config: uvicorn.Config, *, live: StreamHub) -> None:
+        super().__init__(config)
+        self._live = live
 
     async def startup(self, sockets: list[socket.socket] | None = None) -> None:
         await super().startup(sockets)
         if self.started:
             notify_ready()
+
+    async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
+        await super().shutdown(sockets)
+        await self._live.close()
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -66,12 +77,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     with ExitStack() as stack:
         try:
             kube = stack.enter_context(open_client(access))
+            watches = open_async_reader(access, max_connections=WATCH_CONNECTIONS)
         except KubeConfigError as error:
             print(f"{PROGRAM}: --kubeconfig: {error}", file=sys.stderr)
             return EXIT_BAD_INPUT
         state = DashboardState(
             sign_in=SignIn(settings=settings, verifier=verifier),
             kube=kube,
+            live=stream_hub(watches, namespace=settings.system_namespace),
             catalogs=load_catalogs(),
             namespace=settings.system_namespace,
             stack_name=settings.stack_name,
@@ -92,7 +105,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         # (benchmarks/dashboard.py; with it, 4 to 12 ms).
         gc.collect()
         gc.freeze()
-        _NotifyingServer(config).run()
+        _NotifyingServer(config, live=state.live).run()
     verifier.close()
     return EXIT_OK
 

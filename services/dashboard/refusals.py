@@ -37,6 +37,8 @@ class Refusal(Exception):
     fields: tuple[FieldProblem, ...] = ()
     current: dict[str, Any] | None = field(default=None, compare=False)
     """For a 409: the object as the API server holds it now."""
+    headers: dict[str, str] = field(default_factory=dict, compare=False)
+    """Headers the answer carries (a 429's or 503's Retry-After)."""
 
     def __str__(self) -> str:
         return f"{self.status} {self.reason}: {self.message}"

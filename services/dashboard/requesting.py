@@ -9,6 +9,7 @@ from fastapi import Request
 from catalogs import Catalogs
 from providers.kube import KubeClient
 from services.dashboard.cluster import RuntimeRequests
+from services.dashboard.hub import StreamHub
 from services.dashboard.identity import Identity
 from services.dashboard.session import SignIn
 
@@ -20,6 +21,8 @@ class DashboardState:
     sign_in: SignIn
     kube: KubeClient
     """The dashboard's own client; used only through `impersonating`."""
+    live: StreamHub
+    """The open live status streams and their watches, on a connection pool of their own (live.py)."""
     catalogs: Catalogs
     namespace: str
     stack_name: str = "magicstick"
@@ -41,6 +44,11 @@ async def runtime_requests(request: Request) -> RuntimeRequests:
     identity = await state.sign_in.identity(request)
     request.state.identity = identity
     return RuntimeRequests.acting_as(state.kube, identity, namespace=state.namespace)
+
+
+async def stream_hub_of(request: Request) -> StreamHub:
+    """The hub (async: a plain function dependency would take a thread of the pool)."""
+    return state_of(request).live
 
 
 def stack_name_of(request: Request) -> str:

@@ -14,6 +14,7 @@ from benchmarks.dashboard import (
     EventParser,
     ServerSentEvent,
     app_instance,
+    crowd_verdict,
     is_change,
     model_activation,
     other_phase,
@@ -21,6 +22,7 @@ from benchmarks.dashboard import (
     server_duration_ms,
     spread,
     status_of,
+    stream_users,
     verdicts,
 )
 from services.dashboard.summaries import summary_of
@@ -120,3 +122,21 @@ def test_a_status_body_names_only_the_object_and_its_status():
 
 def test_each_change_writes_the_other_phase():
     assert [other_phase("Ready"), other_phase("Starting")] == ["Starting", "Ready"]
+
+
+def test_the_overview_among_open_streams_meets_its_goal_within_twice_its_p95_with_none():
+    assert crowd_verdict([50.0] * 20, [100.0] * 20).met is True
+    assert crowd_verdict([50.0] * 20, [101.0] * 20).met is False
+    assert crowd_verdict([], [10.0]).met is False
+
+
+def test_the_crowd_verdict_line_names_the_streams_both_p95s_and_their_ratio():
+    line = crowd_verdict([40.0] * 20, [60.0] * 20, streams=200).line()
+    assert line == "goal (the overview with 200 streams open: p95 within 2x of none): met (p95 60 ms with the streams open, 40 ms with none: 1.50x)"
+
+
+def test_two_hundred_streams_are_spread_over_thirteen_viewers_none_past_the_per_user_bound():
+    users = stream_users(200, per_user=16)
+    assert len(users) == 200
+    assert len(set(users)) == 13
+    assert max(users.count(user) for user in set(users)) == 16

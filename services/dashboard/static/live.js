@@ -22,5 +22,13 @@
       else if (field in data) { cell.textContent = data[field] === null || data[field] === "" ? "—" : String(data[field]); }
     });
   });
-  source.onerror = function () { say("Status updates: reconnecting…"); };
+  source.onerror = function () {
+    // A refused stream (429: too many live pages of this user; 503: of the dashboard) closes the
+    // EventSource for good; any other failure is retried by the browser.
+    if (source.readyState === EventSource.CLOSED) {
+      say("Status updates stopped: the dashboard refused them (too many live pages open?); reload the page to try again.");
+    } else {
+      say("Status updates: reconnecting…");
+    }
+  };
 })();
