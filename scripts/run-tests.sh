@@ -4,7 +4,9 @@
 #      toolchain pointed at a path that does not exist: it must need none of them, and a test
 #      that reaches for one without its marker fails here instead of passing by luck. Meanwhile
 #      scripts/toolchain/build.sh builds what the toolchain lacks (about an hour on a new machine
-#      with 2 cores, a second or two when cached); its progress is printed once it ends;
+#      with 2 cores, a second or two when cached); its progress is printed once it ends. It gets
+#      MAGICSTICK_GO_SOURCES as this script got it (.ci/run sets it): the folder of the source
+#      archives it builds from where the Go module proxy refuses a module;
 #   2. everything that uses the toolchain or a browser (`-m "cluster or e2e or peers or browser"`), once
 #      scripts/browser/setup.sh has made sure of Debian's chromium and of axe-core (a second
 #      when they are there), and scripts/images/build.sh has built the images the real node of
@@ -20,7 +22,7 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 build_log=$(mktemp)
 build=""
 trap '[[ -z $build ]] || kill "$build" 2>/dev/null; rm -f "$build_log"' EXIT
-scripts/toolchain/build.sh >"$build_log" 2>&1 &
+MAGICSTICK_GO_SOURCES=${MAGICSTICK_GO_SOURCES:-} scripts/toolchain/build.sh >"$build_log" 2>&1 &
 build=$!
 
 nowhere=/nonexistent/magicstick-toolchain

@@ -145,10 +145,16 @@ def flux_controller(name: str) -> Path:
     return tool(name, f"flux-controllers-{versions().flux}", env=f"MAGICSTICK_{name.upper().replace('-', '_')}")
 
 
-def python_language_host() -> Path | None:
-    """The Go language host when the toolchain could build it; None when the proxy refused it."""
-    path = cache_dir() / f"pulumi-{versions().pulumi}" / "pulumi-language-python"
-    return path if path.is_file() and os.access(path, os.X_OK) else None
+def python_language_host() -> Path:
+    """The Python language host beside `pulumi()`, where the CLI looks for it (no variable of its own)."""
+    path = pulumi().parent / "pulumi-language-python"
+    if not (path.is_file() and os.access(path, os.X_OK)):
+        raise ToolNotFound(
+            f"pulumi-language-python not found beside {pulumi()}, where the CLI looks for it. Build the toolchain once with: "
+            f"{BUILD_SCRIPT.relative_to(REPO_ROOT)} (where the Go module proxy refuses the language host, with "
+            f"$MAGICSTICK_GO_SOURCES naming the folder of its source archive)."
+        )
+    return path
 
 
 def kubelet() -> Path:

@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # Build the test toolchain from Go modules through the Go module proxy: etcd, kube-apiserver,
 # kube-controller-manager, kube-scheduler, kube-proxy and the kubelet, the Pulumi CLI with the
-# Python SDK's plugin scripts, the Pulumi Kubernetes provider, and the peers that judge what the
-# program renders: egctl, helm and flux; and Flux's source-, kustomize- and helm-controller,
-# which the `cluster_real` suite runs against the node's API server.
+# Python SDK's plugin scripts and the Python language host, the Pulumi Kubernetes provider, and
+# the peers that judge what the program renders: egctl, helm and flux; and Flux's source-,
+# kustomize- and helm-controller, which the `cluster_real` suite runs against the node's API server.
 # The versions are pinned in scripts/toolchain/versions.env; README.md beside this script says
 # why each step is done the way it is.
 #
@@ -14,7 +14,9 @@
 # Talks on stderr: one numbered line per step; a failure names the step, the exit status, what
 #   failed and the log (build.log in the cache). Prints only the tools' paths on stdout.
 # Exit status: 0 built or cached, 127 a required command is missing, else the failed command's.
-# Needs no root, no download site and no git: only `go` and the module proxy (GOPROXY).
+# Needs no root, no download site and no git: only `go` and the module proxy (GOPROXY). A source
+# the proxy refuses (GO_SOURCES below) is taken from its archive in $MAGICSTICK_GO_SOURCES, checked
+# against the sha256 pinned in versions.env; without the variable, the build stops saying so.
 set -eEuo pipefail
 
 # Builtins only until the required commands are checked.
@@ -25,7 +27,16 @@ source "$SCRIPT_DIR/versions.env"
 readonly STEP_COUNT=11
 readonly LANGUAGE_HOST_MODULE=github.com/pulumi/pulumi/sdk/python/cmd/pulumi-language-python/v3
 readonly PROVIDER_MODULE=github.com/pulumi/pulumi-kubernetes/provider/v4
-declare -rA PACKAGE_OF=([flock]=util-linux [go]=golang [sha256sum]=coreutils [cp]=coreutils)
+readonly PULUMI_CLIPBOARD_REPLACE="github.com/atotto/clipboard => github.com/tgummerer/clipboard v0.0.0-20241001131231-d02d263e614e"
+declare -rA PACKAGE_OF=([flock]=util-linux [go]=golang [sha256sum]=coreutils [cp]=coreutils [tar]=tar [gzip]=gzip)
+# Go sources the module proxy may refuse, one row each: the module and version the proxy is asked
+# for first (what a user with internet gets), then the archive in $MAGICSTICK_GO_SOURCES that holds
+# the same source, its sha256 (pinned in versions.env) and the module's folder inside it. go_source
+# gives a build step whichever answered.
+#   [tool]="module version archive sha256 folder"
+declare -rA GO_SOURCES=(
+    [pulumi-language-python]="$LANGUAGE_HOST_MODULE $PULUMI_LANGUAGE_PYTHON_MODULE_VERSION $PULUMI_LANGUAGE_PYTHON_ARCHIVE $PULUMI_LANGUAGE_PYTHON_ARCHIVE_SHA256 sdk/python/cmd/pulumi-language-python"
+)
 
 CACHE_DIR=${MAGICSTICK_TOOLCHAIN_CACHE:-$HOME/.cache/magicstick/toolchain}
 STARTED=${EPOCHREALTIME/[.,]/}
@@ -36,6 +47,8 @@ LOG=""
 WORK=""
 LOCK_FD=""
 BUILT=()
+SOURCE_DIR=""
+SOURCE_ORIGIN=""
 
 # A module that needs a newer Go than the machine's must fail here, not fetch a toolchain.
 export GOTOOLCHAIN=local GOFLAGS=-mod=mod CGO_ENABLED=0
@@ -239,7 +252,7 @@ build_pulumi() {
         # pkg/v3 replaces sdk/v3 with ../sdk: require both at the release, restate its other replace.
         local requires replaces dir sdk
         requires=$'\t'"github.com/pulumi/pulumi/pkg/v3 $PULUMI_VERSION"$'\n'$'\t'"github.com/pulumi/pulumi/sdk/v3 $PULUMI_VERSION"$'\n'
-        replaces=$'\t'"github.com/atotto/clipboard => github.com/tgummerer/clipboard v0.0.0-20241001131231-d02d263e614e"$'\n'
+        replaces=$'\t'"$PULUMI_CLIPBOARD_REPLACE"$'\n'
         dir=$(wrapper_module pulumi 1.26.6 "$requires" "$replaces" github.com/pulumi/pulumi/pkg/v3/cmd/pulumi)
         run "go mod tidy could not resolve pulumi $PULUMI_VERSION" env -C "$dir" go mod tidy
         log "compiling pulumi (several minutes on 2 cores)"
@@ -259,33 +272,72 @@ build_pulumi() {
     BUILT+=("$binary" "$directory/pulumi-resource-pulumi-python" "$directory/pulumi-language-python-exec")
 }
 
-# The language host is an untagged module: its pseudo-version at the release commit. The proxy
-# may refuse it; then the step says so, and the e2e suite serves the program through the SDK's
-# own inline language server instead (tests/e2e/language_host.py).
-probe_language_host() {
-    local version=v3.0.0-$PULUMI_COMMIT_TIME-${PULUMI_COMMIT:0:12}
+# What the module proxy says when it refuses a module, from `go mod download -json`'s answer:
+# "403 Forbidden server response: ...", without the request it repeats.
+proxy_refusal() {
+    local answer
+    answer=$(printf '%s' "$1" | sed -n 's/^\t"Error": "\(.*\)",\{0,1\}$/\1/p' | sed 's/\\n\\t/ /g; s/^.*\.info: //' | head -n1)
+    printf '%s' "${answer:-refused}"
+}
+
+# The source of the tool GO_SOURCES names, in SOURCE_DIR, and where it came from, in SOURCE_ORIGIN
+# (for the stamp): the module as the proxy serves it; else the pinned archive of
+# $MAGICSTICK_GO_SOURCES, its sha256 checked, unpacked afresh into the cache's sources/<archive>/.
+go_source() {
+    local tool=$1 module version archive sha256 folder answer refusal
+    read -r module version archive sha256 folder <<<"${GO_SOURCES[$tool]}"
+    if answer=$(env -C "$WORK" go mod download -json "$module@$version" 2>&1) && [[ $answer != *'"Error"'* ]]; then
+        SOURCE_DIR=$(printf '%s' "$answer" | sed -n 's/^\t"Dir": "\(.*\)",$/\1/p')
+        [[ -d $SOURCE_DIR ]] || fail 1 "the module proxy did not serve $module@$version"
+        SOURCE_ORIGIN="source=proxy $module@$version"
+        log "$tool from the module proxy: $module@$version"
+        return
+    fi
+    refusal="the module proxy refuses $module@$version ($(proxy_refusal "$answer"))"
+    [[ -n ${MAGICSTICK_GO_SOURCES:-} ]] || fail 1 "$refusal and MAGICSTICK_GO_SOURCES is not set (the folder holding $archive)"
+    local file=$MAGICSTICK_GO_SOURCES/$archive actual
+    [[ -f $file ]] || fail 1 "$refusal and MAGICSTICK_GO_SOURCES=$MAGICSTICK_GO_SOURCES holds no $archive"
+    actual=$(sha256sum "$file" | cut -d' ' -f1)
+    [[ $actual == "$sha256" ]] || fail 1 "$file has sha256 $actual, versions.env pins $sha256"
+    local unpacked=$CACHE_DIR/sources/${archive%.tar.gz}
+    rm -rf "$unpacked" "$unpacked.partial"
+    mkdir -p "$unpacked.partial"
+    run "could not unpack $file" tar -xzf "$file" -C "$unpacked.partial" --strip-components=1 --no-same-owner
+    mv "$unpacked.partial" "$unpacked"
+    SOURCE_DIR=$unpacked/$folder
+    [[ -d $SOURCE_DIR ]] || fail 1 "$file holds no folder $folder"
+    SOURCE_ORIGIN="source=archive $archive sha256=$actual"
+    log "$refusal; $tool from $file (sha256 as pinned), unpacked into $unpacked"
+}
+
+# The Python language host, beside pulumi, where the CLI looks for it. Its module replaces pkg/v3
+# and sdk/v3 with the repository's own folders, so its main package is built in a module of its
+# own, of the same name, that requires them at the CLI's release (and restates pulumi's clipboard
+# replace), from the proxy's source or the archive's alike.
+build_language_host() {
     local directory=$CACHE_DIR/pulumi-$PULUMI_VERSION
-    local binary=$directory/pulumi-language-python answer
-    step 6 "pulumi-language-python $version" "$LANGUAGE_HOST_MODULE"
+    local binary=$directory/pulumi-language-python
+    step 6 "pulumi-language-python $PULUMI_VERSION" "$LANGUAGE_HOST_MODULE, beside pulumi"
     if answers "$binary" "$PULUMI_VERSION" -version; then
         log "already built: $binary"
-        BUILT+=("$binary")
-        return
+    else
+        go_source pulumi-language-python
+        local dir=$WORK/language-host file
+        mkdir -p "$dir"
+        for file in "$SOURCE_DIR"/*.go; do
+            [[ $file == *_test.go || ! -f $file ]] || cp "$file" "$dir/"
+        done
+        [[ -f $dir/main.go ]] || fail 1 "no main.go in $SOURCE_DIR"
+        printf 'module %s\n\ngo 1.26\n\nrequire (\n\tgithub.com/pulumi/pulumi/pkg/v3 %s\n\tgithub.com/pulumi/pulumi/sdk/v3 %s\n)\n\nreplace %s\n' \
+            "$LANGUAGE_HOST_MODULE" "$PULUMI_VERSION" "$PULUMI_VERSION" "$PULUMI_CLIPBOARD_REPLACE" >"$dir/go.mod"
+        run "go mod tidy could not resolve the language host" env -C "$dir" go mod tidy
+        log "compiling pulumi-language-python"
+        run "go build of the language host failed" env -C "$dir" go build -trimpath \
+            -ldflags "-X github.com/pulumi/pulumi/sdk/v3/go/common/version.Version=$PULUMI_VERSION" -o "$dir/pulumi-language-python" .
+        install_binary "$dir/pulumi-language-python" "$binary"
+        write_stamp "$binary" "version=$PULUMI_VERSION" "$SOURCE_ORIGIN"
+        answers "$binary" "$PULUMI_VERSION" -version || fail 1 "the built pulumi-language-python does not answer -version with $PULUMI_VERSION"
     fi
-    if ! answer=$(env -C "$WORK" go mod download -json "$LANGUAGE_HOST_MODULE@$version" 2>&1) || [[ $answer == *'"Error"'* ]]; then
-        # The proxy's answer without the request it repeats: "403 Forbidden server response: ...".
-        answer=$(printf '%s' "$answer" | sed -n 's/^\t"Error": "\(.*\)",\{0,1\}$/\1/p' | sed 's/\\n\\t/ /g; s/^.*\.info: //' | head -n1)
-        log "not served by the module proxy, skipped (the e2e suite serves the program through the SDK's inline language server): go mod download $LANGUAGE_HOST_MODULE@$version: ${answer:-refused}"
-        return
-    fi
-    local dir
-    dir=$(wrapper_module language-host 1.26.6 $'\t'"$LANGUAGE_HOST_MODULE $version"$'\n'$'\t'"github.com/pulumi/pulumi/pkg/v3 $PULUMI_VERSION"$'\n'$'\t'"github.com/pulumi/pulumi/sdk/v3 $PULUMI_VERSION"$'\n' \
-        $'\t'"github.com/atotto/clipboard => github.com/tgummerer/clipboard v0.0.0-20241001131231-d02d263e614e"$'\n' "$LANGUAGE_HOST_MODULE")
-    run "go mod tidy could not resolve the language host" env -C "$dir" go mod tidy
-    run "go build of the language host failed" env -C "$dir" go build -trimpath \
-        -ldflags "-X github.com/pulumi/pulumi/sdk/v3/go/common/version.Version=$PULUMI_VERSION" -o "$dir/pulumi-language-python" "$LANGUAGE_HOST_MODULE"
-    install_binary "$dir/pulumi-language-python" "$binary"
-    write_stamp "$binary" "version=$version"
     BUILT+=("$binary")
 }
 
@@ -441,7 +493,7 @@ build_flux_controllers() {
 }
 
 main() {
-    require_commands flock go sha256sum cp
+    require_commands flock go sha256sum cp tar gzip
     lock_cache
     step 1 "checking the cache" "$CACHE_DIR"
     step 2 "checking Go" "$(go env GOVERSION), GOPROXY=$(go env GOPROXY)"
@@ -449,7 +501,7 @@ main() {
     build_etcd
     build_kubernetes
     build_pulumi
-    probe_language_host
+    build_language_host
     build_provider
     build_egctl
     build_helm

@@ -11,9 +11,10 @@ writes its stack file there and never into the checkout. Every command runs the 
   version than the pinned SDK asks for fails loudly instead of being fetched;
 - the local file backend (`file://`) with the passphrase secrets provider, the way the
   workspace image and the README set it up;
-- the program run by the Go language host when the toolchain could build it (it sits beside
-  `pulumi`), else served by `tests/e2e/language_host.py` through `--client` for the commands
-  that run it (see that module for why).
+- the program run by the real Python language host, `pulumi-language-python`, which the CLI
+  finds beside itself (the toolchain builds it there), with `Pulumi.yaml`'s runtime options:
+  `venv/bin/python` of the project directory runs `__main__.py`, and the engine hands the same
+  options to the dynamic providers' process (`PULUMI_RUNTIME_VIRTUALENV`).
 
 Nothing here interprets what the engine does: tests read its JSON output, its event log and the
 state `pulumi stack export` prints.
@@ -21,25 +22,21 @@ state `pulumi stack export` prints.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import secrets
 import shutil
 import subprocess
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
 
 from tests import toolchain
-from tests.support.processes import stop_process
 
 REPO_ROOT: Final = toolchain.REPO_ROOT
 COMMAND_TIMEOUT: Final = 900.0
 """A bound for a broken engine only; no test waits for time to pass."""
-PROGRAM_COMMANDS: Final = frozenset({"up", "preview", "destroy", "refresh"})
-"""The commands that run the program (destroy and refresh accept --client and ignore it unless asked to run it)."""
 
 JsonObject = dict[str, Any]
 
@@ -122,10 +119,13 @@ class PulumiProject:
 
     def environment(self) -> dict[str, str]:
         cli = toolchain.pulumi()
+        # The CLI runs the program through the language host beside it: missing, say how to build it.
+        toolchain.python_language_host()
         keep = {key: value for key, value in os.environ.items() if not key.startswith(("PULUMI_", "KUBECONFIG"))}
         return {
             **keep,
-            # The CLI finds pulumi-resource-pulumi-python (dynamic providers) beside itself.
+            # The CLI finds pulumi-language-python and pulumi-resource-pulumi-python (dynamic
+            # providers) beside itself; the language host finds pulumi-language-python-exec there.
             "PATH": f"{cli.parent}{os.pathsep}{keep.get('PATH', '')}",
             "PULUMI_HOME": str(self.home),
             "PULUMI_BACKEND_URL": self.backend_dir.as_uri(),
@@ -134,9 +134,6 @@ class PulumiProject:
             "PULUMI_IGNORE_AMBIENT_PLUGINS": "true",
             "PULUMI_DISABLE_AUTOMATIC_PLUGIN_ACQUISITION": "true",
             "PULUMI_AUTOMATION_API_SKIP_VERSION_CHECK": "true",
-            # The dynamic provider process runs in the project's virtual environment, as
-            # Pulumi.yaml's `virtualenv: venv` asks of the Python runtime.
-            "PULUMI_RUNTIME_VIRTUALENV": str(self.project_dir / "venv"),
             # `--event-log` (the engine's events as JSON lines, what Automation API reads) is
             # offered only with debug commands on.
             "PULUMI_DEBUG_COMMANDS": "true",
@@ -145,28 +142,23 @@ class PulumiProject:
         }
 
     def pulumi(self, *args: str, check: bool = True, events: bool = False) -> Run:
-        """Run `pulumi ARGS` in the project directory; the program's commands get a language host."""
+        """Run `pulumi ARGS` in the project directory."""
         command = [str(toolchain.pulumi()), *args]
         if args[0] != "plugin":
             command.append("--non-interactive")
         event_log = self.root / f"events-{secrets.token_hex(4)}.jsonl"
         if events:
             command += ["--event-log", str(event_log)]
-        # The Go language host, where the toolchain could build it, is found beside the CLI.
-        inline = args[0] in PROGRAM_COMMANDS and toolchain.python_language_host() is None
-        with self._language_host(inline) as client:
-            if client:
-                command.append(f"--client={client}")
-            result = subprocess.run(
-                command,
-                cwd=self.project_dir,
-                env=self.environment(),
-                stdin=subprocess.DEVNULL,
-                capture_output=True,
-                text=True,
-                timeout=COMMAND_TIMEOUT,
-                check=False,
-            )
+        result = subprocess.run(
+            command,
+            cwd=self.project_dir,
+            env=self.environment(),
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            text=True,
+            timeout=COMMAND_TIMEOUT,
+            check=False,
+        )
         logged = tuple(json.loads(line) for line in event_log.read_text().splitlines() if line.strip()) if events and event_log.exists() else ()
         if check and result.returncode != 0:
             raise PulumiFailed(args, result)
@@ -179,29 +171,3 @@ class PulumiProject:
 
     def export(self) -> JsonObject:
         return self.pulumi("stack", "export", "--show-secrets=false").json()
-
-    @contextlib.contextmanager
-    def _language_host(self, wanted: bool) -> Iterator[str | None]:
-        if not wanted:
-            yield None
-            return
-        with (self.root / "language-host.log").open("ab") as log:
-            process = subprocess.Popen(
-                [str(REPO_ROOT / "venv" / "bin" / "python"), "-m", "tests.e2e.language_host", str(self.source)],
-                cwd=REPO_ROOT,
-                stdin=subprocess.DEVNULL,
-                stdout=subprocess.PIPE,
-                stderr=log,
-                text=True,
-            )
-        try:
-            assert process.stdout is not None
-            address = process.stdout.readline().strip()
-            if not address:
-                process.wait(timeout=10)
-                raise RuntimeError(f"the language host exited with {process.returncode}; see {self.root / 'language-host.log'}")
-            yield address
-        finally:
-            stop_process(process, grace_seconds=10)
-            assert process.stdout is not None
-            process.stdout.close()

@@ -3,26 +3,35 @@
 Each test gives the script its own cache directory (MAGICSTICK_TOOLCHAIN_CACHE). A cache holding
 a double of every tool, shell scripts that answer as the pinned versions do, sends the script
 down its "already built" path for each step: nothing is compiled and nothing is downloaded.
+Where a test needs the module proxy, it is a folder of its own (`GOPROXY=file://...`, with an
+empty module cache) or none at all (`GOPROXY=off`): never the network.
 """
 
 from __future__ import annotations
 
 import fcntl
+import hashlib
+import io
+import json
 import os
 import re
 import select
 import shutil
 import subprocess
+import tarfile
+import zipfile
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
 
-from tests.toolchain import BUILD_SCRIPT, versions
+from tests.toolchain import BUILD_SCRIPT, VERSIONS_FILE, parse_versions, versions
 
 BASH = shutil.which("bash") or "/bin/bash"
-PREFLIGHT_COMMANDS = {"flock": "util-linux", "go": "golang", "sha256sum": "coreutils", "cp": "coreutils"}
+PREFLIGHT_COMMANDS = {"flock": "util-linux", "go": "golang", "sha256sum": "coreutils", "cp": "coreutils", "tar": "tar", "gzip": "gzip"}
+LANGUAGE_HOST_MODULE = "github.com/pulumi/pulumi/sdk/python/cmd/pulumi-language-python/v3"
+SOURCES_ENV = "MAGICSTICK_GO_SOURCES"
 SAFETY_TIMEOUT_SECONDS = 60
 """Only a bound for a broken script: no test waits for time to pass."""
 
@@ -89,13 +98,15 @@ def cached_paths(cache: Path) -> list[str]:
 
 
 def environment(cache: Path, path: str | None = None) -> dict[str, str]:
-    return {**os.environ, "MAGICSTICK_TOOLCHAIN_CACHE": str(cache), "PATH": path or os.environ["PATH"]}
+    """The caller's environment with this cache, and no folder of Go sources unless a test gives one."""
+    inherited = {key: value for key, value in os.environ.items() if key != SOURCES_ENV}
+    return {**inherited, "MAGICSTICK_TOOLCHAIN_CACHE": str(cache), "PATH": path or os.environ["PATH"]}
 
 
-def build(cache: Path, path: str | None = None) -> subprocess.CompletedProcess[str]:
+def build(cache: Path, path: str | None = None, **settings: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [BASH, str(BUILD_SCRIPT)],
-        env=environment(cache, path),
+        env={**environment(cache, path), **settings},
         stdin=subprocess.DEVNULL,
         capture_output=True,
         text=True,
@@ -125,7 +136,7 @@ def first_stderr_line(process: subprocess.Popen[str]) -> str:
 def progress(stderr: str) -> list[str]:
     """The stderr lines without the elapsed time a step line may end with, and step 2's Go details."""
     lines = [re.sub(r" \(at \d+ s\)$", "", line) for line in stderr.splitlines()]
-    return [re.sub(r"^(build-toolchain: \[2/10\] checking Go): .*$", r"\1", line) for line in lines]
+    return [re.sub(r"^(build-toolchain: \[2/\d+\] checking Go): .*$", r"\1", line) for line in lines]
 
 
 @contextmanager
@@ -234,6 +245,109 @@ class TestFailures:
         assert (result.returncode != 0, result.stdout) == (True, "")
         assert f"build-toolchain: step 'etcd {pinned.etcd}' failed" in result.stderr
         assert f"go mod tidy could not resolve etcd {pinned.etcd}; see {cache}/build.log" in result.stderr
+
+
+def pinned(key: str) -> str:
+    return parse_versions(VERSIONS_FILE.read_text())[key]
+
+
+def language_host_module_version() -> str:
+    return pinned("PULUMI_LANGUAGE_PYTHON_MODULE_VERSION")
+
+
+def archive_name() -> str:
+    return pinned("PULUMI_LANGUAGE_PYTHON_ARCHIVE")
+
+
+def failures(stderr: str) -> list[str]:
+    return [line for line in stderr.splitlines() if " failed (exit " in line]
+
+
+def file_proxy(root: Path, module: str, version: str, files: dict[str, str]) -> str:
+    """A module proxy in a folder (GOPROXY=file://...) that serves `module@version` with `files`."""
+    served = root / module / "@v"
+    served.mkdir(parents=True)
+    (served / f"{version}.info").write_text(json.dumps({"Version": version, "Time": "2026-08-28T09:51:27Z"}))
+    (served / f"{version}.mod").write_text(files["go.mod"])
+    with zipfile.ZipFile(served / f"{version}.zip", "w") as archive:
+        for name, text in files.items():
+            archive.writestr(f"{module}@{version}/{name}", text)
+    return root.as_uri()
+
+
+def offline(tmp_path: Path, proxy: str = "off") -> dict[str, str]:
+    """Go settings that reach no network: this proxy only, no checksum database, an empty module cache."""
+    return {"GOPROXY": proxy, "GOSUMDB": "off", "GOMODCACHE": str(tmp_path / "module-cache")}
+
+
+def the_archive() -> Path | None:
+    """The pinned archive of the language host, where this machine has it ($MAGICSTICK_GO_SOURCES)."""
+    folder = os.environ.get(SOURCES_ENV)
+    path = Path(folder) / archive_name() if folder else None
+    return path if path is not None and path.is_file() else None
+
+
+@pytest.fixture
+def without_language_host(cache: Path) -> Path:
+    """The cache of doubles, but for the language host: step 6 has to find its source."""
+    (cache / f"pulumi-{versions().pulumi}" / "pulumi-language-python").unlink()
+    return cache
+
+
+class TestGoSourcesTheProxyRefuses:
+    def test_a_refused_source_without_a_folder_of_archives_stops_the_build_in_one_line_naming_both(self, without_language_host: Path, tmp_path: Path):
+        result = build(without_language_host, **offline(tmp_path))
+        assert (result.returncode, result.stdout) == (1, "")
+        (line,) = failures(result.stderr)
+        assert line.startswith(f"build-toolchain: step 'pulumi-language-python {versions().pulumi}' failed (exit 1): the module proxy refuses {LANGUAGE_HOST_MODULE}@{language_host_module_version()} (")
+        assert line.endswith(f" and {SOURCES_ENV} is not set (the folder holding {archive_name()}); see {without_language_host}/build.log")
+
+    def test_a_folder_without_the_archive_is_named(self, without_language_host: Path, tmp_path: Path):
+        folder = tmp_path / "sources"
+        folder.mkdir()
+        result = build(without_language_host, **offline(tmp_path), **{SOURCES_ENV: str(folder)})
+        (line,) = failures(result.stderr)
+        assert f"and {SOURCES_ENV}={folder} holds no {archive_name()}" in line
+
+    def test_an_archive_whose_sha256_is_not_the_pinned_one_is_refused_and_never_unpacked(self, without_language_host: Path, tmp_path: Path):
+        folder = tmp_path / "sources"
+        folder.mkdir()
+        forged = folder / archive_name()
+        with tarfile.open(forged, "w:gz") as archive:
+            data = b"package main\n"
+            entry = tarfile.TarInfo(f"{archive_name().removesuffix('.tar.gz')}/sdk/python/cmd/pulumi-language-python/main.go")
+            entry.size = len(data)
+            archive.addfile(entry, io.BytesIO(data))
+        result = build(without_language_host, **offline(tmp_path), **{SOURCES_ENV: str(folder)})
+        (line,) = failures(result.stderr)
+        digest = hashlib.sha256(forged.read_bytes()).hexdigest()
+        assert f"{forged} has sha256 {digest}, versions.env pins {pinned('PULUMI_LANGUAGE_PYTHON_ARCHIVE_SHA256')}" in line
+        assert not (without_language_host / "sources").exists()
+
+    @pytest.mark.skipif(the_archive() is None, reason=f"the pinned archive is not on this machine (${SOURCES_ENV}); a machine with internet needs none")
+    def test_the_pinned_archive_is_unpacked_into_the_cache_and_built_from_there(self, without_language_host: Path, tmp_path: Path):
+        archive = the_archive()
+        assert archive is not None
+        # No proxy at all: the build gets as far as resolving the language host's dependencies.
+        result = build(without_language_host, **offline(tmp_path), **{SOURCES_ENV: str(archive.parent)})
+        unpacked = without_language_host / "sources" / archive_name().removesuffix(".tar.gz")
+        assert f"; pulumi-language-python from {archive} (sha256 as pinned), unpacked into {unpacked}" in result.stderr
+        assert (unpacked / "sdk" / "python" / "cmd" / "pulumi-language-python" / "main.go").is_file()
+        (line,) = failures(result.stderr)
+        assert "go mod tidy could not resolve the language host" in line
+
+    def test_a_source_the_proxy_serves_is_built_from_the_proxy_without_a_folder_of_archives(self, without_language_host: Path, tmp_path: Path):
+        version = language_host_module_version()
+        # A stand-in main package that answers -version as the language host does, and needs only Go's own library.
+        main = 'package main\n\nimport "fmt"\n\nfunc main() { fmt.Println("%s") }\n' % versions().pulumi
+        proxy = file_proxy(tmp_path / "proxy", LANGUAGE_HOST_MODULE, version, {"go.mod": f"module {LANGUAGE_HOST_MODULE}\n\ngo 1.26\n", "main.go": main})
+        result = build(without_language_host, **offline(tmp_path, proxy))
+        assert result.returncode == 0, result.stderr
+        assert f"build-toolchain: pulumi-language-python from the module proxy: {LANGUAGE_HOST_MODULE}@{version}" in result.stderr.splitlines()
+        host = without_language_host / f"pulumi-{versions().pulumi}" / "pulumi-language-python"
+        assert str(host) in result.stdout.splitlines()
+        assert f"source=proxy {LANGUAGE_HOST_MODULE}@{version}" in Path(f"{host}.stamp").read_text().splitlines()
+        assert not (without_language_host / "sources").exists()
 
 
 def test_no_script_of_the_repository_installs_system_packages_or_asks_for_root():
