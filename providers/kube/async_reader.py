@@ -27,6 +27,8 @@ from providers.kube.client import (
     RELISTS,
     WATCH_READ_MARGIN_SECONDS,
     Collection,
+    ExpiredContinue,
+    ListPage,
     ResourceKind,
 )
 from providers.kube.errors import Gone, connection_error, error_for
@@ -83,7 +85,7 @@ class AsyncReader:
         for relist in range(RELISTS + 1):
             try:
                 return await self._pages(kind, namespace=namespace, page_size=page_size)
-            except _ExpiredContinue as expired:
+            except ExpiredContinue as expired:
                 if relist == RELISTS:
                     raise expired.gone from None
         raise AssertionError("unreachable")
@@ -101,15 +103,13 @@ class AsyncReader:
             if not response.is_success:
                 refusal = error_for(response)
                 if isinstance(refusal, Gone) and token is not None:
-                    raise _ExpiredContinue(refusal)
+                    raise ExpiredContinue(refusal)
                 raise refusal
-            page = response.json()
-            for item in page.get("items") or ():
-                items.append({"apiVersion": kind.api_version, "kind": kind.kind, **item})
-            metadata = page.get("metadata") or {}
-            token = metadata.get("continue")
+            listed = ListPage.of(kind, response.json())
+            items.extend(listed.items)
+            token = listed.continue_token
             if not token:
-                return Collection(items=items, resource_version=str(metadata.get("resourceVersion") or ""))
+                return Collection(items=items, resource_version=listed.resource_version)
 
     @asynccontextmanager
     async def watch(
@@ -156,12 +156,6 @@ class AsyncReader:
 
     def _headers(self) -> list[tuple[str, str]]:
         return [("Accept", "application/json"), *self._impersonation]
-
-
-class _ExpiredContinue(Exception):
-    def __init__(self, gone: Gone) -> None:
-        super().__init__(str(gone))
-        self.gone = gone
 
 
 def open_async_reader(access: KubeAccess, *, max_connections: int) -> AsyncReader:

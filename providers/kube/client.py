@@ -36,7 +36,7 @@ connection counts as dead: the server ends an idle watch at timeoutSeconds, so s
 a fault."""
 
 
-class _ExpiredContinue(Exception):
+class ExpiredContinue(Exception):
     """A later page of a LIST answered 410 Gone: its `continue` token expired."""
 
     def __init__(self, gone: Gone) -> None:
@@ -77,6 +77,23 @@ class Collection:
 
     items: list[dict[str, Any]]
     resource_version: str
+
+
+@dataclass(frozen=True)
+class ListPage:
+    """One page of a LIST as the server answered it: its objects (each given its apiVersion and
+    kind, which a list's items lack), the token of the next page, the list's resourceVersion."""
+
+    items: list[dict[str, Any]]
+    continue_token: str | None
+    resource_version: str
+
+    @classmethod
+    def of(cls, kind: ResourceKind, page: dict[str, Any]) -> ListPage:
+        """Pure."""
+        metadata = page.get("metadata") or {}
+        items = [{"apiVersion": kind.api_version, "kind": kind.kind, **item} for item in page.get("items") or ()]
+        return cls(items=items, continue_token=metadata.get("continue") or None, resource_version=str(metadata.get("resourceVersion") or ""))
 
 
 IMPERSONATE_USER = "Impersonate-User"
@@ -188,7 +205,7 @@ class KubeClient:
         for relist in range(RELISTS + 1):
             try:
                 return self._pages(kind, namespace=namespace, label_selector=label_selector, page_size=page_size)
-            except _ExpiredContinue as expired:
+            except ExpiredContinue as expired:
                 if relist == RELISTS:
                     raise expired.gone from None
         raise AssertionError("unreachable")
@@ -206,13 +223,12 @@ class KubeClient:
             except Gone as gone:
                 if token is None:
                     raise
-                raise _ExpiredContinue(gone) from gone
-            for item in page.get("items") or ():
-                items.append({"apiVersion": kind.api_version, "kind": kind.kind, **item})
-            metadata = page.get("metadata") or {}
-            token = metadata.get("continue")
+                raise ExpiredContinue(gone) from gone
+            listed = ListPage.of(kind, page)
+            items.extend(listed.items)
+            token = listed.continue_token
             if not token:
-                return Collection(items=items, resource_version=str(metadata.get("resourceVersion") or ""))
+                return Collection(items=items, resource_version=listed.resource_version)
 
     @contextmanager
     def watch(

@@ -2,8 +2,11 @@
 
 Every test under tests/browser is marked `browser` at collection, never by hand: the suite needs
 Debian's chromium and axe-core (scripts/browser/setup.sh), which the pure suite must not. One
-Chromium runs per session (`browser`); each test gets its own context and page (`page`), so no
-cookie, storage or open page leaks from one test into the next.
+Chromium runs per test module (`browser`), not per session: Playwright's sync API keeps an event
+loop running on the test thread while it is open, and the suites that run after the browser's
+in the same process (the dashboard's stream tests) start event loops of their own. Each test
+gets its own context and page (`page`), so no cookie, storage or open page leaks from one test
+into the next.
 """
 
 from __future__ import annotations
@@ -26,7 +29,7 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             item.add_marker(pytest.mark.browser)
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def browser() -> Iterator[Browser]:
     """Debian's chromium, headless, launched by Playwright through `executable_path` with
     harness.LAUNCH_FLAGS. A missing chromium fails the test with the command that installs it."""

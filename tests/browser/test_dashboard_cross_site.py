@@ -20,13 +20,13 @@ from typing import Any
 import pytest
 from playwright.sync_api import Browser, Page, expect
 
-from providers.kinds import APP_INSTANCE, HOST_OPERATION, MODEL_ACTIVATION, MODULE_ACTIVATION, NODE
+from providers.kinds import MODEL_ACTIVATION
 from tests.browser.harness import assert_accessible
-from tests.browser.test_dashboard import WAIT_MS, signed_in, unique, write_status, world  # noqa: F401 - `world` is the module's fixture
-from tests.services.dashboard.world import NAMESPACE, World
+from tests.browser.test_dashboard import WAIT_MS, signed_in, unique, write_status
+from tests.cluster.apiserver import ClusterInfo
+from tests.services.dashboard.world import World, held, registered_node, running_world
 
 NODE_NAME = "cross-site-browser-node"
-RUNTIME_KINDS = (MODULE_ACTIVATION, MODEL_ACTIVATION, APP_INSTANCE, HOST_OPERATION)
 VIOLATIONS = """
 window.__cspViolations = [];
 document.addEventListener("securitypolicyviolation", (event) => {
@@ -34,6 +34,11 @@ document.addEventListener("securitypolicyviolation", (event) => {
 });
 """
 """Collects the page's Content-Security-Policy violations (an init script, run before the page's own)."""
+
+
+@pytest.fixture(scope="module")
+def world(cluster: ClusterInfo, tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
+    yield from running_world(cluster, tmp_path_factory.mktemp("dashboard-cross-site"))
 
 
 @pytest.fixture
@@ -48,11 +53,7 @@ def operator(browser: Browser, world: World) -> Iterator[Page]:
 
 @pytest.fixture(scope="module")
 def node(world: World) -> dict[str, Any]:
-    if world.admin.get_or_none(NODE, NODE_NAME) is None:
-        world.admin.create(NODE, {"apiVersion": "v1", "kind": "Node", "metadata": {"name": NODE_NAME}}, field_manager="kubelet-test")
-        status = {"apiVersion": "v1", "kind": "Node", "metadata": {"name": NODE_NAME}, "status": {"nodeInfo": {"bootID": "boot-0001"}}}
-        world.admin.apply(NODE, status, field_manager="kubelet-test", subresource="status")
-    return world.admin.get(NODE, NODE_NAME)
+    return registered_node(world.admin, NODE_NAME)
 
 
 class OtherSite:
@@ -91,10 +92,6 @@ def other_site(request: pytest.FixtureRequest) -> Iterator[OtherSite]:
     finally:
         site.server.shutdown()
         site.server.server_close()
-
-
-def held(world: World) -> dict[tuple[str, str], str]:
-    return {(kind.kind, item["metadata"]["name"]): item["metadata"]["resourceVersion"] for kind in RUNTIME_KINDS for item in world.admin.list(kind, namespace=NAMESPACE)}
 
 
 def self_posting_form(action: str, fields: dict[str, str]) -> str:

@@ -11,9 +11,9 @@ from typing import Any
 
 import pytest
 
-from providers.kinds import MODEL_ACTIVATION, MODULE_ACTIVATION, NODE, STACK
+from providers.kinds import MODEL_ACTIVATION, MODULE_ACTIVATION, STACK
 from providers.kube import KubeClient
-from tests.services.dashboard.world import NAMESPACE, World, service_account_kubeconfig, start_dashboard
+from tests.services.dashboard.world import NAMESPACE, World, registered_node, service_account_kubeconfig, start_dashboard
 
 pytestmark = pytest.mark.usefixtures("world")
 
@@ -37,14 +37,7 @@ def cpu_model(name: str, **fields: Any) -> dict[str, Any]:
 @pytest.fixture(scope="module")
 def node(world: World) -> dict[str, Any]:
     """A Node as a kubelet registers it: its UID, and a boot ID in its status."""
-    admin: KubeClient = world.admin
-    name = "gpu-node-1"
-    existing = admin.get_or_none(NODE, name)
-    if existing is None:
-        admin.create(NODE, {"apiVersion": "v1", "kind": "Node", "metadata": {"name": name}}, field_manager="kubelet-test")
-        status = {"apiVersion": "v1", "kind": "Node", "metadata": {"name": name}, "status": {"nodeInfo": {"bootID": "boot-0001"}}}
-        admin.apply(NODE, status, field_manager="kubelet-test", subresource="status")
-    return admin.get(NODE, name)
+    return registered_node(world.admin, "gpu-node-1")
 
 
 class TestSignIn:

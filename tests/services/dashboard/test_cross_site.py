@@ -18,16 +18,15 @@ from typing import Any
 import httpx
 import pytest
 
-from providers.kinds import APP_INSTANCE, HOST_OPERATION, MODEL_ACTIVATION, MODULE_ACTIVATION, NODE
+from providers.kinds import APP_INSTANCE
 from services.dashboard.protection import CONTENT_SECURITY_POLICY, FORM_TOKEN_FIELD
-from tests.services.dashboard.world import NAMESPACE, World
+from tests.services.dashboard.world import NAMESPACE, World, held, registered_node
 
 pytestmark = pytest.mark.usefixtures("world")
 
 FOREIGN = "https://evil.example.com"
 FORM_TOKEN = re.compile(rf'name="{FORM_TOKEN_FIELD}" value="([^"]*)"')
 NODE_NAME = "cross-site-node"
-RUNTIME_KINDS = (MODULE_ACTIVATION, MODEL_ACTIVATION, APP_INSTANCE, HOST_OPERATION)
 
 
 def unique(prefix: str) -> str:
@@ -37,11 +36,7 @@ def unique(prefix: str) -> str:
 @pytest.fixture(scope="module")
 def node(world: World) -> dict[str, Any]:
     """A Node with a boot ID, so that a reboot request names a real target."""
-    if world.admin.get_or_none(NODE, NODE_NAME) is None:
-        world.admin.create(NODE, {"apiVersion": "v1", "kind": "Node", "metadata": {"name": NODE_NAME}}, field_manager="kubelet-test")
-        status = {"apiVersion": "v1", "kind": "Node", "metadata": {"name": NODE_NAME}, "status": {"nodeInfo": {"bootID": "boot-0001"}}}
-        world.admin.apply(NODE, status, field_manager="kubelet-test", subresource="status")
-    return world.admin.get(NODE, NODE_NAME)
+    return registered_node(world.admin, NODE_NAME)
 
 
 @pytest.fixture(scope="module")
@@ -59,15 +54,6 @@ def instance(world: World) -> dict[str, Any]:
         created = client.post("/api/v1/instances", json={"name": unique("xs-instance"), "application": "openclaw"})
     assert created.status_code == 201, created.text
     return dict(created.json())
-
-
-def held(world: World) -> dict[tuple[str, str], str]:
-    """Every runtime request of the system namespace, with its resourceVersion."""
-    return {
-        (kind.kind, item["metadata"]["name"]): item["metadata"]["resourceVersion"]
-        for kind in RUNTIME_KINDS
-        for item in world.admin.list(kind, namespace=NAMESPACE)
-    }
 
 
 def form_writes(node: dict[str, Any], model: dict[str, Any], instance: dict[str, Any]) -> list[tuple[str, dict[str, str]]]:

@@ -24,6 +24,7 @@ from typing import Any
 import httpx
 import yaml
 
+from providers.kinds import APP_INSTANCE, HOST_OPERATION, MODEL_ACTIVATION, MODULE_ACTIVATION, NODE
 from providers.kube import KubeClient, RetryPolicy
 from services.readiness import NOTIFY_SOCKET
 from tests.cluster.apiserver import ClusterInfo, TestIdentity
@@ -155,3 +156,27 @@ def running_world(cluster: ClusterInfo, workdir: Path) -> Iterator[World]:
         finally:
             dashboard.stop()
             jwks.stop()
+
+
+RUNTIME_KINDS = (MODULE_ACTIVATION, MODEL_ACTIVATION, APP_INSTANCE, HOST_OPERATION)
+"""What the dashboard writes."""
+
+
+def held(world: World) -> dict[tuple[str, str], str]:
+    """Every runtime request of the system namespace with its resourceVersion: the same before
+    and after a request means the request wrote nothing."""
+    return {
+        (kind.kind, item["metadata"]["name"]): item["metadata"]["resourceVersion"]
+        for kind in RUNTIME_KINDS
+        for item in world.admin.list(kind, namespace=NAMESPACE)
+    }
+
+
+def registered_node(admin: KubeClient, name: str) -> dict[str, Any]:
+    """The Node `name` as a kubelet registers it: its UID, and a boot ID in its status (made
+    once, then read)."""
+    if admin.get_or_none(NODE, name) is None:
+        admin.create(NODE, {"apiVersion": "v1", "kind": "Node", "metadata": {"name": name}}, field_manager="kubelet-test")
+        status = {"apiVersion": "v1", "kind": "Node", "metadata": {"name": name}, "status": {"nodeInfo": {"bootID": "boot-0001"}}}
+        admin.apply(NODE, status, field_manager="kubelet-test", subresource="status")
+    return admin.get(NODE, name)
