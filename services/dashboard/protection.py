@@ -35,7 +35,6 @@ import secrets
 import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from enum import StrEnum
 from urllib.parse import urlsplit
 
 from starlette.datastructures import Headers, MutableHeaders
@@ -75,15 +74,6 @@ PROTECTIVE_HEADERS: Mapping[str, str] = {
 NO_STORE = "no-store"
 
 
-class CrossSite(StrEnum):
-    """Why a change was refused as not coming from the dashboard's own pages."""
-
-    FETCH_SITE = "Sec-Fetch-Site"
-    ORIGIN = "Origin"
-    REFERER = "Referer"
-    NO_SOURCE = "no Origin"
-
-
 @dataclass(frozen=True)
 class SameOriginRule:
     """Rule 1 of the module docstring. `hosts`: the dashboard's own `host[:port]`s, lower case;
@@ -99,18 +89,18 @@ class SameOriginRule:
         if fetch_site is not None:
             if fetch_site.strip().lower() == "same-origin":
                 return None
-            return _cross_site(CrossSite.FETCH_SITE, f"Sec-Fetch-Site is {fetch_site.strip()!r}")
+            return _cross_site(f"Sec-Fetch-Site is {fetch_site.strip()!r}")
         own = self.hosts or tuple(host.strip().lower() for host in headers.getlist("host")[:1])
-        for header, reason in (("origin", CrossSite.ORIGIN), ("referer", CrossSite.REFERER)):
+        for header, shown in (("origin", "Origin"), ("referer", "Referer")):
             values = headers.getlist(header)
             if values:
                 source = _host_of(values[0]) if len(values) == 1 else None
                 if source is not None and source in own:
                     return None
-                return _cross_site(reason, f"{reason.value} is {', '.join(repr(value) for value in values)}")
+                return _cross_site(f"{shown} is {', '.join(repr(value) for value in values)}")
         if path.startswith(API_PREFIX):
             return None
-        return _cross_site(CrossSite.NO_SOURCE, "the form post names no Origin or Referer")
+        return _cross_site("the form post names no Origin or Referer")
 
 
 def _host_of(url: str) -> str | None:
@@ -124,7 +114,7 @@ def _host_of(url: str) -> str | None:
     return parts.netloc.lower()
 
 
-def _cross_site(reason: CrossSite, detail: str) -> Refusal:
+def _cross_site(detail: str) -> Refusal:
     return Refusal(
         403,
         "CrossSiteRequest",
