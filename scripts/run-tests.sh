@@ -30,7 +30,9 @@ MAGICSTICK_KUBE_APISERVER=$nowhere/kube-apiserver MAGICSTICK_KUBE_CONTROLLER_MAN
     MAGICSTICK_ETCD=$nowhere/etcd MAGICSTICK_PULUMI=$nowhere/pulumi MAGICSTICK_PULUMI_RESOURCE_KUBERNETES=$nowhere/pulumi-resource-kubernetes \
     MAGICSTICK_EGCTL=$nowhere/egctl MAGICSTICK_HELM=$nowhere/helm MAGICSTICK_FLUX=$nowhere/flux \
     MAGICSTICK_SOURCE_CONTROLLER=$nowhere/source-controller MAGICSTICK_KUSTOMIZE_CONTROLLER=$nowhere/kustomize-controller \
-    MAGICSTICK_HELM_CONTROLLER=$nowhere/helm-controller \
+    MAGICSTICK_HELM_CONTROLLER=$nowhere/helm-controller MAGICSTICK_KUBE_SCHEDULER=$nowhere/kube-scheduler \
+    MAGICSTICK_KUBE_PROXY=$nowhere/kube-proxy MAGICSTICK_KUBELET=$nowhere/kubelet MAGICSTICK_COREDNS=$nowhere/coredns \
+    MAGICSTICK_PKO_MANAGER=$nowhere/manager MAGICSTICK_PKO_AGENT=$nowhere/agent MAGICSTICK_KUBEAI=$nowhere/kubeai \
     venv/bin/pytest -m "not cluster and not e2e and not peers and not browser" "$@"
 pure=$?
 

@@ -22,6 +22,7 @@ BUILD_SCRIPT: Final = REPO_ROOT / "scripts" / "images" / "build.sh"
 CACHE_ENV: Final = "MAGICSTICK_IMAGE_CACHE"
 SERVICE_IMAGES: Final = ("access-guard", "reconcile-trigger", "dashboard")
 WORKSPACE_IMAGE: Final = "workspace"
+OPERATOR_IMAGE: Final = "operator"
 
 
 class ImageNotBuilt(Exception):

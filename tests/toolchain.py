@@ -39,6 +39,9 @@ class Versions:
     source_controller: str
     kustomize_controller: str
     helm_controller: str
+    coredns: str
+    pko: str
+    kubeai: str
 
 
 def parse_versions(text: str) -> dict[str, str]:
@@ -69,6 +72,9 @@ def versions() -> Versions:
         source_controller=values["SOURCE_CONTROLLER_VERSION"],
         kustomize_controller=values["KUSTOMIZE_CONTROLLER_VERSION"],
         helm_controller=values["HELM_CONTROLLER_VERSION"],
+        coredns=values["COREDNS_VERSION"],
+        pko=values["PKO_VERSION"],
+        kubeai=values["KUBEAI_VERSION"],
     )
 
 
@@ -159,3 +165,22 @@ def python_language_host() -> Path:
 
 def kubelet() -> Path:
     return tool("kubelet", f"kube-apiserver-{versions().kube}", env="MAGICSTICK_KUBELET")
+
+
+def coredns() -> Path:
+    return tool("coredns", f"coredns-{versions().coredns}", env="MAGICSTICK_COREDNS")
+
+
+def pko_manager() -> Path:
+    """The Pulumi Kubernetes Operator's manager; the operator image (scripts/images/build.sh) holds it."""
+    return tool("manager", f"pulumi-kubernetes-operator-{versions().pko}", env="MAGICSTICK_PKO_MANAGER")
+
+
+def pko_agent() -> Path:
+    """The agent the operator's workspace pods serve the program with; in the operator image too."""
+    return tool("agent", f"pulumi-kubernetes-operator-{versions().pko}", env="MAGICSTICK_PKO_AGENT")
+
+
+def kubeai() -> Path:
+    """KubeAI's controller."""
+    return tool("kubeai", f"kubeai-{versions().kubeai}", env="MAGICSTICK_KUBEAI")

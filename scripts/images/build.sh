@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Build the images this repository defines from local parts only, with no Docker daemon and no
 # registry: the service images of services/Containerfile (access-guard, reconcile-trigger,
-# dashboard) and the workspace image of deploy/workspace/Containerfile (workspace).
+# dashboard), the workspace image of deploy/workspace/Containerfile (workspace), and the image of
+# the Pulumi Kubernetes Operator (operator) the real node runs the workspace with.
 #
-#   scripts/images/build.sh [IMAGE...]     # default: all four; prints "IMAGE ARCHIVE REFERENCE" lines
+#   scripts/images/build.sh [IMAGE...]     # default: all five; prints "IMAGE ARCHIVE REFERENCE" lines
 #
 # Each image is three layers, each made by umoci from a directory tree:
 #   1. a Debian rootfs (debootstrap --variant=minbase, Python and ca-certificates from Debian's
@@ -14,6 +15,9 @@
 #   3. this repository's package, installed with no dependency resolution, as in the Containerfiles;
 #      for the workspace also the Pulumi CLI, its Python scripts and the Kubernetes provider
 #      plugin from the test toolchain (scripts/toolchain/build.sh).
+# The operator image is one layer instead: the manager and the agent from the toolchain, tini as PID 1
+# (Debian's tini-static) and busybox (Debian's busybox-static) for the `sh`, `cp` and `ln` of the
+# workspace pod's init containers: what upstream's Dockerfile puts in its distroless debug image.
 # The image is tagged with the digest of its manifest (localhost/magicstick/IMAGE:<sha256 hex>)
 # and written as an OCI archive that `ctr -n k8s.io images import` takes.
 #
@@ -52,6 +56,9 @@ die() { log "$*"; exit 1; }
 for command in debootstrap umoci python3 tar sha256sum chroot; do
     command -v "$command" >/dev/null || die "missing command: $command (from Debian's packages debootstrap, umoci, python3-pip, coreutils, tar)"
 done
+readonly TINI=/usr/bin/tini-static BUSYBOX=/bin/busybox
+readonly BUSYBOX_APPLETS=(sh cp ln ls cat mkdir rm sleep env)
+readonly OPERATOR_USER=65532:65532
 ((EUID == 0)) || die "needs root: debootstrap makes the rootfs and the locked packages are installed in it with chroot"
 
 mkdir -p "$CACHE"
@@ -192,7 +199,15 @@ build_image() {
             --config.entrypoint /usr/local/bin/magicstick-service)
     fi
     umoci config --image "$layout:build" --history.created_by "image configuration" "${config[@]}" >&2
+    finish_image "$image" "$key"
+}
 
+# The image of $CACHE/<image>.work/oci tagged with its manifest's digest, as an OCI archive in
+# $CACHE/<image>/ beside its reference and key; the bundle removed.
+finish_image() {
+    local image=$1 key=$2
+    local directory=$CACHE/$image
+    local work=$directory.work layout=$directory.work/oci bundle=$directory.work/bundle
     local digest
     digest=$(python3 -c 'import json,sys; index=json.load(open(sys.argv[1])); print(next(m["digest"] for m in index["manifests"] if m["annotations"]["org.opencontainers.image.ref.name"] == "build"))' "$layout/index.json")
     digest=${digest#sha256:}
@@ -208,24 +223,60 @@ build_image() {
     mv "$work" "$directory"
 }
 
+# The operator image: /manager, /agent and /tini at the root, as upstream's image has them.
+build_operator_image() {
+    local key=$1 directory=$CACHE/operator pko=$TOOLCHAIN/pulumi-kubernetes-operator-$PKO_VERSION
+    local work=$directory.work layout=$directory.work/oci bundle=$directory.work/bundle applet
+    rm -rf "$work"
+    mkdir -p "$work"
+    umoci init --layout "$layout"
+    umoci new --image "$layout:build"
+    umoci unpack --image "$layout:build" "$bundle" >&2
+    mkdir -p "$bundle/rootfs/bin" "$bundle/rootfs/tmp"
+    chmod 1777 "$bundle/rootfs/tmp"
+    cp "$pko/manager" "$pko/agent" "$bundle/rootfs/"
+    cp "$TINI" "$bundle/rootfs/tini"
+    cp "$BUSYBOX" "$bundle/rootfs/bin/busybox"
+    for applet in "${BUSYBOX_APPLETS[@]}"; do ln -s busybox "$bundle/rootfs/bin/$applet"; done
+    umoci repack --refresh-bundle --history.created_by "pulumi-kubernetes-operator $PKO_VERSION manager and agent, tini, busybox" --image "$layout:build" "$bundle" >&2
+    umoci config --image "$layout:build" --history.created_by "image configuration" --config.workingdir / --config.user "$OPERATOR_USER" \
+        --config.env PATH=/bin --config.entrypoint /tini --config.entrypoint=-- --config.cmd /manager >&2
+    finish_image operator "$key"
+}
+
+operator_key() {
+    local pko=$TOOLCHAIN/pulumi-kubernetes-operator-$PKO_VERSION
+    [[ -x $pko/manager && -x $pko/agent ]] || die "the operator image needs the toolchain's pulumi-kubernetes-operator $PKO_VERSION: run scripts/toolchain/build.sh"
+    [[ -x $TINI && -x $BUSYBOX ]] || die "the operator image needs Debian's tini ($TINI) and busybox-static ($BUSYBOX)"
+    sha256sum "$pko/manager" "$pko/agent" "$TINI" "$BUSYBOX" "$SCRIPT_DIR/build.sh" | key_of
+}
+
 images=("$@")
-((${#images[@]})) || images=(access-guard reconcile-trigger dashboard workspace)
+((${#images[@]})) || images=(access-guard reconcile-trigger dashboard workspace operator)
 for image in "${images[@]}"; do
-    [[ $image == workspace || -n ${SERVICE_PORT[$image]:-} ]] || die "unknown image $image: one of access-guard reconcile-trigger dashboard workspace"
+    [[ $image == workspace || $image == operator || -n ${SERVICE_PORT[$image]:-} ]] || die "unknown image $image: one of access-guard reconcile-trigger dashboard workspace operator"
 done
 
-base=$(base_rootfs)
-wheels=$(wheelhouse)
-project=$(project_key)
+cached() {
+    local image=$1 key=$2
+    [[ -f $CACHE/$image/key && $(<"$CACHE/$image/key") == "$key" ]]
+}
+
 for image in "${images[@]}"; do
-    key=$(printf '%s\n' "$base" "$wheels" "$project" "$image" "$PULUMI_VERSION" "$PULUMI_KUBERNETES_VERSION" "$(sha256sum <"$SCRIPT_DIR/build.sh")" | key_of)
-    if [[ -f $CACHE/$image/key && $(<"$CACHE/$image/key") == "$key" ]]; then
-        log "$image: cached"
+    started=$SECONDS
+    if [[ $image == operator ]]; then
+        key=$(operator_key)
+        if cached operator "$key"; then log "operator: cached"; else log "operator: building"; build_operator_image "$key"; log "operator: built in $((SECONDS - started)) s"; fi
     else
-        started=$SECONDS
-        log "$image: building"
-        build_image "$image" "$base" "$wheels" "$key"
-        log "$image: built in $((SECONDS - started)) s"
+        [[ -n ${base:-} ]] || { base=$(base_rootfs); wheels=$(wheelhouse); project=$(project_key); }
+        key=$(printf '%s\n' "$base" "$wheels" "$project" "$image" "$PULUMI_VERSION" "$PULUMI_KUBERNETES_VERSION" "$(sha256sum <"$SCRIPT_DIR/build.sh")" | key_of)
+        if cached "$image" "$key"; then
+            log "$image: cached"
+        else
+            log "$image: building"
+            build_image "$image" "$base" "$wheels" "$key"
+            log "$image: built in $((SECONDS - started)) s"
+        fi
     fi
     printf '%s %s %s\n' "$image" "$CACHE/$image/image.tar" "$(<"$CACHE/$image/reference")"
 done

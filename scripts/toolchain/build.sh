@@ -3,7 +3,9 @@
 # kube-controller-manager, kube-scheduler, kube-proxy and the kubelet, the Pulumi CLI with the
 # Python SDK's plugin scripts and the Python language host, the Pulumi Kubernetes provider, and
 # the peers that judge what the program renders: egctl, helm and flux; and Flux's source-,
-# kustomize- and helm-controller, which the `cluster_real` suite runs against the node's API server.
+# kustomize- and helm-controller, which the `cluster_real` suite runs against the node's API server;
+# CoreDNS, the real node's cluster DNS; the Pulumi Kubernetes Operator's manager and agent, and
+# KubeAI's controller.
 # The versions are pinned in scripts/toolchain/versions.env; README.md beside this script says
 # why each step is done the way it is.
 #
@@ -24,9 +26,11 @@ SCRIPT_DIR=$(cd "${BASH_SOURCE[0]%/*}" && pwd)
 readonly SCRIPT_DIR
 # shellcheck source=versions.env
 source "$SCRIPT_DIR/versions.env"
-readonly STEP_COUNT=11
+readonly STEP_COUNT=14
 readonly LANGUAGE_HOST_MODULE=github.com/pulumi/pulumi/sdk/python/cmd/pulumi-language-python/v3
 readonly PROVIDER_MODULE=github.com/pulumi/pulumi-kubernetes/provider/v4
+readonly PKO_MODULE=github.com/pulumi/pulumi-kubernetes-operator/v2
+readonly KUBEAI_MODULE=github.com/kubeai-project/kubeai
 readonly PULUMI_CLIPBOARD_REPLACE="github.com/atotto/clipboard => github.com/tgummerer/clipboard v0.0.0-20241001131231-d02d263e614e"
 declare -rA PACKAGE_OF=([flock]=util-linux [go]=golang [sha256sum]=coreutils [cp]=coreutils [tar]=tar [gzip]=gzip)
 # Go sources the module proxy may refuse, one row each: the module and version the proxy is asked
@@ -36,6 +40,8 @@ declare -rA PACKAGE_OF=([flock]=util-linux [go]=golang [sha256sum]=coreutils [cp
 #   [tool]="module version archive sha256 folder"
 declare -rA GO_SOURCES=(
     [pulumi-language-python]="$LANGUAGE_HOST_MODULE $PULUMI_LANGUAGE_PYTHON_MODULE_VERSION $PULUMI_LANGUAGE_PYTHON_ARCHIVE $PULUMI_LANGUAGE_PYTHON_ARCHIVE_SHA256 sdk/python/cmd/pulumi-language-python"
+    [pulumi-kubernetes-operator]="$PKO_MODULE $PKO_VERSION $PKO_ARCHIVE $PKO_ARCHIVE_SHA256 ."
+    [kubeai]="$KUBEAI_MODULE $KUBEAI_VERSION $KUBEAI_ARCHIVE $KUBEAI_ARCHIVE_SHA256 ."
 )
 
 CACHE_DIR=${MAGICSTICK_TOOLCHAIN_CACHE:-$HOME/.cache/magicstick/toolchain}
@@ -492,6 +498,92 @@ build_flux_controllers() {
     BUILT+=("${FLUX_CONTROLLERS[@]/#/$directory/}")
 }
 
+# CoreDNS with the plugins a cluster's Corefile uses (the full build links every cloud provider's
+# DNS API): a main package of its own that registers them in CoreDNS's order, as CoreDNS's
+# documentation for custom builds describes.
+readonly COREDNS_PLUGINS=(bind errors log health ready cache kubernetes loop forward)
+build_coredns() {
+    local binary=$CACHE_DIR/coredns-$COREDNS_VERSION/coredns
+    local module=github.com/coredns/coredns
+    step 12 "coredns $COREDNS_VERSION" "$module with the plugins ${COREDNS_PLUGINS[*]}"
+    if answers "$binary" "CoreDNS-${COREDNS_VERSION#v}" -version; then
+        log "already built: $binary"
+    else
+        local dir plugin
+        dir=$(wrapper_module coredns 1.26.0 $'\t'"$module $COREDNS_VERSION"$'\n' "" "$module/coremain")
+        {
+            printf 'package main\n\nimport (\n\t"github.com/coredns/coredns/core/dnsserver"\n\t"github.com/coredns/coredns/coremain"\n'
+            for plugin in "${COREDNS_PLUGINS[@]}"; do printf '\t_ "%s/plugin/%s"\n' "$module" "$plugin"; done
+            printf ')\n\nfunc init() {\n\tdnsserver.Directives = []string{'
+            printf '"%s", ' "${COREDNS_PLUGINS[@]}"
+            printf '}\n}\n\nfunc main() { coremain.Run() }\n'
+        } >"$dir/main.go"
+        rm "$dir/tools.go"
+        run "go mod tidy could not resolve coredns $COREDNS_VERSION" env -C "$dir" go mod tidy
+        log "compiling coredns"
+        run "go build of coredns failed" env -C "$dir" go build -trimpath -o "$dir/coredns" .
+        install_binary "$dir/coredns" "$binary"
+        write_stamp "$binary" "version=$COREDNS_VERSION" "module=$module@$COREDNS_VERSION" "plugins=${COREDNS_PLUGINS[*]}"
+        answers "$binary" "CoreDNS-${COREDNS_VERSION#v}" -version || fail 1 "the built coredns does not answer -version with $COREDNS_VERSION"
+    fi
+    BUILT+=("$binary")
+}
+
+# A writable copy of the source go_source found, in $WORK/<name> (a module cache copy is
+# read-only, and -mod=mod writes go.sum); prints its path.
+writable_source_copy() {
+    local name=$1
+    cp -R "$SOURCE_DIR" "$WORK/$name" && chmod -R u+w "$WORK/$name"
+    printf '%s' "$WORK/$name"
+}
+
+# The Pulumi Kubernetes Operator: the manager (operator/cmd) and the agent its workspace pods run
+# (agent/), with the version ldflags of its Dockerfile; the operator image
+# (scripts/images/build.sh) is made from these two.
+readonly PKO_COMMANDS=(manager agent)
+build_pko() {
+    local directory=$CACHE_DIR/pulumi-kubernetes-operator-$PKO_VERSION command missing=()
+    step 13 "pulumi-kubernetes-operator $PKO_VERSION" "$PKO_MODULE operator/cmd and agent"
+    for command in "${PKO_COMMANDS[@]}"; do
+        stamped "$directory/$command" "$PKO_VERSION" || missing+=("$command")
+    done
+    if ((${#missing[@]} == 0)); then
+        log "already built: ${PKO_COMMANDS[*]/#/$directory/}"
+    else
+        go_source pulumi-kubernetes-operator
+        local dir package
+        dir=$(writable_source_copy pulumi-kubernetes-operator)
+        declare -A package_of=([manager]=./operator/cmd [agent]=./agent)
+        for command in "${missing[@]}"; do
+            package=${package_of[$command]}
+            log "compiling the operator's $command (several minutes on 2 cores)"
+            run "go build of the operator's $command failed" env -C "$dir" go build -trimpath \
+                -ldflags "-X $PKO_MODULE/${package#./}/version.Version=$PKO_VERSION" -o "$dir/$command-binary" "$package"
+            install_binary "$dir/$command-binary" "$directory/$command"
+            write_stamp "$directory/$command" "version=$PKO_VERSION" "$SOURCE_ORIGIN"
+        done
+    fi
+    BUILT+=("${PKO_COMMANDS[@]/#/$directory/}")
+}
+
+# KubeAI's controller (cmd/main.go), which turns Models into Pods.
+build_kubeai() {
+    local binary=$CACHE_DIR/kubeai-$KUBEAI_VERSION/kubeai
+    step 14 "kubeai $KUBEAI_VERSION" "$KUBEAI_MODULE cmd"
+    if stamped "$binary" "$KUBEAI_VERSION"; then
+        log "already built: $binary"
+    else
+        go_source kubeai
+        local dir
+        dir=$(writable_source_copy kubeai)
+        log "compiling kubeai (several minutes on 2 cores)"
+        run "go build of kubeai failed" env -C "$dir" go build -trimpath -o "$dir/kubeai-binary" ./cmd
+        install_binary "$dir/kubeai-binary" "$binary"
+        write_stamp "$binary" "version=$KUBEAI_VERSION" "$SOURCE_ORIGIN"
+    fi
+    BUILT+=("$binary")
+}
+
 main() {
     require_commands flock go sha256sum cp tar gzip
     lock_cache
@@ -507,6 +599,9 @@ main() {
     build_helm
     build_flux
     build_flux_controllers
+    build_coredns
+    build_pko
+    build_kubeai
     log "done in $(elapsed_seconds) s"
     printf '%s\n' "${BUILT[@]}"
 }

@@ -2,7 +2,7 @@
 
 `node_cluster` is not the session's `cluster`: it runs kube-scheduler and the
 kube-controller-manager controllers a node's workloads need (Deployments and their ReplicaSets,
-ServiceAccounts, the root CA ConfigMap of each namespace, EndpointSlices, node lifecycle, which
+StatefulSets, the binding of PersistentVolumeClaims to PersistentVolumes, ServiceAccounts, the root CA ConfigMap of each namespace, EndpointSlices, node lifecycle, which
 lifts the not-ready taint, PodDisruptionBudgets' status, garbage collection and namespace
 deletion), so Deployments roll out as on any cluster. It listens on the node's address, which
 Pods reach through the `kubernetes` Service (kube-proxy, tests/node/node.py). The images of
@@ -18,12 +18,14 @@ import pytest
 
 from tests.cluster.apiserver import ClusterInfo, create_namespace, running_cluster
 from tests.cluster.conftest_plugin import namespace_name
-from tests.images import SERVICE_IMAGES, WORKSPACE_IMAGE, LocalImage, local_image
+from tests.images import OPERATOR_IMAGE, SERVICE_IMAGES, WORKSPACE_IMAGE, LocalImage, local_image
 from tests.node.node import RealNode, node_ip, running_node
 
 NODE_CONTROLLERS: Final = (
     "deployment-controller",
     "replicaset-controller",
+    "statefulset-controller",
+    "persistentvolume-binder-controller",
     "serviceaccount-controller",
     "root-ca-certificate-publisher-controller",
     "endpointslice-controller",
@@ -53,10 +55,20 @@ def workspace_image() -> LocalImage:
 
 
 @pytest.fixture(scope="session")
+def operator_image() -> LocalImage:
+    """The Pulumi Kubernetes Operator's image, from the toolchain's build (scripts/images/build.sh)."""
+    return local_image(OPERATOR_IMAGE)
+
+
+@pytest.fixture(scope="session")
 def real_node(
-    node_cluster: ClusterInfo, service_images: dict[str, LocalImage], workspace_image: LocalImage, tmp_path_factory: pytest.TempPathFactory
+    node_cluster: ClusterInfo,
+    service_images: dict[str, LocalImage],
+    workspace_image: LocalImage,
+    operator_image: LocalImage,
+    tmp_path_factory: pytest.TempPathFactory,
 ) -> Iterator[RealNode]:
-    images = (*service_images.values(), workspace_image)
+    images = (*service_images.values(), workspace_image, operator_image)
     with running_node(node_cluster, tmp_path_factory.mktemp("real-node"), images=images) as node:
         yield node
 

@@ -20,6 +20,11 @@
   server's default policy): it routes Service addresses, the `kubernetes` Service among them, so
   a Pod reaches the API server as any in-cluster client does. It sets no sysctl it need not
   (conntrack limits, route_localnet), and serves no health or metrics port.
+- Cluster DNS: CoreDNS (tests/toolchain.py) on the node's address, port 53, with a cluster's
+  Corefile (the `kubernetes` plugin for `cluster.local`, the rest forwarded), reading the API
+  server as `system:coredns` with the rights of CoreDNS's own ClusterRole. The kubelet names it as
+  `clusterDNS`, so Pods resolve Service names (`<service>.<namespace>`) as on any cluster; the
+  Pulumi Kubernetes Operator reaches its workspace pods that way.
 
 Teardown deletes every Pod of the node through the API server (the kubelet stops them), stops
 kube-proxy (and removes its rules with `kube-proxy --cleanup`), the kubelet and containerd, and
@@ -45,7 +50,7 @@ from providers.kube import KubeAccess, KubeClient, open_client
 from tests.cluster.apiserver import ADMIN_USER, ClusterInfo
 from tests.images import LocalImage
 from tests.support.processes import stop_process
-from tests.toolchain import kube_proxy, kubelet
+from tests.toolchain import coredns, kube_proxy, kubelet
 
 HOST_PARTS: Final = {
     "containerd": "/usr/bin/containerd",
@@ -61,6 +66,8 @@ POD_SUBNET: Final = "10.213.0.0/24"
 IMAGE_REPOSITORY: Final = "localhost/magicstick-test/busybox"
 READY_SECONDS: Final = 120
 RBAC: Final = "rbac.authorization.k8s.io"
+CLUSTER_DOMAIN: Final = "cluster.local"
+DNS_USER: Final = "system:coredns"
 
 
 class NodeSetupError(Exception):
@@ -153,7 +160,7 @@ def _cni_config() -> str:
     )
 
 
-def _kubelet_config(cluster: ClusterInfo, socket: Path, workdir: Path) -> dict[str, Any]:
+def _kubelet_config(cluster: ClusterInfo, socket: Path, workdir: Path, dns: str) -> dict[str, Any]:
     return {
         "apiVersion": "kubelet.config.k8s.io/v1beta1",
         "kind": "KubeletConfiguration",
@@ -171,7 +178,48 @@ def _kubelet_config(cluster: ClusterInfo, socket: Path, workdir: Path) -> dict[s
         "imageGCHighThresholdPercent": 100,
         "imageGCLowThresholdPercent": 99,
         "resolvConf": "/etc/resolv.conf",
+        "clusterDNS": [dns],
+        "clusterDomain": CLUSTER_DOMAIN,
     }
+
+
+def _corefile(address: str, kubeconfig: Path) -> str:
+    """The Corefile of a cluster's DNS: Service and Pod names from the API server, the rest forwarded."""
+    return f""".:53 {{
+    bind {address}
+    errors
+    kubernetes {CLUSTER_DOMAIN} in-addr.arpa ip6.arpa {{
+        kubeconfig {kubeconfig}
+        pods insecure
+        fallthrough in-addr.arpa ip6.arpa
+    }}
+    cache 5
+    forward . /etc/resolv.conf
+}}
+"""
+
+
+def _bind_dns(admin: KubeClient) -> None:
+    """What CoreDNS's own ClusterRole grants it: read Services, EndpointSlices, Pods and Namespaces."""
+    role = {
+        "apiVersion": f"{RBAC}/v1",
+        "kind": "ClusterRole",
+        "metadata": {"name": DNS_USER},
+        "rules": [
+            {"apiGroups": [""], "resources": ["endpoints", "services", "pods", "namespaces"], "verbs": ["list", "watch"]},
+            {"apiGroups": ["discovery.k8s.io"], "resources": ["endpointslices"], "verbs": ["list", "watch"]},
+        ],
+    }
+    binding = {
+        "apiVersion": f"{RBAC}/v1",
+        "kind": "ClusterRoleBinding",
+        "metadata": {"name": DNS_USER},
+        "roleRef": {"apiGroup": RBAC, "kind": "ClusterRole", "name": DNS_USER},
+        "subjects": [{"apiGroup": RBAC, "kind": "User", "name": DNS_USER}],
+    }
+    for plural, body in (("clusterroles", role), ("clusterrolebindings", binding)):
+        admin.request("PATCH", f"/apis/{RBAC}/v1/{plural}/{DNS_USER}", params={"fieldManager": "tests", "force": "true"},
+                      body=body, content_type="application/apply-patch+yaml")  # fmt: skip
 
 
 def _kube_proxy_config(kubeconfig: Path, name: str) -> dict[str, Any]:
@@ -286,13 +334,19 @@ def running_node(cluster: ClusterInfo, workdir: Path, *, name: str = "real-node-
         for local in images:
             _import(socket, local)
         _bind_nodes(admin)
+        address = node_ip()
+        _bind_dns(admin)
+        (directory / "Corefile").write_text(_corefile(address, cluster.certificate_kubeconfig_path(DNS_USER)))
+        dns_log = open(directory / "coredns.log", "wb")  # noqa: SIM115 - the process holds it
+        dns = subprocess.Popen([str(coredns()), "-conf", str(directory / "Corefile")], stdout=dns_log, stderr=subprocess.STDOUT)
+        stack.callback(stop_process, dns, grace_seconds=5)
         kubeconfig = cluster.certificate_kubeconfig_path(f"system:node:{name}", "system:nodes")
-        (directory / "kubelet.yaml").write_text(yaml.safe_dump(_kubelet_config(cluster, socket, directory)))
+        (directory / "kubelet.yaml").write_text(yaml.safe_dump(_kubelet_config(cluster, socket, directory, address)))
         log = directory / "kubelet.log"
         kubelet_log = open(log, "wb")  # noqa: SIM115 - the process holds it
         kubelet_process = subprocess.Popen(
             [str(binary), f"--kubeconfig={kubeconfig}", f"--config={directory / 'kubelet.yaml'}", f"--root-dir={directory / 'kubelet'}",
-             f"--cert-dir={directory / 'kubelet-certs'}", f"--hostname-override={name}", f"--node-ip={node_ip()}", "--v=1"],
+             f"--cert-dir={directory / 'kubelet-certs'}", f"--hostname-override={name}", f"--node-ip={address}", "--v=1"],
             stdout=kubelet_log, stderr=subprocess.STDOUT,
         )  # fmt: skip
         stack.callback(stop_process, kubelet_process, grace_seconds=20)

@@ -45,6 +45,9 @@ def _double(path: Path, script: str) -> Path:
 
 KUBE_COMMANDS = ("kube-apiserver", "kube-controller-manager", "kube-scheduler", "kube-proxy", "kubelet")
 """What build.sh builds from k8s.io/kubernetes, in its order."""
+PKO_COMMANDS = ("manager", "agent")
+"""What build.sh builds from the Pulumi Kubernetes Operator's module, in its order."""
+STEP_COUNT = 14
 
 
 def flux_controller_versions() -> dict[str, str]:
@@ -76,6 +79,12 @@ def cache(tmp_path: Path) -> Path:
     for controller, version in flux_controller_versions().items():
         binary = _double(directory / f"flux-controllers-{pinned.flux}" / controller, "exit 0\n")
         Path(f"{binary}.stamp").write_text(f"version={version}\n")
+    _double(directory / f"coredns-{pinned.coredns}" / "coredns", f'[ "$1" = -version ] && echo "CoreDNS-{pinned.coredns[1:]}"\n')
+    for command in PKO_COMMANDS:
+        binary = _double(directory / f"pulumi-kubernetes-operator-{pinned.pko}" / command, "exit 0\n")
+        Path(f"{binary}.stamp").write_text(f"version={pinned.pko}\n")
+    kubeai = _double(directory / f"kubeai-{pinned.kubeai}" / "kubeai", "exit 0\n")
+    Path(f"{kubeai}.stamp").write_text(f"version={pinned.kubeai}\n")
     return directory
 
 
@@ -94,6 +103,9 @@ def cached_paths(cache: Path) -> list[str]:
         str(cache / f"helm-{pinned.helm}" / "helm"),
         str(cache / f"flux-{pinned.flux}" / "flux"),
         *(str(cache / f"flux-controllers-{pinned.flux}" / controller) for controller in flux_controller_versions()),
+        str(cache / f"coredns-{pinned.coredns}" / "coredns"),
+        *(str(cache / f"pulumi-kubernetes-operator-{pinned.pko}" / command) for command in PKO_COMMANDS),
+        str(cache / f"kubeai-{pinned.kubeai}" / "kubeai"),
     ]
 
 
@@ -164,13 +176,23 @@ class TestTheCachedToolchain:
     def test_cached_tools_are_printed_on_stdout_with_a_progress_line_per_step_on_stderr(self, cache: Path):
         result = build(cache)
         assert (result.returncode, result.stdout.splitlines()) == (0, cached_paths(cache))
-        steps = [line for line in progress(result.stderr) if re.match(r"build-toolchain: \[\d+/11\]", line)]
-        assert [int(re.match(r"build-toolchain: \[(\d+)/11\]", line).group(1)) for line in steps] == list(range(1, 12))
-        assert steps[0] == f"build-toolchain: [1/11] checking the cache: {cache}"
+        steps = [line for line in progress(result.stderr) if re.match(rf"build-toolchain: \[\d+/{STEP_COUNT}\]", line)]
+        assert [int(re.match(rf"build-toolchain: \[(\d+)/{STEP_COUNT}\]", line).group(1)) for line in steps] == list(range(1, STEP_COUNT + 1))
+        assert steps[0] == f"build-toolchain: [1/{STEP_COUNT}] checking the cache: {cache}"
         already = [line.removeprefix("build-toolchain: already built: ") for line in progress(result.stderr) if "already built" in line]
         paths = [path for path in cached_paths(cache) if "pulumi-resource-pulumi-python" not in path and "exec" not in path]
-        kube, controllers = len(KUBE_COMMANDS), len(flux_controller_versions())
-        assert already == [paths[0], " ".join(paths[1 : 1 + kube]), *paths[1 + kube : -controllers], " ".join(paths[-controllers:])]
+        kube, controllers, operator = len(KUBE_COMMANDS), len(flux_controller_versions()), len(PKO_COMMANDS)
+        flux_end = len(paths) - 2 - operator
+        coredns, kubeai = paths[flux_end], paths[-1]
+        assert already == [
+            paths[0],
+            " ".join(paths[1 : 1 + kube]),
+            *paths[1 + kube : flux_end - controllers],
+            " ".join(paths[flux_end - controllers : flux_end]),
+            coredns,
+            " ".join(paths[flux_end + 1 : -1]),
+            kubeai,
+        ]
 
     def test_running_it_again_changes_nothing_in_the_cache_but_its_log(self, cache: Path):
         build(cache)

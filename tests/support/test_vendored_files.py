@@ -9,10 +9,10 @@ from pathlib import Path
 import pytest
 
 from tests.support.native_schema import VENDORED_KUBERNETES
-from tests.support.vendored import REPOSITORY_ROOT, VENDORED_CHARTS, VENDORED_CRDS
+from tests.support.vendored import REPOSITORY_ROOT, VENDORED_CHARTS, VENDORED_CRDS, VENDORED_MANIFESTS
 
-VENDORED_FOLDERS = (VENDORED_CRDS, VENDORED_CHARTS, VENDORED_KUBERNETES)
-"""Each holds a SOURCES.md listing its files; the same rules hold for both."""
+VENDORED_FOLDERS = (VENDORED_CRDS, VENDORED_CHARTS, VENDORED_KUBERNETES, VENDORED_MANIFESTS)
+"""Each holds a SOURCES.md listing its files; the same rules hold for all."""
 _ROW = re.compile(r"^\| `(?P<file>[^`]+)` \| (?P<project>[^|]+?) \| `(?P<tag>[^`]+)` \| `(?P<path>[^`]+)` \| `(?P<commit>[0-9a-f]{40})` \| `(?P<blob>[0-9a-f]{40})` \|$")
 
 
