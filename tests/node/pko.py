@@ -16,10 +16,15 @@ import secrets
 from pathlib import Path
 from typing import Any, Final
 
+from providers.kinds import DEPLOYMENT, NODE, POD, STACK
 from providers.kube import KubeClient, ResourceKind
-from providers.kinds import STACK
+from tests.cluster.apiserver import ClusterInfo, install_crds
+from tests.e2e.lifecycle import OWN_CRDS
+from tests.e2e.world import demo_documents, load, objects_of, prepare_cluster
 from tests.images import LocalImage
-from tests.node.manifests import documents_of, kustomize
+from tests.node.manifests import apply_all, documents_of, kustomize
+from tests.node.node import RealNode
+from tests.node.rollout import ROLLOUT_SECONDS, deployment_ready, wait_for
 from tests.support.vendored import REPOSITORY_ROOT, VENDORED_MANIFESTS
 
 INSTALL_MANIFEST: Final = VENDORED_MANIFESTS / "pulumi-kubernetes-operator" / "install.yaml"
@@ -28,6 +33,8 @@ OPERATOR_NAMESPACE: Final = "pulumi-kubernetes-operator"
 OPERATOR_DEPLOYMENT: Final = "controller-manager"
 PROGRAM_NAMESPACE: Final = "ai-system"
 STACK_NAME: Final = "magicstick"
+FIRST_UPDATE_SECONDS: Final = 900
+"""A new workspace pod, then the program's first `pulumi up` of the demo (about a minute of it)."""
 STATE_CLAIM: Final = "magicstick-state"
 PASSPHRASE_SECRET: Final = "magicstick-state-passphrase"
 PROGRAM_ACCOUNT: Final = "magicstick-program"
@@ -105,3 +112,27 @@ def succeeded(stack: JsonObject) -> bool:
         and status.get("observedGeneration") == stack["metadata"]["generation"]
         and (status.get("lastUpdate") or {}).get("state") == "succeeded"
     )
+
+
+def demo_world() -> list[JsonObject]:
+    """The demo's objects but its Node and Pods (a real node runs here, and the scheduler would
+    place the demo's Pods on it)."""
+    return [d for d in demo_documents() if d["kind"] not in (NODE.kind, POD.kind)]
+
+
+def install_and_run(node: RealNode, cluster: ClusterInfo, *, operator: LocalImage, workspace: LocalImage, trigger: LocalImage, state: Path) -> JsonObject:
+    """A user's first install, in the README's order: the upstream CRDs and namespaces, the
+    program's CRDs and the demo's resources, the operator, the state volume and passphrase, then
+    `kubectl apply -k deploy/`. The Stack, once its first update succeeded."""
+    admin = node.admin
+    world = demo_world()
+    prepare_cluster(cluster, admin, world)
+    install_crds(cluster, [OWN_CRDS])
+    load(admin, objects_of(world, own=False))
+    load(admin, objects_of(world, own=True))
+    apply_all(admin, operator_documents(operator), field_manager="kubectl")
+    wait_for(node, DEPLOYMENT, OPERATOR_NAMESPACE, OPERATOR_DEPLOYMENT, deployment_ready, ROLLOUT_SECONDS)
+    apply_all(admin, [state_volume(state)], field_manager="kubectl")
+    create_passphrase(admin)
+    apply_all(admin, program_documents(workspace, trigger), field_manager="kubectl")
+    return wait_for(node, STACK, PROGRAM_NAMESPACE, STACK_NAME, succeeded, FIRST_UPDATE_SECONDS)
