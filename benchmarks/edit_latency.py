@@ -637,9 +637,15 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
     parser.add_argument("--edits", type=int, default=EDITS, help=f"edits timed one by one (default {EDITS})")
     parser.add_argument("--refresh", action="store_true", help="every up with --refresh, as PKO runs it for deploy/stack.yaml's `refresh: true`")
+    parser.add_argument("--pko", action="store_true", help="through the real Pulumi Kubernetes Operator on a real node instead (root; benchmarks/edit_latency_pko.py)")
     options = parser.parse_args(argv)
     if options.edits < 1:
         parser.error("--edits must be at least 1")
+    if options.pko:
+        from benchmarks import edit_latency_pko  # the real node's parts load only for this mode
+
+        edit_latency_pko.main(options.edits)
+        return
     print(report(measure(options.edits, refresh=options.refresh)))
 
 

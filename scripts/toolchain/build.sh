@@ -562,6 +562,9 @@ build_pko() {
             install_binary "$dir/$command-binary" "$directory/$command"
             write_stamp "$directory/$command" "version=$PKO_VERSION" "$SOURCE_ORIGIN"
         done
+        # The agent logs its version (on stderr).
+        [[ $("$directory/agent" version 2>&1 {LOCK_FD}>&-) == *"\"version\": \"$PKO_VERSION\""* ]] || fail 1 "the built agent does not answer 'version' with $PKO_VERSION"
+        "$directory/manager" -h >/dev/null 2>&1 {LOCK_FD}>&- || fail 1 "the built manager does not answer -h"
     fi
     BUILT+=("${PKO_COMMANDS[@]/#/$directory/}")
 }
@@ -580,6 +583,7 @@ build_kubeai() {
         run "go build of kubeai failed" env -C "$dir" go build -trimpath -o "$dir/kubeai-binary" ./cmd
         install_binary "$dir/kubeai-binary" "$binary"
         write_stamp "$binary" "version=$KUBEAI_VERSION" "$SOURCE_ORIGIN"
+        "$binary" -h >/dev/null 2>&1 {LOCK_FD}>&- || fail 1 "the built kubeai does not answer -h"
     fi
     BUILT+=("$binary")
 }

@@ -12,28 +12,13 @@ scripts/images/build.sh are imported into the node's containerd when the node st
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Final
-
 import pytest
 
 from tests.cluster.apiserver import ClusterInfo, create_namespace, running_cluster
 from tests.cluster.conftest_plugin import namespace_name
 from tests.images import OPERATOR_IMAGE, SERVICE_IMAGES, WORKSPACE_IMAGE, LocalImage, local_image
-from tests.node.node import RealNode, node_ip, running_node
+from tests.node.node import NODE_CONTROLLERS, RealNode, node_ip, running_node
 
-NODE_CONTROLLERS: Final = (
-    "deployment-controller",
-    "replicaset-controller",
-    "statefulset-controller",
-    "persistentvolume-binder-controller",
-    "serviceaccount-controller",
-    "root-ca-certificate-publisher-controller",
-    "endpointslice-controller",
-    "disruption-controller",
-    "node-lifecycle-controller",
-    "garbagecollector",
-    "namespace",
-)
 
 
 @pytest.fixture(scope="session")

@@ -68,6 +68,20 @@ READY_SECONDS: Final = 120
 RBAC: Final = "rbac.authorization.k8s.io"
 CLUSTER_DOMAIN: Final = "cluster.local"
 DNS_USER: Final = "system:coredns"
+NODE_CONTROLLERS: Final = (
+    "deployment-controller",
+    "replicaset-controller",
+    "statefulset-controller",
+    "persistentvolume-binder-controller",
+    "serviceaccount-controller",
+    "root-ca-certificate-publisher-controller",
+    "endpointslice-controller",
+    "disruption-controller",
+    "node-lifecycle-controller",
+    "garbagecollector",
+    "namespace",
+)
+"""The kube-controller-manager controllers the node's cluster runs (tests/node/conftest.py says why)."""
 
 
 class NodeSetupError(Exception):

@@ -119,26 +119,26 @@ def request_annotation(client: KubeClient, stack: StackRef) -> str | None:
 
 
 def stalled_condition() -> dict[str, Any]:
-    """PKO's Stalled condition (a metav1.Condition), as it writes it when it stops retrying."""
+    """PKO's Stalled condition (a metav1.Condition) as v2.9.0 writes it after its third failed
+    update (tests/node/test_pko_stack.py sees the real one): no observedGeneration of its own,
+    the Stack's is `status.observedGeneration`."""
     return {
         "type": "Stalled",
         "status": "True",
         "reason": "UpdateFailed",
-        "message": "the last updates failed",
+        "message": "up failed 3 times; not retrying until the spec or source changes",
         "lastTransitionTime": "2026-01-01T00:00:00Z",
-        "observedGeneration": 1,
     }
 
 
 def ready_condition() -> dict[str, Any]:
-    """PKO's Ready condition after a successful update (it removes Stalled then)."""
+    """PKO's Ready condition after a successful update (it removes Stalled then), as v2.9.0 writes it."""
     return {
         "type": "Ready",
         "status": "True",
         "reason": "ProcessingCompleted",
-        "message": "the stack is up to date",
+        "message": "the stack has been processed and is up to date",
         "lastTransitionTime": "2026-01-01T00:00:00Z",
-        "observedGeneration": 1,
     }
 
 
