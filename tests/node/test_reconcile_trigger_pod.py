@@ -10,17 +10,16 @@ ModelActivation makes it request a run of the Stack, as PKO would see it.
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any, Final
 
 import pytest
-import yaml
 
-from providers.kinds import CRD
+from providers.kinds import CRD, DEPLOYMENT
 from providers.kube import ResourceKind
 from services.reconcile_trigger.stack import STACK, StackRef
 from tests.cluster.apiserver import ClusterInfo, create_namespace, install_crds
 from tests.images import LocalImage
+from tests.node.manifests import apply_all, documents_of
 from tests.node.node import RealNode
 from tests.node.rollout import ROLLOUT_SECONDS, deployment_ready, wait_for
 from tests.services.reconcile_trigger.world import STACK_CRD_FILE, create_stack, model_activation, stack_request_after
@@ -32,18 +31,6 @@ NAMESPACES: Final = ("ai-system", "ai", "flux-system", "identity-system")
 TRIGGER: Final = "magicstick-reconcile-trigger"
 REQUEST_SECONDS: Final = 60
 MODEL_ACTIVATION = ResourceKind(group="appliance.magicstick.dev", version="v1alpha1", kind="ModelActivation", plural="modelactivations", namespaced=True)
-
-
-def _documents(path: Path) -> list[dict[str, Any]]:
-    return [document for document in yaml.safe_load_all(path.read_text()) if document]
-
-
-def _kind_of(document: dict[str, Any]) -> ResourceKind:
-    group, _, version = document["apiVersion"].rpartition("/")
-    kind = document["kind"]
-    plural = {"ServiceAccount": "serviceaccounts", "Deployment": "deployments", "Role": "roles", "RoleBinding": "rolebindings",
-              "ClusterRole": "clusterroles", "ClusterRoleBinding": "clusterrolebindings"}[kind]  # fmt: skip
-    return ResourceKind(group=group, version=version, kind=kind, plural=plural, namespaced=kind not in ("ClusterRole", "ClusterRoleBinding"))
 
 
 def _with_image(document: dict[str, Any], image: LocalImage) -> dict[str, Any]:
@@ -67,10 +54,9 @@ def test_the_trigger_deployment_rolls_out_and_requests_a_run_when_a_model_activa
     real_node: RealNode, service_images: dict[str, LocalImage], trigger_world: StackRef
 ) -> None:
     for path in (DEPLOY / "reconcile-trigger-rbac.yaml", DEPLOY / "reconcile-trigger.yaml"):
-        for document in _documents(path):
-            real_node.admin.apply(_kind_of(document), _with_image(document, service_images["reconcile-trigger"]), field_manager="tests")
+        apply_all(real_node.admin, [_with_image(document, service_images["reconcile-trigger"]) for document in documents_of(path)], field_manager="tests")
 
-    rolled_out = wait_for(real_node, _kind_of({"apiVersion": "apps/v1", "kind": "Deployment"}), "ai-system", TRIGGER, deployment_ready, ROLLOUT_SECONDS)
+    rolled_out = wait_for(real_node, DEPLOYMENT, "ai-system", TRIGGER, deployment_ready, ROLLOUT_SECONDS)
     assert rolled_out["status"]["availableReplicas"] == 1
 
     before = real_node.admin.get(STACK, trigger_world.name, trigger_world.namespace)["metadata"].get("annotations", {}).get("pulumi.com/reconciliation-request")
