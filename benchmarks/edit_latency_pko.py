@@ -34,7 +34,7 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -81,7 +81,7 @@ class Seen:
             self.events.append((time.time(), obj))
             self.condition.notify_all()
 
-    def first(self, matches: Any, *, since: float, timeout: float) -> float | None:
+    def first(self, matches: Callable[[JsonObject], bool], *, since: float, timeout: float) -> float | None:
         """When the first object after `since` that `matches` arrived (waiting for it)."""
         deadline = time.monotonic() + timeout
         with self.condition:

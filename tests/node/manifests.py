@@ -1,24 +1,22 @@
 """Applying a user's manifests to the real node's cluster as `kubectl apply --server-side` would.
 
 Each document's resource (plural, namespaced) comes from the API server's discovery, so a
-manifest of any kind applies without a table of kinds here; a kind served only once a CRD of
-the same manifest is established is looked up again until it is (bounded).
+manifest of any kind applies without a table of kinds here. A manifest's CRDs go in first
+through `install_crds` (tests/cluster/apiserver.py), which waits until they are served.
 """
 
 from __future__ import annotations
 
 import shutil
 import subprocess
-import time
 from collections.abc import Iterable
 from pathlib import Path
-from typing import Any, Final
+from typing import Any
 
 import yaml
 
 from providers.kube import KubeClient, NotFound, ResourceKind
 
-DISCOVERY_SECONDS: Final = 30
 JsonObject = dict[str, Any]
 
 
@@ -49,14 +47,12 @@ def _discovered(client: KubeClient, api_version: str, kind: str) -> ResourceKind
 
 
 def kind_of(client: KubeClient, document: JsonObject) -> ResourceKind:
-    deadline = time.monotonic() + DISCOVERY_SECONDS
-    while True:
-        found = _discovered(client, document["apiVersion"], document["kind"])
-        if found is not None:
-            return found
-        if time.monotonic() > deadline:
-            raise LookupError(f"the API server serves no {document['kind']} in {document['apiVersion']} after {DISCOVERY_SECONDS} s")
-        time.sleep(0.5)
+    """The served resource of the document's kind; a kind the server does not serve is an error
+    (install a manifest's CRDs with `install_crds` first: it waits until they are served)."""
+    found = _discovered(client, document["apiVersion"], document["kind"])
+    if found is None:
+        raise LookupError(f"the API server serves no {document['kind']} in {document['apiVersion']}")
+    return found
 
 
 def apply_all(client: KubeClient, documents: Iterable[JsonObject], *, field_manager: str) -> None:

@@ -42,7 +42,6 @@ TRIGGER: Final = "magicstick-reconcile-trigger"
 WORKSPACE_POD: Final = f"{STACK_NAME}-workspace-0"
 """PKO's StatefulSet `<workspace>-workspace` (the Workspace is named after the Stack) has one replica."""
 SECRET: Final = ResourceKind(group="", version="v1", kind="Secret", plural="secrets", namespaced=True)
-PERSISTENT_VOLUME: Final = ResourceKind(group="", version="v1", kind="PersistentVolume", plural="persistentvolumes", namespaced=False)
 JsonObject = dict[str, Any]
 
 
@@ -130,7 +129,8 @@ def install_and_run(node: RealNode, cluster: ClusterInfo, *, operator: LocalImag
     install_crds(cluster, [OWN_CRDS])
     load(admin, objects_of(world, own=False))
     load(admin, objects_of(world, own=True))
-    apply_all(admin, operator_documents(operator), field_manager="kubectl")
+    install_crds(cluster, [INSTALL_MANIFEST])
+    apply_all(admin, [d for d in operator_documents(operator) if d["kind"] != "CustomResourceDefinition"], field_manager="kubectl")
     wait_for(node, DEPLOYMENT, OPERATOR_NAMESPACE, OPERATOR_DEPLOYMENT, deployment_ready, ROLLOUT_SECONDS)
     apply_all(admin, [state_volume(state)], field_manager="kubectl")
     create_passphrase(admin)

@@ -23,8 +23,7 @@ from typing import Any, Final
 
 import pytest
 
-from providers.kinds import APPLIANCE_KINDS, KUBEAI_MODEL, POD, STACK
-from providers.kube import ResourceKind
+from providers.kinds import APPLIANCE_KINDS, KUBEAI_MODEL, KUSTOMIZATION, POD, STACK
 from services.reconcile_trigger.stack import RECONCILIATION_REQUEST
 from tests.cluster.apiserver import ClusterInfo
 from tests.images import LocalImage
@@ -42,6 +41,7 @@ from tests.node.pko import (
 )
 from tests.node.rollout import pod_states, wait_for
 from tests.services.reconcile_trigger.world import ready_condition, stalled_condition
+from tests.support.watching import watch_until_gone
 
 EDIT_SECONDS: Final = 300
 RESYNC_SECONDS: Final = 60
@@ -54,7 +54,6 @@ DRIFTED: Final = ("flux-system", "platform-basis")
 """A Kustomization the program generates (owned: it carries pulumi.com/patchForce)."""
 APPLIANCE = APPLIANCE_KINDS["Appliance"]
 MODEL_ACTIVATION = APPLIANCE_KINDS["ModelActivation"]
-KUSTOMIZATION = ResourceKind(group="kustomize.toolkit.fluxcd.io", version="v1", kind="Kustomization", plural="kustomizations", namespaced=True)
 MERGE_PATCH: Final = "application/merge-patch+json"
 JsonObject = dict[str, Any]
 
@@ -212,10 +211,7 @@ def test_deleting_the_stack_leaves_the_appliance_in_place(real_node: RealNode, o
     admin = real_node.admin
     models_before = sorted(m["metadata"]["name"] for m in admin.list(KUBEAI_MODEL, namespace=MODEL_NAMESPACE))
     admin.delete(STACK, STACK_NAME, PROGRAM_NAMESPACE)
-    deadline = time.monotonic() + EDIT_SECONDS
-    while admin.get_or_none(STACK, STACK_NAME, PROGRAM_NAMESPACE) is not None:
-        assert time.monotonic() < deadline, "the Stack was not deleted (its finalizer stayed)"
-        time.sleep(1)
+    watch_until_gone(admin, STACK, PROGRAM_NAMESPACE, STACK_NAME, EDIT_SECONDS)
     assert sorted(m["metadata"]["name"] for m in admin.list(KUBEAI_MODEL, namespace=MODEL_NAMESPACE)) == models_before
     assert admin.get_or_none(APPLIANCE, "local", PROGRAM_NAMESPACE) is not None
     assert admin.get_or_none(KUSTOMIZATION, DRIFTED[1], DRIFTED[0]) is not None

@@ -14,23 +14,20 @@ from typing import Any, Final
 
 import pytest
 
-from providers.kinds import CRD, DEPLOYMENT
+from providers.kinds import CRD, DEPLOYMENT, MODEL_ACTIVATION
 from providers.kube import ResourceKind
 from services.reconcile_trigger.stack import STACK, StackRef
 from tests.cluster.apiserver import ClusterInfo, create_namespace, install_crds
+from tests.e2e.lifecycle import OWN_CRDS
 from tests.images import LocalImage
 from tests.node.manifests import apply_all, documents_of
 from tests.node.node import RealNode
+from tests.node.pko import DEPLOY, TRIGGER
 from tests.node.rollout import ROLLOUT_SECONDS, deployment_ready, wait_for
 from tests.services.reconcile_trigger.world import STACK_CRD_FILE, create_stack, model_activation, stack_request_after
-from tests.support.vendored import REPOSITORY_ROOT
 
-DEPLOY: Final = REPOSITORY_ROOT / "deploy"
-OWN_CRDS: Final = REPOSITORY_ROOT / "api" / "crds"
 NAMESPACES: Final = ("ai-system", "ai", "flux-system", "identity-system")
-TRIGGER: Final = "magicstick-reconcile-trigger"
 REQUEST_SECONDS: Final = 60
-MODEL_ACTIVATION = ResourceKind(group="appliance.magicstick.dev", version="v1alpha1", kind="ModelActivation", plural="modelactivations", namespaced=True)
 
 
 def _with_image(document: dict[str, Any], image: LocalImage) -> dict[str, Any]:

@@ -6,7 +6,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from providers.kube import KubeClient, ResourceKind
+from providers.kube import EventType, KubeClient, ResourceKind
 
 
 def watch_until(
@@ -39,3 +39,23 @@ def watch_until(
                     if done(current):
                         break
     return current
+
+
+def watch_until_gone(client: KubeClient, kind: ResourceKind, namespace: str | None, name: str, seconds: float) -> None:
+    """Return once the object no longer exists (its DELETED event, or absent from the first
+    read); after `seconds` the test fails with its last state (a finalizer that stayed)."""
+    deadline = time.monotonic() + seconds
+    collection = client.list_collection(kind, namespace=namespace)
+    version = collection.resource_version
+    current = next((item for item in collection.items if item["metadata"]["name"] == name), None)
+    while current is not None:
+        remaining = deadline - time.monotonic()
+        where = f"{namespace}/{name}" if namespace else name
+        assert remaining > 0, f"{kind.kind} {where} still exists after {seconds} s: finalizers {current['metadata'].get('finalizers')}"
+        with client.watch(kind, namespace=namespace, resource_version=version, timeout_seconds=max(1, int(remaining))) as stream:
+            for event in stream:
+                version = event.resource_version or version
+                if (event.object.get("metadata") or {}).get("name") == name and event.object.get("kind") == kind.kind:
+                    if event.type is EventType.DELETED:
+                        return
+                    current = event.object
