@@ -141,15 +141,16 @@ install_workspace_files() {
     (cd "$REPOSITORY" && cp "${WORKSPACE_FILES[@]}" "${PROJECT_FILES[@]}" "$rootfs/magicstick/")
 }
 
-# The Pulumi CLI, the Python SDK's scripts beside it and the provider plugin, from the toolchain.
+# The Pulumi CLI, the Python language host and the SDK's scripts beside it, and the provider plugin, from the toolchain.
 install_pulumi() {
     local rootfs=$1 cli=$TOOLCHAIN/pulumi-$PULUMI_VERSION plugins=$TOOLCHAIN/pulumi-home-$PULUMI_VERSION/plugins
-    [[ -x $cli/pulumi && -d $plugins ]] || die "the workspace image needs the toolchain's pulumi and provider: run scripts/toolchain/build.sh"
     mkdir -p "$rootfs/usr/local/bin" "$rootfs/root/.pulumi"
     local tool
     for tool in pulumi pulumi-language-python-exec pulumi-resource-pulumi-python pulumi-language-python; do
-        [[ ! -x $cli/$tool ]] || cp "$cli/$tool" "$rootfs/usr/local/bin/"
+        [[ -x $cli/$tool ]] || die "the workspace image needs the toolchain's $tool: run scripts/toolchain/build.sh"
+        cp "$cli/$tool" "$rootfs/usr/local/bin/"
     done
+    [[ -d $plugins ]] || die "the workspace image needs the toolchain's Kubernetes provider plugin: run scripts/toolchain/build.sh"
     cp -r "$plugins" "$rootfs/root/.pulumi/plugins"
 }
 

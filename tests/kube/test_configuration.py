@@ -169,9 +169,14 @@ def _concurrent_first_parses_failing(*, prime: str, runs: int) -> int:
     return failing
 
 
+RACE_ATTEMPTS = 100
+"""A race shows in some runs only, fewer on a loaded machine (0 of 10 once, with both cores busy):
+the control runs until one fails, bounded."""
+
+
 def test_lightkubes_first_parse_is_not_thread_safe_on_its_own():
     """The race the module's priming answers, shown without it (so the next test can fail)."""
-    assert _concurrent_first_parses_failing(prime="", runs=10) > 0
+    assert any(_concurrent_first_parses_failing(prime="", runs=1) for _ in range(RACE_ATTEMPTS))
 
 
 def test_concurrent_first_parses_succeed_once_the_access_module_is_imported():

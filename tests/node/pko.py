@@ -1,7 +1,8 @@
 """The Pulumi Kubernetes Operator on the real node, running the program as deploy/ ships it.
 
-The operator is installed from its own quickstart manifest (third_party/manifests), unmodified
-but for what a node without a registry needs: the manager's image is the operator image that
+The operator is installed as its release installs it: the vendored CRDs (third_party/crds), then
+the rest of its quickstart manifest (third_party/manifests), unmodified but for what a node
+without a registry needs: the manager's image is the operator image that
 scripts/images/build.sh makes from the toolchain's build of the same release, never pulled, and
 `AGENT_IMAGE` names it for the workspace pods' init containers (upstream's default is the
 registry image of the release). The program is `kubectl kustomize deploy/`, unmodified but for
@@ -16,7 +17,7 @@ import secrets
 from pathlib import Path
 from typing import Any, Final
 
-from providers.kinds import DEPLOYMENT, NODE, POD, STACK
+from providers.kinds import CRD, DEPLOYMENT, NODE, POD, STACK
 from providers.kube import KubeClient, ResourceKind
 from tests.cluster.apiserver import ClusterInfo, install_crds
 from tests.e2e.lifecycle import OWN_CRDS
@@ -25,9 +26,10 @@ from tests.images import LocalImage
 from tests.node.manifests import apply_all, documents_of, kustomize
 from tests.node.node import RealNode
 from tests.node.rollout import ROLLOUT_SECONDS, deployment_ready, wait_for
-from tests.support.vendored import REPOSITORY_ROOT, VENDORED_MANIFESTS
+from tests.support.vendored import REPOSITORY_ROOT, VENDORED_CRDS, VENDORED_MANIFESTS
 
 INSTALL_MANIFEST: Final = VENDORED_MANIFESTS / "pulumi-kubernetes-operator" / "install.yaml"
+OPERATOR_CRDS: Final = VENDORED_CRDS / "pulumi-kubernetes-operator"
 DEPLOY: Final = REPOSITORY_ROOT / "deploy"
 OPERATOR_NAMESPACE: Final = "pulumi-kubernetes-operator"
 OPERATOR_DEPLOYMENT: Final = "controller-manager"
@@ -46,8 +48,9 @@ JsonObject = dict[str, Any]
 
 
 def operator_documents(operator: LocalImage) -> list[JsonObject]:
-    """install.yaml with the manager's image the local one, never pulled, and the agent's the same."""
-    documents = documents_of(INSTALL_MANIFEST)
+    """install.yaml but its CRDs (the vendored ones go in first), with the manager's image the
+    local one, never pulled, and the agent's the same."""
+    documents = [document for document in documents_of(INSTALL_MANIFEST) if document["kind"] != CRD.kind]
     for document in documents:
         if document["kind"] == "Deployment" and document["metadata"]["name"] == OPERATOR_DEPLOYMENT:
             (container,) = document["spec"]["template"]["spec"]["containers"]
@@ -129,8 +132,8 @@ def install_and_run(node: RealNode, cluster: ClusterInfo, *, operator: LocalImag
     install_crds(cluster, [OWN_CRDS])
     load(admin, objects_of(world, own=False))
     load(admin, objects_of(world, own=True))
-    install_crds(cluster, [INSTALL_MANIFEST])
-    apply_all(admin, [d for d in operator_documents(operator) if d["kind"] != "CustomResourceDefinition"], field_manager="kubectl")
+    install_crds(cluster, [OPERATOR_CRDS])
+    apply_all(admin, operator_documents(operator), field_manager="kubectl")
     wait_for(node, DEPLOYMENT, OPERATOR_NAMESPACE, OPERATOR_DEPLOYMENT, deployment_ready, ROLLOUT_SECONDS)
     apply_all(admin, [state_volume(state)], field_manager="kubectl")
     create_passphrase(admin)

@@ -4,9 +4,9 @@
   has; they are exactly requirements.lock's pins, the project itself and pip (which the
   Containerfiles' bases carry too). That is what the Containerfiles install, from the same lock
   with the same flags (tests/deploy/test_images_install_the_lock.py reads both).
-- The workspace image: the same, in /magicstick/venv, and the Pulumi CLI of the pinned version
-  with the Kubernetes provider plugin installed, and the program importable. (It cannot run the
-  program yet: the Python language host is not served by the module proxy; README, "Tests".)
+- The workspace image: the same, in /magicstick/venv, the Pulumi CLI of the pinned version with
+  the Python language host beside it and the Kubernetes provider plugin installed, and the
+  program importable. tests/node/test_pko_stack.py runs the program in it under the operator.
 - The access guard as the program plans it (planning.instances.guard): its ConfigMap, Service,
   Deployment, PodDisruptionBudget and NetworkPolicy applied as the program applies them, the
   image set to the local build. Its Pods start from that image (the kubelet reports the image ID
@@ -83,19 +83,22 @@ def test_a_service_image_holds_exactly_the_locked_packages_the_project_and_pip(
     assert {name: installed.get(name) for name in _locked()} == _locked()
 
 
-def test_the_workspace_image_holds_the_locked_packages_the_project_the_pulumi_cli_and_the_kubernetes_plugin(
+def test_the_workspace_image_holds_the_locked_packages_the_project_the_pulumi_cli_its_language_host_and_the_kubernetes_plugin(
     real_node: RealNode, node_namespace: str, workspace_image: LocalImage
 ) -> None:
     installed = _distributions_in(real_node, node_namespace, workspace_image, WORKSPACE_VENV)
     assert set(installed) - set(_locked()) == {PROJECT_DISTRIBUTION, "pip"}
     assert {name: installed.get(name) for name in _locked()} == _locked()
 
-    script = "cd /magicstick && { pulumi version; pulumi plugin ls; venv/bin/python -c 'import program.main'; } > /dev/termination-log 2>&1"
+    script = (
+        "cd /magicstick && { pulumi version; pulumi-language-python -version; pulumi plugin ls; venv/bin/python -c 'import program.main'; }"
+        " > /dev/termination-log 2>&1"
+    )
     terminated = _terminated(real_node, node_namespace, workspace_image, ["/bin/sh", "-c", script])
 
     assert terminated["exitCode"] == 0, terminated
     lines = terminated["message"].splitlines()
-    assert lines[0] == versions().pulumi
+    assert lines[:2] == [versions().pulumi, versions().pulumi]
     assert any(line.split()[:3] == ["kubernetes", "resource", versions().pulumi_kubernetes.removeprefix("v")] for line in lines), lines
 
 
