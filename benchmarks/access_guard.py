@@ -46,8 +46,8 @@ import jwt
 
 from benchmarks.http_load import LoadResult, LoadSpec
 from services.access_guard.grants import GrantStore
-from services.oidc.keys import KeySet
 from services.access_guard.settings import DEFAULT_MAX_CONNECTIONS
+from services.oidc.keys import KeySet
 from services.oidc.tokens import TokenVerifier
 from services.oidc.verification import CachingVerifier
 from tests.services.access_guard.attack import (

@@ -508,7 +508,7 @@ def status_changes(admin: KubeClient, stream: Stream, populated: Populated, coun
         version = str(written["metadata"]["resourceVersion"])
         populated.models[name] = phase
         found = stream.wait_for(
-            lambda event: is_change(event, key=f"ModelActivation/{name}", phase=phase, resource_version=version), start=start, timeout=SETTLE_SECONDS
+            lambda event, name=name, phase=phase, version=version: is_change(event, key=f"ModelActivation/{name}", phase=phase, resource_version=version), start=start, timeout=SETTLE_SECONDS
         )
         latencies.append((found[1] - started) * 1000 if found is not None else math.inf)
     return latencies

@@ -67,7 +67,14 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Final
 
-from benchmarks.reconcile_trigger import RESYNC_SECONDS, SETTLE_SECONDS, StackWatch, percentile, trigger_process, watch_stack
+from benchmarks.reconcile_trigger import (
+    RESYNC_SECONDS,
+    SETTLE_SECONDS,
+    StackWatch,
+    percentile,
+    trigger_process,
+    watch_stack,
+)
 from benchmarks.scale import World, cluster_objects
 from planning.models.kubeai import model_name
 from planning.objects import logical_name_of
@@ -307,7 +314,7 @@ class Up:
 
     def first(self, matches: Callable[[JsonObject], bool]) -> float | None:
         """When the first event that `matches` arrived."""
-        return next((at for at, event in zip(self.arrivals, self.run.events) if matches(event)), None)
+        return next((at for at, event in zip(self.arrivals, self.run.events, strict=True) if matches(event)), None)
 
 
 def _pre_event_of(event: JsonObject, *, type_: str, name: str) -> bool:

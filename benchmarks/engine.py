@@ -47,6 +47,7 @@ import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from itertools import pairwise
 from pathlib import Path
 from typing import Final
 
@@ -356,7 +357,7 @@ def verdicts(rows: Sequence[Figures]) -> list[Verdict]:
         bound = GOAL_GROWTH_PER_SIZE * size_ratio
         marginals = _marginal_state_bytes(rows)
         steady = len(marginals) < 2 or max(marginals) <= (1 + GOAL_STATE_DRIFT) * min(marginals)
-        told = ", ".join(f"{a}->{b}: {m:.0f} B" for (a, b), m in zip(_steps(rows), marginals))
+        told = ", ".join(f"{a}->{b}: {m:.0f} B" for (a, b), m in zip(_steps(rows), marginals, strict=True))
         found.append(
             Verdict(3, f"linear: {small.activations} -> {large.activations} costs <= {bound:.1f}x, state bytes per added activation constant",
                     growth <= bound and steady and len(marginals) >= 1,
@@ -373,12 +374,12 @@ def verdicts(rows: Sequence[Figures]) -> list[Verdict]:
 
 def _steps(rows: Sequence[Figures]) -> list[tuple[int, int]]:
     ordered = sorted(rows, key=lambda f: f.activations)
-    return [(a.activations, b.activations) for a, b in zip(ordered, ordered[1:])]
+    return [(a.activations, b.activations) for a, b in pairwise(ordered)]
 
 
 def _marginal_state_bytes(rows: Sequence[Figures]) -> list[float]:
     ordered = sorted(rows, key=lambda f: f.activations)
-    return [(b.state_bytes - a.state_bytes) / (b.activations - a.activations) for a, b in zip(ordered, ordered[1:])]
+    return [(b.state_bytes - a.state_bytes) / (b.activations - a.activations) for a, b in pairwise(ordered)]
 
 
 def main(argv: Sequence[str] | None = None) -> None:

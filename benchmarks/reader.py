@@ -24,7 +24,14 @@ import yaml
 from api.crdgen import load_committed_crds
 from providers.kube import KubeAccess, open_client
 from providers.live_reader import read_objects, reads
-from tests.cluster.apiserver import ADMIN_USER, BinaryNotFound, ClusterError, StartupFailed, install_crds, running_cluster
+from tests.cluster.apiserver import (
+    ADMIN_USER,
+    BinaryNotFound,
+    ClusterError,
+    StartupFailed,
+    install_crds,
+    running_cluster,
+)
 from tests.live.world import NAMESPACE, load
 from tests.planning.builders import appliance, cpu_model
 

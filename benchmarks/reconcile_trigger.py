@@ -66,8 +66,8 @@ from tests.services.reconcile_trigger.world import (
     restarted,
     write_status,
 )
-from tests.support.vendored import REPOSITORY_ROOT as REPO_ROOT
 from tests.support.processes import stop_process
+from tests.support.vendored import REPOSITORY_ROOT as REPO_ROOT
 
 NAMESPACE = "bench-trigger"
 DEFAULT_TIME_SCALE = 10

@@ -14,8 +14,8 @@ from typing import Protocol, TypeVar
 from catalogs.errors import DOCUMENT, CatalogError
 from catalogs.keys import normalise_key
 from catalogs.types import (
-    ArtifactEntry,
     ApplicationCatalog,
+    ArtifactEntry,
     Catalogs,
     ComputeTargetCatalog,
     EngineCatalog,

@@ -752,7 +752,7 @@ class RealtimeProfile(NamedEntry):
     system_memory_mi: PositiveMi
 
     @model_validator(mode="after")
-    def _backend_rules(self) -> "RealtimeProfile":
+    def _backend_rules(self) -> RealtimeProfile:
         if self.runtime_class_name is not None and self.backend != "cuda":
             raise ValueError("only a cuda profile takes runtimeClassName (the NVIDIA RuntimeClass)")
         if self.backend == "cpu" and self.gpu_counts != (0,):

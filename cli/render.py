@@ -29,15 +29,21 @@ from cli.offline import DuplicateUrnError, OfflineRun, Registration, run_offline
 from cli.output import FileWriter, check_output_directory, replace_directory, write_text_file
 from cli.progress import QUIET, Progress
 from cli.summary import counted, describe, listed, not_read, summarize
-from planning.summary import RunSummary
 from components.status import StatusBatchWrite
+from planning.frozen import thaw
 from planning.objects import decode_status
 from planning.provider_wire import MEMBERS_INPUT
-from planning.frozen import thaw
+from planning.summary import RunSummary
 from program import main as program
 from program.access_config import ACCESS_KEYS, access_settings
 from program.settings import RunSettingsError, parse_now
-from providers.snapshot_file import IgnoredKind, SnapshotFile, SnapshotFileError, load_snapshot_file, parse_snapshot_text
+from providers.snapshot_file import (
+    IgnoredKind,
+    SnapshotFile,
+    SnapshotFileError,
+    load_snapshot_file,
+    parse_snapshot_text,
+)
 
 __all__ = ["MASK", "RenderInputError", "RenderOptions", "RenderResult", "render", "render_files", "summary"]
 

@@ -10,10 +10,10 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from planning.frozen import freeze
-from providers.snapshot_file import IgnoredKind
 from planning.objects import StatusUpdate
 from planning.summary import RunSummary
 from planning.summary import summarize as summarize_statuses
+from providers.snapshot_file import IgnoredKind
 
 NAMED_PROBLEMS = 3
 NAMED_KINDS = 3

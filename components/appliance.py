@@ -16,7 +16,15 @@ from pulumi.dynamic import Resource
 
 from api.kinds import APPLIANCE_KINDS, StatusAuthor
 from components.access_guard import AccessGuard, AccessGuardArgs
-from components.dynamic import DynamicProviders, GpuValidationHistory, GpuValidationRun, OffloadingProfile, RuntimeProfile, offloading_profile_name, runtime_profile_name
+from components.dynamic import (
+    DynamicProviders,
+    GpuValidationHistory,
+    GpuValidationRun,
+    OffloadingProfile,
+    RuntimeProfile,
+    offloading_profile_name,
+    runtime_profile_name,
+)
 from components.hardware import HardwareProvider, HardwareProviderArgs
 from components.instance import AppInstance, AppInstanceArgs
 from components.model import Model, ModelArgs

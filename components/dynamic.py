@@ -28,9 +28,9 @@ from components.urns import aliases
 from planning.hardware.compatibility import ValidationRunPlan
 from planning.models.direct import DirectRuntime
 from planning.models.kubeai import PROFILE_STORE_CONFIG_MAP, PROFILE_STORE_KEY, PROFILE_STORE_NAMESPACE, CpuProfile
-from planning.models.profile_entry import ProfileEntry, ProfileStoreRef
 from planning.models.offloading import OFFLOADING_CONFIG_MAP, OFFLOADING_KEY, OFFLOADING_NAMESPACE
 from planning.models.plan import AliasRequest, PodDeletion
+from planning.models.profile_entry import ProfileEntry, ProfileStoreRef
 from planning.objects import NAME_SEPARATOR
 from planning.provider_wire import PROBLEM_OUTPUT
 from planning.settings import FIELD_MANAGER

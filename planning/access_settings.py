@@ -7,7 +7,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-
 GUARD_IMAGE_PLACEHOLDER = "registry.example.com/magicstick/access-guard:CHANGEME"
 
 

@@ -130,7 +130,7 @@ def _over_base(base: Catalogs, config_map: CatalogConfigMap, parsed: BaseModel) 
     for the catalog checks to report). Pure."""
     if not config_map.by_entry:
         return parsed
-    own = getattr(parsed, "entries")
+    own = parsed.entries
     names = {entry.name for entry in own}
     kept = tuple(entry for entry in getattr(base, config_map.catalog).entries if entry.name not in names)
     return type(parsed)(entries=(*kept, *own))

@@ -9,7 +9,7 @@ carries the generation it was computed for.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any, Final
 
 from api.meta import API_VERSION
@@ -23,7 +23,7 @@ READY: Final = ConditionType.READY
 
 def rfc3339(moment: datetime) -> str:
     """Format `moment` as Kubernetes does: UTC, whole seconds, trailing Z."""
-    return moment.astimezone(timezone.utc).replace(microsecond=0).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return moment.astimezone(UTC).replace(microsecond=0).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def condition(

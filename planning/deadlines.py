@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 
 @dataclass(frozen=True, order=True)
@@ -32,14 +32,14 @@ class Deadline:
 
 def whole_second_from(moment: datetime) -> datetime:
     """The first whole second at or after `moment`, in UTC: a run then sees what `moment` brings. Pure."""
-    utc = moment.astimezone(timezone.utc)
+    utc = moment.astimezone(UTC)
     floor = utc.replace(microsecond=0)
     return floor if floor == utc else floor + timedelta(seconds=1)
 
 
 def whole_second_after(moment: datetime) -> datetime:
     """The first whole second strictly after `moment`, in UTC (for a rule that compares with `>`). Pure."""
-    utc = moment.astimezone(timezone.utc)
+    utc = moment.astimezone(UTC)
     return utc.replace(microsecond=0) + timedelta(seconds=1)
 
 

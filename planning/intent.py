@@ -18,8 +18,8 @@ from typing import Any, Generic, TypeVar
 
 from api.validation import SpecError, parse_spec
 from planning.frozen import FrozenMap, freeze_map, thaw
-from planning.snapshot import RuntimeObject, Snapshot
 from planning.settings import APPLIANCE_NAME
+from planning.snapshot import RuntimeObject, Snapshot
 
 SpecT = TypeVar("SpecT")
 

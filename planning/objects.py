@@ -10,7 +10,6 @@ from typing import Any
 from planning.frozen import FrozenMap, freeze, thaw
 from planning.provider_wire import STATUS_INPUT
 
-
 NAME_SEPARATOR = "/"
 """Joins the parts of a logical name. Kubernetes names and namespaces never contain it, so two
 different objects can never give one logical name (invariant 3)."""

@@ -16,9 +16,6 @@ from planning.catalog_overrides import CatalogProblem, keep_unknown_modules
 from planning.deadlines import Deadline, next_deadline
 from planning.hardware.amd import MODULE as AMD_MODULE
 from planning.hardware.amd import amd_objects
-from planning.hardware.nvidia_sharing import MODULE as NVIDIA_MODULE
-from planning.hardware.sharing_plan import SharingPlan, plan_sharing, with_sharing
-from planning.hardware.validation import MAX_HISTORY_RUNS
 from planning.hardware.compatibility import (
     AmdCompatibility,
     ValidationRunPlan,
@@ -27,8 +24,8 @@ from planning.hardware.compatibility import (
     decide_compatibility,
     with_device_results,
 )
-from planning.hardware.runtime_adoption import runtime_adoption
 from planning.hardware.evidence import evidence_deadline
+from planning.hardware.nvidia_sharing import MODULE as NVIDIA_MODULE
 from planning.hardware.operators import (
     Hardware,
     VendorDecision,
@@ -37,20 +34,23 @@ from planning.hardware.operators import (
     observe_hardware,
     unavailable_vendors,
 )
+from planning.hardware.runtime_adoption import runtime_adoption
+from planning.hardware.sharing_plan import SharingPlan, plan_sharing, with_sharing
+from planning.hardware.validation import MAX_HISTORY_RUNS
+from planning.instances.plan import InstancePlan, plan_instances
 from planning.intent import read_intent
 from planning.labels import FIELD_MANAGER_ANNOTATION
-from planning.stale import StaleObject, stale_kustomizations
 from planning.models.catalog import ModelCatalog, plan_catalog
 from planning.models.choice import settle_choices
 from planning.models.lifecycle import lifecycle_deadlines
 from planning.models.plan import ModelPlan, plan_models
-from planning.instances.plan import InstancePlan, plan_instances
 from planning.modules import ModulePlan, appliance_source, plan_modules
 from planning.objects import DesiredObject, StatusUpdate
 from planning.operator import operator_report
 from planning.requirements import Requirement, requirements
 from planning.settings import PlanSettings
 from planning.snapshot import Snapshot
+from planning.stale import StaleObject, stale_kustomizations
 from planning.status import appliance_status, bounded, module_activation_statuses, with_required_modules
 
 

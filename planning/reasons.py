@@ -7,7 +7,6 @@ from collections.abc import Sequence
 
 from api.vocabulary import Reason as Reason
 
-
 LISTED_NAMES_IN_MESSAGE = 5
 """A status message names at most this many objects, then says how many more there are: a
 message that lists every requester grows with the cluster (5,000 models waiting on one

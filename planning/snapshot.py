@@ -21,7 +21,7 @@ from typing import Any
 from api import peer_kinds
 from api.kinds import APPLIANCE_KINDS
 from api.meta import API_VERSION
-from planning.frozen import EMPTY, FrozenMap, freeze, freeze_map
+from planning.frozen import EMPTY, FrozenMap, freeze_map
 
 APPLIANCE_API_VERSION = API_VERSION
 """The apiVersion of the runtime custom resources."""
@@ -475,9 +475,8 @@ class _Found:
             self.pods.append(_pod(raw, meta, identity))
         elif api_version == "v1" and kind == "ConfigMap":
             self.config_maps.append(ConfigMap(meta=meta, data=_mapping(raw, "data", identity)))
-        elif kind == "CustomResourceDefinition" and api_version.startswith("apiextensions.k8s.io/"):
-            if _crd_established(raw):
-                self.crds.add(meta.name)
+        elif kind == "CustomResourceDefinition" and api_version.startswith("apiextensions.k8s.io/") and _crd_established(raw):
+            self.crds.add(meta.name)
 
 
 def _node(raw: Mapping[str, Any], meta: ObjectMeta, identity: str) -> Node:

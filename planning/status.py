@@ -22,17 +22,25 @@ from datetime import datetime
 from typing import Any
 
 from api.meta import API_VERSION, Condition
-from api.status import ActivationStatus, AppliancePhase, ApplianceStatus, HardwareOperatorStatus, ListSummary, ModulePhase, ModuleStatus
+from api.status import (
+    ActivationStatus,
+    AppliancePhase,
+    ApplianceStatus,
+    HardwareOperatorStatus,
+    ListSummary,
+    ModulePhase,
+    ModuleStatus,
+)
 from api.vocabulary import Phase, Reason
+from planning.catalog_overrides import CatalogProblem, catalog_message
 from planning.conditions import kstatus_conditions, rfc3339
 from planning.deadlines import Deadline
 from planning.frozen import freeze, thaw
-from planning.intent import Intent, Parsed
 from planning.instances.plan import InstanceSummary
-from planning.catalog_overrides import CatalogProblem, catalog_message
+from planning.intent import Intent, Parsed
 from planning.modules import ActivationOutcome, ModuleOutcome, ModulePlan
-from planning.objects import StatusUpdate
 from planning.names import fit
+from planning.objects import StatusUpdate
 from planning.operator import OPERATOR_FIELD, OperatorReport
 from planning.reasons import listed
 from planning.requirements import REQUIRED_MODULES_FIELD, Requirement

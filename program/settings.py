@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pulumi
@@ -85,17 +85,17 @@ def parse_stack_name(value: str | None) -> str:
 
 def format_now(moment: datetime) -> str:
     """`moment` as parse_now reads it back: RFC 3339 in UTC, to the second."""
-    return moment.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def parse_now(value: str | None) -> datetime:
     """The run's clock: the configured RFC 3339 instant (offline renders), else the wall clock."""
     if not value:
-        return datetime.now(timezone.utc).replace(microsecond=0)
+        return datetime.now(UTC).replace(microsecond=0)
     try:
         moment = datetime.fromisoformat(value.replace("Z", "+00:00"))
     except ValueError as error:
         raise RunSettingsError(f"magicstick:now: '{value}' is not an RFC 3339 time such as 2026-01-01T00:00:00Z") from error
     if moment.tzinfo is None:
         raise RunSettingsError(f"magicstick:now: '{value}' needs a time zone, for example a trailing Z")
-    return moment.astimezone(timezone.utc)
+    return moment.astimezone(UTC)

@@ -35,15 +35,15 @@ and must never mark the hardware, the module or the Appliance unavailable.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
-from datetime import datetime, timezone
-from typing import Any, Callable, Final
+from datetime import UTC, datetime
+from typing import Any, Final
 
 from pulumi.dynamic import CheckFailure, CheckResult, CreateResult, DiffResult, ReadResult, UpdateResult
 
-from planning.hardware.compatibility import ValidationRunPlan
 from api.vocabulary import VerdictReason
+from planning.hardware.compatibility import ValidationRunPlan
 from planning.hardware.validation import (
     FINAL_STAGES,
     HISTORY_CONFIG_MAP,
@@ -75,7 +75,7 @@ Clock = Callable[[], datetime]
 
 
 def _utc_now() -> datetime:
-    return datetime.now(timezone.utc)
+    return datetime.now(UTC)
 
 
 def _stamp(clock: Clock) -> str:

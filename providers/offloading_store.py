@@ -17,8 +17,19 @@ from __future__ import annotations
 
 from typing import ClassVar, Final
 
-from planning.models.offloading import MAX_OFFLOADING_PROFILES, OFFLOADING_CONFIG_MAP, OFFLOADING_KEY, OFFLOADING_NAMESPACE
-from providers.profile_store import STORE_ANNOTATIONS, STORE_LABELS, ProfileStoreRef, RuntimeProfileProvider, StoreSettings
+from planning.models.offloading import (
+    MAX_OFFLOADING_PROFILES,
+    OFFLOADING_CONFIG_MAP,
+    OFFLOADING_KEY,
+    OFFLOADING_NAMESPACE,
+)
+from providers.profile_store import (
+    STORE_ANNOTATIONS,
+    STORE_LABELS,
+    ProfileStoreRef,
+    RuntimeProfileProvider,
+    StoreSettings,
+)
 
 OFFLOADING_FIELD_MANAGER: Final = "magicstick-offloading-profiles"
 

@@ -39,7 +39,6 @@ from api.vocabulary import ProblemReason
 from planning.provider_wire import PROBLEM_OUTPUT
 from providers.kube import KubeConnectionError, KubeError
 
-
 STARTING_REASONS: Final = frozenset({ProblemReason.REALTIME_API_UNAVAILABLE, ProblemReason.FREETOKEN_API_UNAVAILABLE})
 """Problems that leave their object Starting rather than Degraded: an API outage, not a fault."""
 

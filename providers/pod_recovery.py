@@ -29,7 +29,15 @@ from pulumi.dynamic import CheckFailure, CheckResult, CreateResult, DiffResult, 
 from planning.models.recovery import RecoveryAttempt, TerminalPod
 from providers.cluster_access import ClusterResourceProvider, without_legacy_access
 from providers.kube import Conflict, KubeClient, KubeError, NotFound, ResourceKind, open_client
-from providers.outcomes import PROBLEM_OUTPUT, Persistence, Problem, ProblemReason, kube_problem, retry_requested, with_problem
+from providers.outcomes import (
+    PROBLEM_OUTPUT,
+    Persistence,
+    Problem,
+    ProblemReason,
+    kube_problem,
+    retry_requested,
+    with_problem,
+)
 from providers.pulumi_values import restore_integers
 
 POD: Final = ResourceKind(group="", version="v1", kind="Pod", plural="pods", namespaced=True)

@@ -49,11 +49,16 @@ from typing import Any, ClassVar, Final, Self
 
 from pulumi.dynamic import CheckFailure, CheckResult, CreateResult, DiffResult, ReadResult, UpdateResult
 
+from planning.frozen import thaw
+from planning.models.kubeai import (
+    MAX_CPU_PROFILES,
+    PROFILE_STORE_CONFIG_MAP,
+    PROFILE_STORE_KEY,
+    PROFILE_STORE_NAMESPACE,
+)
+from planning.models.profile_entry import ProfileEntry, ProfileStoreRef
 from providers.cluster_access import ClusterResourceProvider, without_legacy_access
 from providers.kinds import CONFIG_MAP
-from planning.frozen import thaw
-from planning.models.kubeai import MAX_CPU_PROFILES, PROFILE_STORE_CONFIG_MAP, PROFILE_STORE_KEY, PROFILE_STORE_NAMESPACE
-from planning.models.profile_entry import ProfileEntry, ProfileStoreRef
 from providers.kube import Conflict, KubeClient, KubeError, NotFound, open_client
 from providers.kube.client import MERGE_PATCH
 from providers.outcomes import PROBLEM_OUTPUT, Problem, ProblemReason, kube_problem, retry_requested, with_problem

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from typing import Any, Final
 
 from planning.conditions import rfc3339
@@ -38,7 +38,7 @@ class RetryRecord:
 
     def failing_for(self, now: datetime) -> timedelta:
         first = datetime.fromisoformat(self.since.replace("Z", "+00:00"))
-        return now - (first if first.tzinfo is not None else first.replace(tzinfo=timezone.utc))
+        return now - (first if first.tzinfo is not None else first.replace(tzinfo=UTC))
 
     def stalls(self, now: datetime) -> bool:
         return self.attempts >= STALLED_AFTER_ATTEMPTS and self.failing_for(now) >= STALLED_AFTER

@@ -11,7 +11,12 @@ from planning.snapshot import UNREADABLE_ANNOTATION, HealthObservation, Unreadab
 from providers.kube import KubeAccess, open_client
 from providers.live_reader import observe_health, read_live_objects
 from providers.ollama import ProbeLimits
-from providers.snapshot_file import HEALTH_ANNOTATION, SERVED_APIS_ANNOTATION, SYSTEM_NAMESPACE_ANNOTATION, health_annotation
+from providers.snapshot_file import (
+    HEALTH_ANNOTATION,
+    SERVED_APIS_ANNOTATION,
+    SYSTEM_NAMESPACE_ANNOTATION,
+    health_annotation,
+)
 
 _VOLATILE_METADATA = ("managedFields",)
 

@@ -248,7 +248,7 @@ def _endpoint(url: str, query: Mapping[str, str], *, secure: bool) -> str | None
     if parts.scheme not in {"http", "https"} or not parts.hostname:
         raise BackendUrlError(f"{url!r}: endpoint {given!r} must be an http(s) URL or host[:port]")
     try:
-        parts.port
+        parts.port  # noqa: B018 - reading it raises ValueError when the port is not a number in range
     except ValueError as error:
         raise BackendUrlError(f"{url!r}: endpoint {given!r} has an invalid port") from error
     return endpoint.rstrip("/")

@@ -33,7 +33,7 @@ import hashlib
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any, Final
 
 from pulumi.dynamic import CheckFailure, CheckResult, CreateResult, DiffResult, ReadResult, UpdateResult
@@ -48,7 +48,13 @@ from providers.kube import KubeClient, KubeError, open_client
 from providers.outcomes import Persistence, Problem, problem_from, with_problem
 from providers.pulumi_values import is_unknown, restore_integers
 from providers.retry_records import RetryRecord, next_records, records_from, records_output
-from providers.status_writer import StatusTarget, problems_by_source, status_write_problem, without_empty_problems, write_status_over
+from providers.status_writer import (
+    StatusTarget,
+    problems_by_source,
+    status_write_problem,
+    without_empty_problems,
+    write_status_over,
+)
 
 WRITE_PROBLEMS_OUTPUT: Final = "writeProblems"
 """By member key: the problem of a member whose status could not be written."""
@@ -237,7 +243,7 @@ class StatusBatchProvider(ClusterResourceProvider):
     def _outputs(self, props: Mapping[str, Any], batch: Batch, keys: list[str], olds: Mapping[str, Any]) -> dict[str, Any]:
         """Write the members `keys`, counting this run in their retry records; the full outputs.
         The members not written keep the problems and records their last write left."""
-        now = datetime.now(timezone.utc)
+        now = datetime.now(UTC)
         old_problems, old_retries = _mapping(olds, WRITE_PROBLEMS_OUTPUT), _mapping(olds, MEMBER_RETRIES_OUTPUT)
         written = set(keys)
         problems = {key: p for key in batch.members if key not in written and (p := problem_from(old_problems.get(key))) is not None}

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any, Final
 
 from pulumi.dynamic import CheckFailure, CheckResult, CreateResult, DiffResult, ReadResult, UpdateResult
@@ -39,10 +39,19 @@ from planning.objects import StatusUpdate, decode_status
 from planning.provider_wire import PROBLEMS_INPUT, STATUS_INPUT
 from providers.cluster_access import ClusterResourceProvider, without_legacy_access
 from providers.kinds import APPLIANCE_KINDS
-from providers.outcomes import STARTING_REASONS, Persistence, Problem, ProblemReason, kube_problem, problem_from, retry_requested, with_problem
+from providers.kube import KubeClient, KubeError, NotFound, open_client
+from providers.outcomes import (
+    STARTING_REASONS,
+    Persistence,
+    Problem,
+    ProblemReason,
+    kube_problem,
+    problem_from,
+    retry_requested,
+    with_problem,
+)
 from providers.pulumi_values import is_unknown, restore_integers
 from providers.retry_records import RETRIES_OUTPUT, RetryRecord, longest, next_records, records_from, records_output
-from providers.kube import KubeClient, KubeError, NotFound, open_client
 
 STATUS_FIELD_MANAGER = "magicstick-status"
 IDENTITY_PROPERTIES = ("apiVersion", "kind", "namespace", "name")
@@ -217,7 +226,7 @@ def write_status_over(
     if current is None:
         return False
     kind = APPLIANCE_KINDS[target.kind]
-    moment = now or datetime.now(timezone.utc)
+    moment = now or datetime.now(UTC)
     desired = status_with_problems(target.status, target.problems, previous=current.get("status") or {}, now=moment, retries=target.retries)
     if status_is_current(current, desired, field_manager):
         return False
@@ -266,7 +275,7 @@ class StatusProvider(ClusterResourceProvider):
 
     def _outputs(self, props: Mapping[str, Any], target: StatusTarget, previous: Mapping[str, RetryRecord]) -> dict[str, Any]:
         """Write the status, counting this run in the retry records; the full outputs."""
-        now = datetime.now(timezone.utc)
+        now = datetime.now(UTC)
         records = next_records(problems_by_source(props.get(PROBLEMS_INPUT)), previous, now)
         outputs = with_problem(without_legacy_access(props), self._write(replace(target, retries=tuple(records.values())), now))
         if records:

@@ -49,7 +49,7 @@ class LocalImage:
         return str(manifest["config"]["digest"])
 
 
-def _member(archive: tarfile.TarFile, name: str):  # noqa: ANN202 - a binary file object
+def _member(archive: tarfile.TarFile, name: str):
     for candidate in (name, f"./{name}"):
         with contextlib.suppress(KeyError):
             stream = archive.extractfile(candidate)

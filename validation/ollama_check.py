@@ -60,7 +60,7 @@ def _request(base_url: str, path: str, body: Mapping[str, Any] | None, timeout: 
         headers={"Content-Type": "application/json"} if data is not None else {},
     )
     try:
-        with urllib.request.urlopen(request, timeout=timeout) as response:  # noqa: S310 (a fixed local URL)
+        with urllib.request.urlopen(request, timeout=timeout) as response:
             text = response.read().decode("utf-8", "replace")
     except urllib.error.HTTPError as error:
         detail = error.read().decode("utf-8", "replace")[:200]

@@ -43,14 +43,20 @@ from typing import Any, Final, Literal, Self
 from pydantic import ValidationError
 
 from api.modules import AMD_GPU_MODULE, AmdGpuParameters, parse_gpu_parameters
-from api.status import CompatibilityNodeStatus, CompatibilityStatus, DeviceDiagnosticStatus, EngineValidationStatus, PciDeviceStatus
+from api.status import (
+    CompatibilityNodeStatus,
+    CompatibilityStatus,
+    DeviceDiagnosticStatus,
+    EngineValidationStatus,
+    PciDeviceStatus,
+)
 from api.vocabulary import CompatibilityReason, ValidationBlock, VerdictReason
 from catalogs import Catalogs, GpuCompatibilityProfile
 from planning.hardware.evidence import HostEvidence, read_evidence
 from planning.hardware.inventory import PciGpu
 from planning.hardware.memory import labelled_gpus
-from planning.hardware.runtime_adoption import RuntimeAdoption
 from planning.hardware.operators import Hardware, VendorDecision
+from planning.hardware.runtime_adoption import RuntimeAdoption
 from planning.hardware.validation import (
     HISTORY_CONFIG_MAP,
     HISTORY_KEY,

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+
 from api.status import HardwareOperatorStatus, HardwarePhase
 from api.vocabulary import Phase
 from catalogs import Catalogs, ModuleEntry

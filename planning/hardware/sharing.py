@@ -30,8 +30,8 @@ from enum import StrEnum
 from typing import Any
 
 from api.modules import GpuSharing
-from api.validation import SpecError
 from api.status import GpuSharingStatus
+from api.validation import SpecError
 from catalogs import Catalogs
 from planning.frozen import thaw
 from planning.intent import Intent, Parsed

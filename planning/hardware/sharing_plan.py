@@ -9,9 +9,9 @@ drain, hold or admit each activation (planning.models.plan).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from collections.abc import Mapping
 from typing import Any, Literal
 
 from api.modules import GpuSharing

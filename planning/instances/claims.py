@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from enum import StrEnum
 
 from planning.reasons import Reason
@@ -124,7 +124,7 @@ def resolve(claimants: Iterable[Claimant]) -> Resolution:
     return Resolution(conflicts=conflicts, holders=holders)
 
 
-_LATEST = datetime.max.replace(tzinfo=timezone.utc)
+_LATEST = datetime.max.replace(tzinfo=UTC)
 
 
 def _seniority(claimant: Claimant) -> tuple[datetime, str, str]:
@@ -139,4 +139,4 @@ def created_at(value: str | None) -> datetime | None:
         moment = datetime.fromisoformat(value)
     except ValueError:
         return None
-    return moment if moment.tzinfo is not None else moment.replace(tzinfo=timezone.utc)
+    return moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)

@@ -37,7 +37,7 @@ from api import peer_kinds
 from planning.access_settings import AccessSettings
 from planning.labels import FIELD_MANAGER_ANNOTATION, MANAGED_BY, MANAGED_BY_VALUE
 from planning.objects import OWNED_FORCE_ANNOTATION, DesiredObject
-from planning.readiness import SPEC_HASH_ANNOTATION, Verdict, Readiness, deployment_rollout, spec_hash
+from planning.readiness import SPEC_HASH_ANNOTATION, Readiness, Verdict, deployment_rollout, spec_hash
 from planning.snapshot import Snapshot, Workload
 
 GRANTS_CONFIG_MAP = "magicstick-access-grants"

@@ -23,13 +23,28 @@ from typing import Any
 from api.instances import Authentication, authentication_is_explicit
 from api.vocabulary import Phase
 from catalogs import ApplicationEntry, Catalogs
+from planning.access_settings import AccessSettings
 from planning.conditions import status_update
 from planning.frozen import thaw
-from planning.access_settings import AccessSettings
 from planning.instances.access import InstanceAccess, access_objects, hostnames
-from planning.instances.guard import ENVOY_PROXY_CRD, envoy_proxy, grant_document, grant_key, guard_objects, guard_readiness, kept_grants
 from planning.instances.claims import Claim, Claimant, Conflict, Resolution, backend_service, hostname, release, resolve
-from planning.instances.names import InstanceNames, instance_name_of, instance_name_problem, instance_names, release_name_of, release_namespace_of
+from planning.instances.guard import (
+    ENVOY_PROXY_CRD,
+    envoy_proxy,
+    grant_document,
+    grant_key,
+    guard_objects,
+    guard_readiness,
+    kept_grants,
+)
+from planning.instances.names import (
+    InstanceNames,
+    instance_name_of,
+    instance_name_problem,
+    instance_names,
+    release_name_of,
+    release_namespace_of,
+)
 from planning.instances.reach import Gate, guard_gates, instance_phase, route_gates
 from planning.instances.releases import INSTANCE_LABEL, helm_release, helm_release_name
 from planning.intent import Intent, Parsed

@@ -48,8 +48,14 @@ from planning.models.catalog_format import (
     listed_ids,
     listed_routes,
 )
-from planning.models.catalog_git import GIT_EXTERNAL_MODELS_CONFIG_MAP, ExternalModelProblem, GitRoute, git_routes, route_problem
-from planning.models.plan import EXTERNAL_MODELS_KEY, ModelPlan, ModelOutcome
+from planning.models.catalog_git import (
+    GIT_EXTERNAL_MODELS_CONFIG_MAP,
+    ExternalModelProblem,
+    GitRoute,
+    git_routes,
+    route_problem,
+)
+from planning.models.plan import EXTERNAL_MODELS_KEY, ModelOutcome, ModelPlan
 from planning.modules import ModulePlan
 from planning.objects import DesiredObject, StatusUpdate
 from planning.reasons import Reason
@@ -146,8 +152,9 @@ def _merged(
     for key, route in sources:
         origin = f"ModelActivation {namespace}/{route.id}" if key is None else f"key {key} of {GIT_EXTERNAL_MODELS_CONFIG_MAP}"
 
+        # Called only within this iteration, so the loop variables it reads are the current ones.
         def left_out(field: str, message: str) -> ExternalModelProblem:
-            return route_problem(namespace=namespace, key=key, origin=origin, entry=route.id, field=field, message=message)
+            return route_problem(namespace=namespace, key=key, origin=origin, entry=route.id, field=field, message=message)  # noqa: B023
 
         if route.id in kept:
             problems.append(left_out("id", f"the id is already published, from {kept[route.id][0]}"))

@@ -24,13 +24,20 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from api.vocabulary import Phase, ProblemReason, Reason, StatusReason
 from planning.conditions import rfc3339
 from planning.deadlines import Deadline, whole_second_from
-from planning.models.recovery import MAX_ATTEMPTS, RECOVERY_EXHAUSTED, RecoveryDecision, RecoveryState, TerminalPod, decide_recovery
+from planning.models.recovery import (
+    MAX_ATTEMPTS,
+    RECOVERY_EXHAUSTED,
+    RecoveryDecision,
+    RecoveryState,
+    TerminalPod,
+    decide_recovery,
+)
 from planning.objects import StatusUpdate
 from planning.readiness import kubeai_model_readiness
 from planning.snapshot import KubeAIModel, OllamaObservation, Pod
@@ -86,7 +93,7 @@ def _elapsed(since: str, now: datetime) -> timedelta:
 
 def _moment(text: str) -> datetime:
     moment = datetime.fromisoformat(text.replace("Z", "+00:00"))
-    return moment if moment.tzinfo is not None else moment.replace(tzinfo=timezone.utc)
+    return moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)
 
 
 def lifecycle_deadlines(update: StatusUpdate) -> tuple[Deadline, ...]:

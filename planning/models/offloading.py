@@ -27,7 +27,14 @@ from dataclasses import dataclass
 
 from api.models import LocalModelSpec
 from planning.frozen import freeze
-from planning.models.kubeai import ENGINE_PROFILES, CpuProfile, content_name, observed_store_profiles, stored_profile, with_cpu
+from planning.models.kubeai import (
+    ENGINE_PROFILES,
+    CpuProfile,
+    content_name,
+    observed_store_profiles,
+    stored_profile,
+    with_cpu,
+)
 from planning.models.resolve import ResolvedLocalModel
 from planning.snapshot import KubeAIModel, Snapshot
 

@@ -21,14 +21,25 @@ from api.hostoperations import TERMINAL_PHASES as HOST_TERMINAL_PHASES
 from api.validation import SpecError
 from api.vocabulary import Phase, StatusReason
 from catalogs import Catalogs
-from planning.frozen import freeze, thaw
 from planning.conditions import READY, rfc3339, status_update
+from planning.frozen import freeze, thaw
 from planning.hardware.capacity import AcceleratorCapacity, published_resource
 from planning.hardware.memory import HostMemory, pool_for_target
-from planning.hardware.sharing import VendorSharing, activation_vendor, drained_deployment, drained_model, shared_gpu_count_error
+from planning.hardware.sharing import (
+    VendorSharing,
+    activation_vendor,
+    drained_deployment,
+    drained_model,
+    shared_gpu_count_error,
+)
 from planning.hardware.sharing_plan import SharingPlan
 from planning.intent import Intent, Parsed
 from planning.labels import FIELD_MANAGER_ANNOTATION, MANAGED_BY, MANAGED_BY_VALUE
+from planning.models.catalog_format import MODEL_CATALOG_CONFIG_MAP, MODEL_CATALOG_KEY, listed_ids  # noqa: F401 (re-exported)
+from planning.models.choice import CHOICE_FIELD, LocalChoice
+from planning.models.direct import ClaimBinding, DirectRuntime
+from planning.models.direct_plan import direct_kind, kept_direct, plan_direct
+from planning.models.ignored import ignored_fields_note
 from planning.models.kubeai import (
     ACTIVATION_LABEL,
     MAX_CPU_PROFILES,
@@ -41,12 +52,8 @@ from planning.models.kubeai import (
     kubeai_model,
     model_name,
 )
-from planning.models.choice import CHOICE_FIELD, LocalChoice
-from planning.models.catalog_format import MODEL_CATALOG_CONFIG_MAP, MODEL_CATALOG_KEY, listed_ids  # noqa: F401 (re-exported)
-from planning.models.direct import ClaimBinding, DirectRuntime
-from planning.models.direct_plan import direct_kind, kept_direct, plan_direct
-from planning.models.ignored import ignored_fields_note
 from planning.models.lifecycle import Lifecycle, model_lifecycle
+from planning.models.memory import MemoryRejected
 from planning.models.offloading import (
     MAX_OFFLOADING_PROFILES,
     OFFLOADING_PROFILE_PREFIX,
@@ -56,7 +63,6 @@ from planning.models.offloading import (
     observed_offloading_profiles,
 )
 from planning.models.recovery import RecoveryAttempt, TerminalPod
-from planning.models.memory import MemoryRejected
 from planning.models.resolve import ResolvedLocalModel, resolve_admitted
 from planning.modules import ModulePlan, waiting_on_modules
 from planning.names import LABEL_VALUE_LIMIT, fit

@@ -30,11 +30,12 @@ from typing import Any
 from api.models import LocalModelSpec, RealtimeSettings
 from api.validation import SpecError
 from catalogs import Catalogs, RealtimeProfile, RealtimeRuntime
+from planning.hardware.capacity import quantity_count
 from planning.labels import FIELD_MANAGER_ANNOTATION
 from planning.models.direct import (
-    ClaimBinding,
     CONFIG_HASH_ANNOTATION,
     RESTART_NONCE_ANNOTATION,
+    ClaimBinding,
     DirectRuntime,
     DirectRuntimeKind,
     allocatable_mi,
@@ -47,7 +48,6 @@ from planning.models.direct import (
     runtime_name,
     service_object,
 )
-from planning.hardware.capacity import quantity_count
 from planning.models.freetoken import Unplaceable
 from planning.models.resolve import ResolvedLocalModel
 from planning.names import LABEL_VALUE_LIMIT, fit

@@ -32,7 +32,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from typing import Any, Final
 
 from api import peer_kinds
@@ -294,7 +294,7 @@ def decide_recovery(
     if not terminal:
         return RecoveryDecision(state=None if ready else current)
     target = min(terminal, key=lambda pod: (pod.name, pod.uid))
-    moment = now.astimezone(timezone.utc).replace(microsecond=0)
+    moment = now.astimezone(UTC).replace(microsecond=0)
     if current is None:
         started = RecoveryState(revision=revision, attempts=1, last_attempt_time=moment, pod_uid=target.uid, failure=target.failure)
         return RecoveryDecision(state=started, delete=target)
@@ -313,4 +313,4 @@ def _parse_time(value: Any) -> datetime | None:
         moment = datetime.fromisoformat(value)
     except ValueError:
         return None
-    return moment.replace(tzinfo=timezone.utc) if moment.tzinfo is None else moment.astimezone(timezone.utc)
+    return moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment.astimezone(UTC)

@@ -11,7 +11,6 @@ before any KubeAI Model exists, naming the field and the rule.
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-
 from typing import Any
 
 from api.models import LocalModelSpec

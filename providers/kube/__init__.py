@@ -2,7 +2,6 @@
 
 from providers.kube.access import KubeAccess, open_client
 from providers.kube.async_reader import AsyncReader, AsyncWatchStream, open_async_reader
-from providers.kube.retry import RetryPolicy
 from providers.kube.client import Collection, KubeClient, ResourceKind
 from providers.kube.errors import (
     CauseType,
@@ -20,6 +19,7 @@ from providers.kube.errors import (
     TooManyRequests,
     Unauthorized,
 )
+from providers.kube.retry import RetryPolicy
 from providers.kube.watch import EventType, TcpKeepalive, WatchEvent, WatchStream
 
 __all__ = [

@@ -20,7 +20,15 @@ from urllib.parse import quote
 
 import httpx
 
-from providers.kube.errors import ConnectionFailure, Gone, NotFound, ServerError, TooManyRequests, connection_error, error_for
+from providers.kube.errors import (
+    ConnectionFailure,
+    Gone,
+    NotFound,
+    ServerError,
+    TooManyRequests,
+    connection_error,
+    error_for,
+)
 from providers.kube.retry import RetryPolicy
 from providers.kube.watch import TcpKeepalive, WatchStream, set_keepalive
 

@@ -20,12 +20,12 @@ from collections.abc import Sequence
 from services.access_guard.app import GuardApp
 from services.access_guard.decision import Guard
 from services.access_guard.grants import GrantStore
-from services.oidc.keys import KeySet
 from services.access_guard.server import LOGGER, Admission, Shedding, bind, serve
 from services.access_guard.settings import PROGRAM, parse_settings
+from services.flags import EXIT_BAD_INPUT, settings_or_exit_code, start_logging
+from services.oidc.keys import KeySet
 from services.oidc.tokens import TokenVerifier
 from services.oidc.verification import CachingVerifier
-from services.flags import EXIT_BAD_INPUT, settings_or_exit_code, start_logging
 from services.readiness import notify_ready
 
 EXIT_OK = 0

@@ -29,8 +29,8 @@ from services.dashboard.forms import (
     ModelRestart,
     ModuleChange,
 )
-from services.dashboard.identity import Identity
 from services.dashboard.hub import StreamHub, StreamsRefused
+from services.dashboard.identity import Identity
 from services.dashboard.live import LiveResponse
 from services.dashboard.requesting import catalogs_of, current_identity, runtime_requests, stack_name_of, stream_hub_of
 

@@ -14,13 +14,20 @@ from fastapi import Depends, FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import HTMLResponse, JSONResponse, PlainTextResponse, Response
 from fastapi.staticfiles import StaticFiles
-from starlette.exceptions import HTTPException
 from starlette.datastructures import MutableHeaders
+from starlette.exceptions import HTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from services.dashboard import api, pages
 from services.dashboard.identity import IdentityRefused
-from services.dashboard.protection import FORM_TOKEN_FIELD, CrossSiteGuard, FormTokens, ProtectiveHeaders, SAFE_METHODS, SameOriginRule
+from services.dashboard.protection import (
+    FORM_TOKEN_FIELD,
+    SAFE_METHODS,
+    CrossSiteGuard,
+    FormTokens,
+    ProtectiveHeaders,
+    SameOriginRule,
+)
 from services.dashboard.refusals import FieldProblem, Refusal, http_refusal
 from services.dashboard.requesting import DashboardState, current_identity
 

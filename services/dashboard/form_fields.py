@@ -116,7 +116,7 @@ class FormFields:
 
     def names(self, prefix: str) -> list[str]:
         """Every field name that starts with `prefix`, once each, in the order sent."""
-        return list(dict.fromkeys(str(key) for key in self.fields.keys() if str(key).startswith(prefix)))
+        return list(dict.fromkeys(str(key) for key in self.fields if str(key).startswith(prefix)))
 
     def refuse(self, name: str, rule: str) -> None:
         """Record that field `name` breaks `rule` (also a rule of the caller's own)."""

@@ -33,7 +33,16 @@ from sse_starlette.sse import EventSourceResponse
 from starlette.types import Receive, Scope, Send
 
 from providers.kinds import APP_INSTANCE, APPLIANCE, HOST_OPERATION, MODEL_ACTIVATION, MODULE_ACTIVATION
-from providers.kube import AsyncReader, EventType, Forbidden, Gone, KubeConfigError, KubeError, ResourceKind, ResourceVersionTooLarge
+from providers.kube import (
+    AsyncReader,
+    EventType,
+    Forbidden,
+    Gone,
+    KubeConfigError,
+    KubeError,
+    ResourceKind,
+    ResourceVersionTooLarge,
+)
 from services.dashboard.hub import STREAMS_TOTAL, Feed, StreamBounds, StreamHub, Subscription
 from services.dashboard.identity import Identity
 from services.dashboard.summaries import summary_of

@@ -15,8 +15,14 @@ from api.validation import SpecError
 from catalogs import Catalogs
 from providers.kinds import APP_INSTANCE, APPLIANCE, HOST_OPERATION, MODEL_ACTIVATION, MODULE_ACTIVATION, STACK
 from providers.kube import Conflict, Forbidden, KubeError, NotFound, ResourceKind
+from services.dashboard import writes
 from services.dashboard.cluster import RuntimeRequests
-from services.dashboard.estimates import LocalModelEstimate, LocalModelRequest, estimate_local_model, host_memory_for_target
+from services.dashboard.estimates import (
+    LocalModelEstimate,
+    LocalModelRequest,
+    estimate_local_model,
+    host_memory_for_target,
+)
 from services.dashboard.forms import (
     ExternalModelCreate,
     GpuSharingChange,
@@ -31,7 +37,6 @@ from services.dashboard.forms import (
 )
 from services.dashboard.offers import LocalModelOffers, available_compute_targets, local_model_offers
 from services.dashboard.refusals import FieldProblem, Refusal, invalid, refusal_of
-from services.dashboard import writes
 
 APPLIANCE_NAME = "local"
 EVENTS_SHOWN = 20

@@ -110,7 +110,7 @@ class Engine:
         # The one place that catches every Exception, by the rule the module docstring states:
         # an error in one action ends that operation, never the agent nor the other operations.
         # KeyboardInterrupt and SystemExit are BaseExceptions: they still stop the agent.
-        except Exception as error:
+        except Exception as error:  # noqa: BLE001
             LOGGER.error("HostOperation %s: %s", operation.key, described(error))
             return described(error)
         return None

@@ -31,7 +31,7 @@ from services.host_agent.facts import HostFactError
 from services.host_agent.first_run import MarkerError, ensure_setup
 from services.host_agent.identity import TokenError, renew_if_due, token_file
 from services.host_agent.journal import Journal
-from services.host_agent.settings import AgentSettings, Command, PROGRAM, parse_settings
+from services.host_agent.settings import PROGRAM, AgentSettings, Command, parse_settings
 from services.readiness import notify_ready
 
 LOGGER = logging.getLogger("services.host_agent")

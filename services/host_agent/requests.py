@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from api.hostoperations import HostPhase, PLAN_BOUND_ACTIONS, TERMINAL_PHASES, HostOperationReason, HostOperationSpec
+from api.hostoperations import PLAN_BOUND_ACTIONS, TERMINAL_PHASES, HostOperationReason, HostOperationSpec, HostPhase
 from api.validation import SpecError, parse_spec
 from services.host_agent.journal import Outcome
 

@@ -126,10 +126,10 @@ class _ProbeHandler(BaseHTTPRequestHandler):
     server_version = "magicstick-reconcile-trigger"
     timeout = REQUEST_TIMEOUT_SECONDS
 
-    def do_GET(self) -> None:  # noqa: N802 - the http.server dispatch names
+    def do_GET(self) -> None:
         self._answer(body=True)
 
-    def do_HEAD(self) -> None:  # noqa: N802
+    def do_HEAD(self) -> None:
         self._answer(body=False)
 
     def _answer(self, *, body: bool) -> None:

@@ -14,7 +14,17 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from services.flags import LOG_LEVELS, Flag, ListenAddress, ServiceFlagError, listen_address, one_of, raw_values, required, whole_number
+from services.flags import (
+    LOG_LEVELS,
+    Flag,
+    ListenAddress,
+    ServiceFlagError,
+    listen_address,
+    one_of,
+    raw_values,
+    required,
+    whole_number,
+)
 
 PROGRAM = "magicstick-reconcile-trigger"
 ENV_PREFIX = "MAGICSTICK_RECONCILE_TRIGGER_"

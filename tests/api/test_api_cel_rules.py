@@ -32,7 +32,15 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from pydantic import BaseModel
-from spec_cases import GPU_MEMORY, NETWORK_REF, VALID_HOST_OPERATIONS, gpu_sharing, host_operation, instance, local_model
+from spec_cases import (
+    GPU_MEMORY,
+    NETWORK_REF,
+    VALID_HOST_OPERATIONS,
+    gpu_sharing,
+    host_operation,
+    instance,
+    local_model,
+)
 
 from api.crdgen import CRD_DIRECTORY, load_committed_crds
 from api.meta import API_VERSION

@@ -9,7 +9,6 @@ from api.hostoperations import HostOperationSpec, HostOperationStatus
 from api.validation import parse_spec
 
 
-
 @pytest.mark.parametrize("action", sorted(VALID_HOST_OPERATIONS))
 def test_each_action_is_accepted_with_its_required_fields(action: str) -> None:
     spec = parse_spec("HostOperation", VALID_HOST_OPERATIONS[action])

@@ -12,7 +12,16 @@ from typing import get_args
 import yaml
 
 from api.status import AppliancePhase, ModulePhase
-from api.vocabulary import REASON_VOCABULARIES, ConditionType, ForeignReason, Phase, ProblemReason, Reason, every_reason, reason_of
+from api.vocabulary import (
+    REASON_VOCABULARIES,
+    ConditionType,
+    ForeignReason,
+    Phase,
+    ProblemReason,
+    Reason,
+    every_reason,
+    reason_of,
+)
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 CODE = ("planning", "providers", "components", "program", "api", "services")

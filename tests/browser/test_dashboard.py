@@ -124,7 +124,7 @@ def application_server() -> Iterator[str]:
     """A stand-in for an instance's application, where its URL leads."""
 
     class Handler(BaseHTTPRequestHandler):
-        def do_GET(self) -> None:  # noqa: N802 - the base class's naming
+        def do_GET(self) -> None:
             body = b"<!doctype html><html lang='en'><title>OpenClaw</title><h1>OpenClaw stand-in</h1></html>"
             self.send_response(200)
             self.send_header("Content-Type", "text/html")

@@ -119,7 +119,7 @@ def site() -> Iterator[Site]:
             else:
                 self._answer(404, Resource("not found", "text/plain"))
 
-        def log_message(self, format: str, *args: object) -> None:
+        def log_message(self, format: str, *args: object) -> None:  # noqa: A002
             pass
 
     server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)

@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-
 import pytest
 
 from cli.backend import A_CHECK_FAILED, ALL_PASSED
 from cli.main import EXIT_BAD_INPUT, main
 from tests.support.s3_store import BUCKET, closed_loopback_port, no_aws_credentials, s3, store  # noqa: F401 - fixtures
-
 
 
 def run(capsys, *argv: str) -> tuple[int, list[str], list[str]]:

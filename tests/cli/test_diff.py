@@ -5,11 +5,11 @@ from __future__ import annotations
 import io
 import shutil
 import sys
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-from cli.diff import RenderTree, compare
 import program.settings as program_settings
+from cli.diff import RenderTree, compare
 from cli.main import EXIT_BAD_INPUT, EXIT_FINDING, EXIT_OK, main
 from tests.cli.inputs import DEMO, INVALID_MODEL, NOW, snapshot_with
 
@@ -110,9 +110,9 @@ class _TickingClock(datetime):
     reads = 0
 
     @classmethod
-    def now(cls, tz=None):  # noqa: ANN001, ANN206 - datetime's own signature
+    def now(cls, tz=None):
         cls.reads += 1
-        return datetime(2026, 1, 1, 12, 0, tzinfo=timezone.utc) + timedelta(minutes=cls.reads)
+        return datetime(2026, 1, 1, 12, 0, tzinfo=UTC) + timedelta(minutes=cls.reads)
 
 
 def test_a_snapshot_against_itself_without_now_renders_both_sides_at_one_moment(monkeypatch, capsys):

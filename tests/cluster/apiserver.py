@@ -60,8 +60,8 @@ import httpx
 import yaml
 
 from tests import toolchain
-from tests.support.vendored import VENDORED_CRDS
 from tests.support.processes import stop_process
+from tests.support.vendored import VENDORED_CRDS
 
 KUBE_VERSION: Final = toolchain.versions().kube
 """The kube-apiserver version the toolchain script builds and the tests run against."""

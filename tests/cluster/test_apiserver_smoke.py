@@ -82,7 +82,7 @@ class TestTheServer:
     def test_it_answers_version_with_the_kube_version_the_toolchain_pins(self, admin_client):
         response = admin_client.get("/version")
         assert response.status_code == 200
-        assert KUBE_VERSION == toolchain.versions().kube
+        assert toolchain.versions().kube == KUBE_VERSION
         assert response.json()["gitVersion"] == KUBE_VERSION
 
     def test_it_refuses_a_request_without_a_token(self, cluster: ClusterInfo):

@@ -28,9 +28,9 @@ from api.host_evidence import HOST_ANNOTATIONS
 from api.meta import API_VERSION, GROUP
 from providers.kinds import APPLIANCE_SETUP, HOST_OPERATION, NODE, POD
 from providers.kube import Forbidden, KubeAccess, KubeClient, NotFound, ResourceKind, open_client
+from services.host_agent.cluster import AgentCluster
 from tests.cluster.apiserver import ADMIN_USER, ClusterInfo, TestIdentity
 from tests.deploy.manifests import SYSTEM_NAMESPACE, Permission, documents
-from services.host_agent.cluster import AgentCluster
 from tests.deploy.program_identity import NAMESPACE, apply_all, ensure_namespaces, ensure_own_crds, wait_until_granted
 
 KUBECTL: Final = shutil.which("kubectl")

@@ -27,7 +27,7 @@ SCENARIOS = {
 
 
 @pytest.mark.parametrize("scenario", sorted(SCENARIOS))
-def test_every_object_of_a_planned_direct_runtime_passes_a_server_side_dry_run(scenario, namespace, admin: KubeClient):  # noqa: F811
+def test_every_object_of_a_planned_direct_runtime_passes_a_server_side_dry_run(scenario, namespace, admin: KubeClient):
     world, activation = SCENARIOS[scenario]
     activation["spec"]["targetNamespace"] = namespace
     name = activation["metadata"]["name"]

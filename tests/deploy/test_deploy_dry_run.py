@@ -45,7 +45,7 @@ def built() -> list[dict]:
 
 
 @pytest.mark.parametrize("obj", built(), ids=lambda o: f"{o['kind']}/{o['metadata'].get('namespace', '-')}/{o['metadata']['name']}")
-def test_every_object_of_the_deploy_kustomization_passes_a_server_side_dry_run(obj, admin: KubeClient):  
+def test_every_object_of_the_deploy_kustomization_passes_a_server_side_dry_run(obj, admin: KubeClient):
     kind = KINDS[(obj["apiVersion"], obj["kind"])]
     namespace = obj["metadata"].get("namespace")
     if namespace:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 from collections.abc import Iterator
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any, Final
 
 import pytest
@@ -20,12 +20,12 @@ from planning.models.direct import DirectRuntimeKind
 from providers.kinds import CONFIG_MAP, DEPLOYMENT, SERVICE
 from providers.kube import KubeAccess, KubeClient, NotFound
 from providers.status_writer import problems_of, status_with_problems
-from tests.deploy.manifests import SYSTEM_NAMESPACE, SERVICE_ACCOUNT_USER, Permission, documents, granted
+from tests.deploy.manifests import SERVICE_ACCOUNT_USER, SYSTEM_NAMESPACE, Permission, documents, granted
 from tests.providers.direct_runtime_objects import identity, inputs, provider_for, runtime_objects
 
 WORKLOADS: Final = "ai"
 REALTIME_ROLE: Final = "magicstick-realtime-runtime"
-NOW: Final = datetime(2026, 1, 2, 3, 4, 5, tzinfo=timezone.utc)
+NOW: Final = datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC)
 KINDS: Final = {"ConfigMap": CONFIG_MAP, "Service": SERVICE, "Deployment": DEPLOYMENT}
 
 

@@ -8,7 +8,15 @@ from collections.abc import Iterator
 
 import pytest
 
-from planning.hardware.validation import HISTORY_CONFIG_MAP, RUNTIME_IMAGES_CONFIG_MAP, RUNTIME_IMAGES_NAMESPACE, EngineRun, PodSecurity, job_name, validation_job
+from planning.hardware.validation import (
+    HISTORY_CONFIG_MAP,
+    RUNTIME_IMAGES_CONFIG_MAP,
+    RUNTIME_IMAGES_NAMESPACE,
+    EngineRun,
+    PodSecurity,
+    job_name,
+    validation_job,
+)
 from providers.gpu_stores import bootstrap_history, put_runtime_image, read_run
 from providers.gpu_validation import RunInputs, advance
 from providers.kinds import CONFIG_MAP, JOB

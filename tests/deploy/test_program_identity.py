@@ -17,22 +17,22 @@ from api.crdgen import load_committed_crds
 from api.meta import API_VERSION
 from catalogs import load_catalogs
 from planning.frozen import thaw
-from planning.kustomizations import SourceRef, module_kustomization
-from planning.settings import FIELD_MANAGER, FLUX_NAMESPACE
 from planning.hardware.amd import ELIGIBLE_LABEL, device_config, node_eligibility_patch
+from planning.kustomizations import SourceRef, module_kustomization
+from planning.objects import encode_status
+from planning.settings import FIELD_MANAGER, FLUX_NAMESPACE
 from providers.kinds import CONFIG_MAP, CRD, KUSTOMIZATION, MODULE_ACTIVATION, NODE
 from providers.kube import Forbidden, KubeAccess, KubeClient, NotFound
 from providers.kube.client import APPLY_PATCH
 from providers.live_reader import read_snapshot
 from providers.offloading_store import OFFLOADING_STORE
 from providers.profile_store import put_profile, read_profiles, remove_profile
-from planning.objects import encode_status
 from providers.status_batch import LIST_FROM, StatusBatchProvider
 from providers.status_writer import StatusTarget, write_status
 from tests.cluster.apiserver import TestIdentity
-from tests.live.world import DEVICE_CONFIG, NAMESPACE
 from tests.deploy.manifests import SERVICE_ACCOUNT_USER, SYSTEM_NAMESPACE
 from tests.deploy.program_identity import FIELD_MANAGER as LOADER
+from tests.live.world import DEVICE_CONFIG, NAMESPACE
 from tests.providers.engine import configured, kubeconfig_config
 
 OWN_CRD_NAMES = tuple(crd["metadata"]["name"] for crd in load_committed_crds())

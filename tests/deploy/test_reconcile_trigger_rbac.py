@@ -29,7 +29,16 @@ from services.reconcile_trigger.watches import FLUX_NAMESPACE, WatchTarget, watc
 from tests.cluster.apiserver import ClusterInfo, TestIdentity
 from tests.deploy.manifests import Permission, documents, the_one
 from tests.deploy.program_identity import apply_all, wait_until_granted
-from tests.services.reconcile_trigger.world import FAST, LOADER, config_map, create_stack, ensure_stack_crd, eventually, serving_watches, version_of
+from tests.services.reconcile_trigger.world import (
+    FAST,
+    LOADER,
+    config_map,
+    create_stack,
+    ensure_stack_crd,
+    eventually,
+    serving_watches,
+    version_of,
+)
 
 MANIFEST: Final = "reconcile-trigger.yaml"
 RBAC: Final = "reconcile-trigger-rbac.yaml"

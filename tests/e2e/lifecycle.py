@@ -9,8 +9,8 @@ from providers.kube import KubeClient
 from tests.cluster.apiserver import ClusterInfo, install_crds
 from tests.e2e.engine import REPO_ROOT, PulumiProject, Run
 from tests.e2e.world import objects_of, play_controllers
-from tests.live.world import load
 from tests.live.ollama_double import OllamaDouble
+from tests.live.world import load
 
 GARBAGE_COLLECTION: Final = ("garbagecollector", "namespace")
 """The controllers the engine needs beside the stand-ins: pulumi-kubernetes deletes with

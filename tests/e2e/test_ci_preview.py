@@ -10,9 +10,8 @@ from the cluster), with the workflow's fixed clock.
 
 from __future__ import annotations
 
-import re
-
 import os
+import re
 import subprocess
 from pathlib import Path
 from typing import Any, Final
@@ -24,8 +23,8 @@ from providers.kube import KubeClient
 from tests.cluster.apiserver import ADMIN_USER, ClusterInfo
 from tests.e2e.engine import PulumiProject, Run
 from tests.e2e.lifecycle import CHANGING_OPS, STATUS_TYPE, changes, converge, render_paths, resource_type
-from tests.live.ollama_double import OllamaDouble
 from tests.e2e.world import load_demo
+from tests.live.ollama_double import OllamaDouble
 from tests.toolchain import REPO_ROOT
 
 NOW: Final = "2026-01-01T12:00:00Z"

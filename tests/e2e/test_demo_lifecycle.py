@@ -15,11 +15,11 @@ from api.crdgen import load_committed_crds
 from providers.kinds import APPLIANCE_KINDS, CRD, HELM_RELEASE, KUSTOMIZATION
 from providers.kube import Invalid, KubeClient, ResourceKind
 from tests.cluster.apiserver import ClusterInfo
-from tests.e2e.engine import PulumiProject, Run
 from tests.e2e import lifecycle
+from tests.e2e.engine import PulumiProject, Run
 from tests.e2e.lifecycle import CHANGING_OPS, changes, converge, resource_type
-from tests.live.ollama_double import OllamaDouble
 from tests.e2e.world import load_demo, objects_of
+from tests.live.ollama_double import OllamaDouble
 
 OWN_CRD_TYPE = "kubernetes:apiextensions.k8s.io/v1:CustomResourceDefinition"
 OWN_KIND_TYPES = frozenset(f"kubernetes:appliance.magicstick.dev/v1alpha1:{kind}" for kind in ("Appliance", "ModuleActivation", "ModelActivation", "AppInstance"))

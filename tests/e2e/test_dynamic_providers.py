@@ -54,8 +54,8 @@ from providers.kinds import CONFIG_MAP, DEPLOYMENT, JOB, KUBEAI_MODEL, KUSTOMIZA
 from providers.kube import KubeClient, NotFound
 from providers.profile_store import read_profiles
 from tests.cluster.apiserver import ClusterInfo
-from tests.e2e.engine import PulumiProject, Run
 from tests.e2e import lifecycle
+from tests.e2e.engine import PulumiProject, Run
 from tests.e2e.lifecycle import changes, resource_type
 from tests.e2e.world import demo_documents, load_demo, play_controllers, prepare_cluster
 from tests.live.ollama_double import OllamaDouble

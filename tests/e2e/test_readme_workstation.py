@@ -132,7 +132,7 @@ def test_the_readme_gives_a_workstation_stack_init_config_set_preview_diff_and_u
 
 
 def test_every_workstation_command_of_the_readme_succeeds_in_a_fresh_checkout(workstation: Workstation):
-    failed = [(line, result.returncode, (result.stdout + result.stderr)[-4000:]) for line, result in zip(workstation.commands, workstation.results) if result.returncode != 0]
+    failed = [(line, result.returncode, (result.stdout + result.stderr)[-4000:]) for line, result in zip(workstation.commands, workstation.results, strict=False) if result.returncode != 0]
     assert not failed, failed
     assert len(workstation.results) == len(workstation.commands)
 

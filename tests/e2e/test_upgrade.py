@@ -21,7 +21,14 @@ from providers.kube import KubeClient
 from tests.cluster.apiserver import ADMIN_USER, ClusterInfo, install_crds
 from tests.e2e.engine import REPO_ROOT, PulumiProject
 from tests.e2e.lifecycle import STATUS_TYPE, changes, converge, logical_name, resource_type
-from tests.e2e.upgrade_state import FIXTURE_PASSPHRASE, FIXTURES, KUBECONFIG_PLACEHOLDER, MACHINE_FIELDS, applied_objects, identity
+from tests.e2e.upgrade_state import (
+    FIXTURE_PASSPHRASE,
+    FIXTURES,
+    KUBECONFIG_PLACEHOLDER,
+    MACHINE_FIELDS,
+    applied_objects,
+    identity,
+)
 from tests.e2e.world import load_demo, play_controllers
 from tests.live.ollama_double import OllamaDouble
 from tests.live.world import kind_of

@@ -67,7 +67,7 @@ def in_namespace(obj: dict, namespace: str) -> dict:
 
 
 @pytest.fixture
-def world(clean_shared_namespaces: None, admin: KubeClient, namespace: str) -> str:  # noqa: F811 - fixtures
+def world(clean_shared_namespaces: None, admin: KubeClient, namespace: str) -> str:
     """The program's system namespace, holding an Appliance and a ModuleActivation; returned by name."""
     load(admin, [in_namespace(appliance({"basis": True}), namespace), in_namespace(activation("kubeai"), namespace)])
     return namespace

@@ -229,7 +229,7 @@ class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     server: _Server
 
-    def do_GET(self) -> None:  # noqa: N802 - the http.server dispatch names
+    def do_GET(self) -> None:
         self._relay()
 
     do_POST = do_PUT = do_PATCH = do_DELETE = do_GET  # noqa: N815

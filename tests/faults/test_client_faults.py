@@ -5,7 +5,18 @@ from __future__ import annotations
 import pytest
 
 from providers.kinds import CONFIG_MAP
-from providers.kube import Conflict, Forbidden, Invalid, KubeAccess, KubeClient, KubeError, NotFound, RetryPolicy, ServerError, open_client
+from providers.kube import (
+    Conflict,
+    Forbidden,
+    Invalid,
+    KubeAccess,
+    KubeClient,
+    KubeError,
+    NotFound,
+    RetryPolicy,
+    ServerError,
+    open_client,
+)
 from tests.faults.conftest import ATTEMPTS, Faulty
 from tests.faults.proxy import Answer, Fault, Reset
 

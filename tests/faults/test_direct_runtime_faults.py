@@ -6,7 +6,7 @@ the next run tries again and, the server answering again, clears it.
 from __future__ import annotations
 
 from collections.abc import Callable
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 import pytest
 
@@ -20,7 +20,7 @@ from tests.faults.proxy import Action, Answer, Fault, Hold, Reset
 from tests.providers.direct_runtime_objects import identity, inputs, runtime_objects
 
 NAME = "omni"
-NOW = datetime(2026, 1, 2, 3, 4, 5, tzinfo=timezone.utc)
+NOW = datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC)
 OUTAGES: dict[str, tuple[Action, str]] = {
     "503": (Answer(503), "503 ServiceUnavailable: fault injected"),
     "500": (Answer(500), "500 InternalError: fault injected"),

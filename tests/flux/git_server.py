@@ -98,7 +98,7 @@ def _handler(project_root: Path) -> type[http.server.BaseHTTPRequestHandler]:
         def do_POST(self) -> None:
             self._relay()
 
-        def log_message(self, format: str, *args: object) -> None:
+        def log_message(self, format: str, *args: object) -> None:  # noqa: A002
             """Quiet: pytest shows the test's own output."""
 
         def _body(self) -> bytes:

@@ -18,7 +18,17 @@ from providers.kube import KubeClient
 from tests.cluster.apiserver import ADMIN_USER, ClusterInfo
 from tests.flux.controllers import FluxControllers
 from tests.flux.git_server import GitSource
-from tests.flux.graph import FLUX_NAMESPACE, GIT_REPOSITORY, OCI_REPOSITORY, Ready, bootstrap, failed_with, flux_command, wait_until_applied, wait_until_ready_is
+from tests.flux.graph import (
+    FLUX_NAMESPACE,
+    GIT_REPOSITORY,
+    OCI_REPOSITORY,
+    Ready,
+    bootstrap,
+    failed_with,
+    flux_command,
+    wait_until_applied,
+    wait_until_ready_is,
+)
 from tests.live.world import NAMESPACE
 
 GRAPH: Final = ("node-feature-discovery", "pulumi-kubernetes-operator", "magicstick-operator", "magicstick-appliance")

@@ -14,9 +14,9 @@ from typing import Any, Final
 import yaml
 
 from catalogs import ApplicationEntry
+from planning.frozen import thaw
 from planning.instances.names import derived_release_name, instance_name_of
 from planning.instances.releases import helm_release
-from planning.frozen import thaw
 from planning.kustomizations import SourceRef
 from tests.gitops.tree import REPOSITORY, application_entries
 from tests.planning.instances.scene import PAPERCLIP_VALUES

@@ -15,8 +15,8 @@ import pytest
 import yaml
 
 from catalogs import load_catalogs
-from planning.models.kubeai import PROFILE_STORE_CONFIG_MAP, PROFILE_STORE_KEY, PROFILE_STORE_NAMESPACE
 from planning.hardware.validation import RUNTIME_IMAGES_CONFIG_MAP, RUNTIME_IMAGES_KEY, RUNTIME_IMAGES_NAMESPACE
+from planning.models.kubeai import PROFILE_STORE_CONFIG_MAP, PROFILE_STORE_KEY, PROFILE_STORE_NAMESPACE
 from planning.models.offloading import OFFLOADING_CONFIG_MAP, OFFLOADING_KEY, OFFLOADING_NAMESPACE
 from providers.profile_store import STORE_ANNOTATIONS, STORE_LABELS
 from tests.support.crd_schema import upstream_registry

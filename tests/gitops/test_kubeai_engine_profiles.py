@@ -9,7 +9,7 @@ from tests.gitops.test_kubeai_base import built, of_kind  # noqa: F401  (the fix
 from tests.planning.builders import CATALOGS
 
 
-def test_every_engine_profile_the_program_selects_is_in_the_helm_releases_inline_values(built):  # noqa: F811
+def test_every_engine_profile_the_program_selects_is_in_the_helm_releases_inline_values(built):
     (release,) = of_kind(built, "HelmRelease")
     assert release["spec"]["values"]["resourceProfiles"] == thaw(ENGINE_PROFILES)
 

@@ -31,9 +31,8 @@ from planning.models.catalog_format import (
     MODEL_CATALOG_KEY,
 )
 from planning.settings import DEFAULT_SYSTEM_NAMESPACE
-from tests.planning.builders import NS, runtime
+from tests.planning.builders import NS, plan_of, runtime
 from tests.planning.models.world import local_model, observed_model, platform, pod
-from tests.planning.builders import plan_of
 from tests.support.crd_schema import upstream_registry
 
 REPOSITORY = Path(__file__).resolve().parents[2]

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import base64
+import json
 import subprocess
 import sys
-import json
 
 import pytest
 

@@ -19,18 +19,18 @@ standing in for what Flux installs with their modules.
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import yaml
 
 from api.crdgen import load_committed_crds
 from catalogs import load_catalogs
+from planning.access_settings import AccessSettings
 from planning.frozen import thaw
 from planning.objects import DesiredObject
 from planning.plan import Plan, plan
 from planning.readiness import SPEC_HASH_ANNOTATION
-from planning.access_settings import AccessSettings
 from planning.settings import PlanSettings
 from providers.kinds import APP_INSTANCE, HELM_RELEASE, HTTP_ROUTE, SECURITY_POLICY
 from providers.kube import KubeAccess, KubeClient
@@ -50,7 +50,7 @@ SYSTEM = "ai-system"
 SETTINGS = PlanSettings(system_namespace=SYSTEM, access=AccessSettings(guard_image="registry.example.com/magicstick/access-guard:0.1.0"))
 """The demo's settings with an access guard image an administrator has built and set."""
 INSTANCES = ("openclaw-default", "paperclip-default")
-START = datetime(2026, 1, 1, tzinfo=timezone.utc)
+START = datetime(2026, 1, 1, tzinfo=UTC)
 DEMO = Path(__file__).resolve().parents[2] / "examples" / "demo" / "snapshot.yaml"
 OPERATOR_CRDS = (
     ("openclaw.rocks", "OpenClawInstance", "openclawinstances"),

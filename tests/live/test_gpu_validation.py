@@ -32,9 +32,9 @@ from planning.hardware.validation import (
 from providers.gpu_stores import bootstrap_history, put_run, put_runtime_image, read_run
 from providers.gpu_validation import GpuValidationHistoryProvider, GpuValidationProvider
 from providers.kinds import CONFIG_MAP, JOB, POD
-from tests.live.test_pod_recovery import SERVICE_ACCOUNT
 from providers.kube import KubeAccess, KubeClient, open_client
 from providers.outcomes import ProblemReason
+from tests.live.test_pod_recovery import SERVICE_ACCOUNT
 from tests.providers.engine import configured, kubeconfig_config
 
 WRITERS = 20

@@ -8,7 +8,7 @@ again, until nothing changes.
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 from api.crdgen import load_committed_crds
 from catalogs import load_catalogs
@@ -31,7 +31,7 @@ from tests.live.world import (
 )
 from tests.planning.builders import activation, appliance, cpu_model
 
-START = datetime(2026, 1, 1, tzinfo=timezone.utc)
+START = datetime(2026, 1, 1, tzinfo=UTC)
 
 
 def _scenario(namespace: str) -> list[dict]:

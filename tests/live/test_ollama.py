@@ -9,14 +9,24 @@ double listens on another address of this host, which the apiserver dials like a
 from __future__ import annotations
 
 import socket
-from collections.abc import Iterator
 from collections import Counter
-from datetime import datetime, timezone
+from collections.abc import Iterator
+from datetime import UTC, datetime
 from typing import Any
 
 import pytest
 
-from providers.kube import ConnectionFailure, Forbidden, KubeAccess, KubeClient, KubeConnectionError, KubeError, ResourceKind, ServerError, open_client
+from providers.kube import (
+    ConnectionFailure,
+    Forbidden,
+    KubeAccess,
+    KubeClient,
+    KubeConnectionError,
+    KubeError,
+    ResourceKind,
+    ServerError,
+    open_client,
+)
 from providers.ollama import (
     MIB,
     OLLAMA_PORT,
@@ -37,8 +47,8 @@ from providers.ollama import (
     observe_alias,
     proxy_path,
 )
-from tests.live.ollama_double import OllamaDouble
 from providers.outcomes import Persistence, ProblemReason, problem_from
+from tests.live.ollama_double import OllamaDouble
 from tests.live.world import LOADER
 from tests.providers.engine import LEGACY_ACCESS, configured, kubeconfig_config
 
@@ -47,7 +57,7 @@ SERVICE_ACCOUNT = ResourceKind(group="", version="v1", kind="ServiceAccount", pl
 KUBELET = "test-kubelet"
 SOURCE = "qwen2.5:0.5b"
 ALIAS = "qwen2505bcpu"
-NOW = datetime(2026, 3, 4, 5, 6, 7, 890, tzinfo=timezone.utc)
+NOW = datetime(2026, 3, 4, 5, 6, 7, 890, tzinfo=UTC)
 
 def ready_pod(client: KubeClient, namespace: str, name: str, *, ip: str, port: int) -> str:
     """Create a model Pod declaring `port` and report it Running and Ready at `ip`, as the kubelet would."""

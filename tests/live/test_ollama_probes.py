@@ -13,13 +13,19 @@ import socket
 from collections import Counter
 from typing import Any, Final
 
-
 from planning.plan import plan
 from planning.snapshot import OllamaObservation, OllamaProbe, Snapshot
 from providers.kinds import KUBEAI_MODEL, POD
 from providers.kube import KubeAccess, KubeClient
 from providers.live_reader import observe_ollama
-from providers.ollama import MIB, PROBE_ATTEMPTS, PROBE_BUDGET_SECONDS, PROBE_PARALLELISM, PROBE_TIMEOUT_SECONDS, ProbeLimits
+from providers.ollama import (
+    MIB,
+    PROBE_ATTEMPTS,
+    PROBE_BUDGET_SECONDS,
+    PROBE_PARALLELISM,
+    PROBE_TIMEOUT_SECONDS,
+    ProbeLimits,
+)
 from tests.live.ollama_double import OllamaDouble
 from tests.live.world import LOADER, SERVICE_ACCOUNT
 from tests.planning.builders import CATALOGS, NOW, status_of, with_flux

@@ -12,13 +12,13 @@ scripts/images/build.sh are imported into the node's containerd when the node st
 from __future__ import annotations
 
 from collections.abc import Iterator
+
 import pytest
 
 from tests.cluster.apiserver import ClusterInfo, create_namespace, running_cluster
 from tests.cluster.conftest_plugin import namespace_name
 from tests.images import OPERATOR_IMAGE, SERVICE_IMAGES, WORKSPACE_IMAGE, LocalImage, local_image
 from tests.node.node import NODE_CONTROLLERS, RealNode, node_ip, running_node
-
 
 
 @pytest.fixture(scope="session")

@@ -31,10 +31,18 @@ import yaml
 
 from cli.render import render
 from providers.offloading_store import OFFLOADING_STORE
-from providers.profile_store import PROFILES_FIELD, RUNTIME_STORE, StoreSettings, read_document, read_profiles, serialise, with_profile
+from providers.profile_store import (
+    PROFILES_FIELD,
+    RUNTIME_STORE,
+    StoreSettings,
+    read_document,
+    read_profiles,
+    serialise,
+    with_profile,
+)
+from tests.peers.scene import DEMO, NOW, identity, stored
 from tests.planning.builders import activation, ready_modules
 from tests.planning.hardware.nodes import node
-from tests.peers.scene import DEMO, NOW, identity, stored
 from tests.support.vendored import REPOSITORY_ROOT, VENDORED_CHARTS
 
 JsonObject = dict[str, Any]

@@ -2,23 +2,23 @@
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any
 
 from api.meta import API_VERSION
 from catalogs import load_catalogs
+from planning.access_settings import AccessSettings
 from planning.frozen import thaw
 from planning.instances.access import InstanceAccess, hostnames
+from planning.instances.guard import guard_objects
 from planning.objects import DesiredObject
 from planning.plan import Plan, plan
-from planning.access_settings import AccessSettings
-from planning.instances.guard import guard_objects
 from planning.settings import PlanSettings
 from planning.snapshot import Snapshot
 from tests.support.crd_defaults import with_defaults
 
-NOW = datetime(2026, 1, 1, tzinfo=timezone.utc)
-LATER = datetime(2026, 1, 2, tzinfo=timezone.utc)
+NOW = datetime(2026, 1, 1, tzinfo=UTC)
+LATER = datetime(2026, 1, 2, tzinfo=UTC)
 NS = "ai-system"
 CATALOGS = load_catalogs()
 

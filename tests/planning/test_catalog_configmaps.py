@@ -11,8 +11,8 @@ import yaml
 
 import catalogs as catalogs_package
 from catalogs import load_catalogs
-from planning.frozen import thaw
 from planning.catalog_overrides import CATALOG_CONFIG_MAPS, catalogs_in_force
+from planning.frozen import thaw
 from planning.plan import Plan
 from planning.snapshot import Snapshot
 from tests.planning.builders import (

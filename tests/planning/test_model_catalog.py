@@ -19,9 +19,9 @@ from planning.models.catalog_format import (
 )
 from planning.plan import Plan
 from tests.planning.builders import NS, appliance, plan_of, runtime, status_of
+from tests.planning.hardware.nodes import node
 from tests.planning.models.direct_world import freetoken_model, plan_with, runtime_of, runtime_pod, stored
 from tests.planning.models.world import local_model, observed_model, platform, pod
-from tests.planning.hardware.nodes import node
 
 
 def catalog(result: Plan) -> ModelCatalog:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
@@ -18,7 +18,7 @@ from planning.models.recovery import (
     select_terminal_pods,
 )
 
-NOW = datetime(2026, 1, 1, tzinfo=timezone.utc)
+NOW = datetime(2026, 1, 1, tzinfo=UTC)
 MODEL_UID = "6f1c0d5e-0000-4000-8000-000000000001"
 OTHER_MODEL_UID = "6f1c0d5e-0000-4000-8000-000000000002"
 REVISION = "model-uid-1/generation-1/activation-generation-1"

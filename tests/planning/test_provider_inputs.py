@@ -16,11 +16,11 @@ from planning.models.profile_entry import ProfileEntry, ProfileStoreRef
 from planning.models.recovery import RecoveryAttempt, TerminalPod
 from planning.objects import DesiredObject, StatusUpdate
 from planning.provider_wire import MEMBERS_INPUT, PROBLEMS_INPUT
-from planning.status_batches import status_batches
 from planning.stale import StaleObject, StaleTarget
+from planning.status_batches import status_batches
+from providers import direct_runtime, profile_store, status_batch, status_writer
 from providers.ollama import AliasTarget
 from providers.pod_recovery import RecoveryAttempt as ProviderRecoveryAttempt
-from providers import direct_runtime, profile_store, status_batch, status_writer
 from providers.stale_removal import StaleTarget as ProviderStaleTarget
 
 text = st.text(min_size=1, max_size=12)

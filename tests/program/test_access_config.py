@@ -12,8 +12,8 @@ from cli.offline import run_offline
 from planning.access_settings import AccessSettings
 from program import main as program
 from program.access_config import ACCESS_KEYS, access_settings
-from tests.program import every_access_key
 from program.settings import CONFIG_KEYS, RunSettingsError, Settings
+from tests.program import every_access_key
 
 REPOSITORY = Path(__file__).resolve().parents[2]
 DEMO = REPOSITORY / "examples" / "demo" / "snapshot.yaml"

@@ -10,19 +10,18 @@ status that is written.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import pulumi
 import pytest
 import yaml
-
 from pulumi.output import Unknown
 from pulumi.runtime.stack import run_pulumi_func
 from pulumi.runtime.sync_await import _sync_await
 
-from cli.offline import OfflineRun, RecordingMonitor, Registration, run_offline
+from cli.offline import OfflineRun, RecordingMonitor, run_offline
 from components.dynamic import RuntimeProfile
 from components.status import StatusBatchWrite
 from planning.frozen import freeze
@@ -30,12 +29,12 @@ from planning.models.kubeai import CpuProfile
 from planning.objects import StatusUpdate
 from planning.status_batches import status_batches
 from program import main as program
-from providers.profile_store import RuntimeProfileProvider
 from providers.outcomes import Persistence, ProblemReason, problem_output
+from providers.profile_store import RuntimeProfileProvider
 from providers.status_batch import StatusBatchProvider, recorded_member
 from tests.planning.builders import activation, appliance, kustomization_for, with_flux
 from tests.planning.models.world import catalog_publishing, local_model, observed_model, platform, pod
-from tests.program.statuses import STATUS_BATCH, MemberWrite, checked_batch, status_write, status_writes, written_status
+from tests.program.statuses import STATUS_BATCH, MemberWrite, status_write, status_writes, written_status
 
 DYNAMIC = "pulumi-python:dynamic/magicstick:"
 STATUS = STATUS_BATCH
@@ -43,7 +42,7 @@ RUNTIME_PROFILE = f"{DYNAMIC}RuntimeProfile"
 POD_RECOVERY = f"{DYNAMIC}PodRecovery"
 OLLAMA_ALIAS = f"{DYNAMIC}OllamaAlias"
 STALE_REMOVAL = f"{DYNAMIC}StaleRemoval"
-WRITTEN_AT = datetime(2026, 1, 1, 0, 5, tzinfo=timezone.utc)
+WRITTEN_AT = datetime(2026, 1, 1, 0, 5, tzinfo=UTC)
 
 STORE_FULL = problem_output(ProblemReason.PROFILE_STORE_FULL, "cannot add resource profile: the limit is 64")
 OLLAMA_DOWN = problem_output(ProblemReason.OLLAMA_UNREACHABLE, "503 ServiceUnavailable: no endpoints available for pod m-0")

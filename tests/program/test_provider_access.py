@@ -16,10 +16,8 @@ from pulumi.runtime import rpc
 
 from cli.offline import OfflineRun, RecordingMonitor, run_offline
 from components.dynamic import OllamaAlias, ollama_alias_name, pod_recovery_name
-from planning.frozen import freeze
 from planning.models.plan import AliasRequest, PodDeletion
 from planning.models.recovery import TerminalPod
-from planning.objects import StatusUpdate
 from program import main as program
 from program.settings import CONFIG_NAMESPACE
 from providers.cluster_access import CONTEXT_KEY, KUBECONFIG_KEY

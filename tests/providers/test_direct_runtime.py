@@ -45,7 +45,7 @@ def versions(client: KubeClient, objects: list[dict[str, Any]]) -> list[str]:
 
 
 @pytest.fixture
-def provider(admin_access: KubeAccess) -> DirectRuntimeProvider:  # noqa: F811 - fixture
+def provider(admin_access: KubeAccess) -> DirectRuntimeProvider:
     return provider_for(admin_access)
 
 
@@ -57,7 +57,7 @@ def created(provider: DirectRuntimeProvider, declared: dict[str, Any]):
 
 class TestCreate:
     def test_create_applies_the_config_map_the_service_and_the_deployment_and_lists_them_as_applied(
-        self, namespace, admin: KubeClient, provider  # noqa: F811
+        self, namespace, admin: KubeClient, provider
     ):
         objects = runtime_objects(namespace, NAME)
 
@@ -68,7 +68,7 @@ class TestCreate:
         assert result.outs["problem"] == {}
         assert result.id == f"realtime/{namespace}/{NAME}"
 
-    def test_the_objects_are_applied_under_the_programs_field_manager(self, namespace, admin: KubeClient, provider):  # noqa: F811
+    def test_the_objects_are_applied_under_the_programs_field_manager(self, namespace, admin: KubeClient, provider):
         objects = runtime_objects(namespace, NAME)
 
         created(provider, inputs(namespace, objects))
@@ -76,7 +76,7 @@ class TestCreate:
         managers = {entry["manager"] for entry in stored(admin, objects[-1])["metadata"]["managedFields"]}
         assert managers == {FIELD_MANAGER}
 
-    def test_an_existing_object_is_adopted_not_refused(self, namespace, admin: KubeClient, provider):  # noqa: F811
+    def test_an_existing_object_is_adopted_not_refused(self, namespace, admin: KubeClient, provider):
         objects = runtime_objects(namespace, NAME)
         admin.apply(SERVICE, objects[1], field_manager=OTHER_MANAGER)
 
@@ -87,7 +87,7 @@ class TestCreate:
 
 
 class TestUpdate:
-    def test_a_converged_update_changes_no_object_and_diff_sees_no_change(self, namespace, admin: KubeClient, provider):  # noqa: F811
+    def test_a_converged_update_changes_no_object_and_diff_sees_no_change(self, namespace, admin: KubeClient, provider):
         objects = runtime_objects(namespace, NAME)
         checked, first = created(provider, inputs(namespace, objects))
         before = versions(admin, objects)
@@ -98,7 +98,7 @@ class TestUpdate:
         assert again.outs == first.outs
         assert provider.diff(first.id, first.outs, checked).changes is False
 
-    def test_an_update_applies_a_changed_object(self, namespace, admin: KubeClient, provider):  # noqa: F811
+    def test_an_update_applies_a_changed_object(self, namespace, admin: KubeClient, provider):
         checked, first = created(provider, inputs(namespace, runtime_objects(namespace, NAME)))
         changed = [*runtime_objects(namespace, NAME)[:2], deployment(namespace, NAME, image="example.com/vllm-omni:2")]
         news = provider.check(first.outs, inputs(namespace, changed)).inputs
@@ -110,7 +110,7 @@ class TestUpdate:
         containers = stored(admin, changed[-1])["spec"]["template"]["spec"]["containers"]
         assert containers[0]["image"] == "example.com/vllm-omni:2"
 
-    def test_an_update_deletes_an_object_dropped_from_the_inputs(self, namespace, admin: KubeClient, provider):  # noqa: F811
+    def test_an_update_deletes_an_object_dropped_from_the_inputs(self, namespace, admin: KubeClient, provider):
         objects = runtime_objects(namespace, NAME)
         _, first = created(provider, inputs(namespace, objects))
         kept = objects[1:]
@@ -123,7 +123,7 @@ class TestUpdate:
         assert result.outs["applied"] == [identity(body) for body in kept]
         assert result.outs["problem"] == {}
 
-    def test_an_object_dropped_from_the_inputs_and_already_gone_is_no_problem(self, namespace, admin: KubeClient, provider):  # noqa: F811
+    def test_an_object_dropped_from_the_inputs_and_already_gone_is_no_problem(self, namespace, admin: KubeClient, provider):
         objects = runtime_objects(namespace, NAME)
         _, first = created(provider, inputs(namespace, objects))
         admin.delete(CONFIG_MAP, objects[0]["metadata"]["name"], namespace)
@@ -136,7 +136,7 @@ class TestUpdate:
 
 
 class TestDelete:
-    def test_delete_removes_every_object(self, namespace, admin: KubeClient, provider):  # noqa: F811
+    def test_delete_removes_every_object(self, namespace, admin: KubeClient, provider):
         objects = runtime_objects(namespace, NAME)
         _, first = created(provider, inputs(namespace, objects))
 
@@ -144,7 +144,7 @@ class TestDelete:
 
         assert [stored(admin, body) for body in objects] == [None, None, None]
 
-    def test_delete_of_objects_already_gone_succeeds(self, namespace, admin: KubeClient, provider):  # noqa: F811
+    def test_delete_of_objects_already_gone_succeeds(self, namespace, admin: KubeClient, provider):
         objects = runtime_objects(namespace, NAME)
         _, first = created(provider, inputs(namespace, objects))
         admin.delete(DEPLOYMENT, NAME, namespace)
@@ -156,7 +156,7 @@ class TestDelete:
 
 
     def test_a_deletion_the_server_refuses_raises_with_its_status_and_keeps_every_object(
-        self, namespace, admin: KubeClient, provider, cluster  # noqa: F811
+        self, namespace, admin: KubeClient, provider, cluster
     ):
         objects = runtime_objects(namespace, NAME)
         _, first = created(provider, inputs(namespace, objects))
@@ -178,7 +178,7 @@ class TestRead:
         assert (read.id, read.outs) == (first.id, first.outs)
 
     def test_read_leaves_out_an_object_someone_deleted_so_the_next_run_applies_it_again(
-        self, namespace, admin: KubeClient, provider  # noqa: F811
+        self, namespace, admin: KubeClient, provider
     ):
         objects = runtime_objects(namespace, NAME)
         checked, first = created(provider, inputs(namespace, objects))
@@ -192,7 +192,7 @@ class TestRead:
         provider.update(read.id, read.outs, checked)
         assert stored(admin, objects[1]) is not None
 
-    def test_read_of_a_runtime_none_of_whose_objects_exists_is_gone(self, namespace, admin: KubeClient, provider):  # noqa: F811
+    def test_read_of_a_runtime_none_of_whose_objects_exists_is_gone(self, namespace, admin: KubeClient, provider):
         objects = runtime_objects(namespace, NAME)
         _, first = created(provider, inputs(namespace, objects))
         for body in objects:
@@ -204,7 +204,7 @@ class TestRead:
 
 
 class TestForce:
-    def test_with_the_force_annotation_a_field_another_manager_owns_is_taken_over(self, namespace, admin: KubeClient, provider):  # noqa: F811
+    def test_with_the_force_annotation_a_field_another_manager_owns_is_taken_over(self, namespace, admin: KubeClient, provider):
         body = deployment(namespace, NAME)
         admin.apply(DEPLOYMENT, deployment(namespace, NAME, image="example.com/other:1"), field_manager=OTHER_MANAGER)
 
@@ -214,7 +214,7 @@ class TestForce:
         assert stored(admin, body)["spec"]["template"]["spec"]["containers"][0]["image"] == "example.com/vllm-omni:1"
 
     def test_without_the_force_annotation_a_field_another_manager_owns_is_a_conflict_problem_not_an_exception(
-        self, namespace, admin: KubeClient, provider  # noqa: F811
+        self, namespace, admin: KubeClient, provider
     ):
         body = unforced(deployment(namespace, NAME))
         admin.apply(DEPLOYMENT, deployment(namespace, NAME, image="example.com/other:1"), field_manager=OTHER_MANAGER)
@@ -244,7 +244,7 @@ def invalid_port(namespace: str) -> dict[str, Any]:
 
 class TestApiFailures:
     def test_a_body_the_server_refuses_as_invalid_is_a_permanent_rejection_retried_only_when_the_inputs_change(
-        self, namespace, admin: KubeClient, provider  # noqa: F811
+        self, namespace, admin: KubeClient, provider
     ):
         objects = [config_map(namespace, NAME), service(namespace, NAME), selector_mismatch(namespace)]
 
@@ -258,7 +258,7 @@ class TestApiFailures:
         fixed = provider.check(result.outs, inputs(namespace, runtime_objects(namespace, NAME))).inputs
         assert provider.diff(result.id, result.outs, fixed).changes is True
 
-    def test_an_apply_stops_at_the_first_refused_object_and_applies_nothing_after_it(self, namespace, admin: KubeClient, provider):  # noqa: F811
+    def test_an_apply_stops_at_the_first_refused_object_and_applies_nothing_after_it(self, namespace, admin: KubeClient, provider):
         objects = [config_map(namespace, NAME), invalid_port(namespace), deployment(namespace, NAME)]
 
         _, result = created(provider, inputs(namespace, objects))
@@ -281,7 +281,7 @@ class TestApiFailures:
         assert problem["message"].startswith(f"apply {objects[0]['kind']}/{absent}/{objects[0]['metadata']['name']}: 404 NotFound: ")
         assert provider.diff(result.id, result.outs, checked).changes is True
 
-    def test_an_update_that_fails_keeps_what_it_did_not_remove_in_applied(self, namespace, admin: KubeClient, provider):  # noqa: F811
+    def test_an_update_that_fails_keeps_what_it_did_not_remove_in_applied(self, namespace, admin: KubeClient, provider):
         objects = runtime_objects(namespace, NAME)
         _, first = created(provider, inputs(namespace, objects))
         news = provider.check(first.outs, inputs(namespace, [objects[1], selector_mismatch(namespace)])).inputs

@@ -7,7 +7,7 @@ built as it builds them from a server's Status.
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 import httpx
 import pytest
@@ -21,7 +21,7 @@ from providers.outcomes import problem_output
 from providers.status_writer import problems_of, status_with_problems
 from tests.providers.direct_runtime_objects import config_map, deployment, inputs, runtime_objects, service
 
-NOW = datetime(2026, 1, 2, 3, 4, 5, tzinfo=timezone.utc)
+NOW = datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC)
 NAMESPACE = "ai"
 NAME = "omni"
 IDENTITY = f"Deployment/{NAMESPACE}/{NAME}"

@@ -3,13 +3,20 @@ the status, and Stalled once it has lasted past the limit. Pure: no test here op
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 from providers.outcomes import Persistence, Problem, ProblemReason
-from providers.retry_records import STALLED_AFTER, STALLED_AFTER_ATTEMPTS, RetryRecord, next_records, records_from, records_output
+from providers.retry_records import (
+    STALLED_AFTER,
+    STALLED_AFTER_ATTEMPTS,
+    RetryRecord,
+    next_records,
+    records_from,
+    records_output,
+)
 from providers.status_writer import StatusProvider, status_with_problems
 
-NOW = datetime(2026, 1, 2, 3, 4, 5, tzinfo=timezone.utc)
+NOW = datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC)
 SOURCE = "runtime-profile/magicstick-cpu-4"
 FULL = Problem(ProblemReason.PROFILE_STORE_FULL, "the limit is 64")
 CONTENDED = Problem(ProblemReason.PROFILE_STORE_CONTENDED, "every attempt lost")

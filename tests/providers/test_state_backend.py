@@ -30,7 +30,6 @@ from providers.state_backend import (
     check_backend,
     parse_backend_url,
 )
-from tests.support.unwritable import refusing_directory
 from tests.support.s3_store import (  # noqa: F401 - store and s3 are fixtures
     ALL_BLOCKED,
     BUCKET,
@@ -41,7 +40,7 @@ from tests.support.s3_store import (  # noqa: F401 - store and s3 are fixtures
     s3,
     store,
 )
-
+from tests.support.unwritable import refusing_directory
 
 
 def lines(report: CheckReport) -> list[str]:

@@ -6,7 +6,7 @@ connection.
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 import pytest
 from pulumi.output import Unknown
@@ -16,7 +16,7 @@ from planning.objects import encode_status
 from providers.outcomes import Persistence, Problem, ProblemReason, problem_output
 from providers.status_writer import StatusProvider, StatusTarget, problems_of, status_with_problems
 
-NOW = datetime(2026, 1, 2, 3, 4, 5, tzinfo=timezone.utc)
+NOW = datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC)
 EARLIER = "2026-01-01T00:00:00Z"
 FULL = Problem(ProblemReason.PROFILE_STORE_FULL, "cannot add resource profile 'magicstick-cpu-4': the limit is 64")
 UNREACHABLE = Problem(ProblemReason.OLLAMA_UNREACHABLE, "503 ServiceUnavailable: no endpoints available")

@@ -361,7 +361,7 @@ class TestGoSourcesTheProxyRefuses:
     def test_a_source_the_proxy_serves_is_built_from_the_proxy_without_a_folder_of_archives(self, without_language_host: Path, tmp_path: Path):
         version = language_host_module_version()
         # A stand-in main package that answers -version as the language host does, and needs only Go's own library.
-        main = 'package main\n\nimport "fmt"\n\nfunc main() { fmt.Println("%s") }\n' % versions().pulumi
+        main = f'package main\n\nimport "fmt"\n\nfunc main() {{ fmt.Println("{versions().pulumi}") }}\n'
         proxy = file_proxy(tmp_path / "proxy", LANGUAGE_HOST_MODULE, version, {"go.mod": f"module {LANGUAGE_HOST_MODULE}\n\ngo 1.26\n", "main.go": main})
         result = build(without_language_host, **offline(tmp_path, proxy))
         assert result.returncode == 0, result.stderr

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
 from planning.frozen import thaw
 from planning.instances.access import AccessSettings, access_objects
 from tests.planning.builders import access_for

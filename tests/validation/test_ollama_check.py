@@ -48,7 +48,7 @@ def _handler(state: Ollama) -> type[BaseHTTPRequestHandler]:
             self.end_headers()
             self.wfile.write(body)
 
-        def do_POST(self) -> None:  # noqa: N802
+        def do_POST(self) -> None:
             body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
             state.requests.append((self.path, body))
             if self.path == "/api/pull":
@@ -61,7 +61,7 @@ def _handler(state: Ollama) -> type[BaseHTTPRequestHandler]:
             else:
                 self._send(404, {"error": "not found"})
 
-        def do_GET(self) -> None:  # noqa: N802
+        def do_GET(self) -> None:
             state.requests.append((self.path, None))
             if self.path == "/api/ps":
                 models = [{"name": MODEL, "model": MODEL, "size": state.size, "size_vram": state.size_vram}] if state.loaded else []

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from api.hostoperations import HostPhase, TERMINAL_PHASES, HostOperationReason
+from api.hostoperations import TERMINAL_PHASES, HostOperationReason, HostPhase
 from services.host_agent.cluster import AgentCluster
 from services.host_agent.commands import CommandRunner
 from services.host_agent.evidence import HostView

@@ -21,7 +21,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from api.hostoperations import HostPhase, HostOperationReason
+from api.hostoperations import HostOperationReason, HostPhase
 from services.host_agent.actions.base import Action, ActionContext, Step, uncertain
 from services.host_agent.cache_users import waiting_while_the_cache_is_used
 from services.host_agent.journal import Entry, Outcome

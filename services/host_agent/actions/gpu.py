@@ -21,7 +21,7 @@ import json
 from pathlib import Path
 
 from api.host_evidence import AMD_GPU_ELIGIBLE_LABEL, HOST_EVIDENCE_ANNOTATION
-from api.hostoperations import HostPhase, MIXED_SYSTEM_EXPERIMENT, HostOperationReason
+from api.hostoperations import MIXED_SYSTEM_EXPERIMENT, HostOperationReason, HostPhase
 from services.host_agent.actions.base import Action, ActionContext, Step, uncertain
 from services.host_agent.actions.text import one_line
 from services.host_agent.evidence import read_host

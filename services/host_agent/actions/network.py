@@ -43,15 +43,28 @@ from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 from typing import Any, Final
 
-from api.hostoperations import HostPhase, CONFIRMATION_ANNOTATION, HostOperationReason
+from api.hostoperations import CONFIRMATION_ANNOTATION, HostOperationReason, HostPhase
 from providers.kube import KubeError
 from services.host_agent.actions.base import Action, ActionContext, Step, interrupted_by, uncertain
 from services.host_agent.actions.errors import transient
-from services.host_agent.actions.network_settings import NetworkSettings, SecretRefusal, netplan_yaml, network_settings, quoted, where
+from services.host_agent.actions.network_settings import (
+    NetworkSettings,
+    SecretRefusal,
+    netplan_yaml,
+    network_settings,
+    quoted,
+    where,
+)
 from services.host_agent.commands import CommandResult
 from services.host_agent.evidence import rfc3339
 from services.host_agent.journal import Entry, Outcome, Stage, durable_write
-from services.host_agent.netplan import NETPLAN_DIR, NETPLAN_FILE, netplan_dir, restore_configuration, saved_configuration
+from services.host_agent.netplan import (
+    NETPLAN_DIR,
+    NETPLAN_FILE,
+    netplan_dir,
+    restore_configuration,
+    saved_configuration,
+)
 from services.host_agent.requests import HostOperation, failed
 
 LOGGER = logging.getLogger("services.host_agent")

@@ -7,7 +7,7 @@ changed since the entry was written. Found again in the same boot, it is uncerta
 
 from __future__ import annotations
 
-from api.hostoperations import HostPhase, HostOperationReason
+from api.hostoperations import HostOperationReason, HostPhase
 from services.host_agent.actions.base import Action, ActionContext, Step, uncertain
 from services.host_agent.journal import Entry, Outcome
 from services.host_agent.requests import HostOperation

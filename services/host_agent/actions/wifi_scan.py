@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
-from api.hostoperations import MAX_SCANNED_NETWORKS, HostPhase, HostOperationReason
+from api.hostoperations import MAX_SCANNED_NETWORKS, HostOperationReason, HostPhase
 from services.host_agent.actions.base import Action, ActionContext, Step
 from services.host_agent.actions.text import printable
 from services.host_agent.journal import Entry, Outcome

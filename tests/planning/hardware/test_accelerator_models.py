@@ -10,7 +10,16 @@ from __future__ import annotations
 
 import pytest
 
-from tests.planning.builders import CATALOGS, activation, appliance, crd, gpu_model, kustomization_for, plan_of, status_of
+from tests.planning.builders import (
+    CATALOGS,
+    activation,
+    appliance,
+    crd,
+    gpu_model,
+    kustomization_for,
+    plan_of,
+    status_of,
+)
 from tests.planning.hardware.nodes import node
 from tests.planning.models.world import platform
 

@@ -3,7 +3,7 @@ validation run in progress and the digest that passed."""
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 import yaml
@@ -14,7 +14,7 @@ from planning.snapshot import Snapshot
 from tests.planning.builders import CATALOGS, status_of
 
 EXAMPLE = Path(__file__).resolve().parents[3] / "examples" / "strix-halo" / "snapshot.yaml"
-RENDERED_AT = datetime(2026, 1, 1, 12, 0, tzinfo=timezone.utc)
+RENDERED_AT = datetime(2026, 1, 1, 12, 0, tzinfo=UTC)
 
 
 def rendered():
@@ -45,7 +45,7 @@ def test_the_strix_halo_example_renders_eligibility_engines_validation_and_runti
 
 def test_the_same_example_a_day_later_has_stale_evidence_and_no_eligibility():
     snapshot = Snapshot.from_objects(list(yaml.safe_load_all(EXAMPLE.read_text())))
-    later = plan(snapshot=snapshot, catalogs=CATALOGS, now=datetime(2026, 1, 2, 12, 0, tzinfo=timezone.utc))
+    later = plan(snapshot=snapshot, catalogs=CATALOGS, now=datetime(2026, 1, 2, 12, 0, tzinfo=UTC))
     compatibility = status_of(later, "Appliance", "local")["hardwareOperators"]["amd-gpu"]["compatibility"]
     assert (compatibility["eligible"], compatibility["reason"]) == (False, "HostEvidenceNotCurrent")
     (run,) = later.validation_runs

@@ -8,9 +8,10 @@ import pytest
 
 from planning.frozen import thaw
 from planning.models.direct import CONFIG_HASH_ANNOTATION, RESTART_NONCE_ANNOTATION, RUNTIME_LABEL
-from planning.models.plan import EXTERNAL_MODELS_CONFIG_MAP, EXTERNAL_MODELS_KEY
+from planning.models.plan import EXTERNAL_MODELS_KEY
 from planning.snapshot import HealthObservation
 from tests.planning.builders import CATALOGS, status_of
+from tests.planning.hardware.nodes import node
 from tests.planning.models.direct_world import (
     FREETOKEN_IMAGE,
     freetoken_model,
@@ -22,7 +23,6 @@ from tests.planning.models.direct_world import (
     stored,
 )
 from tests.planning.models.world import catalog_publishing, gpu_node, host_operation, platform
-from tests.planning.hardware.nodes import node
 
 GPU = "nvidia.com/gpu"
 

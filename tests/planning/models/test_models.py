@@ -7,7 +7,6 @@ import json
 import pytest
 
 from planning.frozen import thaw
-
 from planning.models.resolve import KV_CACHE_FALLBACK_BYTES
 from tests.planning.builders import CATALOGS, NOW, plan_of, runtime, status_of, with_flux
 from tests.planning.models.world import (
@@ -310,14 +309,13 @@ def test_recovery_is_exhausted_after_five_attempts():
 
 
 def _ollama(*observations, published=True):
-    from planning.snapshot import Snapshot
     from planning.plan import plan
-    from tests.planning.builders import CATALOGS as catalogs
+    from planning.snapshot import Snapshot
 
     objects = [*platform(), local_model("m", engine="OLlama"), observed_model("m", ready=1, all_=1, engine="OLlama"), pod("m-0", "m")]
     if published:
         objects.append(catalog_publishing("m"))
-    return plan(snapshot=Snapshot.from_objects(with_flux(objects), ollama=observations), catalogs=catalogs, now=NOW)
+    return plan(snapshot=Snapshot.from_objects(with_flux(objects), ollama=observations), catalogs=CATALOGS, now=NOW)
 
 
 def test_an_ollama_model_waits_for_its_alias_on_every_ready_pod():
@@ -414,8 +412,8 @@ def test_external_models_are_not_deferred_by_a_cache_clear():
 
 
 def test_an_unchanged_memory_sample_keeps_its_sampled_at_so_a_converged_run_writes_nothing():
-    from planning.snapshot import OllamaObservation, Snapshot
     from planning.plan import plan
+    from planning.snapshot import OllamaObservation, Snapshot
 
     seen = OllamaObservation(namespace="ai", pod="m-0", tags=frozenset({"m:latest"}), ram_mi=100, vram_mi=0, total_mi=100)
     first = status(_ollama(seen))

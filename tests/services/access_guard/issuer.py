@@ -123,7 +123,7 @@ class JwksServer:
         owner = self
 
         class Handler(BaseHTTPRequestHandler):
-            def do_GET(self) -> None:  # noqa: N802 - the base class's naming
+            def do_GET(self) -> None:
                 if self.path != JWKS_PATH:
                     self.send_error(404)
                     return

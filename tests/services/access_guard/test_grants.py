@@ -10,12 +10,12 @@ from typing import Any
 import httpx
 import pytest
 
+from planning.access_settings import AccessSettings
+from planning.instances.guard import grant_document
 from tests.services.access_guard.checks import IDENTITY_HEADERS, bearer, check_path, logged_reasons, raw_status
 from tests.services.access_guard.conftest import OwnGuard
 from tests.services.access_guard.issuer import IssuerKeys
 from tests.services.access_guard.process import GuardProcess
-from planning.access_settings import AccessSettings
-from planning.instances.guard import grant_document
 from tests.services.access_guard.volume import SYSTEM_NAMESPACE, ConfigMapVolume, file_name, grant
 
 

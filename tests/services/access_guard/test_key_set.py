@@ -9,7 +9,13 @@ from collections.abc import Iterator
 
 import pytest
 
-from services.oidc.keys import RETRY_AFTER_FAILURE_SECONDS, UNKNOWN_KEY_REFRESH_SECONDS, KeySet, KeysUnavailable, UnknownKey
+from services.oidc.keys import (
+    RETRY_AFTER_FAILURE_SECONDS,
+    UNKNOWN_KEY_REFRESH_SECONDS,
+    KeySet,
+    KeysUnavailable,
+    UnknownKey,
+)
 from tests.services.access_guard.issuer import RSA_KID, IssuerKeys, JwksServer, serving
 
 LIFETIME = 60.0

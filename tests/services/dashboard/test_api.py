@@ -13,7 +13,13 @@ import pytest
 
 from providers.kinds import MODEL_ACTIVATION, MODULE_ACTIVATION, STACK
 from providers.kube import KubeClient
-from tests.services.dashboard.world import NAMESPACE, World, registered_node, service_account_kubeconfig, start_dashboard
+from tests.services.dashboard.world import (
+    NAMESPACE,
+    World,
+    registered_node,
+    service_account_kubeconfig,
+    start_dashboard,
+)
 
 pytestmark = pytest.mark.usefixtures("world")
 

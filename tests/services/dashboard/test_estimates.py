@@ -10,7 +10,13 @@ import pytest
 from api.models import LocalModelSpec
 from api.validation import SpecError
 from catalogs import Catalogs, PresetCatalog
-from planning.hardware.memory import DISCRETE, GPU_ACCESSIBLE_ANNOTATION, GPU_ALLOCATION_MODE_ANNOTATION, HostMemory, pool_for_target
+from planning.hardware.memory import (
+    DISCRETE,
+    GPU_ACCESSIBLE_ANNOTATION,
+    GPU_ALLOCATION_MODE_ANNOTATION,
+    HostMemory,
+    pool_for_target,
+)
 from planning.hardware.operators import observe_hardware
 from planning.models import resolve
 from planning.models.memory import MemoryRejected

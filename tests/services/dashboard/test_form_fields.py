@@ -38,8 +38,7 @@ from services.dashboard.forms import (
     SharingSlots,
     VramMi,
 )
-from services.dashboard.refusals import http_refusal
-from services.dashboard.refusals import FieldProblem, Refusal
+from services.dashboard.refusals import FieldProblem, Refusal, http_refusal
 from tests.planning.builders import CATALOGS
 from tests.services.dashboard.test_estimates import SHARED_POOL
 

@@ -28,7 +28,14 @@ from providers.kube.access import EXEC_API_V1
 from services.dashboard.hub import RETRY_AFTER_SECONDS, STREAMS_PER_USER, STREAMS_TOTAL
 from tests.kube import as_yaml, exec_credential, exec_plugin, kubeconfig
 from tests.services.access_guard.issuer import JwksServer
-from tests.services.dashboard.world import NAMESPACE, TOKEN_HEADER, Dashboard, World, service_account_kubeconfig, start_dashboard
+from tests.services.dashboard.world import (
+    NAMESPACE,
+    TOKEN_HEADER,
+    Dashboard,
+    World,
+    service_account_kubeconfig,
+    start_dashboard,
+)
 
 pytestmark = pytest.mark.usefixtures("world")
 

@@ -8,9 +8,16 @@ from typing import Any
 import pytest
 
 from api.host_evidence import HOST_PLANS_ANNOTATION
-
 from services.dashboard import writes
-from services.dashboard.forms import GpuSharingChange, HostOperationCreate, InstanceEdit, LocalModelCreate, LocalModelEdit, ModelRestart, ModuleChange
+from services.dashboard.forms import (
+    GpuSharingChange,
+    HostOperationCreate,
+    InstanceEdit,
+    LocalModelCreate,
+    LocalModelEdit,
+    ModelRestart,
+    ModuleChange,
+)
 from services.dashboard.refusals import Refusal
 
 SHARING = '{"mode": "time-slicing", "nodeName": "gpu-1", "nodeUID": "uid-1", "namespace": "ai", "slots": 4}'

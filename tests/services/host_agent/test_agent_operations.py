@@ -16,6 +16,7 @@ from providers.kinds import NODE
 from providers.kube import Invalid
 from tests.services.host_agent.world import AgentWorld
 
+
 def _phase(*phases: str) -> Any:
     return lambda status: status.get("phase") in phases
 

@@ -8,9 +8,18 @@ from pathlib import Path
 import pytest
 
 from api.host_evidence import HOST_PLANS_ANNOTATION
-from services.host_agent.facts import HostFactError, architecture_of, read_host_facts
 from services.host_agent.evidence import allocation_mode
-from tests.services.host_agent.fake_host import BOARD_SERIAL, BOOT_ID, GPU_SLOT, KERNEL, MAC, NIC_SLOT, cpu_only, strix_halo
+from services.host_agent.facts import HostFactError, architecture_of, read_host_facts
+from tests.services.host_agent.fake_host import (
+    BOARD_SERIAL,
+    BOOT_ID,
+    GPU_SLOT,
+    KERNEL,
+    MAC,
+    NIC_SLOT,
+    cpu_only,
+    strix_halo,
+)
 from tests.services.host_agent.stand_ins import context
 
 

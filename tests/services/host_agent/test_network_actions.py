@@ -119,7 +119,7 @@ IW_SCAN = """BSS 3c:37:86:12:34:56(on wlan0) -- associated
 \tlast seen: 120 ms ago
 \tInformation elements from Probe Response frame:
 \tSSID: Halo Home
-\tSupported rates: 6.0* 9.0 12.0* 18.0 24.0* 36.0 48.0 54.0 
+\tSupported rates: 6.0* 9.0 12.0* 18.0 24.0* 36.0 48.0 54.0\x20
 \tDS Parameter set: channel 36
 \tRSN:\t * Version: 1
 \t\t * Group cipher: CCMP
@@ -141,7 +141,7 @@ BSS 10:20:30:40:50:60(on wlan0)
 \tfreq: 2412
 \tcapability: ESS Privacy ShortSlotTime (0x0411)
 \tsignal: -55.00 dBm
-\tSSID: 
+\tSSID:\x20
 \tRSN:\t * Version: 1
 \t\t * Group cipher: CCMP
 BSS a0:b1:c2:d3:e4:f5(on wlan0)

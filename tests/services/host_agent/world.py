@@ -32,7 +32,8 @@ from services.host_agent.cluster import AgentCluster
 from services.readiness import NOTIFY_SOCKET
 from tests.cluster.apiserver import ClusterInfo, TestIdentity
 from tests.deploy.manifests import Permission
-from tests.deploy.program_identity import NAMESPACE as NAMESPACE_KIND, apply_all, ensure_namespaces, ensure_own_crds, wait_until_granted
+from tests.deploy.program_identity import NAMESPACE as NAMESPACE_KIND
+from tests.deploy.program_identity import apply_all, ensure_namespaces, ensure_own_crds, wait_until_granted
 from tests.services.host_agent.fake_host import FakeHost, strix_halo
 from tests.support.processes import stop_process
 

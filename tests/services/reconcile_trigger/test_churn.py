@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from itertools import pairwise
 
 from providers.kinds import MODEL_ACTIVATION, POD
 from providers.kube import KubeClient
@@ -67,7 +68,7 @@ def test_a_crash_looping_pods_status_is_requested_after_doubling_waits_not_on_ev
     loop.until(lambda: len(churn_requests(trigger)) >= 5)
 
     first, *others = (r.at for r in churn_requests(trigger)[:5])
-    gaps = [later - earlier for earlier, later in zip([first, *others], others)]
+    gaps = [later - earlier for earlier, later in pairwise([first, *others])]
     assert [gap >= BACKOFF.delay(level) - SLACK for level, gap in enumerate(gaps)] == [True] * 4, gaps
     assert loop.restarts > 3 * len(churn_requests(trigger)), "most restarts wait for a request already due"
 

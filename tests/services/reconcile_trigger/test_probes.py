@@ -12,7 +12,14 @@ import httpx
 import pytest
 
 from services.flags import ListenAddress
-from services.reconcile_trigger.probes import ProbePath, ProbeReport, ProbeServer, WatchHealth, health_report, readiness_report
+from services.reconcile_trigger.probes import (
+    ProbePath,
+    ProbeReport,
+    ProbeServer,
+    WatchHealth,
+    health_report,
+    readiness_report,
+)
 from services.reconcile_trigger.watcher import Refusal, Verb
 
 NOW = 1000.0

@@ -20,8 +20,8 @@ from tests.services.reconcile_trigger.world import (
     eventually,
     ready_condition,
     request_annotation,
-    stalled_condition,
     stack_body,
+    stalled_condition,
     write_status,
 )
 

@@ -7,9 +7,24 @@ from datetime import UTC, datetime, timedelta, timezone
 import pytest
 
 from providers.kube import KubeAccess
-from services.reconcile_trigger.debounce import KEPT_DESCRIPTIONS, ChurnBackoff, ChurnState, Debouncer, Span, batch_due, due_at
+from services.reconcile_trigger.debounce import (
+    KEPT_DESCRIPTIONS,
+    ChurnBackoff,
+    ChurnState,
+    Debouncer,
+    Span,
+    batch_due,
+    due_at,
+)
 from services.reconcile_trigger.settings import DEFAULT_RESYNC_SECONDS
-from services.reconcile_trigger.stack import Backoff, StallRetry, is_stalled, next_request_time, request_patch, request_value
+from services.reconcile_trigger.stack import (
+    Backoff,
+    StallRetry,
+    is_stalled,
+    next_request_time,
+    request_patch,
+    request_value,
+)
 from services.reconcile_trigger.trigger import Timing
 from services.reconcile_trigger.watcher import WatchTiming
 from services.reconcile_trigger.watches import ChangeClass

@@ -39,7 +39,15 @@ from tests.faults.proxy import (
     write_kubeconfig,
 )
 from tests.services.reconcile_trigger.conftest import StartTrigger
-from tests.services.reconcile_trigger.world import FAST, LOADER, eventually, model_activation, request_annotation, settled, version_of
+from tests.services.reconcile_trigger.world import (
+    FAST,
+    LOADER,
+    eventually,
+    model_activation,
+    request_annotation,
+    settled,
+    version_of,
+)
 
 THROUGH_THE_PROXY = replace(FAST, watch=replace(FAST.watch, timeout_seconds=1, read_deadline_seconds=3.0))
 """Watches of one second; a silence of three (the proxy holds a watch's answer for its whole

@@ -28,7 +28,7 @@ from services.reconcile_trigger.watches import (
 SYSTEM, GATEWAY, TARGETS = "ai-system", "edge", ("ai", "team-b")
 
 
-def as_read(kind, namespace, selector):  # noqa: ANN001, ANN201
+def as_read(kind, namespace, selector):
     return (kind.api_version, kind.kind, namespace, selector)
 
 
