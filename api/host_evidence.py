@@ -28,7 +28,16 @@ from typing import Any, Final
 HOST_EVIDENCE_ANNOTATION: Final = "appliance.magicstick.dev/host-evidence"
 EVIDENCE_VERSION: Final = 1
 MAX_EVIDENCE_CHARS: Final = 4096
-EVIDENCE_FIELDS: Final = ("nodeUID", "bootID", "kernel", "architecture", "driverReady", "pciDevices", "observedAt", "fingerprint")
+EVIDENCE_FIELDS: Final = (
+    "nodeUID",
+    "bootID",
+    "kernel",
+    "architecture",
+    "driverReady",
+    "pciDevices",
+    "observedAt",
+    "fingerprint",
+)
 
 
 def fingerprint_of(fields: dict[str, Any]) -> str:
@@ -39,7 +48,14 @@ def fingerprint_of(fields: dict[str, Any]) -> str:
 
 
 def evidence_document(
-    *, node_uid: str, boot_id: str, kernel: str, architecture: str, driver_ready: bool, pci_devices: tuple[str, ...], observed_at: str
+    *,
+    node_uid: str,
+    boot_id: str,
+    kernel: str,
+    architecture: str,
+    driver_ready: bool,
+    pci_devices: tuple[str, ...],
+    observed_at: str,
 ) -> dict[str, Any]:
     """The annotation's value as a JSON object, fingerprint included. Pure."""
     fields: dict[str, Any] = {
@@ -57,6 +73,7 @@ def evidence_document(
 def evidence_annotation(**fields: Any) -> str:
     """The annotation's text: `evidence_document(**fields)` as compact, key-sorted JSON. Pure."""
     return json.dumps(evidence_document(**fields), sort_keys=True, separators=(",", ":"))
+
 
 HOST_PLANS_ANNOTATION: Final = "appliance.magicstick.dev/host-plans"
 """Beside the evidence, on the same Node: the plans the host agent offers, each with the planId a

@@ -56,7 +56,6 @@ HostOperationPhase = Literal[
 ]
 
 
-
 class HostPhase(StrEnum):
     """`status.phase` of a HostOperation, as the host agent writes it (HostOperationPhase's values)."""
 
@@ -225,7 +224,10 @@ class ScannedNetwork(ApiModel):
         "character, or a byte that is not UTF-8), ``\\uNNNN`` or ``\\UNNNNNNNN`` a character that is not printable, "
         "and ``\\\\`` a backslash.",
     )
-    ssid_escaped: bool = Field(default=False, description="True when ssid holds escapes: the network's name has bytes or characters that are not printable.")
+    ssid_escaped: bool = Field(
+        default=False,
+        description="True when ssid holds escapes: the network's name has bytes or characters that are not printable.",
+    )
     signal_dbm: int
     security: Literal["wpa2", "wpa", "wep", "open"]
 

@@ -138,5 +138,12 @@ APPLIANCE_SETUP = ApplianceKind(
     status_type=ApplianceSetupStatus,
 )
 
-APPLIANCE_KINDS: tuple[ApplianceKind, ...] = (APPLIANCE, MODULE_ACTIVATION, MODEL_ACTIVATION, APP_INSTANCE, HOST_OPERATION, APPLIANCE_SETUP)
+APPLIANCE_KINDS: tuple[ApplianceKind, ...] = (
+    APPLIANCE,
+    MODULE_ACTIVATION,
+    MODEL_ACTIVATION,
+    APP_INSTANCE,
+    HOST_OPERATION,
+    APPLIANCE_SETUP,
+)
 """Every kind of the API, in the order the CRDs are installed, read and watched."""

@@ -31,7 +31,18 @@ HardwarePhase = Literal[
 class EngineValidationStatus(ApiModel):
     """One engine's stage in the last validation run of a compatibility profile (advisory)."""
 
-    state: Literal["NotRequested", "Blocked", "Pending", "Starting", "Running", "Passed", "Failed", "Interrupted", "NotRun", "Stale"]
+    state: Literal[
+        "NotRequested",
+        "Blocked",
+        "Pending",
+        "Starting",
+        "Running",
+        "Passed",
+        "Failed",
+        "Interrupted",
+        "NotRun",
+        "Stale",
+    ]
     run_id: str | None = Field(default=None, alias="runID")
     image: str | None = None
     image_id: str | None = Field(default=None, alias="imageID")

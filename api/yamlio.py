@@ -52,7 +52,9 @@ else:
 """The fastest safe dumper here; multi-line strings as literal blocks."""
 
 
-def safe_load(text: str, *, loader: type[yaml.SafeLoader] | None = None, pure: type[yaml.SafeLoader] = yaml.SafeLoader) -> Any:
+def safe_load(
+    text: str, *, loader: type[yaml.SafeLoader] | None = None, pure: type[yaml.SafeLoader] = yaml.SafeLoader
+) -> Any:
     """The one document of `text` (`yaml.safe_load`). Raises yaml.YAMLError.
 
     Read with `loader` (default SafeLoader); text it refuses is read again with `pure`, the
@@ -66,17 +68,19 @@ def safe_load_all(
     text: str, *, loader: type[yaml.SafeLoader] | None = None, pure: type[yaml.SafeLoader] = yaml.SafeLoader
 ) -> list[Any]:
     """Every document of `text` (`yaml.safe_load_all`), as `safe_load` reads one. Raises yaml.YAMLError."""
-    documents: list[Any] = _load(lambda stream, Loader: list(yaml.load_all(stream, Loader=Loader)), text, loader or SafeLoader, pure)  # noqa: N803
+    documents: list[Any] = _load(
+        lambda stream, chosen: list(yaml.load_all(stream, Loader=chosen)), text, loader or SafeLoader, pure
+    )
     return documents
 
 
 def _load(read: Callable[..., Any], text: str, loader: type[yaml.SafeLoader], pure: type[yaml.SafeLoader]) -> Any:
     try:
-        return read(text, Loader=loader)
+        return read(text, loader)
     except yaml.YAMLError:
         if loader is pure:
             raise
-    return read(text, Loader=pure)
+    return read(text, pure)
 
 
 def safe_dump(document: Any, **options: Any) -> str:

@@ -109,7 +109,10 @@ class Run:
     @property
     def others_cpus(self) -> float:
         """CPUs that processes other than the guard and the generator kept busy, on average."""
-        return max(0.0, self.machine_busy_seconds - self.guard_cpu_seconds - self.generator_cpu_seconds) / self.wall_seconds
+        return (
+            max(0.0, self.machine_busy_seconds - self.guard_cpu_seconds - self.generator_cpu_seconds)
+            / self.wall_seconds
+        )
 
 
 def _process_cpu_seconds(pid: int) -> float:
@@ -128,7 +131,11 @@ def load(guard: GuardProcess | Served, requests: Sequence[str], *, connections: 
     """One open-loop run of benchmarks.http_load against `guard`, in its own process, with the CPU it took."""
     host, port = address_of(guard.url)
     spec = LoadSpec(host=host, port=port, connections=connections, rate=rate, count=count, requests=list(requests))
-    guard_before, machine_before, wall_before = _process_cpu_seconds(guard.process.pid), _machine_busy_seconds(), time.perf_counter()
+    guard_before, machine_before, wall_before = (
+        _process_cpu_seconds(guard.process.pid),
+        _machine_busy_seconds(),
+        time.perf_counter(),
+    )
     children_before = resource.getrusage(resource.RUSAGE_CHILDREN)
     finished = subprocess.run(
         [sys.executable, "-m", "benchmarks.http_load"],
@@ -143,7 +150,10 @@ def load(guard: GuardProcess | Served, requests: Sequence[str], *, connections: 
     return Run(
         result=LoadResult(**json.loads(finished.stdout)),
         guard_cpu_seconds=_process_cpu_seconds(guard.process.pid) - guard_before,
-        generator_cpu_seconds=children.ru_utime + children.ru_stime - children_before.ru_utime - children_before.ru_stime,
+        generator_cpu_seconds=children.ru_utime
+        + children.ru_stime
+        - children_before.ru_utime
+        - children_before.ru_stime,
         machine_busy_seconds=_machine_busy_seconds() - machine_before,
         wall_seconds=time.perf_counter() - wall_before,
     )
@@ -181,15 +191,29 @@ class Parts:
 def _in_process(keys: IssuerKeys, token: str, algorithm: str, grants_dir: Path, jwks_uri: str, repeats: int) -> Parts:
     """A decision's parts as the guard does them, with warm caches: signature verification, a
     verified-token cache hit, a grant lookup."""
-    jwk = next(key for key in jwt.PyJWKSet.from_dict(keys.jwks()).keys if key.key_id == (RSA_KID if algorithm == "RS256" else EC_KID))
+    jwk = next(
+        key
+        for key in jwt.PyJWKSet.from_dict(keys.jwks()).keys
+        if key.key_id == (RSA_KID if algorithm == "RS256" else EC_KID)
+    )
     store = GrantStore(grants_dir)
     store.lookup("ai-system", INSTANCE)
 
     def verify() -> object:
-        return jwt.decode(token, jwk, algorithms=[algorithm], issuer=ISSUER, audience=AUDIENCE, leeway=30, options={"require": ["exp", "iss", "aud"]})
+        return jwt.decode(
+            token,
+            jwk,
+            algorithms=[algorithm],
+            issuer=ISSUER,
+            audience=AUDIENCE,
+            leeway=30,
+            options={"require": ["exp", "iss", "aud"]},
+        )
 
     key_set = KeySet(uri=jwks_uri, lifetime=300, timeout=2)
-    caching = CachingVerifier(verifier=TokenVerifier(keys=key_set, issuer=ISSUER, audience=AUDIENCE), cache_size=16, workers=1, queue=16)
+    caching = CachingVerifier(
+        verifier=TokenVerifier(keys=key_set, issuer=ISSUER, audience=AUDIENCE), cache_size=16, workers=1, queue=16
+    )
 
     async def hits() -> float:
         await caching.claims(token)
@@ -261,10 +285,17 @@ def _latency(setting: Setting, keys: IssuerKeys, guard: GuardProcess) -> tuple[s
     rate, connections = min(setting.rates), min(setting.connections)
     count = setting.count(rate)
     fresh = [
-        check_request(check_path(INSTANCE), bearer(keys.token(algorithm=setting.algorithm, sub=f"user-{serial}"))).decode("latin-1")
+        check_request(
+            check_path(INSTANCE), bearer(keys.token(algorithm=setting.algorithm, sub=f"user-{serial}"))
+        ).decode("latin-1")
         for serial in range(count)
     ]
-    print(_line(f"allow, a new token each, {connections} conns, {rate:.0f}/s", load(guard, fresh, connections=connections, rate=rate, count=count)))
+    print(
+        _line(
+            f"allow, a new token each, {connections} conns, {rate:.0f}/s",
+            load(guard, fresh, connections=connections, rate=rate, count=count),
+        )
+    )
     health = check_request("/healthz", {}).decode("latin-1")
     top_rate, top_connections = max(setting.rates), max(setting.connections)
     healthz = load(guard, [health], connections=top_connections, rate=top_rate, count=setting.count(top_rate))
@@ -272,7 +303,12 @@ def _latency(setting: Setting, keys: IssuerKeys, guard: GuardProcess) -> tuple[s
     with _floor() as floor:
         floor_request = check_request("/", {}).decode("latin-1")
         load(floor, [floor_request], connections=top_connections, rate=1000, count=top_connections * 5)
-        print(_line(f"floor (no decision), {top_connections} conns, {top_rate:.0f}/s", load(floor, [floor_request], connections=top_connections, rate=top_rate, count=setting.count(top_rate))))
+        print(
+            _line(
+                f"floor (no decision), {top_connections} conns, {top_rate:.0f}/s",
+                load(floor, [floor_request], connections=top_connections, rate=top_rate, count=setting.count(top_rate)),
+            )
+        )
     return token, top, healthz.result
 
 
@@ -318,7 +354,9 @@ def _burst_attack(setting: Setting, keys: IssuerKeys, guard: GuardProcess) -> No
         f"burst of {setting.burst} checks: all answered in {result.seconds:.2f} s ({statuses_text(result.statuses)}; "
         f"closed unanswered {result.closed_unanswered}, unfinished {result.unfinished}); peak RSS {peak:.1f} MiB"
     )
-    print(f"  then a check on the pooled connection {after.status} in {after_seconds * 1000:.1f} ms, on a fresh one {first.status} in {first_seconds * 1000:.1f} ms")
+    print(
+        f"  then a check on the pooled connection {after.status} in {after_seconds * 1000:.1f} ms, on a fresh one {first.status} in {first_seconds * 1000:.1f} ms"
+    )
 
 
 def _split(parts: Parts, top: LoadResult, healthz: LoadResult) -> None:
@@ -329,7 +367,9 @@ def _split(parts: Parts, top: LoadResult, healthz: LoadResult) -> None:
     round_trip_us = healthz.percentile(50) * 1000
     decision_us = top.percentile(50) * 1000 - round_trip_us
     dominant = "the HTTP round trip (generator, loopback, uvicorn)" if round_trip_us >= decision_us else "the decision"
-    print(f"p50 split: /healthz round trip (no decision) {round_trip_us:.0f} µs, an allow adds {decision_us:.0f} µs: {dominant} dominates")
+    print(
+        f"p50 split: /healthz round trip (no decision) {round_trip_us:.0f} µs, an allow adds {decision_us:.0f} µs: {dominant} dominates"
+    )
 
 
 def _setting(argv: Sequence[str] | None) -> Setting:
@@ -338,9 +378,18 @@ def _setting(argv: Sequence[str] | None) -> Setting:
     parser.add_argument("--requests", type=int, default=None, help="requests per latency run instead of --seconds")
     parser.add_argument("--rates", default="500,2000", help="checks per second, comma-separated (default 500,2000)")
     parser.add_argument("--connections", default="8,64", help="keep-alive connections, comma-separated (default 8,64)")
-    parser.add_argument("--idle-connections", type=int, default=8000, help="idle connections of the first attack (default 8000; 0: none)")
-    parser.add_argument("--burst", type=int, default=6000, help="simultaneous checks of the second attack (default 6000; 0: none)")
-    parser.add_argument("--algorithm", choices=("RS256", "ES256"), default="RS256", help="the ID tokens' algorithm (default RS256)")
+    parser.add_argument(
+        "--idle-connections",
+        type=int,
+        default=8000,
+        help="idle connections of the first attack (default 8000; 0: none)",
+    )
+    parser.add_argument(
+        "--burst", type=int, default=6000, help="simultaneous checks of the second attack (default 6000; 0: none)"
+    )
+    parser.add_argument(
+        "--algorithm", choices=("RS256", "ES256"), default="RS256", help="the ID tokens' algorithm (default RS256)"
+    )
     arguments = parser.parse_args(argv)
     return Setting(
         seconds=arguments.seconds,
@@ -358,12 +407,21 @@ def main(argv: Sequence[str] | None = None) -> None:
     keys = IssuerKeys()
     jwks = JwksServer(keys)
     jwks.start()
-    print(f"access guard, {setting.algorithm} tokens, default limits, loopback, {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.2f} at start")
+    print(
+        f"access guard, {setting.algorithm} tokens, default limits, loopback, {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.2f} at start"
+    )
     try:
         with tempfile.TemporaryDirectory(prefix="access-guard-benchmark-") as scratch:
             with _guard(keys, jwks, Path(scratch), "latency") as guard:
                 token, top, healthz = _latency(setting, keys, guard)
-            parts = _in_process(keys, token, setting.algorithm, Path(scratch) / "grants-latency", jwks.uri, min(IN_PROCESS_REPEATS, setting.count(min(setting.rates))))
+            parts = _in_process(
+                keys,
+                token,
+                setting.algorithm,
+                Path(scratch) / "grants-latency",
+                jwks.uri,
+                min(IN_PROCESS_REPEATS, setting.count(min(setting.rates))),
+            )
             _split(parts, top, healthz)
             if setting.idle_connections:
                 with _guard(keys, jwks, Path(scratch), "idle") as guard:

@@ -177,11 +177,17 @@ def verdict(goal: str, figures: Spread, bound_ms: float) -> Verdict:
     return Verdict(goal=f"{goal}: p{GOAL_PERCENTILE} <= {bound_ms:g} ms", met=met, figures=figures.text())
 
 
-def verdicts(overview_ms: Sequence[float], change_ms: Sequence[float], *, models: int = MODELS, instances: int = INSTANCES) -> list[Verdict]:
+def verdicts(
+    overview_ms: Sequence[float], change_ms: Sequence[float], *, models: int = MODELS, instances: int = INSTANCES
+) -> list[Verdict]:
     """The two goals of issue 29's Performance bullet, from the server times of the overview's
     renders and the latencies of the status changes. Pure."""
     return [
-        verdict(f"the overview renders on the server at {models} models and {instances} instances", spread(overview_ms), OVERVIEW_GOAL_MS),
+        verdict(
+            f"the overview renders on the server at {models} models and {instances} instances",
+            spread(overview_ms),
+            OVERVIEW_GOAL_MS,
+        ),
         verdict("a status change reaches an open page", spread(change_ms), CHANGE_GOAL_MS),
     ]
 
@@ -193,7 +199,11 @@ def crowd_verdict(idle_ms: Sequence[float], crowded_ms: Sequence[float], *, stre
     ratio = crowded.p95 / idle.p95 if idle.count and crowded.count and idle.p95 > 0 else math.nan
     met = idle.count > 0 and crowded.count > 0 and crowded.p95 <= CROWD_GOAL_RATIO * idle.p95
     figures = f"p95 {_ms(crowded.p95)} with the streams open, {_ms(idle.p95)} with none: {ratio:.2f}x"
-    return Verdict(goal=f"the overview with {streams} streams open: p{GOAL_PERCENTILE} within {CROWD_GOAL_RATIO:g}x of none", met=met, figures=figures)
+    return Verdict(
+        goal=f"the overview with {streams} streams open: p{GOAL_PERCENTILE} within {CROWD_GOAL_RATIO:g}x of none",
+        met=met,
+        figures=figures,
+    )
 
 
 def stream_users(streams: int, per_user: int = STREAMS_PER_USER) -> list[str]:
@@ -255,7 +265,12 @@ def is_change(event: ServerSentEvent, *, key: str, phase: str, resource_version:
         data = json.loads(event.data)
     except ValueError:
         return False
-    return isinstance(data, dict) and data.get("key") == key and data.get("phase") == phase and data.get("resourceVersion") == resource_version
+    return (
+        isinstance(data, dict)
+        and data.get("key") == key
+        and data.get("phase") == phase
+        and data.get("resourceVersion") == resource_version
+    )
 
 
 def model_activation(name: str) -> dict[str, Any]:
@@ -269,11 +284,21 @@ def model_activation(name: str) -> dict[str, Any]:
 
 
 def app_instance(name: str) -> dict[str, Any]:
-    return {"apiVersion": API_VERSION, "kind": "AppInstance", "metadata": {"name": name, "namespace": NAMESPACE}, "spec": {"application": "openclaw"}}
+    return {
+        "apiVersion": API_VERSION,
+        "kind": "AppInstance",
+        "metadata": {"name": name, "namespace": NAMESPACE},
+        "spec": {"application": "openclaw"},
+    }
 
 
 def appliance() -> dict[str, Any]:
-    return {"apiVersion": API_VERSION, "kind": "Appliance", "metadata": {"name": operations.APPLIANCE_NAME, "namespace": NAMESPACE}, "spec": {"profile": "ai-workstation"}}
+    return {
+        "apiVersion": API_VERSION,
+        "kind": "Appliance",
+        "metadata": {"name": operations.APPLIANCE_NAME, "namespace": NAMESPACE},
+        "spec": {"profile": "ai-workstation"},
+    }
 
 
 def status_of(obj: Mapping[str, Any], phase: str, *, extra: Mapping[str, Any] | None = None) -> dict[str, Any]:
@@ -289,7 +314,14 @@ def status_of(obj: Mapping[str, Any], phase: str, *, extra: Mapping[str, Any] | 
          "observedGeneration": generation, "lastTransitionTime": TRANSITION_TIME},
     ]  # fmt: skip
     metadata = {"name": obj["metadata"]["name"], "namespace": obj["metadata"]["namespace"]}
-    status = {"phase": phase, "reason": "Ready" if ready else phase, "message": message, "observedGeneration": generation, "conditions": conditions, **(extra or {})}
+    status = {
+        "phase": phase,
+        "reason": "Ready" if ready else phase,
+        "message": message,
+        "observedGeneration": generation,
+        "conditions": conditions,
+        **(extra or {}),
+    }
     return {"apiVersion": obj["apiVersion"], "kind": obj["kind"], "metadata": metadata, "status": status}
 
 
@@ -314,7 +346,9 @@ class Populated:
     """The summary key of every object written, as the stream sends them."""
 
 
-def _created_with_status(admin: KubeClient, kind: ResourceKind, body: Mapping[str, Any], phase: str, extra: Mapping[str, Any] | None = None) -> None:
+def _created_with_status(
+    admin: KubeClient, kind: ResourceKind, body: Mapping[str, Any], phase: str, extra: Mapping[str, Any] | None = None
+) -> None:
     created = admin.create(kind, body, field_manager=LOADER)
     admin.apply(kind, status_of(created, phase, extra=extra), field_manager=PROGRAM, subresource="status")
 
@@ -325,12 +359,20 @@ def populate(admin: KubeClient, *, models: int, instances: int) -> Populated:
     phases: dict[str, str] = {}
     for index in range(models):
         name, phase = f"bench-model-{index:03d}", initial_phase(index)
-        _created_with_status(admin, MODEL_ACTIVATION, model_activation(name), phase, {"memoryRequiredMi": 1536 + 8 * index})
+        _created_with_status(
+            admin, MODEL_ACTIVATION, model_activation(name), phase, {"memoryRequiredMi": 1536 + 8 * index}
+        )
         phases[name] = phase
     instance_names = [f"bench-app-{index:03d}" for index in range(instances)]
     for index, name in enumerate(instance_names):
-        _created_with_status(admin, APP_INSTANCE, app_instance(name), initial_phase(index), {"url": f"https://{name}.example.local/"})
-    keys = {f"Appliance/{operations.APPLIANCE_NAME}", *(f"ModelActivation/{name}" for name in phases), *(f"AppInstance/{name}" for name in instance_names)}
+        _created_with_status(
+            admin, APP_INSTANCE, app_instance(name), initial_phase(index), {"url": f"https://{name}.example.local/"}
+        )
+    keys = {
+        f"Appliance/{operations.APPLIANCE_NAME}",
+        *(f"ModelActivation/{name}" for name in phases),
+        *(f"AppInstance/{name}" for name in instance_names),
+    }
     return Populated(models=phases, keys=frozenset(keys))
 
 
@@ -464,7 +506,9 @@ class Stream:
         with self._condition:
             return len(self._events)
 
-    def wait_for(self, matches: Callable[[ServerSentEvent], bool], *, start: int, timeout: float) -> tuple[int, float] | None:
+    def wait_for(
+        self, matches: Callable[[ServerSentEvent], bool], *, start: int, timeout: float
+    ) -> tuple[int, float] | None:
         """(index, arrival time) of the first event from index `start` on that `matches`; None after `timeout` seconds."""
         deadline = time.monotonic() + timeout
         index = start
@@ -501,14 +545,18 @@ def status_changes(admin: KubeClient, stream: Stream, populated: Populated, coun
         name = names[(index * step) % len(names)]
         phase = other_phase(populated.models[name])
         current = admin.get(MODEL_ACTIVATION, name, NAMESPACE)
-        body = status_of(current, phase, extra={"memoryRequiredMi": (current.get("status") or {}).get("memoryRequiredMi")})
+        body = status_of(
+            current, phase, extra={"memoryRequiredMi": (current.get("status") or {}).get("memoryRequiredMi")}
+        )
         start = stream.count()
         started = time.monotonic()
         written = admin.apply(MODEL_ACTIVATION, body, field_manager=PROGRAM, subresource="status")
         version = str(written["metadata"]["resourceVersion"])
         populated.models[name] = phase
         found = stream.wait_for(
-            lambda event, name=name, phase=phase, version=version: is_change(event, key=f"ModelActivation/{name}", phase=phase, resource_version=version), start=start, timeout=SETTLE_SECONDS
+            partial(is_change, key=f"ModelActivation/{name}", phase=phase, resource_version=version),
+            start=start,
+            timeout=SETTLE_SECONDS,
         )
         latencies.append((found[1] - started) * 1000 if found is not None else math.inf)
     return latencies
@@ -614,9 +662,14 @@ async def crowd(world: World, populated: Populated, *, streams: int, renders: in
         idle, idle_cpu = await asyncio.to_thread(measured_renders, client, renders, pid)
         users = stream_users(streams)
         changed = asyncio.Condition()
-        crowd = [CrowdStream(user, world.dashboard.keys.token(sub=user, roles=[ROLE]), populated.keys, changed) for user in users]
+        crowd = [
+            CrowdStream(user, world.dashboard.keys.token(sub=user, roles=[ROLE]), populated.keys, changed)
+            for user in users
+        ]
         limits = httpx.Limits(max_connections=streams + 8, max_keepalive_connections=8)
-        async with httpx.AsyncClient(base_url=world.dashboard.url, limits=limits, timeout=httpx.Timeout(15, read=None)) as streaming:
+        async with httpx.AsyncClient(
+            base_url=world.dashboard.url, limits=limits, timeout=httpx.Timeout(15, read=None)
+        ) as streaming:
             opened = time.monotonic()
             readers = [asyncio.create_task(each.read(streaming)) for each in crowd]
             try:
@@ -644,7 +697,9 @@ async def crowd(world: World, populated: Populated, *, streams: int, renders: in
     )
 
 
-async def _fanned_out(admin: KubeClient, populated: Populated, crowd: Sequence[CrowdStream], changed: asyncio.Condition, index: int) -> float:
+async def _fanned_out(
+    admin: KubeClient, populated: Populated, crowd: Sequence[CrowdStream], changed: asyncio.Condition, index: int
+) -> float:
     """Milliseconds from one status write to its arrival on the last stream (infinite when one
     misses it by SETTLE_SECONDS)."""
     names = sorted(populated.models)
@@ -653,8 +708,14 @@ async def _fanned_out(admin: KubeClient, populated: Populated, crowd: Sequence[C
 
     def write() -> str:
         current = admin.get(MODEL_ACTIVATION, name, NAMESPACE)
-        body = status_of(current, phase, extra={"memoryRequiredMi": (current.get("status") or {}).get("memoryRequiredMi")})
-        return str(admin.apply(MODEL_ACTIVATION, body, field_manager=PROGRAM, subresource="status")["metadata"]["resourceVersion"])
+        body = status_of(
+            current, phase, extra={"memoryRequiredMi": (current.get("status") or {}).get("memoryRequiredMi")}
+        )
+        return str(
+            admin.apply(MODEL_ACTIVATION, body, field_manager=PROGRAM, subresource="status")["metadata"][
+                "resourceVersion"
+            ]
+        )
 
     started = time.monotonic()
     version = await asyncio.to_thread(write)
@@ -689,11 +750,15 @@ def run(
 ) -> list[Verdict]:
     started = time.monotonic()
     populated = populate(world.admin, models=models, instances=instances)
-    out(f"created Appliance/local, {models} ModelActivations and {instances} AppInstances with their statuses in {time.monotonic() - started:.1f} s")
+    out(
+        f"created Appliance/local, {models} ModelActivations and {instances} AppInstances with their statuses in {time.monotonic() - started:.1f} s"
+    )
     with world.dashboard.client(ROLE) as client:
         runs = overview_renders(client, renders)
         server, client_side = spread(runs.server_ms), spread(runs.client_ms)
-        out(f"overview GET / as a {ROLE}, {renders} renders after {WARM_UP} not counted, page {runs.page_bytes / 1024:.0f} KiB:")
+        out(
+            f"overview GET / as a {ROLE}, {renders} renders after {WARM_UP} not counted, page {runs.page_bytes / 1024:.0f} KiB:"
+        )
         out(f"  server (Server-Timing app;dur): {server.text()}")
         out(f"  client round trip:              {client_side.text()}")
         parts = overview_parts(workdir / "dashboard.kubeconfig", max(renders, 5))
@@ -708,39 +773,68 @@ def run(
             if ready is None:
                 raise RuntimeError(f"the stream did not say ready within {STREAM_START_SECONDS:g} s ({stream.failure})")
             if not stream.wait_for_keys(populated.keys, start=ready[0] + 1, timeout=STREAM_START_SECONDS):
-                raise RuntimeError(f"the stream did not send every object's summary within {STREAM_START_SECONDS:g} s ({stream.failure})")
+                raise RuntimeError(
+                    f"the stream did not send every object's summary within {STREAM_START_SECONDS:g} s ({stream.failure})"
+                )
             out(
                 f"stream /api/v1/stream as a {ROLE}: ready after {(ready[1] - opened) * 1000:.0f} ms, the first summary of all "
                 f"{len(populated.keys)} objects after {(time.monotonic() - opened) * 1000:.0f} ms"
             )
             latencies = status_changes(world.admin, stream, populated, changes)
-        out(f"status change (write to /status) -> its event on the open stream, {changes} changes: {spread(latencies).text()}")
+        out(
+            f"status change (write to /status) -> its event on the open stream, {changes} changes: {spread(latencies).text()}"
+        )
     crowded = asyncio.run(crowd(world, populated, streams=streams, renders=renders, changes=crowd_changes))
     viewers = f"{crowded.users} viewers, at most {STREAMS_PER_USER} streams each (the dashboard's per-user bound)"
     out(
         f"overview GET / as a {ROLE} with {streams} streams open ({viewers}; all ready with every summary after "
         f"{crowded.started_ms:.0f} ms, the dashboard quiet {crowded.settled_ms:.0f} ms later):"
     )
-    for label, figures, cpu in (("no stream open", crowded.idle, crowded.idle_cpu_ms), (f"{streams} streams open", crowded.crowded, crowded.crowded_cpu_ms)):
+    for label, figures, cpu in (
+        ("no stream open", crowded.idle, crowded.idle_cpu_ms),
+        (f"{streams} streams open", crowded.crowded, crowded.crowded_cpu_ms),
+    ):
         used = f"; the dashboard's CPU {cpu:.0f} ms per render" if cpu is not None else ""
-        out(f"  {label + ':':20} server {spread(figures.server_ms).text()}; client round trip {spread(figures.client_ms).text()}{used}")
-    out(f"status change -> its event on every one of the {streams} streams, {crowd_changes} changes: {spread(crowded.fan_out_ms).text()}")
-    found = [*verdicts(runs.server_ms, latencies, models=models, instances=instances), crowd_verdict(crowded.idle.server_ms, crowded.crowded.server_ms, streams=streams)]
+        out(
+            f"  {label + ':':20} server {spread(figures.server_ms).text()}; client round trip {spread(figures.client_ms).text()}{used}"
+        )
+    out(
+        f"status change -> its event on every one of the {streams} streams, {crowd_changes} changes: {spread(crowded.fan_out_ms).text()}"
+    )
+    found = [
+        *verdicts(runs.server_ms, latencies, models=models, instances=instances),
+        crowd_verdict(crowded.idle.server_ms, crowded.crowded.server_ms, streams=streams),
+    ]
     for each in found:
         out(each.line())
     if (models, instances) != (MODELS, INSTANCES):
-        out(f"(the overview goal is stated at {MODELS} models and {INSTANCES} instances; judged here at {models} and {instances})")
+        out(
+            f"(the overview goal is stated at {MODELS} models and {INSTANCES} instances; judged here at {models} and {instances})"
+        )
     return found
 
 
 def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
-    parser.add_argument("--small", action="store_true", help=f"{SMALL_RENDERS} renders and {SMALL_CHANGES} changes (what .ci/run prints)")
-    parser.add_argument("--renders", type=int, help=f"overview renders timed (default {RENDERS}, --small {SMALL_RENDERS})")
-    parser.add_argument("--changes", type=int, help=f"status changes timed (default {CHANGES}, --small {SMALL_CHANGES})")
+    parser.add_argument(
+        "--small",
+        action="store_true",
+        help=f"{SMALL_RENDERS} renders and {SMALL_CHANGES} changes (what .ci/run prints)",
+    )
+    parser.add_argument(
+        "--renders", type=int, help=f"overview renders timed (default {RENDERS}, --small {SMALL_RENDERS})"
+    )
+    parser.add_argument(
+        "--changes", type=int, help=f"status changes timed (default {CHANGES}, --small {SMALL_CHANGES})"
+    )
     parser.add_argument("--models", type=int, default=MODELS, help="ModelActivations created")
     parser.add_argument("--instances", type=int, default=INSTANCES, help="AppInstances created")
-    parser.add_argument("--streams", type=int, default=STREAMS, help=f"streams open at once for the overview among streams (default {STREAMS})")
+    parser.add_argument(
+        "--streams",
+        type=int,
+        default=STREAMS,
+        help=f"streams open at once for the overview among streams (default {STREAMS})",
+    )
     options = parser.parse_args(argv)
     renders = options.renders if options.renders is not None else SMALL_RENDERS if options.small else RENDERS
     changes = options.changes if options.changes is not None else SMALL_CHANGES if options.small else CHANGES

@@ -353,11 +353,19 @@ class Operator:
         before = request_counts(self.cluster)
         with EventFifo(fifo) as log:
             launched = time.monotonic()
-            run = self.project.pulumi("up", "--yes", "--skip-preview", *(("--refresh",) if self.refresh else ()), "--event-log", str(fifo))
+            run = self.project.pulumi(
+                "up", "--yes", "--skip-preview", *(("--refresh",) if self.refresh else ()), "--event-log", str(fifo)
+            )
             ended = time.monotonic()
         requests = request_counts(self.cluster) - before
         stamped = log.events()
-        return Up(launched, ended, replace(run, events=tuple(event for _, event in stamped)), tuple(at for at, _ in stamped), requests)
+        return Up(
+            launched,
+            ended,
+            replace(run, events=tuple(event for _, event in stamped)),
+            tuple(at for at, _ in stamped),
+            requests,
+        )
 
     def serve_until_quiet(self) -> list[Up]:
         """Serve every request until none came for QUIET_SECONDS; the ups it ran."""
@@ -366,7 +374,9 @@ class Operator:
             if not self.pending() and self.requests.wait_for(self.served + 1, QUIET_SECONDS) is None:
                 return ups
             ups.append(self.up())
-        raise RuntimeError(f"the Stack was not quiet after {MAX_ROUNDS} ups: the trigger requests a run after every run")
+        raise RuntimeError(
+            f"the Stack was not quiet after {MAX_ROUNDS} ups: the trigger requests a run after every run"
+        )
 
 
 # --- the Models, watched ---------------------------------------------------------------------
@@ -416,7 +426,9 @@ def watch_models(access: KubeAccess, namespace: str, into: ModelWatch, stop: thr
                     for item in listed.items:
                         into.record(item)
                     version = listed.resource_version
-                with client.watch(KUBEAI_MODEL, namespace=namespace, resource_version=version, timeout_seconds=300) as stream:
+                with client.watch(
+                    KUBEAI_MODEL, namespace=namespace, resource_version=version, timeout_seconds=300
+                ) as stream:
                     for event in stream:
                         version = event.resource_version or version
                         if event.type in (EventType.ADDED, EventType.MODIFIED):
@@ -458,7 +470,11 @@ def edit_targets(documents: Sequence[Mapping[str, Any]]) -> list[JsonObject]:
     targets = []
     for obj in documents:
         local = (obj.get("spec") or {}).get("local") or {}
-        if obj["kind"] == MODEL_ACTIVATION.kind and local.get("engine") == "VLLM" and local.get("computeTarget") == "cpu":
+        if (
+            obj["kind"] == MODEL_ACTIVATION.kind
+            and local.get("engine") == "VLLM"
+            and local.get("computeTarget") == "cpu"
+        ):
             targets.append(without_server_fields(obj))
     return targets
 
@@ -482,7 +498,9 @@ def converge(operator: Operator, admin: KubeClient) -> tuple[list[Up], bool]:
         played = play_platform(admin)
         changed = len(changes(up.run))
         quiet = changed == 0 and played == 0
-        progress(f"converge: up {len(ups)} took {up.seconds:.1f} s, {changed} changes; the controllers wrote {played} statuses")
+        progress(
+            f"converge: up {len(ups)} took {up.seconds:.1f} s, {changed} changes; the controllers wrote {played} statuses"
+        )
     for up in operator.serve_until_quiet():
         ups.append(up)
         progress(f"converge: the requested up took {up.seconds:.1f} s, {len(changes(up.run))} changes")
@@ -503,7 +521,9 @@ def edit_once(operator: Operator, admin: KubeClient, models: ModelWatch, activat
     if arrived is None:
         raise RuntimeError(f"the edit of {name} gave no request on the Stack within {SETTLE_SECONDS:g} s")
     up = operator.up()
-    applied_at = models.wait_for(model, lambda spec: argument in (spec.get("args") or ()), since=since, timeout=MODEL_SECONDS)
+    applied_at = models.wait_for(
+        model, lambda spec: argument in (spec.get("args") or ()), since=since, timeout=MODEL_SECONDS
+    )
     if applied_at is None:
         tail = "\n".join(up.run.stdout.splitlines()[-30:])
         raise RuntimeError(f"Model {MODEL_NAMESPACE}/{model} never showed {argument} after the up:\n{tail}")
@@ -516,7 +536,9 @@ def edit_once(operator: Operator, admin: KubeClient, models: ModelWatch, activat
         edited_at=edited_at,
         requested_at=arrived[0],
         launched_at=up.launched_at,
-        program_started_at=up.first(lambda event: _diagnostic(event, REGISTERING.format(type=STACK_TYPE, name=f"magicstick-{stack_name}"))),
+        program_started_at=up.first(
+            lambda event: _diagnostic(event, REGISTERING.format(type=STACK_TYPE, name=f"magicstick-{stack_name}"))
+        ),
         declared_at=up.first(_run_line),
         registered_at=up.first(lambda event: _diagnostic(event, PREPARED.format(type=MODEL_TYPE, name=model_resource))),
         model_step_at=up.first(lambda event: _pre_event_of(event, type_=MODEL_TYPE, name=model_resource)),
@@ -606,7 +628,8 @@ def report(result: EditLatency) -> str:
         f"PKO played by the benchmark: one `{command}` per request, started when the request is seen; "
         "PKO's own pod start (workspace, source, plugins) is excluded",
         f"converge before the edits: {len(result.converge_seconds)} ups {_seconds_list(result.converge_seconds)}, "
-        f"changes {list(result.converge_changes)}; " + ("the last changed nothing" if result.converged else "NOT converged: the last still changed something"),
+        f"changes {list(result.converge_changes)}; "
+        + ("the last changed nothing" if result.converged else "NOT converged: the last still changed something"),
         "",
         f"{'over ' + str(len(result.edits)) + ' edits':<22} {'p50 s':>7} {'p95 s':>7} {'max s':>7}",
         _row("total", result.values("total"), EXPLAINED["total"]),
@@ -625,26 +648,42 @@ def report(result: EditLatency) -> str:
     for edit in result.edits:
         verbs.update(edit.requests)
     per_up = ", ".join(f"{verb} {count / len(result.edits):.0f}" for verb, count in verbs.most_common())
-    lines.append(f"API requests per edit's up (every client, /metrics apiserver_request_total; no audit log to single out the provider): {per_up}")
+    lines.append(
+        f"API requests per edit's up (every client, /metrics apiserver_request_total; no audit log to single out the provider): {per_up}"
+    )
     cpus = os.cpu_count() or 1
     busy = result.load_before[0] >= cpus
     lines.append(
         f"load: {cpus} CPUs, load average {result.load_before[0]:.1f} before the benchmark started its processes and "
         f"{result.load_after[0]:.1f} at the end (its own API server, etcd, trigger and engine count in it); "
-        + ("the machine was busy before: the figures are not representative" if busy else "no other job kept the CPUs busy at the start")
+        + (
+            "the machine was busy before: the figures are not representative"
+            if busy
+            else "no other job kept the CPUs busy at the start"
+        )
     )
     if len(result.edits) != EDITS:
         lines.append(f"only {len(result.edits)} edits were measured; the goal is stated over {EDITS}")
     verdict = "met" if result.goal_met else "NOT met"
-    lines.append(f"goal 1 (edit -> applied p95 <= {GOAL_SECONDS:g} s over {EDITS} edits): {verdict} (p95 {result.p95:.1f} s)")
+    lines.append(
+        f"goal 1 (edit -> applied p95 <= {GOAL_SECONDS:g} s over {EDITS} edits): {verdict} (p95 {result.p95:.1f} s)"
+    )
     return "\n".join(lines)
 
 
 def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
     parser.add_argument("--edits", type=int, default=EDITS, help=f"edits timed one by one (default {EDITS})")
-    parser.add_argument("--refresh", action="store_true", help="every up with --refresh, as PKO runs it for deploy/stack.yaml's `refresh: true`")
-    parser.add_argument("--pko", action="store_true", help="through the real Pulumi Kubernetes Operator on a real node instead (root; benchmarks/edit_latency_pko.py)")
+    parser.add_argument(
+        "--refresh",
+        action="store_true",
+        help="every up with --refresh, as PKO runs it for deploy/stack.yaml's `refresh: true`",
+    )
+    parser.add_argument(
+        "--pko",
+        action="store_true",
+        help="through the real Pulumi Kubernetes Operator on a real node instead (root; benchmarks/edit_latency_pko.py)",
+    )
     options = parser.parse_args(argv)
     if options.edits < 1:
         parser.error("--edits must be at least 1")

@@ -103,7 +103,10 @@ def _watch(access: KubeAccess, kind: ResourceKind, namespace: str, into: Seen, s
     with open_client(access) as client:
         while not stop.is_set():
             version = client.list_collection(kind, namespace=namespace).resource_version
-            with contextlib.suppress(Exception), client.watch(kind, namespace=namespace, resource_version=version, timeout_seconds=30) as stream:
+            with (
+                contextlib.suppress(Exception),
+                client.watch(kind, namespace=namespace, resource_version=version, timeout_seconds=30) as stream,
+            ):
                 for event in stream:
                     into.record(event.object)
                     if stop.is_set():
@@ -113,7 +116,10 @@ def _watch(access: KubeAccess, kind: ResourceKind, namespace: str, into: Seen, s
 @contextlib.contextmanager
 def _watching(access: KubeAccess, kinds: Sequence[tuple[ResourceKind, str, Seen]]) -> Iterator[None]:
     stop = threading.Event()
-    threads = [threading.Thread(target=_watch, args=(access, kind, namespace, seen, stop), daemon=True) for kind, namespace, seen in kinds]
+    threads = [
+        threading.Thread(target=_watch, args=(access, kind, namespace, seen, stop), daemon=True)
+        for kind, namespace, seen in kinds
+    ]
     for thread in threads:
         thread.start()
     try:
@@ -140,7 +146,9 @@ class PkoEdit:
         if any(point is None for point in points):
             return {}
         moments = [float(point) for point in points if point is not None]
-        return {name: max(0.0, later - earlier) for name, earlier, later in zip(SPLITS, moments, moments[1:], strict=False)}
+        return {
+            name: max(0.0, later - earlier) for name, earlier, later in zip(SPLITS, moments, moments[1:], strict=False)
+        }
 
 
 def _selected_times(node: RealNode) -> list[float]:
@@ -157,7 +165,12 @@ def _selected_times(node: RealNode) -> list[float]:
 def _edit(admin: KubeClient, value: int) -> None:
     activation = admin.get(MODEL_ACTIVATION, EDITED, PROGRAM_NAMESPACE)
     spec = {**activation["spec"], "local": {**(activation["spec"].get("local") or {}), "maxNumSeqs": value}}
-    body = {"apiVersion": activation["apiVersion"], "kind": activation["kind"], "metadata": {"name": EDITED, "namespace": PROGRAM_NAMESPACE}, "spec": spec}
+    body = {
+        "apiVersion": activation["apiVersion"],
+        "kind": activation["kind"],
+        "metadata": {"name": EDITED, "namespace": PROGRAM_NAMESPACE},
+        "spec": spec,
+    }
     admin.apply(MODEL_ACTIVATION, body, field_manager="kubectl", force=False)
 
 
@@ -183,11 +196,25 @@ def _update_finished(admin: KubeClient) -> bool:
 def _time_edit(node: RealNode, value: int, stacks: Seen, updates: Seen, models: Seen) -> PkoEdit:
     edited_at = time.time()
     _edit(node.admin, value)
-    before = {((obj.get("metadata") or {}).get("annotations") or {}).get(RECONCILIATION_REQUEST) for at, obj in stacks.events if at < edited_at}
-    requested_at = stacks.first(lambda s: ((s.get("metadata") or {}).get("annotations") or {}).get(RECONCILIATION_REQUEST) not in before, since=edited_at, timeout=EDIT_SECONDS)
-    update_at = None if requested_at is None else updates.first(lambda _: True, since=requested_at, timeout=EDIT_SECONDS)
+    before = {
+        ((obj.get("metadata") or {}).get("annotations") or {}).get(RECONCILIATION_REQUEST)
+        for at, obj in stacks.events
+        if at < edited_at
+    }
+    requested_at = stacks.first(
+        lambda s: ((s.get("metadata") or {}).get("annotations") or {}).get(RECONCILIATION_REQUEST) not in before,
+        since=edited_at,
+        timeout=EDIT_SECONDS,
+    )
+    update_at = (
+        None if requested_at is None else updates.first(lambda _: True, since=requested_at, timeout=EDIT_SECONDS)
+    )
     applied_at = models.first(
-        lambda m: m["metadata"]["name"] == EDITED and f"--max-num-seqs={value}" in (m.get("spec") or {}).get("args", ()), since=edited_at, timeout=EDIT_SECONDS
+        lambda m: (
+            m["metadata"]["name"] == EDITED and f"--max-num-seqs={value}" in (m.get("spec") or {}).get("args", ())
+        ),
+        since=edited_at,
+        timeout=EDIT_SECONDS,
     )
     selected_at = None
     if update_at is not None and applied_at is not None:
@@ -198,24 +225,43 @@ def _time_edit(node: RealNode, value: int, stacks: Seen, updates: Seen, models: 
 def measure(edits: int = EDITS) -> tuple[list[PkoEdit], float, tuple[float, float, float]]:
     load_before = os.getloadavg()
     images = {name: local_image(name) for name in (OPERATOR_IMAGE, WORKSPACE_IMAGE, "reconcile-trigger")}
-    with tempfile.TemporaryDirectory(prefix="magicstick-pko-latency-") as scratch, running_cluster(controllers=NODE_CONTROLLERS, scheduler=True, address=node_ip()) as cluster:
+    with (
+        tempfile.TemporaryDirectory(prefix="magicstick-pko-latency-") as scratch,
+        running_cluster(controllers=NODE_CONTROLLERS, scheduler=True, address=node_ip()) as cluster,
+    ):
         root = Path(scratch)
         with running_node(cluster, root, images=tuple(images.values())) as node:
             started = time.monotonic()
-            install_and_run(node, cluster, operator=images[OPERATOR_IMAGE], workspace=images[WORKSPACE_IMAGE], trigger=images["reconcile-trigger"], state=root / "state")
+            install_and_run(
+                node,
+                cluster,
+                operator=images[OPERATOR_IMAGE],
+                workspace=images[WORKSPACE_IMAGE],
+                trigger=images["reconcile-trigger"],
+                state=root / "state",
+            )
             first_update = time.monotonic() - started
             kubeconfig = root / "admin.yaml"
             kubeconfig.write_text(cluster.kubeconfig_path(ADMIN_USER).read_text())
             access = KubeAccess(kubeconfig=str(kubeconfig))
             stacks, updates, models = Seen(), Seen(), Seen()
             timed = []
-            with _watching(access, ((STACK, PROGRAM_NAMESPACE, stacks), (UPDATE, PROGRAM_NAMESPACE, updates), (KUBEAI_MODEL, MODEL_NAMESPACE, models))):
+            with _watching(
+                access,
+                (
+                    (STACK, PROGRAM_NAMESPACE, stacks),
+                    (UPDATE, PROGRAM_NAMESPACE, updates),
+                    (KUBEAI_MODEL, MODEL_NAMESPACE, models),
+                ),
+            ):
                 _wait_quiet(node.admin, updates)
                 for index in range(edits):
                     edit = _time_edit(node, FIRST_MAX_NUM_SEQS + index, stacks, updates, models)
                     timed.append(edit)
                     parts = ", ".join(f"{name} {seconds:.2f}" for name, seconds in edit.splits().items())
-                    progress(f"edit {index + 1}/{edits} maxNumSeqs={edit.value}: applied after {edit.total if edit.total is None else round(edit.total, 2)} s ({parts})")
+                    progress(
+                        f"edit {index + 1}/{edits} maxNumSeqs={edit.value}: applied after {edit.total if edit.total is None else round(edit.total, 2)} s ({parts})"
+                    )
                     _wait_quiet(node.admin, updates)
     return timed, first_update, load_before
 
@@ -230,7 +276,9 @@ def report(edits: Sequence[PkoEdit], first_update: float, load_before: tuple[flo
         f"{'over ' + str(len(complete)) + ' edits':<22} {'p50 s':>7} {'p95 s':>7} {'max s':>7}",
     ]
     if len(complete) != len(edits):
-        lines.append(f"{len(edits) - len(complete)} edits were not seen through to the Model within {EDIT_SECONDS:.0f} s")
+        lines.append(
+            f"{len(edits) - len(complete)} edits were not seen through to the Model within {EDIT_SECONDS:.0f} s"
+        )
     if complete:
         totals = [edit.total or 0.0 for edit in complete]
         lines.append(_row("total", totals))
@@ -239,9 +287,14 @@ def report(edits: Sequence[PkoEdit], first_update: float, load_before: tuple[flo
         p95 = percentile(totals, 95)
         verdict = "met" if p95 <= GOAL_SECONDS else "NOT met"
         pko = percentile([edit.splits()["PKO scheduling"] + edit.splits()["workspace"] for edit in complete], 95)
-        lines.append(f"goal 1 (edit -> applied p95 <= {GOAL_SECONDS:g} s): {verdict} (p95 {p95:.1f} s; PKO's scheduling and workspace call p95 {pko:.1f} s of it)")
+        lines.append(
+            f"goal 1 (edit -> applied p95 <= {GOAL_SECONDS:g} s): {verdict} (p95 {p95:.1f} s; PKO's scheduling and workspace call p95 {pko:.1f} s of it)"
+        )
     cpus = os.cpu_count() or 1
-    lines.append(f"load: {cpus} CPUs, load average {load_before[0]:.1f} before the benchmark" + ("; the machine was busy: not representative" if load_before[0] >= cpus else ""))
+    lines.append(
+        f"load: {cpus} CPUs, load average {load_before[0]:.1f} before the benchmark"
+        + ("; the machine was busy: not representative" if load_before[0] >= cpus else "")
+    )
     return "\n".join(lines)
 
 
@@ -251,4 +304,3 @@ def _row(label: str, values: Sequence[float]) -> str:
 
 def main(edits: int) -> None:
     print(report(*measure(edits)))
-

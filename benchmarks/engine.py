@@ -71,7 +71,17 @@ FLOOR_NAMESPACE: Final = "floor"
 FLOOR_SOURCE: Final = Path(__file__).parent / "floor"
 CLOCK_TICKS: Final = os.sysconf("SC_CLK_TCK")
 SAMPLE_SECONDS: Final = 0.1
-NAMESPACES: Final = (FLOOR_NAMESPACE, "ai-system", "flux-system", "ai", "identity-system", "node-feature-discovery", "kube-amd-gpu", "gpu-operator", "kube-system")
+NAMESPACES: Final = (
+    FLOOR_NAMESPACE,
+    "ai-system",
+    "flux-system",
+    "ai",
+    "identity-system",
+    "node-feature-discovery",
+    "kube-amd-gpu",
+    "gpu-operator",
+    "kube-system",
+)
 ROLES: Final = {
     "pulumi": "engine",
     "pulumi-language-python": "language host",
@@ -218,7 +228,9 @@ class Tuning:
         return () if self.parallel is None else (f"--parallel={self.parallel}",)
 
     def describe(self) -> str:
-        told = [f"{key}={value}" for key, value in self.settings] + ([f"--parallel {self.parallel}"] if self.parallel is not None else [])
+        told = [f"{key}={value}" for key, value in self.settings] + (
+            [f"--parallel {self.parallel}"] if self.parallel is not None else []
+        )
         return ", ".join(told) or "the engine's defaults"
 
 
@@ -237,7 +249,11 @@ def _timed(project: PulumiProject, *args: str) -> tuple[float, PeakMemory]:
         except subprocess.TimeoutExpired:
             return math.inf, sampled
     seconds = time.perf_counter() - started
-    print(f"engine benchmark:   {'program' if project.source == REPO_ROOT else 'floor'}: pulumi {' '.join(args)}: {seconds:.1f} s", file=sys.stderr, flush=True)
+    print(
+        f"engine benchmark:   {'program' if project.source == REPO_ROOT else 'floor'}: pulumi {' '.join(args)}: {seconds:.1f} s",
+        file=sys.stderr,
+        flush=True,
+    )
     return seconds, sampled
 
 
@@ -247,11 +263,15 @@ COMMANDS: Final = ("preview", "first up", "converged up", "converged up --refres
 
 def _registered(exported: dict) -> int:
     resources = exported["deployment"].get("resources") or ()
-    return sum(1 for r in resources if r["type"] != "pulumi:pulumi:Stack" and not r["type"].startswith("pulumi:providers:"))
+    return sum(
+        1 for r in resources if r["type"] != "pulumi:pulumi:Stack" and not r["type"].startswith("pulumi:providers:")
+    )
 
 
 def _state_bytes(project: PulumiProject) -> int:
-    return sum(p.stat().st_size for p in project.backend_dir.rglob("*.json*") if "/stacks/" in str(p) and ".bak" not in p.name)
+    return sum(
+        p.stat().st_size for p in project.backend_dir.rglob("*.json*") if "/stacks/" in str(p) and ".bak" not in p.name
+    )
 
 
 def _program_commands(project: PulumiProject, figures: Figures, tuning: Tuning) -> bool:
@@ -283,13 +303,21 @@ def measure(activations: int, tuning: Tuning = Tuning()) -> Figures:
         snapshot = Path(scratch) / "snapshot.yaml"
         snapshot.write_text(yamlio.safe_dump_all(cluster_objects(world)))
         program = _project(Path(scratch) / "program", tuning)
-        program.config_set({"magicstick:kubeconfig": kubeconfig, "magicstick:snapshotFile": str(snapshot), "magicstick:now": "2026-01-01T00:00:00Z"})
+        program.config_set(
+            {
+                "magicstick:kubeconfig": kubeconfig,
+                "magicstick:snapshotFile": str(snapshot),
+                "magicstick:now": "2026-01-01T00:00:00Z",
+            }
+        )
         if not _program_commands(program, figures, tuning):
             return figures
         figures.resources = _registered(program.export())
         figures.state_bytes = _state_bytes(program)
         floor = _project(Path(scratch) / "floor", tuning, source=FLOOR_SOURCE)
-        floor.config_set({"floor:kubeconfig": kubeconfig, "floor:count": str(figures.resources), "floor:namespace": FLOOR_NAMESPACE})
+        floor.config_set(
+            {"floor:kubeconfig": kubeconfig, "floor:count": str(figures.resources), "floor:namespace": FLOOR_NAMESPACE}
+        )
         _floor_commands(floor, figures, tuning)
         figures.floor_state_bytes = _state_bytes(floor)
     return figures
@@ -303,7 +331,10 @@ def report(rows: Sequence[Figures]) -> str:
     )
     lines = [header]
     for f in rows:
-        memory = {role: f.memory.get(role, 0) / MIB for role in ("engine", "language host", "program", "kubernetes provider", "dynamic providers")}
+        memory = {
+            role: f.memory.get(role, 0) / MIB
+            for role in ("engine", "language host", "program", "kubernetes provider", "dynamic providers")
+        }
         lines.append(
             f"{f.activations:>11} {f.seconds.get('preview', math.nan):>9.1f} {f.seconds.get('first up', math.nan):>8.1f} "
             f"{f.seconds.get('converged up', math.nan):>10.1f} {f.seconds.get('converged up --refresh', math.nan):>10.1f} {f.program_seconds:>9.2f} "
@@ -311,8 +342,12 @@ def report(rows: Sequence[Figures]) -> str:
             f"{f.resources:>9} {f.state_bytes / 1024:>9.0f} {f.state_bytes / max(f.resources, 1):>10.0f} {f.state_bytes / max(f.activations, 1):>8.0f} "
             f"{memory['engine']:>10.0f} {memory['language host']:>12.0f} {memory['program']:>11.0f} {memory['kubernetes provider']:>12.0f} {memory['dynamic providers']:>11.0f}"
         )
-    lines.append("floor: a stack of as many plain ConfigMaps as the program registers at that size (benchmarks/floor/), same engine and API server.")
-    lines.append("memory: peak resident (VmHWM) of one process of each role during the converged up with refresh; dynamic providers summed.")
+    lines.append(
+        "floor: a stack of as many plain ConfigMaps as the program registers at that size (benchmarks/floor/), same engine and API server."
+    )
+    lines.append(
+        "memory: peak resident (VmHWM) of one process of each role during the converged up with refresh; dynamic providers summed."
+    )
     for f in rows:
         if f.floor_memory:
             split = ", ".join(f"{role} {peak / MIB:.0f}" for role, peak in sorted(f.floor_memory.items()))
@@ -323,7 +358,9 @@ def report(rows: Sequence[Figures]) -> str:
         if f.cpu:
             split = ", ".join(f"{role} {seconds:.1f}" for role, seconds in sorted(f.cpu.items()))
             lines.append(f"cpu seconds of the converged up with refresh at {f.activations}: {split}")
-    lines.append(f"nan/inf: not reached, or the command outlived its bound ({COMMAND_TIMEOUT:.0f} s, tests/e2e/engine.py).")
+    lines.append(
+        f"nan/inf: not reached, or the command outlived its bound ({COMMAND_TIMEOUT:.0f} s, tests/e2e/engine.py)."
+    )
     return "\n".join(lines)
 
 
@@ -345,11 +382,18 @@ def verdicts(rows: Sequence[Figures]) -> list[Verdict]:
     small, large = ordered[-2] if len(ordered) > 1 else ordered[0], ordered[-1]
     found = []
     up, floor = large.seconds.get("converged up", math.inf), large.floor_seconds.get("converged up", math.inf)
-    refreshed, floor_refreshed = large.seconds.get("converged up --refresh", math.inf), large.floor_seconds.get("converged up --refresh", math.inf)
+    refreshed, floor_refreshed = (
+        large.seconds.get("converged up --refresh", math.inf),
+        large.floor_seconds.get("converged up --refresh", math.inf),
+    )
     ratio = up / floor if floor else math.inf
     found.append(
-        Verdict(2, f"converged up <= {GOAL_FLOOR_RATIO}x the floor at {large.activations}", ratio <= GOAL_FLOOR_RATIO,
-                f"{up:.1f} s / {floor:.1f} s = {ratio:.2f}x; with --refresh {refreshed:.1f} s / {floor_refreshed:.1f} s = {refreshed / floor_refreshed if floor_refreshed else math.inf:.2f}x")
+        Verdict(
+            2,
+            f"converged up <= {GOAL_FLOOR_RATIO}x the floor at {large.activations}",
+            ratio <= GOAL_FLOOR_RATIO,
+            f"{up:.1f} s / {floor:.1f} s = {ratio:.2f}x; with --refresh {refreshed:.1f} s / {floor_refreshed:.1f} s = {refreshed / floor_refreshed if floor_refreshed else math.inf:.2f}x",
+        )
     )
     if large.activations > small.activations:
         size_ratio = large.activations / small.activations
@@ -359,16 +403,32 @@ def verdicts(rows: Sequence[Figures]) -> list[Verdict]:
         steady = len(marginals) < 2 or max(marginals) <= (1 + GOAL_STATE_DRIFT) * min(marginals)
         told = ", ".join(f"{a}->{b}: {m:.0f} B" for (a, b), m in zip(_steps(rows), marginals, strict=True))
         found.append(
-            Verdict(3, f"linear: {small.activations} -> {large.activations} costs <= {bound:.1f}x, state bytes per added activation constant",
-                    growth <= bound and steady and len(marginals) >= 1,
-                    f"{growth:.1f}x; state bytes per added activation {told}" + ("" if len(marginals) >= 2 else " (one step: constancy not judged)"))
+            Verdict(
+                3,
+                f"linear: {small.activations} -> {large.activations} costs <= {bound:.1f}x, state bytes per added activation constant",
+                growth <= bound and steady and len(marginals) >= 1,
+                f"{growth:.1f}x; state bytes per added activation {told}"
+                + ("" if len(marginals) >= 2 else " (one step: constancy not judged)"),
+            )
         )
         per_activation = (large.resources - small.resources) / (large.activations - small.activations)
-        found.append(Verdict(4, f"<= {GOAL_PER_ACTIVATION} registered resource per added activation", per_activation <= GOAL_PER_ACTIVATION,
-                             f"{per_activation:.2f} ({small.resources} at {small.activations}, {large.resources} at {large.activations})"))
+        found.append(
+            Verdict(
+                4,
+                f"<= {GOAL_PER_ACTIVATION} registered resource per added activation",
+                per_activation <= GOAL_PER_ACTIVATION,
+                f"{per_activation:.2f} ({small.resources} at {small.activations}, {large.resources} at {large.activations})",
+            )
+        )
     memory = sum(large.memory.values())
-    found.append(Verdict(5, f"peak memory of engine + language host + program + providers <= 1 GiB at {large.activations}", memory <= GOAL_MEMORY_BYTES and memory > 0,
-                         f"{memory / MIB:.0f} MiB"))
+    found.append(
+        Verdict(
+            5,
+            f"peak memory of engine + language host + program + providers <= 1 GiB at {large.activations}",
+            memory <= GOAL_MEMORY_BYTES and memory > 0,
+            f"{memory / MIB:.0f} MiB",
+        )
+    )
     return found
 
 
@@ -388,10 +448,15 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--small", action="store_true", help="20 and 100 activations, 3 edits (what .ci/run prints)")
     parser.add_argument("--sizes", help="comma-separated activation counts (default 20,100,1000)")
-    parser.add_argument("--edits", type=int, help=f"edits of goal 1 (default {EDITS}, --small {SMALL_EDITS}; 0 leaves goal 1 out)")
+    parser.add_argument(
+        "--edits", type=int, help=f"edits of goal 1 (default {EDITS}, --small {SMALL_EDITS}; 0 leaves goal 1 out)"
+    )
     parser.add_argument("--json", action="store_true", help="print the figures as JSON too")
     parser.add_argument(
-        "--setting", action="append", default=[], metavar="PULUMI_NAME=VALUE",
+        "--setting",
+        action="append",
+        default=[],
+        metavar="PULUMI_NAME=VALUE",
         help="an engine setting for every command (repeatable; default: the workspace image's, PULUMI_SKIP_CHECKPOINTS=true)",
     )
     parser.add_argument("--parallel", type=int, help="`--parallel` of every command (default: the engine's, 4 per CPU)")

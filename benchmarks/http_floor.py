@@ -19,7 +19,9 @@ Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
 
 
-async def answer_ok(scope: Scope, receive: Callable[[], Awaitable[Message]], send: Callable[[Message], Awaitable[None]]) -> None:
+async def answer_ok(
+    scope: Scope, receive: Callable[[], Awaitable[Message]], send: Callable[[Message], Awaitable[None]]
+) -> None:
     if scope["type"] != "http":
         return
     await send({"type": "http.response.start", "status": 200, "headers": [(b"content-length", b"0")]})
@@ -27,7 +29,17 @@ async def answer_ok(scope: Scope, receive: Callable[[], Awaitable[Message]], sen
 
 
 def main() -> None:
-    uvicorn.run(answer_ok, host="127.0.0.1", port=int(sys.argv[1]), loop="uvloop", http="httptools", ws="none", lifespan="off", log_level="warning", access_log=False)
+    uvicorn.run(
+        answer_ok,
+        host="127.0.0.1",
+        port=int(sys.argv[1]),
+        loop="uvloop",
+        http="httptools",
+        ws="none",
+        lifespan="off",
+        log_level="warning",
+        access_log=False,
+    )
 
 
 if __name__ == "__main__":

@@ -28,10 +28,20 @@ SIZES = (10, 100, 1000)
 
 def _activation(index: int) -> dict:
     if index % 3 == 2:
-        external = {"model": "openai/gpt-4o-mini", "apiBase": "https://api.example.com/v1", "modelType": "chat", "apiKeySecretRef": {"name": "external-api-key", "key": "api-key"}}
+        external = {
+            "model": "openai/gpt-4o-mini",
+            "apiBase": "https://api.example.com/v1",
+            "modelType": "chat",
+            "apiKeySecretRef": {"name": "external-api-key", "key": "api-key"},
+        }
         return runtime("ModelActivation", f"model-{index:04d}", {"type": "external", "external": external})
     engine = "VLLM" if index % 3 == 0 else "OLlama"
-    local = {"preset": "qwen2505bcpu", "computeTarget": "cpu", "engine": engine, "memoryRequiredMi": 2048 + 16 * (index % 7)}
+    local = {
+        "preset": "qwen2505bcpu",
+        "computeTarget": "cpu",
+        "engine": engine,
+        "memoryRequiredMi": 2048 + 16 * (index % 7),
+    }
     return runtime("ModelActivation", f"model-{index:04d}", {"type": "local", "local": local})
 
 
@@ -40,7 +50,9 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=3, help="plans per size; the best time is reported")
     arguments = parser.parse_args()
     catalogs = load_catalogs()
-    print(f"{'activations':>11} {'best plan ms':>13} {'declared objects':>17} {'registered resources':>21} {'program run s':>14}")
+    print(
+        f"{'activations':>11} {'best plan ms':>13} {'declared objects':>17} {'registered resources':>21} {'program run s':>14}"
+    )
     for size in SIZES:
         objects = with_flux([*platform(), *(_activation(i) for i in range(size))])
         snapshot = Snapshot.from_objects(objects)
@@ -55,7 +67,9 @@ def main() -> None:
             started = time.perf_counter()
             _, run = run_offline(program.run, {"snapshotFile": str(path), "now": "2026-01-01T00:00:00Z"})
             elapsed = time.perf_counter() - started
-        print(f"{size:>11} {min(timings) * 1000:>13.1f} {len(result.objects):>17} {len(run.registrations):>21} {elapsed:>14.2f}")
+        print(
+            f"{size:>11} {min(timings) * 1000:>13.1f} {len(result.objects):>17} {len(run.registrations):>21} {elapsed:>14.2f}"
+        )
 
 
 if __name__ == "__main__":

@@ -73,8 +73,16 @@ def _run(repeat: int) -> None:
         with open_client(access) as admin:
             for size in SIZES:
                 namespace = f"bench-{size}"
-                admin.apply(NAMESPACE, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}}, field_manager="bench")
-                load(admin, [_in(namespace, appliance())] + [_in(namespace, cpu_model(f"model-{i:04d}")) for i in range(size)], field_manager="bench")
+                admin.apply(
+                    NAMESPACE,
+                    {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}},
+                    field_manager="bench",
+                )
+                load(
+                    admin,
+                    [_in(namespace, appliance())] + [_in(namespace, cpu_model(f"model-{i:04d}")) for i in range(size)],
+                    field_manager="bench",
+                )
                 timings, requests = [], 0
                 for _ in range(repeat):
                     with open_client(access) as client:

@@ -132,10 +132,14 @@ def watch_stack(access: KubeAccess, stack: StackRef, into: StackWatch, stop: thr
             listed = client.list_collection(STACK, namespace=stack.namespace)
             version = listed.resource_version
             try:
-                with client.watch(STACK, namespace=stack.namespace, resource_version=version, timeout_seconds=60) as stream:
+                with client.watch(
+                    STACK, namespace=stack.namespace, resource_version=version, timeout_seconds=60
+                ) as stream:
                     for event in stream:
                         metadata = event.object.get("metadata") or {}
-                        if metadata.get("name") == stack.name and RECONCILIATION_REQUEST in (metadata.get("annotations") or {}):
+                        if metadata.get("name") == stack.name and RECONCILIATION_REQUEST in (
+                            metadata.get("annotations") or {}
+                        ):
                             into.record(metadata["annotations"][RECONCILIATION_REQUEST])
                         if stop.is_set():
                             return
@@ -178,7 +182,11 @@ def trigger_process(
     ]  # fmt: skip
     with log.open("wb") as sink:
         process = subprocess.Popen(
-            [sys.executable, "-m", "services.reconcile_trigger.main", *flags], cwd=REPO_ROOT, env=environment, stdout=sink, stderr=subprocess.STDOUT
+            [sys.executable, "-m", "services.reconcile_trigger.main", *flags],
+            cwd=REPO_ROOT,
+            env=environment,
+            stdout=sink,
+            stderr=subprocess.STDOUT,
         )
     try:
         yield process
@@ -204,7 +212,9 @@ def singles(admin: KubeClient, namespace: str, watch: StackWatch, count: int) ->
     return latencies
 
 
-def burst(admin: KubeClient, namespace: str, watch: StackWatch, count: int, seconds: float, *, settle: float) -> tuple[int, float]:
+def burst(
+    admin: KubeClient, namespace: str, watch: StackWatch, count: int, seconds: float, *, settle: float
+) -> tuple[int, float]:
     """(requests, the burst's real duration) for `count` ConfigMap updates spread over `seconds`."""
     before = watch.count()
     interval = seconds / count
@@ -279,7 +289,11 @@ def churn(admin: KubeClient, namespace: str, watch: StackWatch, scenario: ChurnS
     arrivals = watch.arrivals()
     runs = sum(1 for at in arrivals if started <= at <= ended)
     after_edit = [at for at in arrivals if edit_at is not None and at >= edit_at]
-    return ChurnResult(restarts=restarts, runs=runs, edit_latency=after_edit[0] - edit_at if after_edit and edit_at is not None else None)
+    return ChurnResult(
+        restarts=restarts,
+        runs=runs,
+        edit_latency=after_edit[0] - edit_at if after_edit and edit_at is not None else None,
+    )
 
 
 def pause(until: float) -> None:
@@ -306,7 +320,9 @@ def run(
     stop = threading.Event()
     watch = StackWatch()
     with open_client(access) as admin, tempfile.TemporaryDirectory() as scratch:
-        kubeconfig = Path(scratch) / "kubeconfig.yaml"  # the trigger's own copy: the helper rewrites its file on every call
+        kubeconfig = (
+            Path(scratch) / "kubeconfig.yaml"
+        )  # the trigger's own copy: the helper rewrites its file on every call
         kubeconfig.write_text(access.kubeconfig or "")
         ensure_namespaces(admin, ("flux-system", "identity-system"))
         ensure_namespace(admin, namespace)  # with its default ServiceAccount: it holds a Pod
@@ -316,28 +332,56 @@ def run(
         try:
             log = Path(scratch) / "trigger.log"
             launched = time.monotonic()
-            with trigger_process(kubeconfig, namespace, quiet_ms=quiet_ms, max_delay_ms=max_delay_ms, resync_seconds=RESYNC_SECONDS, log=log) as process:
+            with trigger_process(
+                kubeconfig,
+                namespace,
+                quiet_ms=quiet_ms,
+                max_delay_ms=max_delay_ms,
+                resync_seconds=RESYNC_SECONDS,
+                log=log,
+            ) as process:
                 first = watch.wait_for(1, SETTLE_SECONDS)
                 if first is None:
                     raise RuntimeError(f"the trigger made no request at start:\n{log.read_text()}")
-                out(f"trigger: quiet {quiet_ms} ms, max delay {max_delay_ms} ms; its start request {first[0] - launched:.1f} s after launch")
+                out(
+                    f"trigger: quiet {quiet_ms} ms, max delay {max_delay_ms} ms; its start request {first[0] - launched:.1f} s after launch"
+                )
                 latencies = singles(admin, namespace, watch, singles_count)
                 out(
                     f"latency, change to request on the Stack, {len(latencies)} single changes: "
                     f"p50 {percentile(latencies, 50) * 1000:.0f} ms, p95 {percentile(latencies, 95) * 1000:.0f} ms, "
                     f"max {max(latencies) * 1000:.0f} ms (goal p95 <= 1000 ms)"
                 )
-                requests, elapsed = burst(admin, namespace, watch, burst_count, burst_seconds, settle=(quiet_ms + max_delay_ms) / 1000 + 0.5)
+                requests, elapsed = burst(
+                    admin, namespace, watch, burst_count, burst_seconds, settle=(quiet_ms + max_delay_ms) / 1000 + 0.5
+                )
                 goal = max(1, math.ceil(burst_seconds))
-                out(f"burst: {burst_count} changes in {elapsed:.1f} s gave {requests} requests (goal <= {goal}, one a second)")
+                out(
+                    f"burst: {burst_count} changes in {elapsed:.1f} s gave {requests} requests (goal <= {goal}, one a second)"
+                )
                 out(f"trigger resident memory: {resident_mib(process.pid):.0f} MiB")
-            report_churn(admin, namespace, watch, scenario, kubeconfig=kubeconfig, log=Path(scratch) / "churn-trigger.log", out=out)
+            report_churn(
+                admin,
+                namespace,
+                watch,
+                scenario,
+                kubeconfig=kubeconfig,
+                log=Path(scratch) / "churn-trigger.log",
+                out=out,
+            )
         finally:
             stop.set()
 
 
 def report_churn(
-    admin: KubeClient, namespace: str, watch: StackWatch, scenario: ChurnScenario, *, kubeconfig: Path, log: Path, out: Callable[[str], None]
+    admin: KubeClient,
+    namespace: str,
+    watch: StackWatch,
+    scenario: ChurnScenario,
+    *,
+    kubeconfig: Path,
+    log: Path,
+    out: Callable[[str], None],
 ) -> None:
     quiet, max_delay, resync = scenario.trigger_flags
     scale = f"time scale 1/{scenario.scale:g}" if scenario.scale != 1 else "real time"
@@ -354,8 +398,12 @@ def report_churn(
     goal_ms = 1000 / scenario.scale
     latency = f"{result.edit_latency * 1000:.0f} ms" if result.edit_latency is not None else "none"
     runs_goal = math.floor(20 * scenario.minutes / CHURN_MINUTES)
-    out(f"churn: {result.restarts} restarts ({2 * result.restarts} status writes) gave {result.runs} runs (goal <= {runs_goal})")
-    out(f"churn: the edit's request came {latency} after the write (goal <= {goal_ms:g} ms at this scale, 1 s in real time)")
+    out(
+        f"churn: {result.restarts} restarts ({2 * result.restarts} status writes) gave {result.runs} runs (goal <= {runs_goal})"
+    )
+    out(
+        f"churn: the edit's request came {latency} after the write (goal <= {goal_ms:g} ms at this scale, 1 s in real time)"
+    )
 
 
 def main(argv: Sequence[str] | None = None) -> None:
@@ -364,7 +412,12 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--burst", type=int, default=1000, help="changes in the burst")
     parser.add_argument("--burst-seconds", type=float, default=10.0, help="over how long the burst is spread")
     scale = parser.add_mutually_exclusive_group()
-    scale.add_argument("--time-scale", type=float, default=DEFAULT_TIME_SCALE, help="the churn scenario's durations are divided by this")
+    scale.add_argument(
+        "--time-scale",
+        type=float,
+        default=DEFAULT_TIME_SCALE,
+        help="the churn scenario's durations are divided by this",
+    )
     scale.add_argument("--real-time", action="store_true", help="run the churn scenario at the real scale (10 minutes)")
     arguments = parser.parse_args(argv)
     if not arguments.real_time and arguments.time_scale < 1:
@@ -376,7 +429,13 @@ def main(argv: Sequence[str] | None = None) -> None:
         with open_client(KubeAccess(kubeconfig=str(cluster.kubeconfig_path(ADMIN_USER)))) as admin:
             ensure_stack_crd(cluster, admin)
         scenario = ChurnScenario(scale=1 if arguments.real_time else arguments.time_scale)
-        run(cluster, singles_count=arguments.singles, burst_count=arguments.burst, burst_seconds=arguments.burst_seconds, scenario=scenario)
+        run(
+            cluster,
+            singles_count=arguments.singles,
+            burst_count=arguments.burst,
+            burst_seconds=arguments.burst_seconds,
+            scenario=scenario,
+        )
 
 
 if __name__ == "__main__":

@@ -154,7 +154,12 @@ def work_program(world: World) -> dict[str, Any]:
         run = _program(path)
         seconds = time.perf_counter() - started
     types = Counter(r.type for r in run.registrations)
-    return {"seconds": seconds, "registrations": len(run.registrations), "types": dict(types), "peak_bytes": _peak_memory_bytes()}
+    return {
+        "seconds": seconds,
+        "registrations": len(run.registrations),
+        "types": dict(types),
+        "peak_bytes": _peak_memory_bytes(),
+    }
 
 
 def work_floor(count: int) -> dict[str, Any]:
@@ -167,7 +172,9 @@ def work_floor(count: int) -> dict[str, Any]:
 
     def register() -> None:
         for index in range(count):
-            pulumi.CustomResource("magicstick:bench:Plain", f"plain-{index}", {"index": index, "name": f"plain-{index}"})
+            pulumi.CustomResource(
+                "magicstick:bench:Plain", f"plain-{index}", {"index": index, "name": f"plain-{index}"}
+            )
 
     started = time.perf_counter()
     _, run = run_offline(register, {})
@@ -253,7 +260,13 @@ def work_reader(kubeconfig: str, namespace: str) -> dict[str, Any]:
         live = read_live_objects(client, namespace)
         seconds = time.perf_counter() - started
     kinds = Counter(o["kind"] for o in live.objects)
-    return {"seconds": seconds, "verbs": dict(verbs), "models": kinds["ModelActivation"], "pods": kinds["Pod"], "peak_bytes": _peak_memory_bytes()}
+    return {
+        "seconds": seconds,
+        "verbs": dict(verbs),
+        "models": kinds["ModelActivation"],
+        "pods": kinds["Pod"],
+        "peak_bytes": _peak_memory_bytes(),
+    }
 
 
 WORKERS: Final[Mapping[str, Callable[..., dict[str, Any]]]] = {
@@ -268,7 +281,9 @@ WORKERS: Final[Mapping[str, Callable[..., dict[str, Any]]]] = {
 def _in_worker(name: str, *arguments: Any) -> dict[str, Any]:
     """Run WORKERS[name](*arguments) in a fresh interpreter; its JSON answer."""
     payload = json.dumps({"worker": name, "arguments": [asdict(a) if isinstance(a, World) else a for a in arguments]})
-    done = subprocess.run([sys.executable, "-m", "benchmarks.scale", "--worker", payload], capture_output=True, text=True, check=False)
+    done = subprocess.run(
+        [sys.executable, "-m", "benchmarks.scale", "--worker", payload], capture_output=True, text=True, check=False
+    )
     if done.returncode != 0:
         raise RuntimeError(f"worker {name} failed:\n{done.stderr}")
     return json.loads(done.stdout.strip().splitlines()[-1])
@@ -288,7 +303,10 @@ def _model_pod(name: str) -> dict[str, Any]:
         "apiVersion": "v1",
         "kind": "Pod",
         "metadata": {"name": f"{name}-0", "namespace": "ai", "labels": {"model": name}},
-        "spec": {"automountServiceAccountToken": False, "containers": [{"name": "server", "image": "registry.example.com/model-server:1.0.0"}]},
+        "spec": {
+            "automountServiceAccountToken": False,
+            "containers": [{"name": "server", "image": "registry.example.com/model-server:1.0.0"}],
+        },
     }
 
 
@@ -309,14 +327,25 @@ def measure_reader(activations: int) -> dict[str, Any]:
         install_crds(cluster, [Path(scratch)])
         kubeconfig = str(cluster.kubeconfig_path(ADMIN_USER))
         with open_client(KubeAccess(kubeconfig=kubeconfig)) as admin:
-            admin.apply(NAMESPACE, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}}, field_manager="bench")
+            admin.apply(
+                NAMESPACE,
+                {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}},
+                field_manager="bench",
+            )
             ensure_namespace(admin, "ai")
             models = [model_activation(index) for index in range(activations)]
             objects = [appliance(), *models, *(_model_pod(m["metadata"]["name"]) for m in models)]
-            objects = [o if o["kind"] == "Pod" else {**o, "metadata": {**o["metadata"], "namespace": namespace}} for o in objects]
+            objects = [
+                o if o["kind"] == "Pod" else {**o, "metadata": {**o["metadata"], "namespace": namespace}}
+                for o in objects
+            ]
             started = time.perf_counter()
             with ThreadPoolExecutor(max_workers=8) as pool:
-                list(pool.map(lambda o: admin.apply(kind_of(o), without_server_fields(o), field_manager="bench"), objects))
+                list(
+                    pool.map(
+                        lambda o: admin.apply(kind_of(o), without_server_fields(o), field_manager="bench"), objects
+                    )
+                )
             loading = time.perf_counter() - started
         figures = _in_worker("reader", kubeconfig, namespace)
     assert figures["models"] == activations, f"read {figures['models']} ModelActivations, loaded {activations}"
@@ -385,7 +414,11 @@ def main(argv: Sequence[str] | None = None) -> None:
         f"{growth:.1f}x",
         f"goal <= {GOAL_GROWTH:g}x for {factor:g}x the work: {_verdict(growth <= GOAL_GROWTH)}",
     )
-    table.add("peak memory of the program run", f"{program['peak_bytes'] / 2**20:,.0f} MiB", f"goal <= 1 GiB: {_verdict(program['peak_bytes'] <= GOAL_MEMORY_BYTES)}")
+    table.add(
+        "peak memory of the program run",
+        f"{program['peak_bytes'] / 2**20:,.0f} MiB",
+        f"goal <= 1 GiB: {_verdict(program['peak_bytes'] <= GOAL_MEMORY_BYTES)}",
+    )
     table.add("registered resources", f"{program['registrations']:,}")
     per_activation = program["registrations"] / world.activations
     marginal = (program["registrations"] - smaller["registrations"]) / (world.activations - base.activations)
@@ -398,7 +431,9 @@ def main(argv: Sequence[str] | None = None) -> None:
     grown = Counter(program["types"]) - Counter(smaller["types"])
     for type_token, count in grown.most_common():
         share = count / (world.activations - base.activations)
-        table.add(f"    {type_token.rsplit(':', 1)[-1]} ({share:.2f})", f"{count:,}", RESOURCE_PURPOSE.get(type_token, ""))
+        table.add(
+            f"    {type_token.rsplit(':', 1)[-1]} ({share:.2f})", f"{count:,}", RESOURCE_PURPOSE.get(type_token, "")
+        )
     for kind, size in sorted(planned["largest_status"].items()):
         bound = _bound(kind)
         table.add(f"largest {kind} status", f"{size:,} B", f"bound {bound:,} B: {_verdict(size <= bound)}")
@@ -409,7 +444,11 @@ def main(argv: Sequence[str] | None = None) -> None:
         table.add(f"  {bucket}", f"{seconds / total:.0%}")
     if reader is not None:
         verbs = ", ".join(f"{verb} {count}" for verb, count in sorted(reader["verbs"].items()))
-        table.add(f"reader: {reader['models']:,} activations and {reader['pods']:,} Pods", f"{reader['seconds']:.2f} s", PAGE_SIZE_NOTE)
+        table.add(
+            f"reader: {reader['models']:,} activations and {reader['pods']:,} Pods",
+            f"{reader['seconds']:.2f} s",
+            PAGE_SIZE_NOTE,
+        )
         table.add("  requests by verb", verbs)
         table.add("  peak memory of the reader", f"{reader['peak_bytes'] / 2**20:,.0f} MiB")
     table.print()

@@ -285,12 +285,20 @@ def check_presets(
                         message=f"engine {engine.name} loads {_listed(s + '://' for s in engine.url_schemes)} "
                         f"URLs, not '{artifact.url}'",
                     )
-                _budget_holds_weights(artifact, variant.compute_target, file=file, entry=preset.name, at=f"{at}.artifacts[{artifact_index}]")
+                _budget_holds_weights(
+                    artifact,
+                    variant.compute_target,
+                    file=file,
+                    entry=preset.name,
+                    at=f"{at}.artifacts[{artifact_index}]",
+                )
 
 
 def _budget_holds_weights(artifact: ArtifactEntry, compute_target: str, *, file: str, entry: str, at: str) -> None:
     """An artifact's default budget (memoryRequiredMi on CPU, vramMi elsewhere) holds its weights."""
-    field, budget = ("memoryRequiredMi", artifact.memory_required_mi) if compute_target == "cpu" else ("vramMi", artifact.vram_mi)
+    field, budget = (
+        ("memoryRequiredMi", artifact.memory_required_mi) if compute_target == "cpu" else ("vramMi", artifact.vram_mi)
+    )
     if artifact.weights_mi is not None and budget is not None and budget < artifact.weights_mi:
         raise CatalogError(
             file=file,
@@ -336,7 +344,9 @@ def check_runtimes(runtimes: RuntimeCatalog, targets: ComputeTargetCatalog, *, f
     """Realtime profiles are named once and run on catalogued compute targets. Pure."""
     _no_duplicates((p.name for p in runtimes.realtime.profiles), file=file, field="realtime.profiles[].name")
     for profile in runtimes.realtime.profiles:
-        _lookup(targets, profile.compute_target, what="compute target", file=file, entry=profile.name, field="computeTarget")
+        _lookup(
+            targets, profile.compute_target, what="compute target", file=file, entry=profile.name, field="computeTarget"
+        )
 
 
 def check_catalogs(catalogs: Catalogs, files: CatalogFiles | None = None) -> None:

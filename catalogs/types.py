@@ -104,12 +104,18 @@ def _service_template(value: str) -> str:
     """
     _template(value, allowed=frozenset({"release"}))
     if value.count("{release}") != 1:
-        raise ValueError(f"'{value}' must contain '{{release}}' exactly once: the chart names the Service after its release")
+        raise ValueError(
+            f"'{value}' must contain '{{release}}' exactly once: the chart names the Service after its release"
+        )
     affix = value.replace("{release}", "")
     if not _SERVICE_AFFIX.match(affix) or value.startswith("-") or value.endswith("-"):
-        raise ValueError(f"'{value}' may add only lower-case letters, digits and '-' to '{{release}}', neither first nor last")
+        raise ValueError(
+            f"'{value}' may add only lower-case letters, digits and '-' to '{{release}}', neither first nor last"
+        )
     if len(affix) > SERVICE_SUFFIX_LIMIT:
-        raise ValueError(f"'{value}' adds {len(affix)} characters to '{{release}}'; at most {SERVICE_SUFFIX_LIMIT} characters keep the Service name within 63")
+        raise ValueError(
+            f"'{value}' adds {len(affix)} characters to '{{release}}'; at most {SERVICE_SUFFIX_LIMIT} characters keep the Service name within 63"
+        )
     return value
 
 
@@ -618,7 +624,9 @@ class PresetEntry(NamedEntry):
     def _default_target_has_a_variant(cls, default: str | None, info: ValidationInfo) -> str | None:
         variants = info.data.get("variants")
         if default is not None and variants is not None and default not in {v.compute_target for v in variants}:
-            raise ValueError(f"'{default}' is not the computeTarget of a variant {sorted({v.compute_target for v in variants})}")
+            raise ValueError(
+                f"'{default}' is not the computeTarget of a variant {sorted({v.compute_target for v in variants})}"
+            )
         return default
 
     @property
@@ -759,7 +767,12 @@ class RealtimeProfile(NamedEntry):
             raise ValueError("a cpu profile requests no GPU: gpuCounts must be [0]")
         if self.backend != "cpu" and any(count < 1 for count in self.gpu_counts):
             raise ValueError("a GPU profile's gpuCounts are whole devices, at least 1")
-        if self.backend == "cpu" and self.compute_target != "cpu" or self.backend != "cpu" and self.compute_target == "cpu":
+        if (
+            self.backend == "cpu"
+            and self.compute_target != "cpu"
+            or self.backend != "cpu"
+            and self.compute_target == "cpu"
+        ):
             raise ValueError("computeTarget cpu goes with backend cpu, and only with it")
         return self
 

@@ -17,9 +17,9 @@ ALL_PASSED = 0
 A_CHECK_FAILED = 1
 
 _EPILOG = f"""\
-URL is file:///path (checks: {', '.join(FILE_CHECKS)}) or
+URL is file:///path (checks: {", ".join(FILE_CHECKS)}) or
 s3://bucket[/prefix][?region=R&endpoint=E&profile=P&s3ForcePathStyle=true&disableSSL=true]
-for AWS S3 or an S3-compatible store (checks, in order: {', '.join(S3_CHECKS)}).
+for AWS S3 or an S3-compatible store (checks, in order: {", ".join(S3_CHECKS)}).
 Each failed check prints one line: `check: what is wrong; the fix`. S3 credentials and the
 default region come from the standard AWS chain (AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY,
 AWS_PROFILE or profile= in the URL, shared files, container or instance roles); checking s3://
@@ -28,7 +28,9 @@ needs boto3 (pip install 'magicstick[s3]'). Exit status: 0 all checks passed; 1 
 
 
 def add_backend(commands: argparse._SubParsersAction) -> None:
-    command = commands.add_parser("backend", help="check a Pulumi state backend (file:// or s3://) before keeping state there")
+    command = commands.add_parser(
+        "backend", help="check a Pulumi state backend (file:// or s3://) before keeping state there"
+    )
     actions = command.add_subparsers(dest="backend_command", metavar="ACTION", required=True)
     check = actions.add_parser(
         "check",
@@ -48,4 +50,3 @@ def run_backend(arguments: argparse.Namespace) -> int:
         print(finding.line())
     print(report.summary())
     return ALL_PASSED if report.ok else A_CHECK_FAILED
-

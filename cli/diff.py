@@ -64,7 +64,9 @@ class TreeDiff:
 
 
 def _unified(old: str, new: str, *, fromfile: str, tofile: str) -> Iterator[str]:
-    lines = difflib.unified_diff(old.splitlines(keepends=True), new.splitlines(keepends=True), fromfile=fromfile, tofile=tofile)
+    lines = difflib.unified_diff(
+        old.splitlines(keepends=True), new.splitlines(keepends=True), fromfile=fromfile, tofile=tofile
+    )
     for line in lines:
         yield line if line.endswith("\n") else line + "\n"
 

@@ -37,7 +37,11 @@ def readable(text: str) -> str:
         document = yamlio.safe_load(text)
     except yaml.YAMLError:
         return text
-    if not isinstance(document, dict) or document.get("kind") != "ConfigMap" or not isinstance(document.get("data"), dict):
+    if (
+        not isinstance(document, dict)
+        or document.get("kind") != "ConfigMap"
+        or not isinstance(document.get("data"), dict)
+    ):
         return text
     data = {key: _pretty(value) for key, value in document["data"].items()}
     if data == document["data"]:

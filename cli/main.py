@@ -83,9 +83,15 @@ def _parser() -> argparse.ArgumentParser:
 def _run_flags() -> argparse.ArgumentParser:
     """The flags a real run reads from the `magicstick:` Pulumi config, shared by render and diff."""
     flags = argparse.ArgumentParser(add_help=False)
-    flags.add_argument("--catalogs", type=Path, default=None, help="a catalog directory overriding the shipped catalogs")
-    flags.add_argument("--now", default=None, help="the run's clock, RFC 3339 (default: now); fix it for reproducible output")
-    flags.add_argument("--namespace", default=None, help="magicstick:systemNamespace (wins over the namespace the snapshot records)")
+    flags.add_argument(
+        "--catalogs", type=Path, default=None, help="a catalog directory overriding the shipped catalogs"
+    )
+    flags.add_argument(
+        "--now", default=None, help="the run's clock, RFC 3339 (default: now); fix it for reproducible output"
+    )
+    flags.add_argument(
+        "--namespace", default=None, help="magicstick:systemNamespace (wins over the namespace the snapshot records)"
+    )
     flags.add_argument("--domain", default=None, help="magicstick:domain (default: magicstick.example.com)")
     flags.add_argument("--local-domain", default=None, help="magicstick:localDomain (default: magicstick.local)")
     flags.add_argument(
@@ -95,8 +101,12 @@ def _run_flags() -> argparse.ArgumentParser:
         metavar="FILE",
         help="magicstick: config keys from a YAML file: a mapping (oidcIssuer: ...) or a Pulumi stack file; flags win over it",
     )
-    flags.add_argument("-v", "--verbose", action="store_true", help="one line per stage on stderr (default: only on a terminal)")
-    access = flags.add_argument_group("single sign-on, Gateway and access guard (magicstick: config keys, see Pulumi.yaml)")
+    flags.add_argument(
+        "-v", "--verbose", action="store_true", help="one line per stage on stderr (default: only on a terminal)"
+    )
+    access = flags.add_argument_group(
+        "single sign-on, Gateway and access guard (magicstick: config keys, see Pulumi.yaml)"
+    )
     for entry in ACCESS_KEYS:
         access.add_argument(entry.flag, dest=entry.key, default=None, metavar=entry.metavar, help=_access_help(entry))
     return flags
@@ -116,9 +126,14 @@ def _add_render(commands: argparse._SubParsersAction, flags: argparse.ArgumentPa
         epilog=_RENDER_EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    command.add_argument("-f", "--snapshot", required=True, help='objects as `kubectl get -o yaml` prints them; "-": standard input')
     command.add_argument(
-        "-o", "--out", required=True, help='output directory (resources/, status/, dynamic/); "-": one YAML stream on stdout'
+        "-f", "--snapshot", required=True, help='objects as `kubectl get -o yaml` prints them; "-": standard input'
+    )
+    command.add_argument(
+        "-o",
+        "--out",
+        required=True,
+        help='output directory (resources/, status/, dynamic/); "-": one YAML stream on stdout',
     )
     command.add_argument("--strict", action="store_true", help="exit 1 when any rendered status is Failed (for CI)")
     command.add_argument(
@@ -147,7 +162,9 @@ def _add_snapshot(commands: argparse._SubParsersAction) -> None:
         help="capture what the program reads from the live cluster into a snapshot file (no Secret is read)",
     )
     command.add_argument("-o", "--out", required=True, help='the snapshot file to write; "-": standard output')
-    command.add_argument("--kubeconfig", default=None, help="kubeconfig path (default: KUBECONFIG, ~/.kube/config, in-cluster)")
+    command.add_argument(
+        "--kubeconfig", default=None, help="kubeconfig path (default: KUBECONFIG, ~/.kube/config, in-cluster)"
+    )
     command.add_argument("--context", default=None, help="kubeconfig context (default: the current one)")
     command.add_argument(
         "--namespace",
@@ -159,7 +176,9 @@ def _add_snapshot(commands: argparse._SubParsersAction) -> None:
         default=None,
         help="magicstick:gatewayNamespace: where the routes, policies and access guard are read (default: the system namespace)",
     )
-    command.add_argument("-v", "--verbose", action="store_true", help="one line per stage on stderr (default: only on a terminal)")
+    command.add_argument(
+        "-v", "--verbose", action="store_true", help="one line per stage on stderr (default: only on a terminal)"
+    )
 
 
 def _options(arguments: argparse.Namespace) -> RenderOptions:
@@ -234,7 +253,10 @@ def _snapshot(arguments: argparse.Namespace) -> int:
         out=arguments.out,
         progress=progress,
     )
-    print(f"wrote {counted(count, 'object')} to {arguments.out}", file=sys.stderr if arguments.out == STDIN else sys.stdout)
+    print(
+        f"wrote {counted(count, 'object')} to {arguments.out}",
+        file=sys.stderr if arguments.out == STDIN else sys.stdout,
+    )
     return EXIT_OK
 
 

@@ -173,7 +173,9 @@ def run_offline(
     engine refuses the second and fails the run.
     """
     monitor = monitor or RecordingMonitor()
-    pulumi.runtime.set_mocks(_EchoMocks(), project=PROJECT, stack=STACK, preview=False, monitor=monitor, logger=ENGINE_LOG)
+    pulumi.runtime.set_mocks(
+        _EchoMocks(), project=PROJECT, stack=STACK, preview=False, monitor=monitor, logger=ENGINE_LOG
+    )
     result: list[T] = []
     with _config(config):
         _sync_await(run_pulumi_func(lambda: result.append(program())))

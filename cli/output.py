@@ -51,11 +51,15 @@ def check_output_directory(out: Path) -> bool:
         raise RenderInputError(f"{out}: not a directory")
     foreign = _foreign_entries(out)
     if foreign is None:
-        raise RenderInputError(f"{out}: not empty and not a previous render (no {MARKER}); choose an empty or new directory")
+        raise RenderInputError(
+            f"{out}: not empty and not a previous render (no {MARKER}); choose an empty or new directory"
+        )
     if foreign:
         more = f" and {len(foreign) - _SHOWN_FOREIGN} more" if len(foreign) > _SHOWN_FOREIGN else ""
         shown = ", ".join(foreign[:_SHOWN_FOREIGN])
-        raise RenderInputError(f"{out}: holds {shown}{more}, which render did not write; remove it or choose another directory")
+        raise RenderInputError(
+            f"{out}: holds {shown}{more}, which render did not write; remove it or choose another directory"
+        )
     return True
 
 

@@ -91,7 +91,11 @@ class RenderResult:
     def declared(self) -> str:
         """`37 resources, 13 statuses and 4 dynamic resources`: what the run declared, as every count line says it."""
         return listed(
-            [counted(self.resources, "resource"), counted(self.statuses, "status", "statuses"), counted(self.dynamic, "dynamic resource")]
+            [
+                counted(self.resources, "resource"),
+                counted(self.statuses, "status", "statuses"),
+                counted(self.dynamic, "dynamic resource"),
+            ]
         )
 
 
@@ -114,7 +118,12 @@ def render(
     """
     check_output_directory(out)
     options = RenderOptions(
-        catalog_dir=catalog_dir, now=now, namespace=namespace, domain=domain, local_domain=local_domain, access=access or {}
+        catalog_dir=catalog_dir,
+        now=now,
+        namespace=namespace,
+        domain=domain,
+        local_domain=local_domain,
+        access=access or {},
     )
     result = render_files(snapshot=snapshot, options=options, progress=progress)
     progress.stage(f"writing: {len(result.files)} files")

@@ -68,7 +68,9 @@ def settings_document(document: object, *, source: str) -> SettingsFile:
     if document is None:
         return SettingsFile()
     if not isinstance(document, Mapping):
-        raise RenderInputError(f"{source}: must be a mapping of magicstick: settings, or a Pulumi stack file with config:")
+        raise RenderInputError(
+            f"{source}: must be a mapping of magicstick: settings, or a Pulumi stack file with config:"
+        )
     if all(key in document for key in _PROJECT_KEYS):
         raise RenderInputError(
             f"{source}: a Pulumi project file (it declares name: and runtime:), not settings;"

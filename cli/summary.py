@@ -62,7 +62,8 @@ def describe(summary: RunSummary) -> str:
     text = "phases: " + ", ".join(f"{phase} {count}" for phase, count in summary.phases)
     if summary.problems:
         named = "; ".join(
-            f"{problem.identity} {problem.phase}" + (f": {problem.reason or problem.message}" if problem.reason or problem.message else "")
+            f"{problem.identity} {problem.phase}"
+            + (f": {problem.reason or problem.message}" if problem.reason or problem.message else "")
             for problem in summary.problems[:NAMED_PROBLEMS]
         )
         more = len(summary.problems) - NAMED_PROBLEMS

@@ -84,7 +84,10 @@ class Appliance(pulumi.ComponentResource):
         for instance in plan.instances.outcomes:
             if instance.objects:
                 AppInstance(instance.instance, AppInstanceArgs(outcome=instance), opts=child)
-        removals = {stale.logical_name: StaleRemoval(stale, provider=args.providers.stale_removal, opts=child) for stale in plan.stale}
+        removals = {
+            stale.logical_name: StaleRemoval(stale, provider=args.providers.stale_removal, opts=child)
+            for stale in plan.stale
+        }
         self.operations.extend(removals.values())
         problems[("Appliance", "")] = {name: removal.problem for name, removal in removals.items()}
         if plan.models.external_models is not None:
@@ -93,7 +96,9 @@ class Appliance(pulumi.ComponentResource):
             declare(plan.model_catalog.config_map, opts=child)
         written = [update for update in plan.statuses if update.kind in WRITTEN_STATUS_KINDS]
         for batch in status_batches(written):
-            found = {batch.key(u): problems.get((u.kind, "" if u.kind == "Appliance" else u.name), {}) for u in batch.members}
+            found = {
+                batch.key(u): problems.get((u.kind, "" if u.kind == "Appliance" else u.name), {}) for u in batch.members
+            }
             self.operations.append(StatusBatchWrite(batch, provider=args.providers.status, opts=child, problems=found))
         self.register_outputs(
             {
@@ -114,13 +119,16 @@ class Appliance(pulumi.ComponentResource):
         )
         self.operations.append(history)
         after = pulumi.ResourceOptions(parent=self, depends_on=[history])
-        self.operations.extend(GpuValidationRun(run, provider=providers.gpu_validation, opts=after) for run in plan.validation_runs)
+        self.operations.extend(
+            GpuValidationRun(run, provider=providers.gpu_validation, opts=after) for run in plan.validation_runs
+        )
 
     def _models(self, plan: Plan, providers: DynamicProviders) -> dict[tuple[str, str], Problems]:
         """The runtime profiles and Model components; each activation's problems, by (kind, name)."""
         child = pulumi.ResourceOptions(parent=self)
         profiles = {
-            profile.name: RuntimeProfile(profile, provider=providers.runtime_profile, opts=child) for profile in plan.models.cpu_profiles
+            profile.name: RuntimeProfile(profile, provider=providers.runtime_profile, opts=child)
+            for profile in plan.models.cpu_profiles
         }
         offloading = {
             profile.name: OffloadingProfile(profile, provider=providers.offloading_profile, opts=child)
@@ -136,7 +144,9 @@ class Appliance(pulumi.ComponentResource):
                 found[runtime_profile_name(outcome.cpu_profile).name] = profiles[outcome.cpu_profile.name].problem
             if outcome.offloading_profile is not None:
                 needs.append(offloading[outcome.offloading_profile.name])
-                found[offloading_profile_name(outcome.offloading_profile).name] = offloading[outcome.offloading_profile.name].problem
+                found[offloading_profile_name(outcome.offloading_profile).name] = offloading[
+                    outcome.offloading_profile.name
+                ].problem
             model = self._model(outcome, providers, tuple(needs))
             if model is not None:
                 self.operations.extend(model.operations.values())

@@ -74,7 +74,11 @@ class LogicalName:
         earlier versions), the aliases name that component, with the resource's name and with
         each previous one (components/urns.py)."""
         found = aliases(
-            parent=opts.parent, type_=dynamic_type(resource), name=self.name, previous=self.previous, former_parent_type=former_parent_type
+            parent=opts.parent,
+            type_=dynamic_type(resource),
+            name=self.name,
+            previous=self.previous,
+            former_parent_type=former_parent_type,
         )
         return pulumi.ResourceOptions.merge(opts, pulumi.ResourceOptions(aliases=found)) if found else opts
 
@@ -156,7 +160,9 @@ class PodRecovery(Resource, module="magicstick", name="PodRecovery"):
     ) -> None:
         props = {**deletion.attempt_inputs.to_inputs(), PROBLEM: None}
         name = pod_recovery_name(deletion)
-        super().__init__(provider, name.name, props, name.options(opts, type(self), former_parent_type=former_parent_type))
+        super().__init__(
+            provider, name.name, props, name.options(opts, type(self), former_parent_type=former_parent_type)
+        )
 
 
 class OllamaAlias(Resource, module="magicstick", name="OllamaAlias"):
@@ -178,7 +184,9 @@ class OllamaAlias(Resource, module="magicstick", name="OllamaAlias"):
     ) -> None:
         props = {**request.to_inputs(), PROBLEM: None}
         name = logical_name if isinstance(logical_name, LogicalName) else LogicalName(logical_name)
-        super().__init__(provider, name.name, props, name.options(opts, type(self), former_parent_type=former_parent_type))
+        super().__init__(
+            provider, name.name, props, name.options(opts, type(self), former_parent_type=former_parent_type)
+        )
 
 
 class DirectRuntimeResource(Resource, module="magicstick", name="DirectRuntime"):
@@ -202,7 +210,9 @@ class DirectRuntimeResource(Resource, module="magicstick", name="DirectRuntime")
     ) -> None:
         props = {**runtime.inputs(field_manager).to_inputs(), PROBLEM: None}
         name = direct_runtime_name(runtime)
-        super().__init__(provider, name.name, props, name.options(opts, type(self), former_parent_type=former_parent_type))
+        super().__init__(
+            provider, name.name, props, name.options(opts, type(self), former_parent_type=former_parent_type)
+        )
 
 
 def gpu_validation_name(run: ValidationRunPlan) -> LogicalName:

@@ -24,9 +24,14 @@ class AppInstance(pulumi.ComponentResource):
         super().__init__(self.TYPE, name, None, opts)
         set_qualified_type(self, opts.parent if opts is not None else None, self.TYPE)
         policies = [
-            declare(obj, opts=pulumi.ResourceOptions(parent=self)) for obj in args.outcome.objects if obj.kind == "SecurityPolicy"
+            declare(obj, opts=pulumi.ResourceOptions(parent=self))
+            for obj in args.outcome.objects
+            if obj.kind == "SecurityPolicy"
         ]
         for obj in args.outcome.objects:
             if obj.kind != "SecurityPolicy":
-                declare(obj, opts=pulumi.ResourceOptions(parent=self, depends_on=policies if obj.kind == "HTTPRoute" else []))
+                declare(
+                    obj,
+                    opts=pulumi.ResourceOptions(parent=self, depends_on=policies if obj.kind == "HTTPRoute" else []),
+                )
         self.register_outputs({"objects": [obj.identity for obj in args.outcome.objects]})

@@ -57,7 +57,9 @@ class Model:
         model = None
         if outcome.model is not None:
             model = declare(
-                outcome.model, opts=pulumi.ResourceOptions(parent=parent, depends_on=list(args.depends_on)), former_parent_type=former
+                outcome.model,
+                opts=pulumi.ResourceOptions(parent=parent, depends_on=list(args.depends_on)),
+                former_parent_type=former,
             )
         after_model = pulumi.ResourceOptions(parent=parent, depends_on=[model] if model is not None else [])
         self.operations = {}
@@ -69,17 +71,24 @@ class Model:
         if outcome.alias is not None:
             alias = ollama_alias_name(name)
             self.operations[alias.name] = OllamaAlias(
-                outcome.alias, logical_name=alias, provider=args.providers.ollama_alias, opts=after_model, former_parent_type=former
+                outcome.alias,
+                logical_name=alias,
+                provider=args.providers.ollama_alias,
+                opts=after_model,
+                former_parent_type=former,
             )
         if outcome.runtime is not None:
             runtime = outcome.runtime
             manager = runtime.objects[0].body["metadata"]["annotations"][FIELD_MANAGER_ANNOTATION]
             self.operations[direct_runtime_name(runtime).name] = DirectRuntimeResource(
-                runtime, provider=args.providers.direct_runtime, opts=child, field_manager=manager, former_parent_type=former
+                runtime,
+                provider=args.providers.direct_runtime,
+                opts=child,
+                field_manager=manager,
+                former_parent_type=former,
             )
 
     @property
     def problems(self) -> dict[str, pulumi.Output[Any]]:
         """The `problem` output of each of the activation's dynamic resources, by logical name."""
         return {source: operation.problem for source, operation in self.operations.items()}
-

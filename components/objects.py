@@ -10,7 +10,9 @@ from planning.frozen import thaw
 from planning.objects import DesiredObject
 
 
-def declare(obj: DesiredObject, *, opts: pulumi.ResourceOptions, former_parent_type: str | None = None) -> pulumi.CustomResource:
+def declare(
+    obj: DesiredObject, *, opts: pulumi.ResourceOptions, former_parent_type: str | None = None
+) -> pulumi.CustomResource:
     """Map `obj` to its resource; its own lifecycle flags become resource options.
 
     `former_parent_type` is the qualified type of the component the resource lived under in
@@ -27,7 +29,11 @@ def declare(obj: DesiredObject, *, opts: pulumi.ResourceOptions, former_parent_t
         ignore_changes=["spec"] if obj.ignore_spec_changes else None,
         retain_on_delete=True if obj.retain_on_delete else None,
         aliases=aliases(
-            parent=opts.parent, type_=resource_type(obj), name=obj.logical_name, previous=obj.previous_logical_names, former_parent_type=former_parent_type
+            parent=opts.parent,
+            type_=resource_type(obj),
+            name=obj.logical_name,
+            previous=obj.previous_logical_names,
+            former_parent_type=former_parent_type,
         )
         or None,
     )

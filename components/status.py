@@ -44,7 +44,11 @@ def member_inputs(batch: StatusBatch, problems: MemberProblems) -> dict[str, dic
     members: dict[str, dict[str, Any]] = {}
     for update in batch.members:
         key = batch.key(update)
-        member: dict[str, Any] = {"namespace": update.namespace, "name": update.name, STATUS_INPUT: encode_status(update.status)}
+        member: dict[str, Any] = {
+            "namespace": update.namespace,
+            "name": update.name,
+            STATUS_INPUT: encode_status(update.status),
+        }
         found = problems.get(key)
         if found:
             member[PROBLEMS_INPUT] = dict(sorted(found.items()))

@@ -37,7 +37,12 @@ def urn(qualified: str, name: str) -> str:
 
 
 def aliases(
-    *, parent: pulumi.Resource | None, type_: str, name: str, previous: tuple[str, ...], former_parent_type: str | None = None
+    *,
+    parent: pulumi.Resource | None,
+    type_: str,
+    name: str,
+    previous: tuple[str, ...],
+    former_parent_type: str | None = None,
 ) -> list[Any]:
     """The aliases of a resource: each `previous` name under its parent; with
     `former_parent_type` (the qualified type of the component it lived under in earlier

@@ -102,7 +102,6 @@ class CatalogsInForce:
     problems: tuple[CatalogProblem, ...] = ()
 
 
-
 def source_label(namespace: str, config_map: CatalogConfigMap) -> str:
     """How errors name a catalog ConfigMap's key, in place of a file. Pure."""
     return f"ConfigMap {namespace}/{config_map.name} key {config_map.key}"
@@ -110,7 +109,12 @@ def source_label(namespace: str, config_map: CatalogConfigMap) -> str:
 
 def _problem(namespace: str, config_map: CatalogConfigMap, error: CatalogError) -> CatalogProblem:
     return CatalogProblem(
-        namespace=namespace, config_map=config_map, file=error.file, entry=error.entry, field=error.field, message=error.message
+        namespace=namespace,
+        config_map=config_map,
+        file=error.file,
+        entry=error.entry,
+        field=error.field,
+        message=error.message,
     )
 
 
@@ -120,7 +124,12 @@ def _parsed(namespace: str, config_map: CatalogConfigMap, data: Mapping[str, Any
     text = data.get(config_map.key)
     if not isinstance(text, str):
         keys = ", ".join(sorted(str(key) for key in data)) or "none"
-        raise CatalogError(file=label, entry=DOCUMENT, field="(key)", message=f"the ConfigMap has no key {config_map.key} (keys: {keys})")
+        raise CatalogError(
+            file=label,
+            entry=DOCUMENT,
+            field="(key)",
+            message=f"the ConfigMap has no key {config_map.key} (keys: {keys})",
+        )
     return parse_catalog_text(config_map.catalog, text, file=label)
 
 
@@ -130,7 +139,7 @@ def _over_base(base: Catalogs, config_map: CatalogConfigMap, parsed: BaseModel) 
     for the catalog checks to report). Pure."""
     if not config_map.by_entry:
         return parsed
-    own = parsed.entries
+    own = getattr(parsed, "entries")
     names = {entry.name for entry in own}
     kept = tuple(entry for entry in getattr(base, config_map.catalog).entries if entry.name not in names)
     return type(parsed)(entries=(*kept, *own))
@@ -168,7 +177,9 @@ def catalogs_in_force(snapshot: Snapshot, base: Catalogs, *, system_namespace: s
         together = _checked(base, {catalog: parsed for catalog, (_, parsed) in candidates.items()}, labels)
     except CatalogError:
         return _one_at_a_time(base, candidates, labels, system_namespace, problems)
-    return CatalogsInForce(catalogs=together, applied=_applied(system_namespace, candidates), problems=_ordered(problems))
+    return CatalogsInForce(
+        catalogs=together, applied=_applied(system_namespace, candidates), problems=_ordered(problems)
+    )
 
 
 def _one_at_a_time(
@@ -225,8 +236,15 @@ def keep_unknown_modules(
         metadata: dict[str, Any] = {"name": meta.name, "namespace": meta.namespace, "labels": thaw(meta.labels)}
         if meta.annotations:
             metadata["annotations"] = thaw(meta.annotations)
-        body = {"apiVersion": KUSTOMIZATION_API_VERSION, "kind": "Kustomization", "metadata": metadata, "spec": thaw(observed.spec)}
+        body = {
+            "apiVersion": KUSTOMIZATION_API_VERSION,
+            "kind": "Kustomization",
+            "metadata": metadata,
+            "spec": thaw(observed.spec),
+        }
         kept.append(DesiredObject.of(body))
     if not kept:
         return modules
-    return replace(modules, kustomizations=tuple(sorted((*modules.kustomizations, *kept), key=lambda d: d.logical_name)))
+    return replace(
+        modules, kustomizations=tuple(sorted((*modules.kustomizations, *kept), key=lambda d: d.logical_name))
+    )

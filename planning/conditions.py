@@ -108,7 +108,12 @@ def status_update(
         "message": message,
         "observedGeneration": generation,
         "conditions": kstatus_conditions(
-            previous_status=parsed.obj.status, phase=phase, reason=reason, message=message, generation=generation, now=now
+            previous_status=parsed.obj.status,
+            phase=phase,
+            reason=reason,
+            message=message,
+            generation=generation,
+            now=now,
         ),
     }
     status.update({key: value for key, value in (extra or {}).items() if value is not None})

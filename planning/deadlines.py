@@ -47,4 +47,3 @@ def next_deadline(deadlines: Iterable[Deadline], *, now: datetime) -> Deadline |
     """The earliest deadline after `now` (the reason breaks ties), or None. Pure."""
     future = [deadline for deadline in deadlines if deadline.at > now]
     return min(future, default=None)
-

@@ -16,4 +16,6 @@ FIELD_MANAGER_ANNOTATION = "pulumi.com/patchFieldManager"
 
 def is_generated(labels: Mapping[str, str]) -> bool:
     return labels.get(MANAGED_BY) == MANAGED_BY_VALUE
+
+
 SEEDED = "appliance.magicstick.dev/seeded"

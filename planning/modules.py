@@ -169,7 +169,11 @@ def applied_source(snapshot: Snapshot) -> SourceRef:
         ref = observed.spec.get("sourceRef")
         if isinstance(ref, Mapping) and isinstance(ref.get("kind"), str) and isinstance(ref.get("name"), str):
             namespace = ref.get("namespace")
-            return SourceRef(kind=ref["kind"], name=ref["name"], namespace=namespace if isinstance(namespace, str) else FLUX_NAMESPACE)
+            return SourceRef(
+                kind=ref["kind"],
+                name=ref["name"],
+                namespace=namespace if isinstance(namespace, str) else FLUX_NAMESPACE,
+            )
     return SourceRef()
 
 
@@ -199,7 +203,9 @@ def plan_modules(
         for module in requirement.modules:
             requested_by[module].add(requirement.requester)
 
-    wanted = _closure(enabled | (set(requested_by) - disabled - set(frozen)), disabled | set(frozen), catalogs, requested_by)
+    wanted = _closure(
+        enabled | (set(requested_by) - disabled - set(frozen)), disabled | set(frozen), catalogs, requested_by
+    )
     outcomes = {name: _frozen_outcome(f, snapshot, catalogs, requested_by) for name, f in frozen.items()}
     source = appliance_source(intent, snapshot)
     for name in _dependency_order(wanted, catalogs):
@@ -214,7 +220,9 @@ def plan_modules(
             served_crds=snapshot.served_crds,
             source=source,
             activation=activation.name if activation else (name if name in seeded_modules else None),
-            parameters=substitutions(catalogs.modules.require(name), activation.valid_spec.parameters if activation else {}),
+            parameters=substitutions(
+                catalogs.modules.require(name), activation.valid_spec.parameters if activation else {}
+            ),
             auto_enabled=name not in enabled,
             requested_by=tuple(sorted(requested_by.get(name, ()))),
             settings=settings,
@@ -222,7 +230,9 @@ def plan_modules(
     for name in sorted(disabled):
         outcomes[name] = _disabled_outcome(name, classified.winners[name], requested_by)
     for key, message in unknown_keys:
-        outcomes.setdefault(key, ModuleOutcome(name=key, phase=Phase.FAILED, reason=Reason.UNKNOWN_MODULE, message=message))
+        outcomes.setdefault(
+            key, ModuleOutcome(name=key, phase=Phase.FAILED, reason=Reason.UNKNOWN_MODULE, message=message)
+        )
 
     declared = tuple(o.kustomization for o in outcomes.values() if o.kustomization is not None)
     kept = _keep_as_applied(frozen, snapshot, catalogs)
@@ -240,7 +250,12 @@ def _disabled_outcome(name: str, activation: Parsed[Any], requested_by: Mapping[
     if waiting:
         message += f" Waiting on it: {listed(waiting)}."
     return ModuleOutcome(
-        name=name, phase=Phase.DISABLED, reason=Reason.DISABLED, message=message, requested_by=waiting, activation=activation.name
+        name=name,
+        phase=Phase.DISABLED,
+        reason=Reason.DISABLED,
+        message=message,
+        requested_by=waiting,
+        activation=activation.name,
     )
 
 
@@ -258,7 +273,12 @@ def _classify(activations: Iterable[Parsed[Any]], catalogs: Catalogs) -> _Classi
         elif module is None:
             known = ", ".join(e.name for e in catalogs.modules.entries)
             result.rejected.append(
-                (activation, Reason.UNKNOWN_MODULE, f"spec.module: '{raw_module}' is not a catalogued module ({known})", None)
+                (
+                    activation,
+                    Reason.UNKNOWN_MODULE,
+                    f"spec.module: '{raw_module}' is not a catalogued module ({known})",
+                    None,
+                )
             )
         elif problems := parameter_problems(catalogs.modules.require(module), activation.valid_spec.parameters):
             result.rejected.append((activation, Reason.INVALID_SPEC, "; ".join(problems), module))
@@ -349,7 +369,11 @@ def _frozen(classified: _Classified, snapshot: Snapshot, catalogs: Catalogs) -> 
     """Module -> the rejected activation that stood for it, for every module frozen by an
     activation whose spec is rejected (invariant 6). A module that another, valid activation
     owns is not frozen. Pure."""
-    invalid = {parsed.name: (parsed, reason, message) for parsed, reason, message, _ in classified.rejected if reason is Reason.INVALID_SPEC}
+    invalid = {
+        parsed.name: (parsed, reason, message)
+        for parsed, reason, message, _ in classified.rejected
+        if reason is Reason.INVALID_SPEC
+    }
     found: dict[str, _Frozen] = {}
     for parsed, reason, message, module in classified.rejected:
         if reason is Reason.INVALID_SPEC and module is not None:
@@ -383,7 +407,9 @@ def _frozen_outcome(
     )
 
 
-def _keep_as_applied(frozen: Mapping[str, _Frozen], snapshot: Snapshot, catalogs: Catalogs) -> tuple[DesiredObject, ...]:
+def _keep_as_applied(
+    frozen: Mapping[str, _Frozen], snapshot: Snapshot, catalogs: Catalogs
+) -> tuple[DesiredObject, ...]:
     """The generated Kustomizations of frozen modules, exactly as observed. Pure."""
     names = {catalogs.modules.require(module).kustomization for module in frozen}
     return tuple(
@@ -469,7 +495,9 @@ def _decide(
 ) -> ModuleOutcome:
     """The outcome of one requested module, dependencies decided first. Pure."""
 
-    def outcome(*, phase: Phase, reason: Reason, message: str, kustomization: DesiredObject | None = None) -> ModuleOutcome:
+    def outcome(
+        *, phase: Phase, reason: Reason, message: str, kustomization: DesiredObject | None = None
+    ) -> ModuleOutcome:
         return ModuleOutcome(
             name=entry.name,
             phase=phase,
@@ -534,7 +562,11 @@ def _observed_phase(
         return Phase.DEGRADED, Reason.KUSTOMIZATION_FAILED, "; ".join((message, *failed_releases))
     if failed_releases:
         state = "is applied" if readiness.ready else "is not ready"
-        return Phase.DEGRADED, Reason.HELM_RELEASE_FAILED, f"Kustomization {name} {state}, but " + "; ".join(failed_releases)
+        return (
+            Phase.DEGRADED,
+            Reason.HELM_RELEASE_FAILED,
+            f"Kustomization {name} {state}, but " + "; ".join(failed_releases),
+        )
     if readiness.ready:
         missing = sorted(set(entry.required_crds) - served_crds)
         if missing:
@@ -545,7 +577,11 @@ def _observed_phase(
         Waiting.SUSPENDED: f"Kustomization {name} is being resumed.",
         Waiting.STALE_GENERATION: f"Kustomization {name} changed; {readiness.message}.",
     }
-    return Phase.RECONCILING, Reason.RECONCILING, messages.get(readiness.reason, f"Flux is reconciling Kustomization {name}.")
+    return (
+        Phase.RECONCILING,
+        Reason.RECONCILING,
+        messages.get(readiness.reason, f"Flux is reconciling Kustomization {name}."),
+    )
 
 
 def _failed_releases(releases: tuple[GenericObject, ...]) -> tuple[str, ...]:
@@ -555,7 +591,11 @@ def _failed_releases(releases: tuple[GenericObject, ...]) -> tuple[str, ...]:
     for release in sorted(releases, key=lambda r: (r.meta.namespace or "", r.meta.name)):
         verdict = flux_readiness(release)
         if verdict.failed:
-            failed.append(f"HelmRelease {release.meta.namespace}/{release.meta.name} failed ({verdict.reason}): {verdict.message}".rstrip(": "))
+            failed.append(
+                f"HelmRelease {release.meta.namespace}/{release.meta.name} failed ({verdict.reason}): {verdict.message}".rstrip(
+                    ": "
+                )
+            )
     return tuple(failed)
 
 
@@ -570,14 +610,20 @@ def _activation_outcomes(classified: _Classified, outcomes: dict[str, ModuleOutc
                 reason=outcome.reason,
                 message=outcome.message,
                 module=module,
-                kustomization_name=outcome.kustomization_name if outcome.kustomization or outcome.phase == READY else None,
+                kustomization_name=outcome.kustomization_name
+                if outcome.kustomization or outcome.phase == READY
+                else None,
             )
         )
     for parsed, reason, message, rejected_module in classified.rejected:
         frozen = outcomes.get(rejected_module) if rejected_module is not None else None
         if frozen is not None and frozen.activation == parsed.name and frozen.phase == Phase.FAILED:
             message = frozen.message
-        results.append(ActivationOutcome(activation=parsed, phase=Phase.FAILED, reason=reason, message=message, module=rejected_module))
+        results.append(
+            ActivationOutcome(
+                activation=parsed, phase=Phase.FAILED, reason=reason, message=message, module=rejected_module
+            )
+        )
     return tuple(sorted(results, key=lambda r: r.activation.name))
 
 
@@ -588,11 +634,21 @@ def waiting_on_modules(required: Iterable[str], modules: ModulePlan) -> tuple[Ph
     """
     outcomes = {name: modules.outcome(name) for name in required}
     blocked = sorted(
-        name for name, o in outcomes.items() if o is not None and not o.serving and o.phase in (Phase.DISABLED, Phase.FAILED)
+        name
+        for name, o in outcomes.items()
+        if o is not None and not o.serving and o.phase in (Phase.DISABLED, Phase.FAILED)
     )
     if blocked:
-        return Phase.WAITING_FOR_MODULES, Reason.MODULE_DISABLED, f"Requires module {', '.join(blocked)}, which is disabled or rejected."
+        return (
+            Phase.WAITING_FOR_MODULES,
+            Reason.MODULE_DISABLED,
+            f"Requires module {', '.join(blocked)}, which is disabled or rejected.",
+        )
     unready = sorted(name for name, o in outcomes.items() if o is None or not o.serving)
     if unready:
-        return Phase.WAITING_FOR_MODULES, Reason.WAITING_FOR_MODULES, f"Waiting for module {', '.join(unready)} to become ready."
+        return (
+            Phase.WAITING_FOR_MODULES,
+            Reason.WAITING_FOR_MODULES,
+            f"Waiting for module {', '.join(unready)} to become ready.",
+        )
     return None

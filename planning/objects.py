@@ -104,7 +104,13 @@ class StatusUpdate:
 
     def to_inputs(self) -> dict[str, Any]:
         """The inputs of its status write (providers/status_writer.py), the status as JSON text. Pure."""
-        return {"apiVersion": self.api_version, "kind": self.kind, "namespace": self.namespace, "name": self.name, STATUS_INPUT: encode_status(self.status)}
+        return {
+            "apiVersion": self.api_version,
+            "kind": self.kind,
+            "namespace": self.namespace,
+            "name": self.name,
+            STATUS_INPUT: encode_status(self.status),
+        }
 
     @classmethod
     def from_inputs(cls, inputs: Mapping[str, Any]) -> StatusUpdate:

@@ -97,7 +97,9 @@ class Plan:
     def objects(self) -> tuple[DesiredObject, ...]:
         """Every Kubernetes object the plan declares, CRDs first."""
         provider_objects = tuple(o for p in self.hardware_providers for o in p.objects)
-        external: tuple[DesiredObject, ...] = (self.models.external_models,) if self.models.external_models is not None else ()
+        external: tuple[DesiredObject, ...] = (
+            (self.models.external_models,) if self.models.external_models is not None else ()
+        )
         if self.model_catalog is not None and self.model_catalog.config_map is not None:
             external += (self.model_catalog.config_map,)
         return (
@@ -126,9 +128,7 @@ def crd_objects(crds: Iterable[Mapping[str, Any]], field_manager: str) -> tuple[
         metadata["annotations"] = {**metadata.get("annotations", {}), FIELD_MANAGER_ANNOTATION: field_manager}
         body["metadata"] = metadata
         name = metadata["name"]
-        objects.append(
-            DesiredObject.of(body, logical_name=f"crd-{name}", retain_on_delete=True)
-        )
+        objects.append(DesiredObject.of(body, logical_name=f"crd-{name}", retain_on_delete=True))
     return tuple(sorted(objects, key=lambda o: o.name))
 
 
@@ -161,15 +161,32 @@ def plan(
         hardware_requests=frozenset(v.module for v in vendors if v.request),
     )
     modules = keep_unknown_modules(modules, snapshot, catalogs, catalog_problems)
-    sharing = plan_sharing(intent=intent, snapshot=snapshot, hardware=hardware, catalogs=catalogs, field_manager=settings.field_manager)
+    sharing = plan_sharing(
+        intent=intent, snapshot=snapshot, hardware=hardware, catalogs=catalogs, field_manager=settings.field_manager
+    )
     models = plan_models(
-        intent=intent, requirements=needs, modules=modules, snapshot=snapshot, capacity=hardware.capacity, catalogs=catalogs,
-        settings=settings, now=now, memory=hardware.memory, sharing=sharing, choices=settled.choices,
+        intent=intent,
+        requirements=needs,
+        modules=modules,
+        snapshot=snapshot,
+        capacity=hardware.capacity,
+        catalogs=catalogs,
+        settings=settings,
+        now=now,
+        memory=hardware.memory,
+        sharing=sharing,
+        choices=settled.choices,
     )
     catalog = plan_catalog(models=models, modules=modules, snapshot=snapshot, settings=settings)
     instances = plan_instances(
-        intent=intent, requirements=needs, modules=modules, snapshot=snapshot, catalogs=catalogs, settings=settings,
-        source=appliance_source(intent, snapshot), now=now,
+        intent=intent,
+        requirements=needs,
+        modules=modules,
+        snapshot=snapshot,
+        catalogs=catalogs,
+        settings=settings,
+        source=appliance_source(intent, snapshot),
+        now=now,
     )
     statuses = list(module_activation_statuses(modules, now))
     statuses += with_required_modules(instances.statuses + models.statuses, requirements=needs)
@@ -185,7 +202,9 @@ def plan(
         instances=instances.summaries,
         models=models.statuses,
         catalog_problems=(*catalog_problems, *catalog.problems),
-        operator=operator_report(snapshot, settings, previous_status=intent.appliance.obj.status if intent.appliance else {}, now=now),
+        operator=operator_report(
+            snapshot, settings, previous_status=intent.appliance.obj.status if intent.appliance else {}, now=now
+        ),
         next_reconcile=next_reconcile,
     )
     statuses += [appliance] if appliance is not None else []
@@ -217,24 +236,40 @@ def _operator_statuses(
 ) -> dict[str, HardwareOperatorStatus]:
     """Appliance.status.hardwareOperators: every vendor with its sharing, and for AMD its
     compatibility (runtime adoption included) and the per-engine results on its devices. Pure."""
-    operators = hardware_operator_statuses(hardware=hardware, decisions=vendors, modules=modules, catalogs=catalogs, requirements=needs)
+    operators = hardware_operator_statuses(
+        hardware=hardware, decisions=vendors, modules=modules, catalogs=catalogs, requirements=needs
+    )
     operators = with_sharing(operators, sharing)
     if amd is None or AMD_MODULE not in operators:
         return operators
     kubeai = modules.outcome("kubeai")
     adoption = runtime_adoption(
-        snapshot, kubeai_phase=kubeai.phase if kubeai is not None else None, validated=amd.runtime_images, engines=catalogued_engines(amd, catalogs)
+        snapshot,
+        kubeai_phase=kubeai.phase if kubeai is not None else None,
+        validated=amd.runtime_images,
+        engines=catalogued_engines(amd, catalogs),
     )
-    compatibility = compatibility_status(amd, catalogs=catalogs, adoption=adoption).model_copy(update={"sharing": sharing.amd_status()})
+    compatibility = compatibility_status(amd, catalogs=catalogs, adoption=adoption).model_copy(
+        update={"sharing": sharing.amd_status()}
+    )
     devices = with_device_results(operators[AMD_MODULE].devices, compatibility.device_diagnostics)
-    operators[AMD_MODULE] = operators[AMD_MODULE].model_copy(update={"compatibility": compatibility, "devices": devices})
+    operators[AMD_MODULE] = operators[AMD_MODULE].model_copy(
+        update={"compatibility": compatibility, "devices": devices}
+    )
     return operators
 
 
-def _deadlines(snapshot: Snapshot, models: ModelPlan, amd: AmdCompatibility | None, now: datetime) -> tuple[Deadline, ...]:
+def _deadlines(
+    snapshot: Snapshot, models: ModelPlan, amd: AmdCompatibility | None, now: datetime
+) -> tuple[Deadline, ...]:
     """Every moment at which a planned state changes with time alone: the lifecycle timers of the
     ModelActivations and the host evidence of the AMD nodes whose compatibility is reported."""
-    found = [deadline for update in models.statuses if update.kind == "ModelActivation" for deadline in lifecycle_deadlines(update)]
+    found = [
+        deadline
+        for update in models.statuses
+        if update.kind == "ModelActivation"
+        for deadline in lifecycle_deadlines(update)
+    ]
     judged = {node.node for node in amd.nodes} if amd is not None else set()
     for node in snapshot.nodes:
         if node.meta.name in judged and (deadline := evidence_deadline(node, now)) is not None:
@@ -260,7 +295,13 @@ def _amd_compatibility(
     if decision is None:
         return None
     return decide_compatibility(
-        snapshot=snapshot, intent=intent, hardware=hardware, decision=decision, catalogs=catalogs, namespace=settings.system_namespace, now=now
+        snapshot=snapshot,
+        intent=intent,
+        hardware=hardware,
+        decision=decision,
+        catalogs=catalogs,
+        namespace=settings.system_namespace,
+        now=now,
     )
 
 

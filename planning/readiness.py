@@ -221,13 +221,19 @@ def deployment_rollout(workload: Workload | None, *, planned_hash: str) -> Verdi
         return NOT_FOUND
     generation = workload.meta.generation
     if workload.meta.annotations.get(SPEC_HASH_ANNOTATION) != planned_hash:
-        return Verdict(Readiness.IN_PROGRESS, Waiting.NOT_CURRENT, "the planned Deployment is not applied yet", generation)
+        return Verdict(
+            Readiness.IN_PROGRESS, Waiting.NOT_CURRENT, "the planned Deployment is not applied yet", generation
+        )
     if workload.observed_generation != generation:
         return _stale(generation, workload.observed_generation)
     progressing = next((c for c in workload.conditions if c.type == "Progressing"), None)
     if progressing is not None and progressing.status == "False":
-        return Verdict(Readiness.FAILED, progressing.reason, progressing.message, generation, workload.observed_generation)
+        return Verdict(
+            Readiness.FAILED, progressing.reason, progressing.message, generation, workload.observed_generation
+        )
     if workload.updated_replicas < workload.desired_replicas or workload.available_replicas < 1:
         message = f"{workload.available_replicas} of {workload.desired_replicas} replica(s) available, {workload.updated_replicas} updated"
-        return Verdict(Readiness.IN_PROGRESS, Waiting.NO_READY_REPLICA, message, generation, workload.observed_generation)
+        return Verdict(
+            Readiness.IN_PROGRESS, Waiting.NO_READY_REPLICA, message, generation, workload.observed_generation
+        )
     return Verdict(Readiness.READY, generation=generation, observed_generation=workload.observed_generation)

@@ -68,7 +68,9 @@ def instance_requirement(instance: Parsed[Any], catalogs: Catalogs) -> Requireme
     return Requirement(requester=requester, modules=tuple(sorted(modules)))
 
 
-def model_requirement(model: Parsed[Any], catalogs: Catalogs, *, unavailable_vendors: Mapping[str, str] | None = None) -> Requirement:
+def model_requirement(
+    model: Parsed[Any], catalogs: Catalogs, *, unavailable_vendors: Mapping[str, str] | None = None
+) -> Requirement:
     """What one valid, enabled model requests. `unavailable_vendors`: vendor module -> why a
     model may not request it (planning.hardware.operators.unavailable_vendors). Pure."""
     spec = model.valid_spec
@@ -82,7 +84,9 @@ def model_requirement(model: Parsed[Any], catalogs: Catalogs, *, unavailable_ven
         return _problem(requester, f"spec.local.engine: '{local.engine}' is not in the engine catalog")
     target = catalogs.compute_targets.get(local.compute_target)
     if target is None:
-        return _problem(requester, f"spec.local.computeTarget: '{local.compute_target}' is not in the compute-target catalog")
+        return _problem(
+            requester, f"spec.local.computeTarget: '{local.compute_target}' is not in the compute-target catalog"
+        )
     try:
         check_cpu_resources(local.cpu_resources, engine)
     except SpecError as error:
@@ -161,7 +165,9 @@ def _rejected(
     )
 
 
-def last_requested(parsed: Parsed[Any], *, previous: Mapping[str, frozenset[str]], catalogs: Catalogs) -> tuple[str, ...]:
+def last_requested(
+    parsed: Parsed[Any], *, previous: Mapping[str, frozenset[str]], catalogs: Catalogs
+) -> tuple[str, ...]:
     """The catalogued modules `parsed` requested when it was last accepted, sorted. Pure.
 
     Its own status.requiredModules when present (whatever its shape, only catalogued module

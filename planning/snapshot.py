@@ -345,9 +345,7 @@ class Snapshot:
         return next((u for u in self.unreadable if u.namespace == namespace), None)
 
     def of_kind(self, kind: str, namespace: str) -> tuple[RuntimeObject, ...]:
-        return tuple(
-            obj for obj in self.runtime_objects if obj.kind == kind and obj.meta.namespace == namespace
-        )
+        return tuple(obj for obj in self.runtime_objects if obj.kind == kind and obj.meta.namespace == namespace)
 
     def runtime_object(self, kind: str, namespace: str, name: str) -> RuntimeObject | None:
         return next(
@@ -368,7 +366,9 @@ class Snapshot:
         return next((c for c in self.config_maps if c.meta.namespace == namespace and c.meta.name == name), None)
 
     def pods_of(self, model: KubeAIModel) -> tuple[Pod, ...]:
-        return tuple(p for p in self.pods if p.meta.namespace == model.meta.namespace and p.controlled_by(model.meta.uid))
+        return tuple(
+            p for p in self.pods if p.meta.namespace == model.meta.namespace and p.controlled_by(model.meta.uid)
+        )
 
     def ollama_of(self, namespace: str, pod: str) -> OllamaObservation | None:
         return next((o for o in self.ollama if o.namespace == namespace and o.pod == pod), None)
@@ -379,7 +379,9 @@ class Snapshot:
     def pods_labelled(self, namespace: str, selector: Mapping[str, str]) -> tuple[Pod, ...]:
         """The Pods of `namespace` whose labels include every pair of `selector`."""
         return tuple(
-            p for p in self.pods if p.meta.namespace == namespace and all(p.meta.labels.get(k) == v for k, v in selector.items())
+            p
+            for p in self.pods
+            if p.meta.namespace == namespace and all(p.meta.labels.get(k) == v for k, v in selector.items())
         )
 
     def kustomization(self, namespace: str, name: str) -> FluxKustomization | None:
@@ -457,7 +459,9 @@ class _Found:
         api_version, kind = raw["apiVersion"], raw["kind"]
         if api_version == APPLIANCE_API_VERSION and kind in RUNTIME_KINDS:
             self.runtime.append(
-                RuntimeObject(kind=kind, meta=meta, spec=_mapping(raw, "spec", identity), status=_mapping(raw, "status", identity))
+                RuntimeObject(
+                    kind=kind, meta=meta, spec=_mapping(raw, "spec", identity), status=_mapping(raw, "status", identity)
+                )
             )
         elif api_version == FLUX_KUSTOMIZE_API_VERSION and kind == peer_kinds.FLUX_KUSTOMIZATION.kind:
             self.kustomizations.append(_kustomization(raw, meta, identity))
@@ -475,7 +479,11 @@ class _Found:
             self.pods.append(_pod(raw, meta, identity))
         elif api_version == "v1" and kind == "ConfigMap":
             self.config_maps.append(ConfigMap(meta=meta, data=_mapping(raw, "data", identity)))
-        elif kind == "CustomResourceDefinition" and api_version.startswith("apiextensions.k8s.io/") and _crd_established(raw):
+        elif (
+            kind == "CustomResourceDefinition"
+            and api_version.startswith("apiextensions.k8s.io/")
+            and _crd_established(raw)
+        ):
             self.crds.add(meta.name)
 
 
@@ -552,7 +560,9 @@ def _meta(raw: Mapping[str, Any], identity: str) -> ObjectMeta:
         resource_version=metadata.get("resourceVersion"),
         labels=_string_map(metadata, "labels", identity),
         annotations=_string_map(metadata, "annotations", identity),
-        creation_timestamp=str(metadata["creationTimestamp"]) if metadata.get("creationTimestamp") is not None else None,
+        creation_timestamp=str(metadata["creationTimestamp"])
+        if metadata.get("creationTimestamp") is not None
+        else None,
     )
 
 

@@ -41,12 +41,24 @@ class StaleTarget:
 
     def to_inputs(self) -> dict[str, str]:
         """The inputs of its StaleRemoval resource (providers/stale_removal.py). Pure."""
-        return {"apiVersion": self.api_version, "kind": self.kind, "namespace": self.namespace, "name": self.name, "uid": self.uid}
+        return {
+            "apiVersion": self.api_version,
+            "kind": self.kind,
+            "namespace": self.namespace,
+            "name": self.name,
+            "uid": self.uid,
+        }
 
     @classmethod
     def from_inputs(cls, inputs: Mapping[str, Any]) -> Self:
         """The target `to_inputs` wrote. Pure."""
-        return cls(api_version=inputs["apiVersion"], kind=inputs["kind"], namespace=inputs["namespace"], name=inputs["name"], uid=inputs["uid"])
+        return cls(
+            api_version=inputs["apiVersion"],
+            kind=inputs["kind"],
+            namespace=inputs["namespace"],
+            name=inputs["name"],
+            uid=inputs["uid"],
+        )
 
 
 @dataclass(frozen=True)
@@ -66,7 +78,9 @@ class StaleObject:
 
     @property
     def target(self) -> StaleTarget:
-        return StaleTarget(api_version=self.api_version, kind=self.kind, namespace=self.namespace, name=self.name, uid=self.uid)
+        return StaleTarget(
+            api_version=self.api_version, kind=self.kind, namespace=self.namespace, name=self.name, uid=self.uid
+        )
 
 
 def stale_kustomizations(snapshot: Snapshot, planned: tuple[DesiredObject, ...]) -> tuple[StaleObject, ...]:

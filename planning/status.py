@@ -130,7 +130,12 @@ def _activation_status(
         conditions=[
             Condition.model_validate(condition)
             for condition in kstatus_conditions(
-                previous_status=parsed.obj.status, phase=phase, reason=reason, message=message, generation=generation, now=now
+                previous_status=parsed.obj.status,
+                phase=phase,
+                reason=reason,
+                message=message,
+                generation=generation,
+                now=now,
             )
         ],
         **extra,
@@ -138,7 +143,9 @@ def _activation_status(
     return _update(parsed, status.to_wire())
 
 
-def with_required_modules(statuses: Iterable[StatusUpdate], *, requirements: Iterable[Requirement]) -> tuple[StatusUpdate, ...]:
+def with_required_modules(
+    statuses: Iterable[StatusUpdate], *, requirements: Iterable[Requirement]
+) -> tuple[StatusUpdate, ...]:
     """`statuses` where each requester (ModelActivation, AppInstance) records the modules it
     requests in status.requiredModules: the record an invalid edit keeps requesting from
     (invariant 6, planning.requirements). Bounded by the module catalog. Pure."""
@@ -289,7 +296,12 @@ def appliance_status(
     model_listing, models_summary = _models(models)
     generation = appliance.obj.meta.generation
     conditions = kstatus_conditions(
-        previous_status=appliance.obj.status, phase=phase, reason=reason, message=message, generation=generation, now=now
+        previous_status=appliance.obj.status,
+        phase=phase,
+        reason=reason,
+        message=message,
+        generation=generation,
+        now=now,
     )
     if operator is not None:
         conditions.append({**operator.stalled, "observedGeneration": generation})

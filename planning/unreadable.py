@@ -76,7 +76,12 @@ class Hold:
         """
         fields = {k: v for k, v in (extra or {}).items() if self.keeps_declared or k not in EVIDENCE_FIELDS}
         return status_update(
-            parsed, phase=DEGRADED, reason=NAMESPACE_UNREADABLE, message=unreadable_message(self.record), now=now, extra=fields
+            parsed,
+            phase=DEGRADED,
+            reason=NAMESPACE_UNREADABLE,
+            message=unreadable_message(self.record),
+            now=now,
+            extra=fields,
         )
 
     def objects(self, planned: Iterable[DesiredObject]) -> tuple[DesiredObject, ...]:

@@ -60,7 +60,9 @@ def _https_url(value: str, *, query: bool) -> None:
     if parts.username is not None or parts.password is not None:
         raise _Broken("must be an https URL without a user or password")
     if "#" in value:
-        raise _Broken("must be an https URL without a fragment" if query else "must be an https URL without a query or fragment")
+        raise _Broken(
+            "must be an https URL without a fragment" if query else "must be an https URL without a query or fragment"
+        )
     if not query and "?" in value:
         raise _Broken("must be an https URL without a query or fragment")
 
@@ -115,7 +117,11 @@ def _hostname(value: str) -> None:
         pass
     else:
         raise _Broken("must be a host name, not an IP address")
-    if len(value) > 253 or not all(len(label) <= 63 for label in value.split(".")) or not _DNS_SUBDOMAIN.fullmatch(value):
+    if (
+        len(value) > 253
+        or not all(len(label) <= 63 for label in value.split("."))
+        or not _DNS_SUBDOMAIN.fullmatch(value)
+    ):
         raise _Broken("must be a DNS host name (lower-case letters, digits, '-' and '.')")
 
 
@@ -149,7 +155,9 @@ class AccessKey:
 
 ACCESS_KEYS: tuple[AccessKey, ...] = (
     AccessKey("oidcIssuer", "oidc_issuer", _issuer, "URL", "the OpenID Connect issuer, an https URL"),
-    AccessKey("oidcClientId", "oidc_client_id", _client_id, "ID", "the OIDC client ID, also the audience of the ID token"),
+    AccessKey(
+        "oidcClientId", "oidc_client_id", _client_id, "ID", "the OIDC client ID, also the audience of the ID token"
+    ),
     AccessKey(
         "oidcClientSecretName",
         "oidc_client_secret",
@@ -166,7 +174,13 @@ ACCESS_KEYS: tuple[AccessKey, ...] = (
         is_list=True,
         required_item="openid",
     ),
-    AccessKey("oidcJwksUri", "oidc_jwks_uri", _key_set, "URL", "the issuer's key set (unset: <issuer>/protocol/openid-connect/certs)"),
+    AccessKey(
+        "oidcJwksUri",
+        "oidc_jwks_uri",
+        _key_set,
+        "URL",
+        "the issuer's key set (unset: <issuer>/protocol/openid-connect/certs)",
+    ),
     AccessKey(
         "oidcAuthorizationEndpoint",
         "oidc_authorization_endpoint",
@@ -174,7 +188,13 @@ ACCESS_KEYS: tuple[AccessKey, ...] = (
         "URL",
         "the issuer's authorization endpoint (unset: <issuer>/protocol/openid-connect/auth)",
     ),
-    AccessKey("oidcTokenEndpoint", "oidc_token_endpoint", _key_set, "URL", "the issuer's token endpoint (unset: <issuer>/protocol/openid-connect/token)"),
+    AccessKey(
+        "oidcTokenEndpoint",
+        "oidc_token_endpoint",
+        _key_set,
+        "URL",
+        "the issuer's token endpoint (unset: <issuer>/protocol/openid-connect/token)",
+    ),
     AccessKey(
         "oidcEndSessionEndpoint",
         "oidc_end_session_endpoint",
@@ -186,8 +206,20 @@ ACCESS_KEYS: tuple[AccessKey, ...] = (
     AccessKey("groupsClaim", "groups_claim", _claim, "CLAIM", "the ID token claim that holds the user's groups"),
     AccessKey("subjectClaim", "subject_claim", _claim, "CLAIM", "the ID token claim that identifies the user"),
     AccessKey("gatewayName", "gateway_name", _dns_label, "NAME", "the shared Gateway the routes attach to"),
-    AccessKey("gatewayNamespace", "gateway_namespace", _dns_label, "NS", "the shared Gateway's namespace, where the routes live"),
-    AccessKey("gatewayListener", "gateway_listener", _dns_label, "LISTENER", "the Gateway listener (sectionName) to attach to (unset: every listener)"),
+    AccessKey(
+        "gatewayNamespace",
+        "gateway_namespace",
+        _dns_label,
+        "NS",
+        "the shared Gateway's namespace, where the routes live",
+    ),
+    AccessKey(
+        "gatewayListener",
+        "gateway_listener",
+        _dns_label,
+        "LISTENER",
+        "the Gateway listener (sectionName) to attach to (unset: every listener)",
+    ),
     AccessKey(
         "dashboardHosts",
         "dashboard_hosts",
@@ -196,7 +228,13 @@ ACCESS_KEYS: tuple[AccessKey, ...] = (
         "the dashboard hosts of the login callback routes, comma-separated (unset: dashboard.<local domain>, dashboard.<domain>)",
         is_list=True,
     ),
-    AccessKey("guardImage", "guard_image", _image, "IMAGE", "the access guard image, registry/repository:tag or @sha256 digest"),
+    AccessKey(
+        "guardImage",
+        "guard_image",
+        _image,
+        "IMAGE",
+        "the access guard image, registry/repository:tag or @sha256 digest",
+    ),
 )
 
 
@@ -208,7 +246,9 @@ def access_settings(values: Mapping[str, Any], *, name: Callable[[str], str] = c
     """
     fields: dict[str, Any] = {}
     for entry in ACCESS_KEYS:
-        value = _list(entry, values.get(entry.key), name) if entry.is_list else _text(entry, values.get(entry.key), name)
+        value = (
+            _list(entry, values.get(entry.key), name) if entry.is_list else _text(entry, values.get(entry.key), name)
+        )
         if value is not None:
             fields[entry.field] = value
     return AccessSettings(**fields)
@@ -248,7 +288,9 @@ def _items(entry: AccessKey, value: Any, name: Callable[[str], str]) -> list[str
             try:
                 value = json.loads(text)
             except json.JSONDecodeError as error:
-                raise RunSettingsError(f"{name(entry.key)}: {_quoted(value)} is not a JSON array ({error.msg})") from error
+                raise RunSettingsError(
+                    f"{name(entry.key)}: {_quoted(value)} is not a JSON array ({error.msg})"
+                ) from error
         else:
             items = [item.strip() for item in text.split(",")] if text else []
             if "" in items:

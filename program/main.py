@@ -64,7 +64,9 @@ def run() -> Plan:
     snapshot = observe(settings)
     # Precedence per catalog: its ConfigMap in the system namespace, else magicstick:catalogDir's
     # file, else the shipped file (planning.catalog_overrides).
-    in_force = catalogs_in_force(snapshot, load_catalogs(settings.catalog_dir), system_namespace=settings.plan.system_namespace)
+    in_force = catalogs_in_force(
+        snapshot, load_catalogs(settings.catalog_dir), system_namespace=settings.plan.system_namespace
+    )
     desired = plan(
         snapshot=snapshot,
         catalogs=in_force.catalogs,

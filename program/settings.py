@@ -17,7 +17,15 @@ from planning.settings import DEFAULT_STACK_NAME, DEFAULT_SYSTEM_NAMESPACE, Plan
 from program.access_config import ACCESS_KEYS, CONFIG_NAMESPACE, access_settings
 from program.errors import RunSettingsError
 
-__all__ = ["CONFIG_KEYS", "CONFIG_NAMESPACE", "RUN_KEYS", "RunSettingsError", "Settings", "parse_now", "parse_stack_name"]
+__all__ = [
+    "CONFIG_KEYS",
+    "CONFIG_NAMESPACE",
+    "RUN_KEYS",
+    "RunSettingsError",
+    "Settings",
+    "parse_now",
+    "parse_stack_name",
+]
 
 RUN_KEYS = (
     "kubeconfig",
@@ -95,7 +103,9 @@ def parse_now(value: str | None) -> datetime:
     try:
         moment = datetime.fromisoformat(value.replace("Z", "+00:00"))
     except ValueError as error:
-        raise RunSettingsError(f"magicstick:now: '{value}' is not an RFC 3339 time such as 2026-01-01T00:00:00Z") from error
+        raise RunSettingsError(
+            f"magicstick:now: '{value}' is not an RFC 3339 time such as 2026-01-01T00:00:00Z"
+        ) from error
     if moment.tzinfo is None:
         raise RunSettingsError(f"magicstick:now: '{value}' needs a time zone, for example a trailing Z")
     return moment.astimezone(UTC)

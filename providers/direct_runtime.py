@@ -182,9 +182,13 @@ class RuntimeInputs:
     @classmethod
     def from_props(cls, props: Mapping[str, Any]) -> RuntimeInputs:
         """The runtime the plan declared (DirectRuntimeInputs.to_inputs), each object placed."""
-        planned = DirectRuntimeInputs.from_inputs({**props, OBJECTS_INPUT: restore_integers(props.get(OBJECTS_INPUT) or [])})
+        planned = DirectRuntimeInputs.from_inputs(
+            {**props, OBJECTS_INPUT: restore_integers(props.get(OBJECTS_INPUT) or [])}
+        )
         namespace = planned.namespace
-        objects = tuple(RuntimeObject(ref=_ref_of(body, namespace), body=_placed(thaw(body), namespace)) for body in planned.objects)
+        objects = tuple(
+            RuntimeObject(ref=_ref_of(body, namespace), body=_placed(thaw(body), namespace)) for body in planned.objects
+        )
         return cls(runtime=planned.runtime, namespace=namespace, objects=objects, field_manager=planned.field_manager)
 
     @property
@@ -194,13 +198,17 @@ class RuntimeInputs:
     @property
     def resource_id(self) -> str:
         """`<runtime label>/<namespace>/<name>`: the Deployment's name, else the last object's."""
-        names = [obj.ref.name for obj in self.objects if obj.ref.kind is DEPLOYMENT] or [obj.ref.name for obj in self.objects]
+        names = [obj.ref.name for obj in self.objects if obj.ref.kind is DEPLOYMENT] or [
+            obj.ref.name for obj in self.objects
+        ]
         return f"{self.runtime.label}/{self.namespace}/{names[-1] if names else ''}"
 
 
 def _ref_of(body: Mapping[str, Any], namespace: str) -> ObjectRef:
     metadata = body["metadata"]
-    return ObjectRef(kind=RUNTIME_KINDS[body["kind"]], namespace=metadata.get("namespace") or namespace, name=metadata["name"])
+    return ObjectRef(
+        kind=RUNTIME_KINDS[body["kind"]], namespace=metadata.get("namespace") or namespace, name=metadata["name"]
+    )
 
 
 def _placed(body: Mapping[str, Any], namespace: str | None) -> dict[str, Any]:
@@ -275,7 +283,9 @@ def existing_identities(client: KubeClient, identities: Iterable[str]) -> tuple[
     return present, None
 
 
-def _outputs(props: Mapping[str, Any], planned: RuntimeInputs, applied: Sequence[str], problem: Problem | None) -> dict[str, Any]:
+def _outputs(
+    props: Mapping[str, Any], planned: RuntimeInputs, applied: Sequence[str], problem: Problem | None
+) -> dict[str, Any]:
     outputs = {
         **without_legacy_access(props),
         OBJECTS_INPUT: [dict(obj.body) for obj in planned.objects],
@@ -330,7 +340,9 @@ class DirectRuntimeProvider(ClusterResourceProvider):
         with open_client(self.cluster_access()) as client:
             present, stopped = existing_identities(client, owned_identities(props))
         if stopped is not None:
-            return ReadResult(id_=id_, outs=with_problem(without_legacy_access(props), stopped.problem(planned.runtime)))
+            return ReadResult(
+                id_=id_, outs=with_problem(without_legacy_access(props), stopped.problem(planned.runtime))
+            )
         if not present:
             return ReadResult(id_="", outs={})
         objects = [dict(obj.body) for obj in planned.objects if obj.ref.identity in present]
@@ -352,7 +364,9 @@ def _scalar_failures(inputs: Mapping[str, Any]) -> list[CheckFailure]:
         allowed = ", ".join(kind.value for kind in DirectRuntimeKind)
         failures.append(CheckFailure(RUNTIME_INPUT, f"runtime must be one of {allowed}, not {runtime!r}"))
     namespace = inputs.get(NAMESPACE_INPUT)
-    if not is_unknown(namespace) and not (isinstance(namespace, str) and len(namespace) <= 63 and _DNS_LABEL.match(namespace)):
+    if not is_unknown(namespace) and not (
+        isinstance(namespace, str) and len(namespace) <= 63 and _DNS_LABEL.match(namespace)
+    ):
         failures.append(CheckFailure(NAMESPACE_INPUT, f"namespace {namespace!r} is not a DNS-1123 label"))
     manager = inputs.get(FIELD_MANAGER_INPUT)
     if not is_unknown(manager) and not (isinstance(manager, str) and manager):

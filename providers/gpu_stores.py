@@ -77,22 +77,46 @@ def compare_and_swap(
             return False
         try:
             if current is None:
-                metadata = {"name": name, "namespace": namespace, "labels": dict(labels), "annotations": dict(annotations)}
+                metadata = {
+                    "name": name,
+                    "namespace": namespace,
+                    "labels": dict(labels),
+                    "annotations": dict(annotations),
+                }
                 body = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": metadata, "data": {key: changed}}
-                client.request("POST", CONFIG_MAP.collection_path(namespace), params={"fieldManager": field_manager}, body=body, content_type="application/json")
+                client.request(
+                    "POST",
+                    CONFIG_MAP.collection_path(namespace),
+                    params={"fieldManager": field_manager},
+                    body=body,
+                    content_type="application/json",
+                )
             else:
-                patch = {"metadata": {"resourceVersion": current["metadata"]["resourceVersion"]}, "data": {key: changed}}
-                client.request("PATCH", CONFIG_MAP.object_path(name, namespace), params={"fieldManager": field_manager}, body=patch, content_type=MERGE_PATCH)
+                patch = {
+                    "metadata": {"resourceVersion": current["metadata"]["resourceVersion"]},
+                    "data": {key: changed},
+                }
+                client.request(
+                    "PATCH",
+                    CONFIG_MAP.object_path(name, namespace),
+                    params={"fieldManager": field_manager},
+                    body=patch,
+                    content_type=MERGE_PATCH,
+                )
         except (Conflict, NotFound) as error:
             if isinstance(error, NotFound) and current is None:
                 raise
             lost = error
             continue
         return True
-    raise StoreContended(f"ConfigMap {namespace}/{name} key {key}: another writer changed it before each of {attempts} attempts") from lost
+    raise StoreContended(
+        f"ConfigMap {namespace}/{name} key {key}: another writer changed it before each of {attempts} attempts"
+    ) from lost
 
 
-def _swap_history(client: KubeClient, namespace: str, change: Callable[[str | None], str | None], *, attempts: int = DEFAULT_ATTEMPTS) -> bool:
+def _swap_history(
+    client: KubeClient, namespace: str, change: Callable[[str | None], str | None], *, attempts: int = DEFAULT_ATTEMPTS
+) -> bool:
     """compare_and_swap on the validation history store of `namespace`."""
     return compare_and_swap(
         client,
@@ -122,7 +146,12 @@ def read_run(client: KubeClient, namespace: str, run_id: str) -> RunRecord | Non
 
 
 def put_run(
-    client: KubeClient, namespace: str, record: RunRecord, *, only_if_absent: bool = False, attempts: int = HISTORY_ATTEMPTS
+    client: KubeClient,
+    namespace: str,
+    record: RunRecord,
+    *,
+    only_if_absent: bool = False,
+    attempts: int = HISTORY_ATTEMPTS,
 ) -> RunRecord:
     """Record `record` by compare-and-swap (bounded: planning.hardware.validation.with_run).
     With `only_if_absent`, an already recorded run wins and is returned. Raises MalformedStore,
@@ -150,9 +179,13 @@ def _images_document(text: str | None) -> dict[str, Any]:
     try:
         document = json.loads(text)
     except json.JSONDecodeError as error:
-        raise MalformedStore(f"ConfigMap {RUNTIME_IMAGES_NAMESPACE}/{RUNTIME_IMAGES_CONFIG_MAP} key {RUNTIME_IMAGES_KEY} is not JSON") from error
+        raise MalformedStore(
+            f"ConfigMap {RUNTIME_IMAGES_NAMESPACE}/{RUNTIME_IMAGES_CONFIG_MAP} key {RUNTIME_IMAGES_KEY} is not JSON"
+        ) from error
     if not isinstance(document, dict):
-        raise MalformedStore(f"ConfigMap {RUNTIME_IMAGES_NAMESPACE}/{RUNTIME_IMAGES_CONFIG_MAP} key {RUNTIME_IMAGES_KEY} is not an object")
+        raise MalformedStore(
+            f"ConfigMap {RUNTIME_IMAGES_NAMESPACE}/{RUNTIME_IMAGES_CONFIG_MAP} key {RUNTIME_IMAGES_KEY} is not an object"
+        )
     return document
 
 
@@ -169,7 +202,9 @@ def with_runtime_image(document: Mapping[str, Any], engine: str, image: str) -> 
     return {**document, "modelServers": servers}
 
 
-def put_runtime_image(client: KubeClient, engine: str, image: str, *, namespace: str = RUNTIME_IMAGES_NAMESPACE) -> bool:
+def put_runtime_image(
+    client: KubeClient, engine: str, image: str, *, namespace: str = RUNTIME_IMAGES_NAMESPACE
+) -> bool:
     """Write the validated image of `engine` by compare-and-swap. True when something was written."""
 
     def change(text: str | None) -> str | None:

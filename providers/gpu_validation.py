@@ -145,14 +145,31 @@ def _walk(client: KubeClient, run: RunInputs, record: RunRecord, clock: Clock) -
                 record = _save(client, run, record.with_engine(_not_run(engine, clock)))
                 continue
             if engine.stage is Stage.PENDING:
-                record = _save(client, run, record.with_engine(replace(engine, stage=Stage.STARTING, job=job_name(run.run_id, engine.engine), started_at=_stamp(clock))))
+                record = _save(
+                    client,
+                    run,
+                    record.with_engine(
+                        replace(
+                            engine,
+                            stage=Stage.STARTING,
+                            job=job_name(run.run_id, engine.engine),
+                            started_at=_stamp(clock),
+                        )
+                    ),
+                )
                 engine = record.engine(engine.engine) or engine
             if engine.stage is Stage.STARTING:
                 problem = _create_job(client, run, record, engine)
                 if problem is not None:
-                    record = _save(client, run, record.with_engine(replace(engine, reason=str(problem.reason), message=problem.message)))
+                    record = _save(
+                        client,
+                        run,
+                        record.with_engine(replace(engine, reason=str(problem.reason), message=problem.message)),
+                    )
                     return Step(record, problem)
-                record = _save(client, run, record.with_engine(replace(engine, stage=Stage.RUNNING, reason="", message="")))
+                record = _save(
+                    client, run, record.with_engine(replace(engine, stage=Stage.RUNNING, reason="", message=""))
+                )
                 return Step(record)
             finished = _finished(client, run, engine, clock)
             if finished is None:
@@ -207,7 +224,13 @@ def _create_job(client: KubeClient, run: RunInputs, record: RunRecord, engine: E
         field_manager_annotation=(FIELD_MANAGER_ANNOTATION, FIELD_MANAGER),
     )
     try:
-        client.request("POST", JOB.collection_path(run.namespace), params={"fieldManager": FIELD_MANAGER}, body=body, content_type="application/json")
+        client.request(
+            "POST",
+            JOB.collection_path(run.namespace),
+            params={"fieldManager": FIELD_MANAGER},
+            body=body,
+            content_type="application/json",
+        )
     except Conflict:
         return None
     except KubeError as error:
@@ -216,14 +239,23 @@ def _create_job(client: KubeClient, run: RunInputs, record: RunRecord, engine: E
 
 
 def _condition(job: Mapping[str, Any], kind: str) -> Mapping[str, Any] | None:
-    return next((c for c in (job.get("status") or {}).get("conditions") or () if c.get("type") == kind and c.get("status") == "True"), None)
+    return next(
+        (
+            c
+            for c in (job.get("status") or {}).get("conditions") or ()
+            if c.get("type") == kind and c.get("status") == "True"
+        ),
+        None,
+    )
 
 
 def _finished(client: KubeClient, run: RunInputs, engine: EngineRun, clock: Clock) -> EngineRun | None:
     """The engine with its verdict once its Job finished; None while it runs."""
     job = client.get_or_none(JOB, engine.job, run.namespace)
     complete, failed = (_condition(job, "Complete"), _condition(job, "Failed")) if job is not None else (None, None)
-    deleting = job is not None and bool(job["metadata"].get("deletionTimestamp")) and complete is None and failed is None
+    deleting = (
+        job is not None and bool(job["metadata"].get("deletionTimestamp")) and complete is None and failed is None
+    )
     if job is None or deleting:
         return replace(
             engine,
@@ -240,11 +272,22 @@ def _finished(client: KubeClient, run: RunInputs, engine: EngineRun, clock: Cloc
         deadline = failed.get("reason") == "DeadlineExceeded"
         reason = VerdictReason.DEADLINE_EXCEEDED if deadline else VerdictReason.JOB_FAILED
         message = f"Job {engine.job} failed: {failed.get('reason', '')} {failed.get('message', '')}".strip()
-        return replace(engine, stage=Stage.FAILED, image_id=image_id, finished_at=_stamp(clock), reason=reason.value, message=message[:512])
+        return replace(
+            engine,
+            stage=Stage.FAILED,
+            image_id=image_id,
+            finished_at=_stamp(clock),
+            reason=reason.value,
+            message=message[:512],
+        )
     found = verdict(engine.engine, report)
     stage = Stage.PASSED if found.passed and image_id else Stage.FAILED
-    message = found.message if image_id else f"{found.message}; no image ID was reported, so the result binds to no image"
-    return replace(engine, stage=stage, image_id=image_id, finished_at=_stamp(clock), reason=found.reason.value, message=message)
+    message = (
+        found.message if image_id else f"{found.message}; no image ID was reported, so the result binds to no image"
+    )
+    return replace(
+        engine, stage=stage, image_id=image_id, finished_at=_stamp(clock), reason=found.reason.value, message=message
+    )
 
 
 def _container_outcome(pods: list[dict[str, Any]]) -> tuple[str, str | None]:
@@ -272,7 +315,9 @@ class GpuValidationProvider(ClusterResourceProvider):
         failures = []
         run_id = inputs.get("runId")
         if not is_unknown(run_id) and (not isinstance(run_id, str) or len(run_id) > 140 or not _RUN_ID.match(run_id)):
-            failures.append(CheckFailure("runId", "runId must be letters, digits, '.', '_' or '-', at most 140 characters"))
+            failures.append(
+                CheckFailure("runId", "runId must be letters, digits, '.', '_' or '-', at most 140 characters")
+            )
         for prop in ("namespace", "historyNamespace"):
             value = inputs.get(prop)
             if not is_unknown(value) and (not isinstance(value, str) or not _DNS_LABEL.match(value)):
@@ -286,7 +331,11 @@ class GpuValidationProvider(ClusterResourceProvider):
         replaces = [p for p in REPLACING_INPUTS if olds.get(p) != news.get(p)]
         changed = [p for p in CHANGING_INPUTS if olds.get(p) != news.get(p)]
         pending = not olds.get("complete") or PROBLEM_OUTPUT not in olds
-        return DiffResult(changes=bool(replaces or changed) or pending or retry_requested(olds), replaces=replaces, delete_before_replace=False)
+        return DiffResult(
+            changes=bool(replaces or changed) or pending or retry_requested(olds),
+            replaces=replaces,
+            delete_before_replace=False,
+        )
 
     def create(self, props: dict[str, Any]) -> CreateResult:
         run = RunInputs.from_props(props)
@@ -348,7 +397,9 @@ class GpuValidationHistoryProvider(ClusterResourceProvider):
     def diff(self, _id: str, olds: dict[str, Any], news: dict[str, Any]) -> DiffResult:
         replaces = ["namespace"] if olds.get("namespace") != news.get("namespace") else []
         changed = olds.get("bound") != news.get("bound")
-        return DiffResult(changes=bool(replaces) or changed or retry_requested(olds) or PROBLEM_OUTPUT not in olds, replaces=replaces)
+        return DiffResult(
+            changes=bool(replaces) or changed or retry_requested(olds) or PROBLEM_OUTPUT not in olds, replaces=replaces
+        )
 
     def _keep(self, props: Mapping[str, Any]) -> Problem | None:
         try:

@@ -11,7 +11,9 @@ from providers.kube.client import ResourceKind
 
 def served(kind: ApplianceKind | PeerKind) -> ResourceKind:
     """The client's kind of one kind of the registries (api.kinds, api.peer_kinds)."""
-    return ResourceKind(group=kind.group, version=kind.version, kind=kind.kind, plural=kind.plural, namespaced=kind.namespaced)
+    return ResourceKind(
+        group=kind.group, version=kind.version, kind=kind.kind, plural=kind.plural, namespaced=kind.namespaced
+    )
 
 
 APPLIANCE = served(api_kinds.APPLIANCE)
@@ -25,7 +27,11 @@ NODE = ResourceKind(group="", version="v1", kind="Node", plural="nodes", namespa
 CONFIG_MAP = ResourceKind(group="", version="v1", kind="ConfigMap", plural="configmaps", namespaced=True)
 SERVICE = ResourceKind(group="", version="v1", kind="Service", plural="services", namespaced=True)
 CRD = ResourceKind(
-    group="apiextensions.k8s.io", version="v1", kind="CustomResourceDefinition", plural="customresourcedefinitions", namespaced=False
+    group="apiextensions.k8s.io",
+    version="v1",
+    kind="CustomResourceDefinition",
+    plural="customresourcedefinitions",
+    namespaced=False,
 )
 KUSTOMIZATION = served(peer_kinds.FLUX_KUSTOMIZATION)
 
@@ -41,14 +47,22 @@ HELM_RELEASE = served(peer_kinds.HELM_RELEASE)
 HTTP_ROUTE = served(peer_kinds.HTTP_ROUTE)
 REFERENCE_GRANT = served(peer_kinds.REFERENCE_GRANT)
 ENVOY_PROXY = served(peer_kinds.ENVOY_PROXY)
-POD_DISRUPTION_BUDGET = ResourceKind(group="policy", version="v1", kind="PodDisruptionBudget", plural="poddisruptionbudgets", namespaced=True)
-NETWORK_POLICY = ResourceKind(group="networking.k8s.io", version="v1", kind="NetworkPolicy", plural="networkpolicies", namespaced=True)
+POD_DISRUPTION_BUDGET = ResourceKind(
+    group="policy", version="v1", kind="PodDisruptionBudget", plural="poddisruptionbudgets", namespaced=True
+)
+NETWORK_POLICY = ResourceKind(
+    group="networking.k8s.io", version="v1", kind="NetworkPolicy", plural="networkpolicies", namespaced=True
+)
 SECURITY_POLICY = served(peer_kinds.SECURITY_POLICY)
 
 RESOURCE_CLAIM = served(peer_kinds.RESOURCE_CLAIM)
 RESOURCE_SLICE = served(peer_kinds.RESOURCE_SLICE)
 MUTATING_ADMISSION_POLICY = ResourceKind(
-    group="admissionregistration.k8s.io", version="v1beta1", kind="MutatingAdmissionPolicy", plural="mutatingadmissionpolicies", namespaced=False
+    group="admissionregistration.k8s.io",
+    version="v1beta1",
+    kind="MutatingAdmissionPolicy",
+    plural="mutatingadmissionpolicies",
+    namespaced=False,
 )
 OPTIONAL_APIS = (RESOURCE_CLAIM, MUTATING_ADMISSION_POLICY)
 """Built-in APIs only GPU sharing needs; whether the cluster serves them is part of the snapshot

@@ -120,7 +120,15 @@ Served = dict[tuple[str, str], frozenset[str] | None]
 
 def run_namespaces(system_namespace: str, gateway_namespace: str | None = None) -> frozenset[str]:
     """The namespaces every run needs: a failed read in one of them stops the run. Pure."""
-    return frozenset({system_namespace, gateway_namespace or system_namespace, FLUX_NAMESPACE, SETUP_NAMESPACE, DEFAULT_MODEL_NAMESPACE})
+    return frozenset(
+        {
+            system_namespace,
+            gateway_namespace or system_namespace,
+            FLUX_NAMESPACE,
+            SETUP_NAMESPACE,
+            DEFAULT_MODEL_NAMESPACE,
+        }
+    )
 
 
 def namespace_reads(namespace: str) -> tuple[Read, ...]:
@@ -146,7 +154,9 @@ def gateway_reads(namespace: str) -> tuple[Read, ...]:
 
 
 def reads(
-    system_namespace: str, model_namespaces: Iterable[str] = (DEFAULT_MODEL_NAMESPACE,), gateway_namespace: str | None = None
+    system_namespace: str,
+    model_namespaces: Iterable[str] = (DEFAULT_MODEL_NAMESPACE,),
+    gateway_namespace: str | None = None,
 ) -> tuple[Read, ...]:
     """Every LIST one observation makes, in a fixed order.
 
@@ -236,7 +246,10 @@ def model_namespaces(objects: Iterable[dict[str, Any]], system_namespace: str) -
     """The namespaces the ModelActivations and AppInstances of `system_namespace` target (default `ai`)."""
     found = {DEFAULT_MODEL_NAMESPACE}
     for obj in objects:
-        if obj.get("kind") in ("ModelActivation", "AppInstance") and obj["metadata"].get("namespace") == system_namespace:
+        if (
+            obj.get("kind") in ("ModelActivation", "AppInstance")
+            and obj["metadata"].get("namespace") == system_namespace
+        ):
             target = (obj.get("spec") or {}).get("targetNamespace")
             if isinstance(target, str) and target:
                 found.add(target)
@@ -256,7 +269,9 @@ def ollama_pods(objects: Iterable[dict[str, Any]]) -> tuple[ProbeTarget, ...]:
         if pod.get("kind") != "Pod" or not _ready(pod):
             continue
         namespace = pod["metadata"]["namespace"]
-        owners = {(namespace, o.get("uid")) for o in pod["metadata"].get("ownerReferences") or () if o.get("controller")}
+        owners = {
+            (namespace, o.get("uid")) for o in pod["metadata"].get("ownerReferences") or () if o.get("controller")
+        }
         if owners & ollama_models:
             targets.append(ProbeTarget(namespace=namespace, pod=pod["metadata"]["name"]))
     return tuple(targets)
@@ -333,7 +348,9 @@ def observe_health(
     if not targets:
         return ()
     with open_client(limits.access(access)) as client:
-        answers = within_budget([_health_probe(client, target) for target in targets], limits=limits, name="health-probe")
+        answers = within_budget(
+            [_health_probe(client, target) for target in targets], limits=limits, name="health-probe"
+        )
     return tuple(answer for answer in answers if answer is not None)
 
 
@@ -343,7 +360,9 @@ def _health_probe(client: KubeClient, target: HealthTarget) -> Callable[[], Heal
         try:
             client.request("GET", path)
         except KubeError as error:
-            return HealthObservation(namespace=target.namespace, pod=target.pod, healthy=False, error=failure_detail(error))
+            return HealthObservation(
+                namespace=target.namespace, pod=target.pod, healthy=False, error=failure_detail(error)
+            )
         except ValueError:
             # A 2xx whose body is not JSON (plain text, as some servers answer /health): the
             # status is the answer.
@@ -439,7 +458,11 @@ def read_operator_stack(client: KubeClient, read: NamedRead, served: Served) -> 
 
 
 def read_live_objects(
-    client: KubeClient, system_namespace: str, gateway_namespace: str | None = None, *, stack_name: str = DEFAULT_STACK_NAME
+    client: KubeClient,
+    system_namespace: str,
+    gateway_namespace: str | None = None,
+    *,
+    stack_name: str = DEFAULT_STACK_NAME,
 ) -> LiveObjects:
     """Everything one observation reads: the fixed kinds, the run namespaces, the target
     namespaces, then the operator's Stack."""

@@ -94,7 +94,9 @@ class ProbeLimits:
 
     def access(self, access: KubeAccess) -> KubeAccess:
         """`access` with this timeout and number of attempts for every request. Pure."""
-        return replace(access, timeout_seconds=self.timeout_seconds, retry=replace(access.retry, attempts=self.attempts))
+        return replace(
+            access, timeout_seconds=self.timeout_seconds, retry=replace(access.retry, attempts=self.attempts)
+        )
 
 
 class OllamaApi(StrEnum):
@@ -188,7 +190,9 @@ def copy_model(
     client: KubeClient, namespace: str, pod: str, source: str, destination: str, *, port: int | None = OLLAMA_PORT
 ) -> None:
     """Make `destination` a second name of `source` in the Ollama of `pod` (no data is copied)."""
-    _request(client, "POST", namespace, pod, OllamaApi.COPY, port=port, body={"source": source, "destination": destination})
+    _request(
+        client, "POST", namespace, pod, OllamaApi.COPY, port=port, body={"source": source, "destination": destination}
+    )
 
 
 def alias_state(tags: frozenset[str], *, source: str, alias: str) -> AliasState:
@@ -331,7 +335,9 @@ def _mib(size_bytes: int) -> int:
     return (size_bytes + MIB // 2) // MIB
 
 
-def memory_sample(client: KubeClient, namespace: str, pod: str, *, port: int | None = OLLAMA_PORT) -> MemorySample | None:
+def memory_sample(
+    client: KubeClient, namespace: str, pod: str, *, port: int | None = OLLAMA_PORT
+) -> MemorySample | None:
     """The memory of the models `pod` has loaded (GET /api/ps); None when it lists none."""
     body = cast(PsBody, _request(client, "GET", namespace, pod, OllamaApi.PS, port=port))
     models = body.get("models") or ()
@@ -394,7 +400,9 @@ def probe_pods(
         finally:
             stop.set()
             pool.shutdown(wait=False, cancel_futures=True)
-        return tuple(_observation(future, target, done, limits) for future, target in zip(futures, targets, strict=True))
+        return tuple(
+            _observation(future, target, done, limits) for future, target in zip(futures, targets, strict=True)
+        )
 
 
 def _observation(
@@ -407,7 +415,9 @@ def _observation(
     return OllamaObservation(namespace=target.namespace, pod=target.pod, error=message, probe=OllamaProbe.NOT_OBSERVED)
 
 
-def _probe(client: KubeClient, target: ProbeTarget, *, port: int | None, stop: threading.Event) -> OllamaObservation | None:
+def _probe(
+    client: KubeClient, target: ProbeTarget, *, port: int | None, stop: threading.Event
+) -> OllamaObservation | None:
     """One Pod's answers; None when the budget ran out before it was asked everything."""
     namespace, pod = target.namespace, target.pod
     try:
@@ -418,7 +428,9 @@ def _probe(client: KubeClient, target: ProbeTarget, *, port: int | None, stop: t
             return None
         sample = memory_sample(client, namespace, pod, port=port)
     except KubeError as error:
-        return OllamaObservation(namespace=namespace, pod=pod, error=failure_detail(error), probe=OllamaProbe.UNREACHABLE)
+        return OllamaObservation(
+            namespace=namespace, pod=pod, error=failure_detail(error), probe=OllamaProbe.UNREACHABLE
+        )
     return OllamaObservation(
         namespace=namespace,
         pod=pod,
@@ -470,7 +482,9 @@ def _reason(error: KubeError) -> ProblemReason:
 
 
 def _check_failures(news: Mapping[str, Any]) -> list[CheckFailure]:
-    failures = [CheckFailure(p, f"{p} must be a non-empty string") for p in REQUIRED_PROPERTIES if not _text(news.get(p))]
+    failures = [
+        CheckFailure(p, f"{p} must be a non-empty string") for p in REQUIRED_PROPERTIES if not _text(news.get(p))
+    ]
     pods = news.get("pods")
     if not isinstance(pods, (list, tuple)) or not all(_text(pod) for pod in pods):
         failures.append(CheckFailure("pods", "pods must be a list of Pod names"))

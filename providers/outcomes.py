@@ -82,7 +82,9 @@ class Problem:
         return {"reason": str(self.reason), "message": self.message, "persistence": self.persistence.value}
 
 
-def problem_output(reason: ProblemReason, message: str, persistence: Persistence = Persistence.TEMPORARY) -> ProblemOutput:
+def problem_output(
+    reason: ProblemReason, message: str, persistence: Persistence = Persistence.TEMPORARY
+) -> ProblemOutput:
     """The `problem` output of a failed operation. Pure."""
     return Problem(reason, message, persistence).output()
 

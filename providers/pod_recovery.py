@@ -58,12 +58,18 @@ class DeleteOutcome(StrEnum):
 
 def delete_terminal_pod(client: KubeClient, namespace: str, pod: TerminalPod) -> DeleteOutcome:
     """Delete exactly `pod` (same UID, same resourceVersion) from `namespace`."""
-    return delete_exact_pod(client, namespace=namespace, name=pod.name, uid=pod.uid, resource_version=pod.resource_version)
+    return delete_exact_pod(
+        client, namespace=namespace, name=pod.name, uid=pod.uid, resource_version=pod.resource_version
+    )
 
 
-def delete_exact_pod(client: KubeClient, *, namespace: str, name: str, uid: str, resource_version: str) -> DeleteOutcome:
+def delete_exact_pod(
+    client: KubeClient, *, namespace: str, name: str, uid: str, resource_version: str
+) -> DeleteOutcome:
     """Delete the Pod `namespace/name` only while it has this UID and this resourceVersion."""
-    outcome, _conflict = answered_deletion(client, namespace=namespace, name=name, uid=uid, resource_version=resource_version)
+    outcome, _conflict = answered_deletion(
+        client, namespace=namespace, name=name, uid=uid, resource_version=resource_version
+    )
     return outcome
 
 
@@ -87,7 +93,11 @@ class PodRecoveryProvider(ClusterResourceProvider):
 
     def check(self, _olds: dict[str, Any], news: dict[str, Any]) -> CheckResult:
         inputs = without_legacy_access(news)
-        failures = [CheckFailure(p, f"{p} is required") for p in IDENTITY_PROPERTIES if not isinstance(inputs.get(p), str) or not inputs[p]]
+        failures = [
+            CheckFailure(p, f"{p} is required")
+            for p in IDENTITY_PROPERTIES
+            if not isinstance(inputs.get(p), str) or not inputs[p]
+        ]
         attempt = restore_integers(inputs.get("attempt"))
         if isinstance(attempt, bool) or not isinstance(attempt, int) or attempt < 1:
             failures.append(CheckFailure("attempt", "attempt must be a whole number of at least 1"))
@@ -107,7 +117,11 @@ class PodRecoveryProvider(ClusterResourceProvider):
         return CreateResult(id_=planned.resource_id, outs=with_problem(outputs, problem))
 
     def update(self, _id: str, olds: dict[str, Any], news: dict[str, Any]) -> UpdateResult:
-        outputs = {**without_legacy_access(news), "outcome": olds.get("outcome"), PROBLEM_OUTPUT: olds.get(PROBLEM_OUTPUT)}
+        outputs = {
+            **without_legacy_access(news),
+            "outcome": olds.get("outcome"),
+            PROBLEM_OUTPUT: olds.get(PROBLEM_OUTPUT),
+        }
         return UpdateResult(outs=outputs)
 
     def read(self, id_: str, props: dict[str, Any]) -> ReadResult:
@@ -121,7 +135,11 @@ class PodRecoveryProvider(ClusterResourceProvider):
         try:
             with open_client(self.cluster_access()) as client:
                 outcome, conflict = answered_deletion(
-                    client, namespace=planned.namespace, name=planned.pod, uid=planned.pod_uid, resource_version=planned.resource_version
+                    client,
+                    namespace=planned.namespace,
+                    name=planned.pod,
+                    uid=planned.pod_uid,
+                    resource_version=planned.resource_version,
                 )
         except KubeError as error:
             return DeleteOutcome.FAILED, kube_problem(error, refused=ProblemReason.POD_RECOVERY_REFUSED)

@@ -179,7 +179,9 @@ def read_document(config_map: Mapping[str, Any], *, key: str = DEFAULT_KEY) -> d
             f"{where} is not valid JSON (line {error.lineno}, column {error.colno}: {error.msg}); it is left untouched"
         ) from error
     if not isinstance(document, dict):
-        raise MalformedProfileStore(f"{where} holds a JSON {type(document).__name__}, not an object; it is left untouched")
+        raise MalformedProfileStore(
+            f"{where} holds a JSON {type(document).__name__}, not an object; it is left untouched"
+        )
     profiles = document.get(PROFILES_FIELD)
     if profiles is not None and not isinstance(profiles, dict):
         raise MalformedProfileStore(
@@ -193,7 +195,9 @@ def read_profiles(config_map: Mapping[str, Any], *, key: str = DEFAULT_KEY) -> d
     return dict(read_document(config_map, key=key).get(PROFILES_FIELD) or {})
 
 
-def with_profile(profiles: Mapping[str, Any], name: str, body: Mapping[str, Any], *, max_owned: int, where: str = "the store") -> dict[str, Any] | None:
+def with_profile(
+    profiles: Mapping[str, Any], name: str, body: Mapping[str, Any], *, max_owned: int, where: str = "the store"
+) -> dict[str, Any] | None:
     """`profiles` with entry `name` set to `body`; None when it already is (nothing to write). Pure.
 
     Raises ProfileStoreError for a name the program does not own, and ProfileStoreFull when a
@@ -256,10 +260,17 @@ def put_profile(
 
 
 def remove_profile(
-    client: KubeClient, ref: ProfileStoreRef, name: str, attempts: int = DEFAULT_ATTEMPTS, *, store: StoreSettings = RUNTIME_STORE
+    client: KubeClient,
+    ref: ProfileStoreRef,
+    name: str,
+    attempts: int = DEFAULT_ATTEMPTS,
+    *,
+    store: StoreSettings = RUNTIME_STORE,
 ) -> bool:
     """Remove entry `name`, by compare-and-swap. True when something was written; absence is success."""
-    return _compare_and_swap(client, ref, lambda profiles: without_profile(profiles, name), attempts=attempts, create=False, store=store)
+    return _compare_and_swap(
+        client, ref, lambda profiles: without_profile(profiles, name), attempts=attempts, create=False, store=store
+    )
 
 
 def bootstrap_store(client: KubeClient, ref: ProfileStoreRef, *, store: StoreSettings = RUNTIME_STORE) -> bool:

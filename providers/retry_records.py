@@ -49,7 +49,9 @@ class RetryRecord:
         return f"failing for {minutes} min, {self.attempts} attempts"
 
 
-def next_records(problems: Mapping[str, Problem], previous: Mapping[str, RetryRecord], now: datetime) -> dict[str, RetryRecord]:
+def next_records(
+    problems: Mapping[str, Problem], previous: Mapping[str, RetryRecord], now: datetime
+) -> dict[str, RetryRecord]:
     """The records after a run that met `problems` (by resource name). Pure."""
     records = {}
     for source, problem in sorted(problems.items()):
@@ -65,7 +67,9 @@ def next_records(problems: Mapping[str, Problem], previous: Mapping[str, RetryRe
 
 def records_output(records: Mapping[str, RetryRecord]) -> dict[str, dict[str, Any]]:
     """The wire form of `records`. Pure."""
-    return {source: {"reason": r.reason, "attempts": r.attempts, "since": r.since} for source, r in sorted(records.items())}
+    return {
+        source: {"reason": r.reason, "attempts": r.attempts, "since": r.since} for source, r in sorted(records.items())
+    }
 
 
 def records_from(value: Any) -> dict[str, RetryRecord]:

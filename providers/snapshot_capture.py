@@ -22,7 +22,11 @@ _VOLATILE_METADATA = ("managedFields",)
 
 
 def capture(
-    access: KubeAccess, *, system_namespace: str, gateway_namespace: str | None = None, probes: ProbeLimits = ProbeLimits()
+    access: KubeAccess,
+    *,
+    system_namespace: str,
+    gateway_namespace: str | None = None,
+    probes: ProbeLimits = ProbeLimits(),
 ) -> dict[str, Any]:
     """Every object one observation reads, as the `List` document snapshot_document builds.
 
@@ -36,7 +40,11 @@ def capture(
         live = read_live_objects(client, system_namespace, gateway_namespace)
     health = observe_health(access, live.objects, limits=probes)
     return snapshot_document(
-        live.objects, system_namespace=system_namespace, unreadable=live.unreadable, health=health, served_apis=live.served_apis
+        live.objects,
+        system_namespace=system_namespace,
+        unreadable=live.unreadable,
+        health=health,
+        served_apis=live.served_apis,
     )
 
 

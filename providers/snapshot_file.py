@@ -197,7 +197,10 @@ def _field_line(node: yaml.Node | None, *, api_version: str, kind: str, field: s
             if found is not None:
                 return found
         return None
-    if getattr(fields.get("apiVersion"), "value", None) == api_version and getattr(fields.get("kind"), "value", None) == kind:
+    if (
+        getattr(fields.get("apiVersion"), "value", None) == api_version
+        and getattr(fields.get("kind"), "value", None) == kind
+    ):
         return fields[field].start_mark.line + 1
     return None
 
@@ -236,7 +239,9 @@ def _recorded_namespace(documents: Iterable[Any], *, source: str) -> str | None:
     recorded = set()
     for value in _list_annotations(documents, SYSTEM_NAMESPACE_ANNOTATION):
         if not isinstance(value, str) or not _NAMESPACE.fullmatch(value):
-            raise SnapshotFileError(f"{source}: List annotation {SYSTEM_NAMESPACE_ANNOTATION}: {value!r} is not a namespace name")
+            raise SnapshotFileError(
+                f"{source}: List annotation {SYSTEM_NAMESPACE_ANNOTATION}: {value!r} is not a namespace name"
+            )
         recorded.add(value)
     if len(recorded) > 1:
         raise SnapshotFileError(f"{source}: Lists record different system namespaces: {', '.join(sorted(recorded))}")

@@ -71,9 +71,15 @@ class StaleRemovalProvider(ClusterResourceProvider):
 
     def check(self, _olds: dict[str, Any], news: dict[str, Any]) -> CheckResult:
         inputs = without_legacy_access(news)
-        failures = [CheckFailure(p, f"{p} is required") for p in INPUT_PROPERTIES if not isinstance(inputs.get(p), str) or not inputs[p]]
+        failures = [
+            CheckFailure(p, f"{p} is required")
+            for p in INPUT_PROPERTIES
+            if not isinstance(inputs.get(p), str) or not inputs[p]
+        ]
         if not failures and (inputs["apiVersion"], inputs["kind"]) not in REMOVABLE_KINDS:
-            failures.append(CheckFailure("kind", f"{inputs['kind']} ({inputs['apiVersion']}) is not a kind the program removes"))
+            failures.append(
+                CheckFailure("kind", f"{inputs['kind']} ({inputs['apiVersion']}) is not a kind the program removes")
+            )
         return CheckResult(inputs, failures)
 
     def diff(self, _id: str, olds: dict[str, Any], news: dict[str, Any]) -> DiffResult:
@@ -91,7 +97,11 @@ class StaleRemovalProvider(ClusterResourceProvider):
         return CreateResult(id_=f"{target.namespace}/{target.name}/{target.uid}", outs=with_problem(outputs, problem))
 
     def update(self, _id: str, olds: dict[str, Any], news: dict[str, Any]) -> UpdateResult:
-        recorded = {"outcome": olds.get("outcome"), "message": olds.get("message", ""), PROBLEM_OUTPUT: olds.get(PROBLEM_OUTPUT)}
+        recorded = {
+            "outcome": olds.get("outcome"),
+            "message": olds.get("message", ""),
+            PROBLEM_OUTPUT: olds.get(PROBLEM_OUTPUT),
+        }
         return UpdateResult(outs={**without_legacy_access(news), **recorded})
 
     def read(self, id_: str, props: dict[str, Any]) -> ReadResult:

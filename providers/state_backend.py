@@ -68,7 +68,14 @@ _FALSE: Final = frozenset({"false", "0", "no"})
 _BUCKET_NAME = re.compile(r"[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]")
 _IPV4 = re.compile(r"\d+\.\d+\.\d+\.\d+")
 _REFUSED_CREDENTIALS: Final = frozenset(
-    {"InvalidAccessKeyId", "SignatureDoesNotMatch", "ExpiredToken", "InvalidToken", "TokenRefreshRequired", "InvalidClientTokenId"}
+    {
+        "InvalidAccessKeyId",
+        "SignatureDoesNotMatch",
+        "ExpiredToken",
+        "InvalidToken",
+        "TokenRefreshRequired",
+        "InvalidClientTokenId",
+    }
 )
 _DENIED: Final = frozenset({"AccessDenied", "AllAccessDisabled"})
 
@@ -290,7 +297,9 @@ def _directory_finding(path: Path) -> Finding | None:
     if not exists:
         return Finding(Check.DIRECTORY, f"{path} does not exist", f"create it: mkdir -p {path}")
     if not is_directory:
-        return Finding(Check.DIRECTORY, f"{path} is not a directory", "point the URL at a directory: file:///path/to/directory")
+        return Finding(
+            Check.DIRECTORY, f"{path} is not a directory", "point the URL at a directory: file:///path/to/directory"
+        )
     return None
 
 
@@ -322,7 +331,9 @@ def s3_client(backend: S3Backend) -> S3Client:
         from botocore.config import Config
         from botocore.exceptions import ProfileNotFound
     except ImportError as error:
-        raise BackendUrlError(f"{backend.url}: checking an s3:// backend needs boto3: pip install 'magicstick[s3]'") from error
+        raise BackendUrlError(
+            f"{backend.url}: checking an s3:// backend needs boto3: pip install 'magicstick[s3]'"
+        ) from error
     try:
         session = boto3.session.Session(profile_name=backend.profile, region_name=backend.region)
     except ProfileNotFound as error:
@@ -443,7 +454,9 @@ def _refused(check: Check, backend: S3Backend, refusal: S3Refusal, *, action: st
 
 def _bucket_finding(backend: S3Backend, client: S3Client) -> Finding | None:
     prefix = f"{backend.prefix}/" if backend.prefix else ""
-    answer = _ask(backend, "ListObjectsV2", lambda: client.list_objects_v2(Bucket=backend.bucket, Prefix=prefix, MaxKeys=1))
+    answer = _ask(
+        backend, "ListObjectsV2", lambda: client.list_objects_v2(Bucket=backend.bucket, Prefix=prefix, MaxKeys=1)
+    )
     if not isinstance(answer, S3Refusal):
         return None
     if answer.status == 404 or answer.code == "NoSuchBucket":
@@ -451,9 +464,15 @@ def _bucket_finding(backend: S3Backend, client: S3Client) -> Finding | None:
     if answer.status == 301:
         actual = answer.headers.get("x-amz-bucket-region", "another region")
         wanted = backend.region or "the default region"
-        return Finding(Check.BUCKET, f"bucket {backend.bucket} is in {actual}, not {wanted}", f"set region={actual} in the URL")
+        return Finding(
+            Check.BUCKET, f"bucket {backend.bucket} is in {actual}, not {wanted}", f"set region={actual} in the URL"
+        )
     return _refused(
-        Check.BUCKET, backend, answer, action="s3:ListBucket", fix="check the URL's endpoint and region and the store's logs"
+        Check.BUCKET,
+        backend,
+        answer,
+        action="s3:ListBucket",
+        fix="check the URL's endpoint and region and the store's logs",
     )
 
 
@@ -480,7 +499,9 @@ _DEFAULT_ENCRYPTION: Final = '\'{"Rules":[{"ApplyServerSideEncryptionByDefault":
 
 
 def _encryption_finding(backend: S3Backend, client: S3Client) -> Finding | None:
-    fix = f"set it: {_cli(backend, 'put-bucket-encryption')} --server-side-encryption-configuration {_DEFAULT_ENCRYPTION}"
+    fix = (
+        f"set it: {_cli(backend, 'put-bucket-encryption')} --server-side-encryption-configuration {_DEFAULT_ENCRYPTION}"
+    )
     answer = _ask(backend, "GetBucketEncryption", lambda: client.get_bucket_encryption(Bucket=backend.bucket))
     if isinstance(answer, S3Refusal):
         if answer.code != "ServerSideEncryptionConfigurationNotFoundError":
@@ -522,7 +543,9 @@ def _probe_finding(backend: S3Backend, client: S3Client) -> Finding | None:
     written = _ask(backend, "PutObject", lambda: client.put_object(Bucket=backend.bucket, Key=key, Body=body))
     if isinstance(written, S3Refusal):
         return Finding(Check.PROBE, f"writing {where} failed ({written})", fix)
-    read = _ask(backend, "GetObject", lambda: {"Body": client.get_object(Bucket=backend.bucket, Key=key)["Body"].read()})
+    read = _ask(
+        backend, "GetObject", lambda: {"Body": client.get_object(Bucket=backend.bucket, Key=key)["Body"].read()}
+    )
     deleted = _ask(backend, "DeleteObject", lambda: client.delete_object(Bucket=backend.bucket, Key=key))
     if isinstance(read, S3Refusal):
         return Finding(Check.PROBE, f"reading back {where} failed ({read})", fix)
@@ -542,4 +565,8 @@ def _remove_versions(backend: S3Backend, client: S3Client, key: str, versions: t
     """Delete the given versions of `key`; a refusal leaves that version in place."""
     for version in versions:
         if version and version != "null":
-            _ask(backend, "DeleteObject", partial(client.delete_object, Bucket=backend.bucket, Key=key, VersionId=version))
+            _ask(
+                backend,
+                "DeleteObject",
+                partial(client.delete_object, Bucket=backend.bucket, Key=key, VersionId=version),
+            )

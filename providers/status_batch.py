@@ -81,7 +81,11 @@ class Batch:
     @classmethod
     def from_props(cls, props: Mapping[str, Any]) -> Batch:
         members = props.get(MEMBERS_INPUT)
-        return cls(api_version=props["apiVersion"], kind=props["kind"], members=dict(members) if isinstance(members, Mapping) else {})
+        return cls(
+            api_version=props["apiVersion"],
+            kind=props["kind"],
+            members=dict(members) if isinstance(members, Mapping) else {},
+        )
 
     def target(self, key: str, retries: Mapping[str, RetryRecord]) -> StatusTarget:
         member = self.members[key]
@@ -115,12 +119,18 @@ def check_members(value: Any) -> tuple[Members, list[CheckFailure]]:
         if not isinstance(name, str) or not name:
             failures.append(CheckFailure(f"{path}.name", "name is required"))
         elif not isinstance(namespace, str) or member_key(namespace, name) != key:
-            failures.append(CheckFailure(path, f"the key of {namespace!r}/{name!r} must be {member_key(str(namespace or ''), name)!r}"))
+            failures.append(
+                CheckFailure(
+                    path, f"the key of {namespace!r}/{name!r} must be {member_key(str(namespace or ''), name)!r}"
+                )
+            )
         if not isinstance(checked[STATUS_INPUT], dict):
             failures.append(CheckFailure(f"{path}.{STATUS_INPUT}", "status must be a mapping, or the JSON text of one"))
         problems = checked.get(PROBLEMS_INPUT, {})
         if not (isinstance(problems, Mapping) or is_unknown(problems)):
-            failures.append(CheckFailure(f"{path}.{PROBLEMS_INPUT}", "problems must be a mapping of resource name to problem"))
+            failures.append(
+                CheckFailure(f"{path}.{PROBLEMS_INPUT}", "problems must be a mapping of resource name to problem")
+            )
         members[key] = checked
     return members, failures
 
@@ -131,14 +141,23 @@ def members_to_write(olds: Mapping[str, Any], news: Mapping[str, Any]) -> list[s
     A member is written when it is new or changed, when its last write met a Temporary problem,
     or when one of its own problems is Temporary (the run counts in its retry record).
     """
-    before, write_problems, members = _mapping(olds, MEMBERS_INPUT), _mapping(olds, WRITE_PROBLEMS_OUTPUT), _mapping(news, MEMBERS_INPUT)
+    before, write_problems, members = (
+        _mapping(olds, MEMBERS_INPUT),
+        _mapping(olds, WRITE_PROBLEMS_OUTPUT),
+        _mapping(news, MEMBERS_INPUT),
+    )
     chosen = []
     for key in sorted(members):
         member = members[key] if isinstance(members[key], Mapping) else {}
         refused = problem_from(write_problems.get(key))
         lasting = any(problem.retried for problem in problems_by_source(member.get(PROBLEMS_INPUT)).values())
         recorded = before.get(key)
-        if not isinstance(recorded, Mapping) or not same_member(recorded, member) or (refused is not None and refused.retried) or lasting:
+        if (
+            not isinstance(recorded, Mapping)
+            or not same_member(recorded, member)
+            or (refused is not None and refused.retried)
+            or lasting
+        ):
             chosen.append(key)
     return chosen
 
@@ -192,7 +211,9 @@ def batch_problem(problems: Mapping[str, Problem], members: int) -> Problem | No
         return None
     first = problems[min(problems)]
     told = "; ".join(f"{key}: {problem.reason}: {problem.message}" for key, problem in sorted(problems.items()))
-    persistence = Persistence.TEMPORARY if any(problem.retried for problem in problems.values()) else Persistence.PERMANENT
+    persistence = (
+        Persistence.TEMPORARY if any(problem.retried for problem in problems.values()) else Persistence.PERMANENT
+    )
     return Problem(first.reason, f"{len(problems)} of {members} statuses not written: {told}", persistence)
 
 
@@ -234,32 +255,51 @@ class StatusBatchProvider(ClusterResourceProvider):
         for key, obj in current.items():
             fields = members[key].get(FIELDS_OUTPUT) or ()
             live = obj.get("status") or {}
-            members[key] = {**members[key], STATUS_DIGEST_OUTPUT: digest({k: v for k, v in live.items() if k in fields})}
+            members[key] = {
+                **members[key],
+                STATUS_DIGEST_OUTPUT: digest({k: v for k, v in live.items() if k in fields}),
+            }
         return ReadResult(id_=id_, outs={**observed, MEMBERS_INPUT: members})
 
     def delete(self, _id: str, _props: dict[str, Any]) -> None:
         return None
 
-    def _outputs(self, props: Mapping[str, Any], batch: Batch, keys: list[str], olds: Mapping[str, Any]) -> dict[str, Any]:
+    def _outputs(
+        self, props: Mapping[str, Any], batch: Batch, keys: list[str], olds: Mapping[str, Any]
+    ) -> dict[str, Any]:
         """Write the members `keys`, counting this run in their retry records; the full outputs.
         The members not written keep the problems and records their last write left."""
         now = datetime.now(UTC)
         old_problems, old_retries = _mapping(olds, WRITE_PROBLEMS_OUTPUT), _mapping(olds, MEMBER_RETRIES_OUTPUT)
         written = set(keys)
-        problems = {key: p for key in batch.members if key not in written and (p := problem_from(old_problems.get(key))) is not None}
-        retries = {key: records_from(old_retries.get(key)) for key in batch.members if key not in written and old_retries.get(key)}
+        problems = {
+            key: p
+            for key in batch.members
+            if key not in written and (p := problem_from(old_problems.get(key))) is not None
+        }
+        retries = {
+            key: records_from(old_retries.get(key))
+            for key in batch.members
+            if key not in written and old_retries.get(key)
+        }
         for key in keys:
-            records = next_records(problems_by_source(batch.members[key].get(PROBLEMS_INPUT)), records_from(old_retries.get(key)), now)
+            records = next_records(
+                problems_by_source(batch.members[key].get(PROBLEMS_INPUT)), records_from(old_retries.get(key)), now
+            )
             if records:
                 retries[key] = records
         problems |= self._write(batch, keys, retries, now)
         outputs = with_problem(without_legacy_access(props), batch_problem(problems, len(batch.members)))
         outputs[MEMBERS_INPUT] = {key: recorded_member(member) for key, member in sorted(batch.members.items())}
         outputs[WRITE_PROBLEMS_OUTPUT] = {key: problem.output() for key, problem in sorted(problems.items())}
-        outputs[MEMBER_RETRIES_OUTPUT] = {key: records_output(records) for key, records in sorted(retries.items()) if records}
+        outputs[MEMBER_RETRIES_OUTPUT] = {
+            key: records_output(records) for key, records in sorted(retries.items()) if records
+        }
         return outputs
 
-    def _write(self, batch: Batch, keys: list[str], retries: Mapping[str, Mapping[str, RetryRecord]], now: datetime) -> dict[str, Problem]:
+    def _write(
+        self, batch: Batch, keys: list[str], retries: Mapping[str, Mapping[str, RetryRecord]], now: datetime
+    ) -> dict[str, Problem]:
         """Write the members `keys`; the problem of each one that could not be written."""
         if not keys:
             return {}
@@ -289,7 +329,10 @@ def _current_objects(client: KubeClient, batch: Batch, keys: list[str]) -> dict[
     members on, one LIST of each of their namespaces."""
     kind = APPLIANCE_KINDS[batch.kind]
     if len(keys) < LIST_FROM:
-        found = ((key, client.get_or_none(kind, batch.members[key]["name"], batch.members[key]["namespace"] or None)) for key in keys)
+        found = (
+            (key, client.get_or_none(kind, batch.members[key]["name"], batch.members[key]["namespace"] or None))
+            for key in keys
+        )
         return {key: obj for key, obj in found if obj is not None}
     wanted = set(keys)
     current: dict[str, dict[str, Any]] = {}
@@ -302,4 +345,12 @@ def _current_objects(client: KubeClient, batch: Batch, keys: list[str]) -> dict[
     return current
 
 
-__all__ = ["MEMBERS_INPUT", "WRITE_PROBLEMS_OUTPUT", "MEMBER_RETRIES_OUTPUT", "StatusBatchProvider", "members_to_write", "batch_problem", "check_members"]
+__all__ = [
+    "MEMBERS_INPUT",
+    "WRITE_PROBLEMS_OUTPUT",
+    "MEMBER_RETRIES_OUTPUT",
+    "StatusBatchProvider",
+    "members_to_write",
+    "batch_problem",
+    "check_members",
+]

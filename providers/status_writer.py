@@ -124,15 +124,23 @@ def status_with_problems(
         message = f"{status['message']} Also: {told}" if status.get("message") else told
     else:
         outage = all(problem.reason in STARTING_REASONS for problem in problems)
-        phase, reason, message = Phase.STARTING if outage else Phase.DEGRADED, reason_of(str(problems[0].reason)), _told(problems)
+        phase, reason, message = (
+            Phase.STARTING if outage else Phase.DEGRADED,
+            reason_of(str(problems[0].reason)),
+            _told(problems),
+        )
     record = longest(retries)
     if record is not None and record.attempts > 1:
         message = f"{message} ({record.describe(now)})"
     merged = {**status, "phase": phase.value}
     merged |= {key: value for key, value in (("reason", str(reason)), ("message", message)) if key in status}
     if "conditions" in status:
-        permanent = any(problem.persistence is Persistence.PERMANENT for problem in problems) or any(r.stalls(now) for r in retries)
-        merged["conditions"] = _not_ready(status, previous, phase=phase, reason=reason, message=message, permanent=permanent, now=now)
+        permanent = any(problem.persistence is Persistence.PERMANENT for problem in problems) or any(
+            r.stalls(now) for r in retries
+        )
+        merged["conditions"] = _not_ready(
+            status, previous, phase=phase, reason=reason, message=message, permanent=permanent, now=now
+        )
     return merged
 
 
@@ -227,7 +235,9 @@ def write_status_over(
         return False
     kind = APPLIANCE_KINDS[target.kind]
     moment = now or datetime.now(UTC)
-    desired = status_with_problems(target.status, target.problems, previous=current.get("status") or {}, now=moment, retries=target.retries)
+    desired = status_with_problems(
+        target.status, target.problems, previous=current.get("status") or {}, now=moment, retries=target.retries
+    )
     if status_is_current(current, desired, field_manager):
         return False
     body = {
@@ -264,20 +274,30 @@ class StatusProvider(ClusterResourceProvider):
         replaces = [p for p in IDENTITY_PROPERTIES if olds.get(p) != news.get(p)]
         changed = replaces + [p for p in ("status", PROBLEMS_INPUT) if olds.get(p) != news.get(p)]
         lasting = any(problem.retried for problem in problems_of(news.get(PROBLEMS_INPUT)))
-        return DiffResult(changes=bool(changed) or retry_requested(olds) or lasting, replaces=replaces, delete_before_replace=False)
+        return DiffResult(
+            changes=bool(changed) or retry_requested(olds) or lasting, replaces=replaces, delete_before_replace=False
+        )
 
     def create(self, props: dict[str, Any]) -> CreateResult:
         target = StatusTarget.from_inputs(props)
-        return CreateResult(id_=f"{target.kind}/{target.namespace}/{target.name}", outs=self._outputs(props, target, {}))
+        return CreateResult(
+            id_=f"{target.kind}/{target.namespace}/{target.name}", outs=self._outputs(props, target, {})
+        )
 
     def update(self, _id: str, olds: dict[str, Any], news: dict[str, Any]) -> UpdateResult:
-        return UpdateResult(outs=self._outputs(news, StatusTarget.from_inputs(news), records_from(olds.get(RETRIES_OUTPUT))))
+        return UpdateResult(
+            outs=self._outputs(news, StatusTarget.from_inputs(news), records_from(olds.get(RETRIES_OUTPUT)))
+        )
 
-    def _outputs(self, props: Mapping[str, Any], target: StatusTarget, previous: Mapping[str, RetryRecord]) -> dict[str, Any]:
+    def _outputs(
+        self, props: Mapping[str, Any], target: StatusTarget, previous: Mapping[str, RetryRecord]
+    ) -> dict[str, Any]:
         """Write the status, counting this run in the retry records; the full outputs."""
         now = datetime.now(UTC)
         records = next_records(problems_by_source(props.get(PROBLEMS_INPUT)), previous, now)
-        outputs = with_problem(without_legacy_access(props), self._write(replace(target, retries=tuple(records.values())), now))
+        outputs = with_problem(
+            without_legacy_access(props), self._write(replace(target, retries=tuple(records.values())), now)
+        )
         if records:
             outputs[RETRIES_OUTPUT] = records_output(records)
         return outputs

@@ -108,16 +108,29 @@ def parser_for(flags: Sequence[Flag], *, program: str, description: str, env_pre
     parser = _Parser(prog=program, description=description)
     for flag in flags:
         default = f"; default {flag.default}" if flag.default is not None else ""
-        parser.add_argument(flag.name, dest=flag.dest, metavar=flag.dest.upper(), help=f"{flag.help} [env {env_prefix}{flag.dest.upper()}{default}]")
+        parser.add_argument(
+            flag.name,
+            dest=flag.dest,
+            metavar=flag.dest.upper(),
+            help=f"{flag.help} [env {env_prefix}{flag.dest.upper()}{default}]",
+        )
     return parser
 
 
 def raw_values(
-    flags: Sequence[Flag], argv: Sequence[str], environ: Mapping[str, str], *, program: str, description: str, env_prefix: str
+    flags: Sequence[Flag],
+    argv: Sequence[str],
+    environ: Mapping[str, str],
+    *,
+    program: str,
+    description: str,
+    env_prefix: str,
 ) -> RawValues:
     """Each flag's value from `argv`, else `environ`, else its default, with its origin.
     Raises ServiceFlagError for a flag argparse refuses."""
-    given = vars(parser_for(flags, program=program, description=description, env_prefix=env_prefix).parse_args(list(argv)))
+    given = vars(
+        parser_for(flags, program=program, description=description, env_prefix=env_prefix).parse_args(list(argv))
+    )
     raw: RawValues = {}
     for flag in flags:
         env = env_prefix + flag.dest.upper()
@@ -135,7 +148,9 @@ def start_logging(level: str) -> None:
     logging.basicConfig(level=level.upper(), format="%(asctime)s %(levelname)s %(name)s %(message)s", stream=sys.stderr)
 
 
-def settings_or_exit_code(parse: Callable[[Sequence[str], Mapping[str, str]], T], argv: Sequence[str] | None, *, program: str) -> T | int:
+def settings_or_exit_code(
+    parse: Callable[[Sequence[str], Mapping[str, str]], T], argv: Sequence[str] | None, *, program: str
+) -> T | int:
     """`parse` of the process's flags and environment, or the exit code of a bad one (said in one line)."""
     try:
         return parse(sys.argv[1:] if argv is None else argv, os.environ)

@@ -67,5 +67,7 @@ def local_image(name: str) -> LocalImage:
     directory = cache_dir() / name
     archive, reference = directory / "image.tar", directory / "reference"
     if not (archive.is_file() and reference.is_file()):
-        raise ImageNotBuilt(f"image {name} is not built in {directory}: run `{BUILD_SCRIPT.relative_to(REPO_ROOT)} {name}` (as root; scripts/run-tests.sh does)")
+        raise ImageNotBuilt(
+            f"image {name} is not built in {directory}: run `{BUILD_SCRIPT.relative_to(REPO_ROOT)} {name}` (as root; scripts/run-tests.sh does)"
+        )
     return LocalImage(name=name, archive=archive, reference=reference.read_text().strip())

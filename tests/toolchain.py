@@ -102,7 +102,9 @@ def kube_apiserver() -> Path:
 
 
 def kube_controller_manager() -> Path:
-    return tool("kube-controller-manager", f"kube-apiserver-{versions().kube}", env="MAGICSTICK_KUBE_CONTROLLER_MANAGER")
+    return tool(
+        "kube-controller-manager", f"kube-apiserver-{versions().kube}", env="MAGICSTICK_KUBE_CONTROLLER_MANAGER"
+    )
 
 
 def kube_scheduler() -> Path:

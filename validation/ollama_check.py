@@ -116,7 +116,6 @@ def run(model: str, base_url: str, timeouts: Timeouts = Timeouts()) -> tuple[dic
     return report, 0
 
 
-
 def main(environ: Mapping[str, str] = os.environ, timeouts: Timeouts = Timeouts()) -> int:
     model = environ.get("MAGICSTICK_VALIDATION_MODEL") or DEFAULT_MODEL
     base_url = environ.get("MAGICSTICK_OLLAMA_URL") or DEFAULT_URL

@@ -56,7 +56,11 @@ def hip_probe() -> HipResult:
 
     hip_version = getattr(torch.version, "hip", None)
     if not torch.cuda.is_available() or not hip_version:
-        return HipResult(False, False, f"no HIP GPU: torch.cuda.is_available()={torch.cuda.is_available()}, torch.version.hip={hip_version!r}")
+        return HipResult(
+            False,
+            False,
+            f"no HIP GPU: torch.cuda.is_available()={torch.cuda.is_available()}, torch.version.hip={hip_version!r}",
+        )
     try:
         generator = torch.Generator().manual_seed(0)
         a = torch.randn(256, 256, generator=generator)
@@ -77,7 +81,9 @@ def inference_probe(model: str, gpu_memory_utilization: float) -> InferenceResul
     from vllm import LLM, SamplingParams
 
     try:
-        llm = LLM(model=model, max_model_len=MAX_MODEL_LEN, enforce_eager=True, gpu_memory_utilization=gpu_memory_utilization)
+        llm = LLM(
+            model=model, max_model_len=MAX_MODEL_LEN, enforce_eager=True, gpu_memory_utilization=gpu_memory_utilization
+        )
         outputs = llm.generate([PROMPT], SamplingParams(temperature=0.0, max_tokens=8))
     except Exception as error:  # noqa: BLE001 (any engine failure is the verdict)
         return InferenceResult(False, f"vLLM failed: {type(error).__name__}: {error}")
@@ -96,7 +102,9 @@ def run(
     report: dict[str, Any] = {"hip": False, "inference": False, "cpuFallback": True}
     model = environ.get("MAGICSTICK_VALIDATION_MODEL") or DEFAULT_MODEL
     try:
-        utilization = float(environ.get("MAGICSTICK_VALIDATION_GPU_MEMORY_UTILIZATION") or DEFAULT_GPU_MEMORY_UTILIZATION)
+        utilization = float(
+            environ.get("MAGICSTICK_VALIDATION_GPU_MEMORY_UTILIZATION") or DEFAULT_GPU_MEMORY_UTILIZATION
+        )
     except ValueError:
         utilization = DEFAULT_GPU_MEMORY_UTILIZATION
     details: list[str] = []
@@ -119,7 +127,6 @@ def run(
     if detail:
         report["detail"] = detail[:MAX_DETAIL]
     return report, code
-
 
 
 def main(

@@ -11,8 +11,12 @@ import pulumi_kubernetes as k8s
 config = pulumi.Config("floor")
 count = config.require_int("count")
 namespace = config.get("namespace") or "floor"
-provider = k8s.Provider("kubernetes", kubeconfig=config.require("kubeconfig"), enable_server_side_apply=True, enable_config_map_mutable=True)
+provider = k8s.Provider(
+    "kubernetes", kubeconfig=config.require("kubeconfig"), enable_server_side_apply=True, enable_config_map_mutable=True
+)
 options = pulumi.ResourceOptions(provider=provider)
 for index in range(count):
     name = f"floor-{index:05d}"
-    k8s.core.v1.ConfigMap(name, metadata={"name": name, "namespace": namespace}, data={"index": str(index)}, opts=options)
+    k8s.core.v1.ConfigMap(
+        name, metadata={"name": name, "namespace": namespace}, data={"index": str(index)}, opts=options
+    )

@@ -42,7 +42,9 @@ def eligible_nodes(
     return tuple(sorted(set(chosen) | (labelled & silent)))
 
 
-def node_eligibility_patch(node: str, field_manager: str, extra_labels: Mapping[str, str] | None = None) -> DesiredObject:
+def node_eligibility_patch(
+    node: str, field_manager: str, extra_labels: Mapping[str, str] | None = None
+) -> DesiredObject:
     body = {
         "apiVersion": "v1",
         "kind": "Node",
@@ -95,7 +97,8 @@ def amd_objects(
         return ()
     labels = node_labels or {}
     objects = [
-        node_eligibility_patch(node, field_manager, labels.get(node)) for node in eligible_nodes(decision, nodes, snapshot, admitted)
+        node_eligibility_patch(node, field_manager, labels.get(node))
+        for node in eligible_nodes(decision, nodes, snapshot, admitted)
     ]
     if DEVICE_CONFIG_CRD in snapshot.served_crds:
         entry = catalogs.modules.require(MODULE)

@@ -86,7 +86,10 @@ def dra_inventory(snapshot: Snapshot, namespace: str) -> DraInventory:
         for device in item.spec.get("devices") or ():
             devices.append(
                 DraDeviceStatus(
-                    node=item.spec.get("nodeName") or pool, pool=pool, device=str(device.get("name", "")), pci_address=_pci_address(device)
+                    node=item.spec.get("nodeName") or pool,
+                    pool=pool,
+                    device=str(device.get("name", "")),
+                    pci_address=_pci_address(device),
                 )
             )
     devices.sort(key=lambda d: (d.node, d.device))
@@ -98,7 +101,8 @@ def dra_inventory(snapshot: Snapshot, namespace: str) -> DraInventory:
         if first is not None:
             pool, name = str(first.get("pool", "")), str(first.get("device", ""))
             allocated = next(
-                (d for d in devices if d.pool == pool and d.device == name), DraDeviceStatus(node=pool, pool=pool, device=name)
+                (d for d in devices if d.pool == pool and d.device == name),
+                DraDeviceStatus(node=pool, pool=pool, device=name),
             )
     return DraInventory(devices=tuple(devices), claim_device=allocated)
 
@@ -133,11 +137,16 @@ def shared_claim(*, namespace: str, node: str, slots: int, field_manager: str) -
     body = {
         "apiVersion": CLAIM_API_VERSION,
         "kind": "ResourceClaim",
-        "metadata": _metadata(SHARED_CLAIM, field_manager, namespace, **{SLOTS_ANNOTATION: str(slots), NODE_ANNOTATION: node}),
+        "metadata": _metadata(
+            SHARED_CLAIM, field_manager, namespace, **{SLOTS_ANNOTATION: str(slots), NODE_ANNOTATION: node}
+        ),
         "spec": {
             "devices": {
                 "requests": [
-                    {"name": "gpu", "exactly": {"deviceClassName": DRA_DEVICE_CLASS, "allocationMode": "ExactCount", "count": 1}}
+                    {
+                        "name": "gpu",
+                        "exactly": {"deviceClassName": DRA_DEVICE_CLASS, "allocationMode": "ExactCount", "count": 1},
+                    }
                 ]
             }
         },
@@ -167,7 +176,9 @@ def _mutation(hostname: str) -> str:
     )
 
 
-def admission_adapter(*, namespace: str, hostname: str, models: tuple[str, ...], field_manager: str) -> tuple[DesiredObject, DesiredObject]:
+def admission_adapter(
+    *, namespace: str, hostname: str, models: tuple[str, ...], field_manager: str
+) -> tuple[DesiredObject, DesiredObject]:
     """The MutatingAdmissionPolicy and its binding, for the Pods of the admitted `models`. Pure.
 
     With no admitted model the selector matches nothing (an In over one impossible value keeps
@@ -181,7 +192,9 @@ def admission_adapter(*, namespace: str, hostname: str, models: tuple[str, ...],
             "failurePolicy": "Fail",
             "reinvocationPolicy": "Never",
             "matchConstraints": {
-                "resourceRules": [{"apiGroups": [""], "apiVersions": ["v1"], "operations": ["CREATE"], "resources": ["pods"]}],
+                "resourceRules": [
+                    {"apiGroups": [""], "apiVersions": ["v1"], "operations": ["CREATE"], "resources": ["pods"]}
+                ],
                 "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": namespace}},
                 "objectSelector": {"matchExpressions": [{"key": MODEL_POD_LABEL, "operator": "In", "values": values}]},
             },

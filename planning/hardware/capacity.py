@@ -50,7 +50,9 @@ def accelerator_capacity(nodes: tuple[Node, ...], catalogs: Catalogs) -> tuple[A
     return tuple(sorted(found, key=lambda c: (c.node, c.compute_target, c.resource_name)))
 
 
-def published_resource(capacity: tuple[AcceleratorCapacity, ...], compute_target: str, catalogs: Catalogs) -> str | None:
+def published_resource(
+    capacity: tuple[AcceleratorCapacity, ...], compute_target: str, catalogs: Catalogs
+) -> str | None:
     """The resource a model of `compute_target` should request: the first of the target's
     resource names (catalog order: xe before i915) that some node publishes."""
     target = catalogs.compute_targets.get(compute_target)

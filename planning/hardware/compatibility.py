@@ -113,7 +113,11 @@ def read_selection(intent: Intent, catalogs: Catalogs) -> Selection:
         try:
             typed = parse_gpu_parameters(AMD_GPU_MODULE, _thawed(parameters))
         except ValidationError as error:
-            return Selection(activation=parsed.name, invalid=f"ModuleActivation {parsed.name}: {error.errors()[0]['msg']}", annotations=annotations)
+            return Selection(
+                activation=parsed.name,
+                invalid=f"ModuleActivation {parsed.name}: {error.errors()[0]['msg']}",
+                annotations=annotations,
+            )
         assert isinstance(typed, AmdGpuParameters)
         return Selection(
             profile_id=typed.compatibility_profile,
@@ -164,7 +168,9 @@ class NodeCompatibility:
     def identity(self) -> HostIdentity | None:
         if not self.evidence.current or self.node_uid is None:
             return None
-        return HostIdentity(node=self.node, node_uid=self.node_uid, boot_id=self.evidence.boot_id, fingerprint=self.evidence.fingerprint)
+        return HostIdentity(
+            node=self.node, node_uid=self.node_uid, boot_id=self.evidence.boot_id, fingerprint=self.evidence.fingerprint
+        )
 
     def to_status(self) -> CompatibilityNodeStatus:
         evidence = self.evidence if self.evidence.fingerprint else None
@@ -218,20 +224,33 @@ def _hardware_rule(profile: GpuCompatibilityProfile, gpus: tuple[PciGpu, ...]) -
 
 
 def _profile_rule(
-    *, profile: GpuCompatibilityProfile, selection: Selection, gpus: tuple[PciGpu, ...], node: Node, preflight_ok: bool, evidence: HostEvidence
+    *,
+    profile: GpuCompatibilityProfile,
+    selection: Selection,
+    gpus: tuple[PciGpu, ...],
+    node: Node,
+    preflight_ok: bool,
+    evidence: HostEvidence,
 ) -> tuple[CompatibilityReason, str]:
     """The first rule a profile node breaks, or ProfileApplies. Pure."""
     name = node.meta.name
     if selection.invalid:
         return CompatibilityReason.PARAMETERS_INVALID, selection.invalid
     if selection.profile_id != profile.id:
-        chosen = f"profile {selection.profile_id!r}" if selection.profile_id else "upstream-only support (no compatibilityProfile)"
+        chosen = (
+            f"profile {selection.profile_id!r}"
+            if selection.profile_id
+            else "upstream-only support (no compatibilityProfile)"
+        )
         return CompatibilityReason.PROFILE_NOT_SELECTED, (
             f"node {name} has a GPU that only compatibility profile {profile.id} ({profile.display_name}) covers; "
             f"ModuleActivation/amd-gpu selects {chosen}"
         )
     if profile.experimental and not selection.consent:
-        return CompatibilityReason.CONSENT_REQUIRED, f"profile {profile.id} is experimental and needs allowExperimental: \"true\""
+        return (
+            CompatibilityReason.CONSENT_REQUIRED,
+            f'profile {profile.id} is experimental and needs allowExperimental: "true"',
+        )
     broken = _hardware_rule(profile, gpus)
     if broken is not None:
         return CompatibilityReason.HARDWARE_RULE, f"node {name} has {broken}"
@@ -251,7 +270,14 @@ def _profile_rule(
 
 
 def node_compatibility(
-    *, node: Node, gpus: tuple[PciGpu, ...], selection: Selection, decision: VendorDecision, registered: bool, catalogs: Catalogs, now: datetime
+    *,
+    node: Node,
+    gpus: tuple[PciGpu, ...],
+    selection: Selection,
+    decision: VendorDecision,
+    registered: bool,
+    catalogs: Catalogs,
+    now: datetime,
 ) -> NodeCompatibility:
     """One AMD node under the rules of the module docstring. Pure."""
     evidence = read_evidence(node, now)
@@ -265,13 +291,17 @@ def node_compatibility(
         )
         eligible = preflight_ok
     else:
-        reason, message = _profile_rule(profile=profile, selection=selection, gpus=gpus, node=node, preflight_ok=preflight_ok, evidence=evidence)
+        reason, message = _profile_rule(
+            profile=profile, selection=selection, gpus=gpus, node=node, preflight_ok=preflight_ok, evidence=evidence
+        )
         eligible = reason is CompatibilityReason.PROFILE_APPLIES
     return NodeCompatibility(
         node=node.meta.name,
         node_uid=node.meta.uid,
         profile=profile,
-        opted_in=bool(profile and selection.profile_id == profile.id and (selection.consent or not profile.experimental)),
+        opted_in=bool(
+            profile and selection.profile_id == profile.id and (selection.consent or not profile.experimental)
+        ),
         eligible=eligible,
         pci_devices=_device_ids(tuple(g for g in gpus if g.vendor.lower() == AMD_VENDOR)),
         evidence=evidence,
@@ -320,9 +350,12 @@ class ValidationRunPlan:
             "host": self.host.to_wire(),
             "hostCurrent": self.host_current,
             "currentHost": self.current_host.to_wire() if self.current_host is not None else None,
-            "engines": [{"engine": e.engine, "image": e.image, "timeoutSeconds": e.timeout_seconds} for e in self.engines],
+            "engines": [
+                {"engine": e.engine, "image": e.image, "timeoutSeconds": e.timeout_seconds} for e in self.engines
+            ],
             "security": {
-                name: {"runAsUser": s.run_as_user, "supplementalGroups": list(s.supplemental_groups)} for name, s in sorted(self.security.items())
+                name: {"runAsUser": s.run_as_user, "supplementalGroups": list(s.supplemental_groups)}
+                for name, s in sorted(self.security.items())
             },
             "namespace": self.namespace,
             "historyNamespace": self.history_namespace,
@@ -340,7 +373,10 @@ class ValidationRunPlan:
             profile_version=inputs["profileVersion"],
             host=HostIdentity.from_wire(inputs["host"]),
             host_current=bool(inputs["hostCurrent"]),
-            engines=tuple(EngineRun(engine=e["engine"], image=e["image"], timeout_seconds=int(e["timeoutSeconds"])) for e in inputs["engines"]),
+            engines=tuple(
+                EngineRun(engine=e["engine"], image=e["image"], timeout_seconds=int(e["timeoutSeconds"]))
+                for e in inputs["engines"]
+            ),
             security={
                 name: PodSecurity(
                     run_as_user=None if s.get("runAsUser") is None else int(s["runAsUser"]),
@@ -397,7 +433,10 @@ def _security(profile: GpuCompatibilityProfile) -> dict[str, PodSecurity]:
 
 
 def _engines(profile: GpuCompatibilityProfile) -> tuple[EngineRun, ...]:
-    return tuple(EngineRun(engine=name, image=e.validation_image, timeout_seconds=e.timeout_seconds) for name, e in sorted(profile.engines.items()))
+    return tuple(
+        EngineRun(engine=name, image=e.validation_image, timeout_seconds=e.timeout_seconds)
+        for name, e in sorted(profile.engines.items())
+    )
 
 
 def _run_plan(
@@ -422,7 +461,8 @@ def _run_plan(
         profile_id=record.profile_id if record else profile.id,
         profile_version=record.profile_version if record else profile.profile_version,
         host=host,
-        host_current=current == host and profile.profile_version == (record.profile_version if record else profile.profile_version),
+        host_current=current == host
+        and profile.profile_version == (record.profile_version if record else profile.profile_version),
         engines=record.engines if record else _engines(profile),
         security=_security(profile),
         namespace=namespace,
@@ -456,13 +496,36 @@ def _diagnostics(selection: Selection) -> tuple[_Diagnostic, ...]:
             raw = None
         fields = ("node", "nodeUID", "device", "bootID", "fingerprint", "profileVersion")
         if not isinstance(raw, dict) or not all(isinstance(raw.get(f), str) and raw.get(f) for f in fields):
-            found.append(_Diagnostic(request, "", "", "", "", "", "", problem=f"annotation {key} must be a JSON object with {', '.join(fields)}"))
+            found.append(
+                _Diagnostic(
+                    request,
+                    "",
+                    "",
+                    "",
+                    "",
+                    "",
+                    "",
+                    problem=f"annotation {key} must be a JSON object with {', '.join(fields)}",
+                )
+            )
             continue
-        found.append(_Diagnostic(request, raw["node"], raw["nodeUID"], raw["device"].lower(), raw["bootID"], raw["fingerprint"], raw["profileVersion"]))
+        found.append(
+            _Diagnostic(
+                request,
+                raw["node"],
+                raw["nodeUID"],
+                raw["device"].lower(),
+                raw["bootID"],
+                raw["fingerprint"],
+                raw["profileVersion"],
+            )
+        )
     return tuple(found)
 
 
-def _binding_problem(diagnostic: _Diagnostic, nodes: tuple[NodeCompatibility, ...], profile: GpuCompatibilityProfile) -> str:
+def _binding_problem(
+    diagnostic: _Diagnostic, nodes: tuple[NodeCompatibility, ...], profile: GpuCompatibilityProfile
+) -> str:
     """Why a diagnostic's binding does not match the node as it is now, or empty. Pure."""
     node = next((n for n in nodes if n.node == diagnostic.node), None)
     if node is None or node.node_uid != diagnostic.node_uid:
@@ -500,7 +563,13 @@ def decide_compatibility(
             continue
         nodes.append(
             node_compatibility(
-                node=node, gpus=gpus, selection=selection, decision=decision, registered=node.meta.name in registered, catalogs=catalogs, now=now
+                node=node,
+                gpus=gpus,
+                selection=selection,
+                decision=decision,
+                registered=node.meta.name in registered,
+                catalogs=catalogs,
+                now=now,
             )
         )
     history, history_problem = _history(snapshot, namespace)
@@ -521,7 +590,9 @@ def decide_compatibility(
 
 
 def _target(nodes: tuple[NodeCompatibility, ...], profile: GpuCompatibilityProfile) -> NodeCompatibility | None:
-    return next((n for n in nodes if n.profile == profile and n.eligible and n.resource_registered and n.evidence.current), None)
+    return next(
+        (n for n in nodes if n.profile == profile and n.eligible and n.resource_registered and n.evidence.current), None
+    )
 
 
 def _runs(
@@ -548,7 +619,15 @@ def _runs(
     for run_id, device, diagnostic in requests:
         record = history.runs.get(run_id) if history is not None else None
         if record is not None:
-            plan = _run_plan(run_id=run_id, profile=profile, target=None, record=record, namespace=namespace, device=device, nodes=nodes)
+            plan = _run_plan(
+                run_id=run_id,
+                profile=profile,
+                target=None,
+                record=record,
+                namespace=namespace,
+                device=device,
+                nodes=nodes,
+            )
             if plan is not None:
                 runs.append(plan)
             continue
@@ -556,7 +635,9 @@ def _runs(
         if diagnostic is not None and not why:
             stale = _binding_problem(diagnostic, nodes, profile)
             if stale:
-                diag_status[run_id] = DeviceDiagnosticStatus(request=diagnostic.request, node=diagnostic.node, device=device, state="Stale", message=stale)
+                diag_status[run_id] = DeviceDiagnosticStatus(
+                    request=diagnostic.request, node=diagnostic.node, device=device, state="Stale", message=stale
+                )
                 continue
             target_for: NodeCompatibility | None = next(n for n in nodes if n.node == diagnostic.node)
         else:
@@ -565,9 +646,13 @@ def _runs(
             if diagnostic is None:
                 blocked = why
             else:
-                diag_status[run_id] = DeviceDiagnosticStatus(request=diagnostic.request, node=diagnostic.node, device=device, state="Queued", message=why)
+                diag_status[run_id] = DeviceDiagnosticStatus(
+                    request=diagnostic.request, node=diagnostic.node, device=device, state="Queued", message=why
+                )
             continue
-        plan = _run_plan(run_id=run_id, profile=profile, target=target_for, record=None, namespace=namespace, device=device)
+        plan = _run_plan(
+            run_id=run_id, profile=profile, target=target_for, record=None, namespace=namespace, device=device
+        )
         if plan is not None:
             runs.append(plan)
             busy = True
@@ -576,7 +661,11 @@ def _runs(
 
 
 def _start_block(
-    history: History | None, history_problem: str, target: NodeCompatibility | None, busy: bool, profile: GpuCompatibilityProfile
+    history: History | None,
+    history_problem: str,
+    target: NodeCompatibility | None,
+    busy: bool,
+    profile: GpuCompatibilityProfile,
 ) -> str:
     if history is None:
         return f"{ValidationBlock.HISTORY_UNAVAILABLE}: {history_problem}; no new diagnostics start"
@@ -600,14 +689,22 @@ def _diagnostic_statuses(
     for diagnostic in diagnostics:
         run_id = f"device-{diagnostic.request}"
         if diagnostic.problem:
-            found.append(DeviceDiagnosticStatus(request=diagnostic.request, node="", device="", state="Rejected", message=diagnostic.problem))
+            found.append(
+                DeviceDiagnosticStatus(
+                    request=diagnostic.request, node="", device="", state="Rejected", message=diagnostic.problem
+                )
+            )
             continue
         if run_id in decided:
             found.append(decided[run_id])
             continue
         record = history.runs.get(run_id) if history is not None else None
         if record is None:
-            found.append(DeviceDiagnosticStatus(request=diagnostic.request, node=diagnostic.node, device=diagnostic.device, state="Queued"))
+            found.append(
+                DeviceDiagnosticStatus(
+                    request=diagnostic.request, node=diagnostic.node, device=diagnostic.device, state="Queued"
+                )
+            )
             continue
         current = next((n.identity for n in nodes if n.node == record.host.node), None)
         state: Literal["Finished", "Running", "Stale"] = "Finished" if record.finished else "Running"
@@ -712,7 +809,9 @@ def _subject(nodes: tuple[NodeCompatibility, ...], profile: GpuCompatibilityProf
     return next(iter(listed or nodes), None)
 
 
-def _summary(compatibility: AmdCompatibility, profile: GpuCompatibilityProfile | None, subject: NodeCompatibility | None) -> tuple[str, str]:
+def _summary(
+    compatibility: AmdCompatibility, profile: GpuCompatibilityProfile | None, subject: NodeCompatibility | None
+) -> tuple[str, str]:
     selection = compatibility.selection
     if selection.invalid:
         return CompatibilityReason.PARAMETERS_INVALID.value, selection.invalid
@@ -725,7 +824,9 @@ def _summary(compatibility: AmdCompatibility, profile: GpuCompatibilityProfile |
     return subject.reason.value, subject.message
 
 
-def _validation(compatibility: AmdCompatibility, profile: GpuCompatibilityProfile | None) -> dict[str, EngineValidationStatus]:
+def _validation(
+    compatibility: AmdCompatibility, profile: GpuCompatibilityProfile | None
+) -> dict[str, EngineValidationStatus]:
     if profile is None:
         return {}
     request = compatibility.selection.validation_request

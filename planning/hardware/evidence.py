@@ -103,7 +103,9 @@ def read_evidence(node: Node, now: datetime) -> HostEvidence:
     if not raw_text:
         return HostEvidence(EvidenceState.MISSING, f"node {name} has no host evidence ({HOST_EVIDENCE_ANNOTATION})")
     if len(raw_text) > MAX_EVIDENCE_CHARS:
-        return HostEvidence(EvidenceState.MALFORMED, f"host evidence of node {name} exceeds {MAX_EVIDENCE_CHARS} characters")
+        return HostEvidence(
+            EvidenceState.MALFORMED, f"host evidence of node {name} exceeds {MAX_EVIDENCE_CHARS} characters"
+        )
     try:
         raw = json.loads(raw_text)
     except json.JSONDecodeError as error:
@@ -131,20 +133,32 @@ def read_evidence(node: Node, now: datetime) -> HostEvidence:
 def _judge(raw: dict[str, Any], node: Node, now: datetime) -> tuple[EvidenceState, str]:
     name = node.meta.name
     if raw["nodeUID"] != node.meta.uid:
-        return EvidenceState.FOREIGN, f"host evidence on node {name} was written for node UID {raw['nodeUID']}, not {node.meta.uid}"
+        return (
+            EvidenceState.FOREIGN,
+            f"host evidence on node {name} was written for node UID {raw['nodeUID']}, not {node.meta.uid}",
+        )
     boot = node.node_info.get("bootID")
     if raw["bootID"] != boot:
-        return EvidenceState.STALE, f"host evidence of node {name} is from boot {raw['bootID']}; the node now runs boot {boot}"
+        return (
+            EvidenceState.STALE,
+            f"host evidence of node {name} is from boot {raw['bootID']}; the node now runs boot {boot}",
+        )
     kernel = node.node_info.get("kernelVersion")
     if raw["kernel"] != kernel:
-        return EvidenceState.STALE, f"host evidence of node {name} is from kernel {raw['kernel']}; the node now runs {kernel}"
+        return (
+            EvidenceState.STALE,
+            f"host evidence of node {name} is from kernel {raw['kernel']}; the node now runs {kernel}",
+        )
     observed = _timestamp(raw["observedAt"])
     assert observed is not None
     if observed - now > EVIDENCE_CLOCK_SKEW:
         return EvidenceState.STALE, f"host evidence of node {name} is dated {raw['observedAt']}, in the future"
     if now - observed > EVIDENCE_MAX_AGE:
         minutes = int(EVIDENCE_MAX_AGE.total_seconds() // 60)
-        return EvidenceState.STALE, f"host evidence of node {name} was written at {raw['observedAt']}, more than {minutes} minutes ago"
+        return (
+            EvidenceState.STALE,
+            f"host evidence of node {name} was written at {raw['observedAt']}, more than {minutes} minutes ago",
+        )
     return EvidenceState.CURRENT, f"host evidence of node {name} is current"
 
 

@@ -80,6 +80,8 @@ def gpus_by_node(nodes: tuple[Node, ...], features: tuple[NodeFeature, ...]) -> 
                 )
             )
     return {
-        node: tuple(sorted(gpus, key=lambda g: (g.vendor, g.device, g.subsystem_vendor or "", g.subsystem_device or "")))
+        node: tuple(
+            sorted(gpus, key=lambda g: (g.vendor, g.device, g.subsystem_vendor or "", g.subsystem_device or ""))
+        )
         for node, gpus in sorted(found.items())
     }

@@ -126,11 +126,21 @@ def labelled_gpus(node: Node) -> tuple[PciGpu, ...]:
     for key, value in sorted(node.meta.labels.items()):
         match = _PCI_DEVICE_LABEL.match(key)
         if match and value == "true" and match["cls"] in GPU_PCI_CLASSES:
-            found.append(PciGpu(node=node.meta.name, node_uid=node.meta.uid, vendor=match["vendor"], device=match["device"], pci_class=match["cls"]))
+            found.append(
+                PciGpu(
+                    node=node.meta.name,
+                    node_uid=node.meta.uid,
+                    vendor=match["vendor"],
+                    device=match["device"],
+                    pci_class=match["cls"],
+                )
+            )
     return tuple(found)
 
 
-def memory_by_node(nodes: tuple[Node, ...], gpus: Mapping[str, tuple[PciGpu, ...]], catalogs: Catalogs) -> dict[str, HostMemory]:
+def memory_by_node(
+    nodes: tuple[Node, ...], gpus: Mapping[str, tuple[PciGpu, ...]], catalogs: Catalogs
+) -> dict[str, HostMemory]:
     """Node name -> memory layout, for every node with a GPU that NFD lists (NodeFeature first,
     device-level labels otherwise). Pure."""
     found = {}

@@ -18,7 +18,9 @@ from planning.snapshot import Node
 
 GPU_PCI_CLASSES = frozenset({"0300", "0302", "0380"})
 NFD_LABEL_PREFIX = "feature.node.kubernetes.io/"
-_PCI_LABEL = re.compile(r"^feature\.node\.kubernetes\.io/pci-(?P<cls>[0-9a-f]{4})_(?P<vendor>[0-9a-f]{4})(?:_[0-9a-f]{4})?\.present$")
+_PCI_LABEL = re.compile(
+    r"^feature\.node\.kubernetes\.io/pci-(?P<cls>[0-9a-f]{4})_(?P<vendor>[0-9a-f]{4})(?:_[0-9a-f]{4})?\.present$"
+)
 SUPPORTED_ARCHITECTURES = frozenset({"amd64", "arm64"})
 
 

@@ -96,7 +96,9 @@ def _activated_modules(intent: Intent, catalogs: Catalogs) -> set[str]:
     return modules
 
 
-def decide_vendors(hardware: Hardware, snapshot: Snapshot, intent: Intent, catalogs: Catalogs) -> tuple[VendorDecision, ...]:
+def decide_vendors(
+    hardware: Hardware, snapshot: Snapshot, intent: Intent, catalogs: Catalogs
+) -> tuple[VendorDecision, ...]:
     activated = _activated_modules(intent, catalogs)
     generated = {
         k.meta.labels.get(MODULE)
@@ -150,14 +152,18 @@ def _out_of_reach(decision: VendorDecision, catalogs: Catalogs) -> str | None:
     if decision.conflict_crd is not None:
         resources = " or ".join(n for t in catalogs.compute_targets.provided_by(entry.name) for n in t.resource_names)
         return f"{waiting}the {entry.display_name} is managed outside Magic Stick (CRD {decision.conflict_crd}) and no node publishes {resources} yet."
-    anyway = f"so the {entry.display_name} is not installed; a ModuleActivation of module {entry.name} installs it anyway."
+    anyway = (
+        f"so the {entry.display_name} is not installed; a ModuleActivation of module {entry.name} installs it anyway."
+    )
     if decision.detected_nodes:
         reasons = listed(decision.incompatibilities, separator="; ")
         return f"{waiting}a GPU of PCI vendor {entry.pci_vendor} is on {listed(decision.detected_nodes)}, but no node passes the platform preflight ({reasons}), {anyway}"
     return f"{waiting}no node reports a GPU of PCI vendor {entry.pci_vendor}, {anyway}"
 
 
-def _resources(hardware: Hardware, entry_resources: tuple[str, ...], compatible: tuple[str, ...]) -> tuple[int, list[str]]:
+def _resources(
+    hardware: Hardware, entry_resources: tuple[str, ...], compatible: tuple[str, ...]
+) -> tuple[int, list[str]]:
     published = [c for c in hardware.capacity if c.resource_name in entry_resources and c.node in compatible]
     return sum(c.allocatable for c in published), sorted({c.resource_name for c in published})
 
@@ -177,7 +183,10 @@ def operator_status(
     """One entry of Appliance.status.hardwareOperators. `waiting_models`: the models that wait
     for this vendor's hardware without requesting its operator. Pure."""
     resource_names = tuple(
-        name for target in catalogs.compute_targets.entries if target.module == entry.name for name in target.resource_names
+        name
+        for target in catalogs.compute_targets.entries
+        if target.module == entry.name
+        for name in target.resource_names
     )
     allocatable, published = _resources(hardware, resource_names, decision.compatible_nodes)
     foreign = decision.conflict_crd is not None
@@ -193,7 +202,9 @@ def operator_status(
     )
     if waiting_models and module_phase is None and phase == "NotRequired":
         message += f" Waiting for one: {listed(waiting_models)}."
-    devices = [gpu for node in decision.detected_nodes for gpu in hardware.gpus.get(node, ()) if gpu.vendor == entry.pci_vendor]
+    devices = [
+        gpu for node in decision.detected_nodes for gpu in hardware.gpus.get(node, ()) if gpu.vendor == entry.pci_vendor
+    ]
     return HardwareOperatorStatus(
         display_name=entry.display_name,
         phase=phase,
@@ -232,13 +243,22 @@ def _phase(
                 f"CRD {decision.conflict_crd} already exists without a Magic Stick activation; "
                 f"another installation owns the {entry.display_name}, so Magic Stick does not request it."
             )
-        return "NotRequired", f"No {entry.display_name} hardware detected; CRD {decision.conflict_crd} is managed outside Magic Stick."
+        return (
+            "NotRequired",
+            f"No {entry.display_name} hardware detected; CRD {decision.conflict_crd} is managed outside Magic Stick.",
+        )
     if module_phase is None:
         if decision.detected_nodes and not decision.compatible_nodes:
             reasons = listed(decision.incompatibilities, separator="; ")
-            return "Unsupported", f"GPU detected on {listed(decision.detected_nodes)}, but no node passes the platform preflight: {reasons}."
+            return (
+                "Unsupported",
+                f"GPU detected on {listed(decision.detected_nodes)}, but no node passes the platform preflight: {reasons}.",
+            )
         if decision.compatible_nodes:
-            return "Detected", f"GPU detected on {listed(decision.compatible_nodes)}; requesting the {entry.display_name}."
+            return (
+                "Detected",
+                f"GPU detected on {listed(decision.compatible_nodes)}; requesting the {entry.display_name}.",
+            )
         return "NotRequired", f"No node reports a GPU of PCI vendor {entry.pci_vendor}."
     if module_phase in _FAILING:
         return "Degraded", module_message
@@ -249,7 +269,10 @@ def _phase(
     if not decision.detected_nodes and decision.installed:
         return "Unknown", f"No node reports a GPU of PCI vendor {entry.pci_vendor} right now; the operator is kept."
     if not decision.detected_nodes:
-        return "Installing", f"No node reports a GPU of PCI vendor {entry.pci_vendor}; installing the {entry.display_name} as its ModuleActivation asks. {module_message}"
+        return (
+            "Installing",
+            f"No node reports a GPU of PCI vendor {entry.pci_vendor}; installing the {entry.display_name} as its ModuleActivation asks. {module_message}",
+        )
     if module_phase == "Ready":
         return "Installing", f"The operator is ready, but no compatible node publishes {resources} yet."
     return "Installing", module_message
@@ -277,7 +300,8 @@ def hardware_operator_statuses(
             module_phase=None if outcome is None or disabled else outcome.phase,
             module_message=outcome.message if outcome is not None else "",
             activation_enabled=False if disabled else None,
-            requested_by_models=outcome is not None and any(r.startswith("ModelActivation/") for r in outcome.requested_by),
+            requested_by_models=outcome is not None
+            and any(r.startswith("ModelActivation/") for r in outcome.requested_by),
             waiting_models=tuple(sorted(r.requester for r in requirements if r.missing_hardware == decision.module)),
         )
     return statuses

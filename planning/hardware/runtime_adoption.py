@@ -69,7 +69,9 @@ def runtime_adoption(
 ) -> RuntimeAdoption:
     """Whether KubeAI runs the AMD images it should (module docstring). Pure."""
     if kubeai_phase != "Ready":
-        return RuntimeAdoption(False, AdoptionReason.KUBEAI_NOT_READY, f"the kubeai module is {kubeai_phase or 'not requested'}")
+        return RuntimeAdoption(
+            False, AdoptionReason.KUBEAI_NOT_READY, f"the kubeai module is {kubeai_phase or 'not requested'}"
+        )
     release = snapshot.generic("HelmRelease", *KUBEAI_RELEASE)
     where = "/".join(KUBEAI_RELEASE)
     if release is None:
@@ -77,19 +79,36 @@ def runtime_adoption(
     ready = release.condition("Ready")
     if ready is None or ready.status != "True" or ready.observed_generation not in (None, release.meta.generation):
         detail = f": {ready.message}" if ready is not None and ready.message else ""
-        return RuntimeAdoption(False, AdoptionReason.RELEASE_NOT_READY, f"HelmRelease {where} is not Ready at generation {release.meta.generation}{detail}")
+        return RuntimeAdoption(
+            False,
+            AdoptionReason.RELEASE_NOT_READY,
+            f"HelmRelease {where} is not Ready at generation {release.meta.generation}{detail}",
+        )
     config_map = snapshot.config_map(KUBEAI_NAMESPACE, KUBEAI_CONFIG_MAP)
     config_where = f"ConfigMap {KUBEAI_NAMESPACE}/{KUBEAI_CONFIG_MAP}"
     if config_map is None or not isinstance(config_map.data.get(KUBEAI_CONFIG_KEY), str):
-        return RuntimeAdoption(False, AdoptionReason.CONFIGURATION_MISSING, f"{config_where} (key {KUBEAI_CONFIG_KEY}) is not there")
+        return RuntimeAdoption(
+            False, AdoptionReason.CONFIGURATION_MISSING, f"{config_where} (key {KUBEAI_CONFIG_KEY}) is not there"
+        )
     configuration = _configuration(config_map.data[KUBEAI_CONFIG_KEY])
     if configuration is None:
-        return RuntimeAdoption(False, AdoptionReason.CONFIGURATION_MALFORMED, f"{config_where}: {KUBEAI_CONFIG_KEY} is not a KubeAI configuration")
-    effective = {engine: configuration.image(engine, AMD_IMAGE_NAME) for engine in sorted(set(engines) | set(validated))}
+        return RuntimeAdoption(
+            False,
+            AdoptionReason.CONFIGURATION_MALFORMED,
+            f"{config_where}: {KUBEAI_CONFIG_KEY} is not a KubeAI configuration",
+        )
+    effective = {
+        engine: configuration.image(engine, AMD_IMAGE_NAME) for engine in sorted(set(engines) | set(validated))
+    }
     for engine, image in effective.items():
         wanted = validated.get(engine)
         if not image:
-            return RuntimeAdoption(False, AdoptionReason.IMAGE_NOT_CONFIGURED, f"{config_where} names no {AMD_IMAGE_NAME} image for {engine}", effective)
+            return RuntimeAdoption(
+                False,
+                AdoptionReason.IMAGE_NOT_CONFIGURED,
+                f"{config_where} names no {AMD_IMAGE_NAME} image for {engine}",
+                effective,
+            )
         if wanted and image != wanted:
             return RuntimeAdoption(
                 False,
@@ -101,7 +120,9 @@ def runtime_adoption(
         image_name = configuration.profile_images.get(_profile_name(model), DEFAULT_IMAGE_NAME)
         if image_name != AMD_IMAGE_NAME:
             continue
-        expected = str(model.spec.get("image") or "") or configuration.image(str(model.spec.get("engine") or ""), image_name)
+        expected = str(model.spec.get("image") or "") or configuration.image(
+            str(model.spec.get("engine") or ""), image_name
+        )
         for pod in _live(snapshot.pods_of(model)):
             running = pod.images.get(SERVER_CONTAINER, "")
             if running != expected:
@@ -113,7 +134,11 @@ def runtime_adoption(
                     effective,
                 )
     if not effective:
-        return RuntimeAdoption(True, AdoptionReason.ADOPTED, "KubeAI's release and configuration are current; no compatibility profile names an engine")
+        return RuntimeAdoption(
+            True,
+            AdoptionReason.ADOPTED,
+            "KubeAI's release and configuration are current; no compatibility profile names an engine",
+        )
     listed = ", ".join(f"{engine} {image}" for engine, image in effective.items())
     return RuntimeAdoption(True, AdoptionReason.ADOPTED, f"KubeAI runs the configured AMD images: {listed}", effective)
 
@@ -134,7 +159,11 @@ def _configuration(text: str) -> _Configuration | None:
         for engine, server in servers.items()
         if isinstance(server, dict)
     }
-    profile_images = {str(name): str(body.get("imageName")) for name, body in profiles.items() if isinstance(body, dict) and body.get("imageName")}
+    profile_images = {
+        str(name): str(body.get("imageName"))
+        for name, body in profiles.items()
+        if isinstance(body, dict) and body.get("imageName")
+    }
     return _Configuration(images=images, profile_images=profile_images)
 
 

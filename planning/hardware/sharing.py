@@ -190,12 +190,17 @@ def live_pods(pods: tuple[Pod, ...]) -> tuple[Pod, ...]:
 def vendor_profiles(module: str, catalogs: Catalogs) -> tuple[str, ...]:
     """The KubeAI resource profiles (and clone prefixes) of the compute targets of `module`."""
     return tuple(
-        profile for target in catalogs.compute_targets.entries if target.module == module for profile in target.resource_profiles.values()
+        profile
+        for target in catalogs.compute_targets.entries
+        if target.module == module
+        for profile in target.resource_profiles.values()
     )
 
 
 def vendor_resources(module: str, catalogs: Catalogs) -> tuple[str, ...]:
-    return tuple(name for target in catalogs.compute_targets.entries if target.module == module for name in target.resource_names)
+    return tuple(
+        name for target in catalogs.compute_targets.entries if target.module == module for name in target.resource_names
+    )
 
 
 def _model_of_vendor(model: KubeAIModel, profiles: tuple[str, ...]) -> bool:
@@ -214,7 +219,9 @@ def _workload_of_vendor(workload: Workload, resources: tuple[str, ...], claims: 
     return False
 
 
-def vendor_runtimes(snapshot: Snapshot, module: str, catalogs: Catalogs, claims: tuple[str, ...] = ()) -> tuple[VendorRuntime, ...]:
+def vendor_runtimes(
+    snapshot: Snapshot, module: str, catalogs: Catalogs, claims: tuple[str, ...] = ()
+) -> tuple[VendorRuntime, ...]:
     """Every runtime on `module`'s GPUs the cluster shows, known by what it requests: KubeAI
     Models on the vendor's resource profiles, direct-runtime Deployments limiting the vendor's
     resource or binding one of `claims` (the vendor's shared ResourceClaims). Sorted by
@@ -245,7 +252,9 @@ def vendor_runtimes(snapshot: Snapshot, module: str, catalogs: Catalogs, claims:
     return tuple(sorted(found, key=lambda r: r.activation))
 
 
-def admitted_in_order(candidates: tuple[str, ...], runtimes: tuple[VendorRuntime, ...], limit: int) -> tuple[tuple[str, ...], tuple[str, ...]]:
+def admitted_in_order(
+    candidates: tuple[str, ...], runtimes: tuple[VendorRuntime, ...], limit: int
+) -> tuple[tuple[str, ...], tuple[str, ...]]:
     """(admitted, waiting): the candidates whose runtime runs (not drained) keep their slots
     first, by name; then the others by name, up to `limit`. Pure."""
     running = {r.activation for r in runtimes if not r.drained}
@@ -253,7 +262,9 @@ def admitted_in_order(candidates: tuple[str, ...], runtimes: tuple[VendorRuntime
     return tuple(sorted(ordered[:limit])), tuple(sorted(ordered[limit:]))
 
 
-def transition_message(*, vendor: str, node: str, applied: Allocation, desired: Allocation, runtimes: tuple[VendorRuntime, ...]) -> str:
+def transition_message(
+    *, vendor: str, node: str, applied: Allocation, desired: Allocation, runtimes: tuple[VendorRuntime, ...]
+) -> str:
     still = [r.activation for r in runtimes if r.running]
     return (
         f"GPU sharing on node {node} changes from {applied.describe()} to {desired.describe()}: "
@@ -319,18 +330,32 @@ def decide_vendor_sharing(inputs: SharingInputs) -> VendorSharing:
     if inputs.config_invalid and applied is not None:
         desired = applied
 
-    def result(phase: SharingPhase, message: str, declared: Allocation, effective: Allocation | None = None) -> VendorSharing:
+    def result(
+        phase: SharingPhase, message: str, declared: Allocation, effective: Allocation | None = None
+    ) -> VendorSharing:
         effective = effective or declared
         limit = _slot_limit(effective, inputs) if phase not in HOLDING_PHASES else None
         admitted, waiting = (
-            admitted_in_order(inputs.candidates, inputs.runtimes, limit) if limit is not None else (inputs.candidates, ())
+            admitted_in_order(inputs.candidates, inputs.runtimes, limit)
+            if limit is not None
+            else (inputs.candidates, ())
         )
         if phase in HOLDING_PHASES:
             admitted, waiting = (), inputs.candidates
         return VendorSharing(
-            module=inputs.module, config=config, phase=phase, applied=applied or Allocation(EXCLUSIVE), desired=desired,
-            node=inputs.node, node_uid=inputs.node_uid, physical_gpus=inputs.physical_gpus, message=message,
-            declared=declared, slot_limit=limit, admitted=admitted if limit is not None else (), waiting=waiting,
+            module=inputs.module,
+            config=config,
+            phase=phase,
+            applied=applied or Allocation(EXCLUSIVE),
+            desired=desired,
+            node=inputs.node,
+            node_uid=inputs.node_uid,
+            physical_gpus=inputs.physical_gpus,
+            message=message,
+            declared=declared,
+            slot_limit=limit,
+            admitted=admitted if limit is not None else (),
+            waiting=waiting,
         )
 
     if applied is None:
@@ -340,7 +365,9 @@ def decide_vendor_sharing(inputs: SharingInputs) -> VendorSharing:
             Allocation(EXCLUSIVE),
         )
     if config is None and not applied.shared and not inputs.config_invalid:
-        return result(SharingPhase.DEFAULT, f"No gpuSharing is set: the {inputs.vendor} device plugin keeps its default.", applied)
+        return result(
+            SharingPhase.DEFAULT, f"No gpuSharing is set: the {inputs.vendor} device plugin keeps its default.", applied
+        )
     if config is not None and not inputs.node_found:
         return result(
             SharingPhase.NODE_NOT_FOUND,
@@ -349,13 +376,19 @@ def decide_vendor_sharing(inputs: SharingInputs) -> VendorSharing:
             applied,
         )
     if desired.shared and inputs.unsupported is not None:
-        return result(SharingPhase.UNSUPPORTED, f"{inputs.unsupported}; the current allocation ({applied.describe()}) is kept.", applied)
+        return result(
+            SharingPhase.UNSUPPORTED,
+            f"{inputs.unsupported}; the current allocation ({applied.describe()}) is kept.",
+            applied,
+        )
     if _same(applied, desired, inputs.drain_on_slot_change):
         if inputs.confirmed:
             return result(SharingPhase.ACTIVE, f"Node {inputs.node} runs {desired.describe()}.", desired)
         return result(SharingPhase.APPLYING, _waiting_message(inputs, desired), desired)
     if any(r.running for r in inputs.runtimes):
-        message = transition_message(vendor=inputs.vendor, node=inputs.node or "", applied=applied, desired=desired, runtimes=inputs.runtimes)
+        message = transition_message(
+            vendor=inputs.vendor, node=inputs.node or "", applied=applied, desired=desired, runtimes=inputs.runtimes
+        )
         return result(SharingPhase.DRAINING, message, applied)
     return result(SharingPhase.APPLYING, _waiting_message(inputs, desired), desired)
 
@@ -382,7 +415,11 @@ def _slot_limit(effective: Allocation, inputs: SharingInputs) -> int | None:
 def vendor_candidates(intent: Intent, module: str, catalogs: Catalogs) -> tuple[str, ...]:
     """The enabled, valid local activations whose GPUs are `module`'s, by name. Pure."""
     return tuple(
-        sorted(p.name for p in intent.model_activations if p.error is None and p.enabled and activation_vendor(p, catalogs) == module)
+        sorted(
+            p.name
+            for p in intent.model_activations
+            if p.error is None and p.enabled and activation_vendor(p, catalogs) == module
+        )
     )
 
 
@@ -392,7 +429,11 @@ def shared_gpu_count_error(parsed: Parsed[Any], catalogs: Catalogs) -> SpecError
     local = parsed.valid_spec.local
     if local.realtime is not None:
         profile = catalogs.runtimes.realtime.get(local.realtime.profile)
-        count = local.realtime.gpu_count if local.realtime.gpu_count is not None else (profile.gpu_counts[0] if profile else 1)
+        count = (
+            local.realtime.gpu_count
+            if local.realtime.gpu_count is not None
+            else (profile.gpu_counts[0] if profile else 1)
+        )
         field = "spec.local.realtime.gpuCount"
     elif local.freetoken is not None and local.freetoken.gpu_count is not None:
         count, field = local.freetoken.gpu_count, "spec.local.freetoken.gpuCount"

@@ -109,7 +109,11 @@ class SharingPlan:
             return ()
         return (
             AcceleratorCapacity(
-                node=amd.node, node_uid=amd.node_uid, compute_target="amd-gpu", resource_name=amd_sharing.LEGACY_RESOURCE, allocatable=amd.slot_limit
+                node=amd.node,
+                node_uid=amd.node_uid,
+                compute_target="amd-gpu",
+                resource_name=amd_sharing.LEGACY_RESOURCE,
+                allocatable=amd.slot_limit,
             ),
         )
 
@@ -134,7 +138,9 @@ class NodeChoice:
     """The configured node exists with the configured UID."""
 
 
-def _choose(snapshot: Snapshot, config: GpuSharing | None, fallback: Node | None, fallback_name: str | None = None) -> NodeChoice:
+def _choose(
+    snapshot: Snapshot, config: GpuSharing | None, fallback: Node | None, fallback_name: str | None = None
+) -> NodeChoice:
     configured = _node(snapshot, config.node_name) if config is not None else None
     found = configured is not None and config is not None and configured.meta.uid == config.node_uid
     node = configured if found else fallback
@@ -145,7 +151,15 @@ def _choose(snapshot: Snapshot, config: GpuSharing | None, fallback: Node | None
     return NodeChoice(node=None, name=fallback_name, uid=None, found=False)
 
 
-def _inputs(module: str, vendor: str, intent: Intent, catalogs: Catalogs, found: bool, config: GpuSharing | None, choice: NodeChoice) -> dict[str, Any]:
+def _inputs(
+    module: str,
+    vendor: str,
+    intent: Intent,
+    catalogs: Catalogs,
+    found: bool,
+    config: GpuSharing | None,
+    choice: NodeChoice,
+) -> dict[str, Any]:
     """The SharingInputs fields both vendors fill the same way."""
     return {
         "module": module,
@@ -168,14 +182,18 @@ def _nvidia(intent: Intent, snapshot: Snapshot, hardware: Hardware, catalogs: Ca
     return SharingInputs(
         **_inputs(nvidia_sharing.MODULE, "NVIDIA", intent, catalogs, found, config, choice),
         applied=applied,
-        confirmed=choice.node is not None and applied is not None and nvidia_sharing.confirms(choice.node, applied, physical),
+        confirmed=choice.node is not None
+        and applied is not None
+        and nvidia_sharing.confirms(choice.node, applied, physical),
         physical_gpus=physical,
         runtimes=vendor_runtimes(snapshot, nvidia_sharing.MODULE, catalogs),
         slots_per_gpu=True,
     )
 
 
-def _amd(intent: Intent, snapshot: Snapshot, hardware: Hardware, catalogs: Catalogs, inventory: amd_sharing.DraInventory) -> SharingInputs:
+def _amd(
+    intent: Intent, snapshot: Snapshot, hardware: Hardware, catalogs: Catalogs, inventory: amd_sharing.DraInventory
+) -> SharingInputs:
     found, config = sharing_config(intent, amd_sharing.MODULE, catalogs)
     claim = amd_sharing.observed_claim(snapshot, SHARING_NAMESPACE)
     claimed = claim.meta.annotations.get(amd_sharing.NODE_ANNOTATION) if claim is not None else None
@@ -184,7 +202,9 @@ def _amd(intent: Intent, snapshot: Snapshot, hardware: Hardware, catalogs: Catal
     if applied.shared:
         confirmed = choice.name is not None and amd_sharing.confirms(inventory, choice.name)
     else:
-        confirmed = choice.node is not None and quantity_count(choice.node.allocatable.get(amd_sharing.LEGACY_RESOURCE)) > 0
+        confirmed = (
+            choice.node is not None and quantity_count(choice.node.allocatable.get(amd_sharing.LEGACY_RESOURCE)) > 0
+        )
     return SharingInputs(
         **_inputs(amd_sharing.MODULE, "AMD", intent, catalogs, found, config, choice),
         applied=applied,
@@ -197,7 +217,9 @@ def _amd(intent: Intent, snapshot: Snapshot, hardware: Hardware, catalogs: Catal
     )
 
 
-def plan_sharing(*, intent: Intent, snapshot: Snapshot, hardware: Hardware, catalogs: Catalogs, field_manager: str) -> SharingPlan:
+def plan_sharing(
+    *, intent: Intent, snapshot: Snapshot, hardware: Hardware, catalogs: Catalogs, field_manager: str
+) -> SharingPlan:
     """Both vendors' sharing decisions and the objects they declare. Pure."""
     inventory = amd_sharing.dra_inventory(snapshot, SHARING_NAMESPACE)
     nvidia = decide_vendor_sharing(_nvidia(intent, snapshot, hardware, catalogs))
@@ -209,11 +231,21 @@ def plan_sharing(*, intent: Intent, snapshot: Snapshot, hardware: Hardware, cata
         if patch is not None:
             objects.append(patch)
     amd_node = _node(snapshot, amd.node)
-    hostname = amd_node.meta.labels.get(amd_sharing.HOSTNAME_LABEL, amd_node.meta.name) if amd_node is not None else None
+    hostname = (
+        amd_node.meta.labels.get(amd_sharing.HOSTNAME_LABEL, amd_node.meta.name) if amd_node is not None else None
+    )
     if amd.declared.shared and hostname is not None and amd.declared.slots is not None:
-        objects.append(amd_sharing.shared_claim(namespace=SHARING_NAMESPACE, node=amd.node or "", slots=amd.declared.slots, field_manager=field_manager))
+        objects.append(
+            amd_sharing.shared_claim(
+                namespace=SHARING_NAMESPACE, node=amd.node or "", slots=amd.declared.slots, field_manager=field_manager
+            )
+        )
         models = tuple(model_name(a) for a in amd.admitted) if not amd.holds else ()
-        objects.extend(amd_sharing.admission_adapter(namespace=SHARING_NAMESPACE, hostname=hostname, models=models, field_manager=field_manager))
+        objects.extend(
+            amd_sharing.admission_adapter(
+                namespace=SHARING_NAMESPACE, hostname=hostname, models=models, field_manager=field_manager
+            )
+        )
     return SharingPlan(
         vendors=MappingProxyType({nvidia.module: nvidia, amd.module: amd}),
         objects=tuple(objects),
@@ -222,7 +254,9 @@ def plan_sharing(*, intent: Intent, snapshot: Snapshot, hardware: Hardware, cata
     )
 
 
-def with_sharing(operators: dict[str, HardwareOperatorStatus], sharing: SharingPlan) -> dict[str, HardwareOperatorStatus]:
+def with_sharing(
+    operators: dict[str, HardwareOperatorStatus], sharing: SharingPlan
+) -> dict[str, HardwareOperatorStatus]:
     """hardwareOperators with each vendor's `sharing`; an AMD operator whose device plugin gave
     way to an active shared DRA device is Ready on that device. Pure."""
     updated = dict(operators)
@@ -233,6 +267,9 @@ def with_sharing(operators: dict[str, HardwareOperatorStatus], sharing: SharingP
         changes: dict[str, Any] = {"sharing": vendor.status()}
         dra_ready = module == amd_sharing.MODULE and vendor.phase is SharingPhase.ACTIVE and vendor.applied.shared
         if dra_ready and status.phase == "Installing":
-            changes |= {"phase": "Ready", "message": f"The shared DRA device on node {vendor.node} is ready ({vendor.applied.describe()})."}
+            changes |= {
+                "phase": "Ready",
+                "message": f"The shared DRA device on node {vendor.node} is ready ({vendor.applied.describe()}).",
+            }
         updated[module] = status.model_copy(update=changes)
     return updated

@@ -91,7 +91,12 @@ class HostIdentity:
 
     @classmethod
     def from_wire(cls, raw: Mapping[str, Any]) -> HostIdentity:
-        return cls(node=str(raw["node"]), node_uid=str(raw["nodeUID"]), boot_id=str(raw["bootID"]), fingerprint=str(raw["fingerprint"]))
+        return cls(
+            node=str(raw["node"]),
+            node_uid=str(raw["nodeUID"]),
+            boot_id=str(raw["bootID"]),
+            fingerprint=str(raw["fingerprint"]),
+        )
 
 
 @dataclass(frozen=True)
@@ -202,7 +207,10 @@ class History:
     runs: Mapping[str, RunRecord] = field(default_factory=dict)
 
     def to_document(self) -> dict[str, Any]:
-        return {"version": HISTORY_VERSION, "runs": {run_id: record.to_wire() for run_id, record in sorted(self.runs.items())}}
+        return {
+            "version": HISTORY_VERSION,
+            "runs": {run_id: record.to_wire() for run_id, record in sorted(self.runs.items())},
+        }
 
 
 def read_history(text: str | None) -> History:
@@ -218,7 +226,9 @@ def read_history(text: str | None) -> History:
     try:
         runs = {str(run_id): RunRecord.from_wire(raw) for run_id, raw in document.get("runs", {}).items()}
     except (KeyError, TypeError, ValueError) as error:
-        raise MalformedHistory(f"{HISTORY_CONFIG_MAP} key {HISTORY_KEY} holds a run that cannot be read ({error})") from error
+        raise MalformedHistory(
+            f"{HISTORY_CONFIG_MAP} key {HISTORY_KEY} holds a run that cannot be read ({error})"
+        ) from error
     return History(runs=runs)
 
 
@@ -229,10 +239,14 @@ def with_run(history: History, record: RunRecord, *, bound: int = MAX_HISTORY_RU
     runs[record.run_id] = record
     if len(runs) <= bound:
         return History(runs=runs)
-    droppable = sorted((r for r in runs.values() if r.finished and r.run_id != record.run_id), key=lambda r: (r.requested_at, r.run_id))
+    droppable = sorted(
+        (r for r in runs.values() if r.finished and r.run_id != record.run_id), key=lambda r: (r.requested_at, r.run_id)
+    )
     excess = len(runs) - bound
     if len(droppable) < excess:
-        raise HistoryFull(f"{HISTORY_CONFIG_MAP} holds {len(history.runs)} runs, none of them finished, and the limit is {bound}")
+        raise HistoryFull(
+            f"{HISTORY_CONFIG_MAP} holds {len(history.runs)} runs, none of them finished, and the limit is {bound}"
+        )
     for dropped in droppable[:excess]:
         del runs[dropped.run_id]
     return History(runs=runs)
@@ -290,9 +304,17 @@ def verdict(engine: str, report: str | None) -> Verdict:
     except json.JSONDecodeError:
         raw = None
     if not isinstance(raw, dict):
-        return Verdict(False, VerdictReason.NO_REPORT, f"{engine}: the validation container left no JSON report in its termination message")
+        return Verdict(
+            False,
+            VerdictReason.NO_REPORT,
+            f"{engine}: the validation container left no JSON report in its termination message",
+        )
     if raw.get("cpuFallback") is not False:
-        return Verdict(False, VerdictReason.CPU_FALLBACK, f"{engine} ran on the CPU (or did not say it did not): CPU fallback is failure")
+        return Verdict(
+            False,
+            VerdictReason.CPU_FALLBACK,
+            f"{engine} ran on the CPU (or did not say it did not): CPU fallback is failure",
+        )
     if engine == "OLlama":
         buffers = raw.get("gpuBuffersMi")
         if not isinstance(buffers, int) or isinstance(buffers, bool) or buffers <= 0:
@@ -331,7 +353,12 @@ def validation_job(
     bound node and has no service-account token, no host path, no host namespaces, no
     privilege, a read-only root filesystem and an emptyDir for scratch.
     """
-    labels = {MANAGED_BY: MANAGED_BY_VALUE, "app.kubernetes.io/component": COMPONENT, RUN_LABEL: run_hash(run_id), ENGINE_LABEL: engine.engine.lower()}
+    labels = {
+        MANAGED_BY: MANAGED_BY_VALUE,
+        "app.kubernetes.io/component": COMPONENT,
+        RUN_LABEL: run_hash(run_id),
+        ENGINE_LABEL: engine.engine.lower(),
+    }
     annotations = {"appliance.magicstick.dev/gpu-validation-run-id": run_id}
     if field_manager_annotation is not None:
         annotations[field_manager_annotation[0]] = field_manager_annotation[1]
@@ -350,7 +377,12 @@ def validation_job(
     return {
         "apiVersion": "batch/v1",
         "kind": "Job",
-        "metadata": {"name": job_name(run_id, engine.engine), "namespace": namespace, "labels": labels, "annotations": annotations},
+        "metadata": {
+            "name": job_name(run_id, engine.engine),
+            "namespace": namespace,
+            "labels": labels,
+            "annotations": annotations,
+        },
         "spec": {
             "backoffLimit": 0,
             "activeDeadlineSeconds": engine.timeout_seconds,
@@ -379,7 +411,10 @@ def validation_job(
                             "resources": {"requests": {GPU_RESOURCE: "1"}, "limits": {GPU_RESOURCE: "1"}},
                             "securityContext": container_security,
                             "terminationMessagePolicy": "File",
-                            "volumeMounts": [{"name": "scratch", "mountPath": "/scratch"}, {"name": "tmp", "mountPath": "/tmp"}],
+                            "volumeMounts": [
+                                {"name": "scratch", "mountPath": "/scratch"},
+                                {"name": "tmp", "mountPath": "/tmp"},
+                            ],
                         }
                     ],
                     "volumes": [
@@ -395,7 +430,9 @@ def validation_job(
 def runtime_images_values(images: Mapping[str, str]) -> dict[str, Any]:
     """The KubeAI values the runtime-images store holds for `images` (engine -> pinned image):
     `modelServers.<engine>.images.amd-gpu`. Pure."""
-    return {"modelServers": {engine: {"images": {RUNTIME_IMAGE_NAME: image}} for engine, image in sorted(images.items())}}
+    return {
+        "modelServers": {engine: {"images": {RUNTIME_IMAGE_NAME: image}} for engine, image in sorted(images.items())}
+    }
 
 
 def read_runtime_images(text: str | None) -> dict[str, str]:

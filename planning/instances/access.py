@@ -146,7 +146,9 @@ class InstanceAccess:
             raise ValueError(f"callback path {self.callback_path!r} must be an absolute, non-root path")
 
 
-def hostnames(*, instance_name: str, application: str, domain: str, local_domain: str, exposure: str) -> tuple[str, str | None]:
+def hostnames(
+    *, instance_name: str, application: str, domain: str, local_domain: str, exposure: str
+) -> tuple[str, str | None]:
     """(`<name>.<app>.<local domain>`, `<name>.<app>.<domain>` or None when exposure is local)."""
     if exposure not in EXPOSURES:
         raise ValueError(f"unknown exposure {exposure!r}")
@@ -179,7 +181,9 @@ def reference_grant_name(access: InstanceAccess) -> str:
     return fit(f"{access.instance}-gateway-routes")
 
 
-def access_objects(access: InstanceAccess, settings: AccessSettings, *, field_manager: str) -> tuple[DesiredObject, ...]:
+def access_objects(
+    access: InstanceAccess, settings: AccessSettings, *, field_manager: str
+) -> tuple[DesiredObject, ...]:
     """The HTTPRoutes, the ReferenceGrant (when namespaces differ) and the SecurityPolicy.
 
     Order: application routes (local, public), callback route, ReferenceGrant, SecurityPolicy.
@@ -188,8 +192,14 @@ def access_objects(access: InstanceAccess, settings: AccessSettings, *, field_ma
     local_name, *public_names, callback_name = route_names(access)
     objects = [_http_route(access, settings, field_manager, local_name, (access.local_host,), _app_rule(access))]
     if access.public_host is not None:
-        objects.append(_http_route(access, settings, field_manager, public_names[0], (access.public_host,), _app_rule(access)))
-    objects.append(_http_route(access, settings, field_manager, callback_name, access.dashboard_hosts, _callback_rule(access, settings)))
+        objects.append(
+            _http_route(access, settings, field_manager, public_names[0], (access.public_host,), _app_rule(access))
+        )
+    objects.append(
+        _http_route(
+            access, settings, field_manager, callback_name, access.dashboard_hosts, _callback_rule(access, settings)
+        )
+    )
     if access.namespace != settings.gateway_namespace:
         objects.append(_reference_grant(access, settings, field_manager))
     objects.append(_security_policy(access, settings, field_manager))
@@ -197,7 +207,10 @@ def access_objects(access: InstanceAccess, settings: AccessSettings, *, field_ma
 
 
 def _metadata(access: InstanceAccess, field_manager: str, name: str, namespace: str) -> dict[str, Any]:
-    annotations = {FIELD_MANAGER_ANNOTATION: field_manager, INSTANCE_ANNOTATION: f"{access.system_namespace}/{access.instance}"}
+    annotations = {
+        FIELD_MANAGER_ANNOTATION: field_manager,
+        INSTANCE_ANNOTATION: f"{access.system_namespace}/{access.instance}",
+    }
     if access.authentication == "none":
         annotations[UNAUTHENTICATED_ANNOTATION] = UNAUTHENTICATED_REASON
     return {
@@ -216,20 +229,46 @@ def _backend(access: InstanceAccess) -> dict[str, Any]:
     """The instance's Service once the guard is ready; before, no backendRefs key at all."""
     if not access.guard_ready:
         return {}
-    service = {"group": "", "kind": "Service", "name": access.backend_service, "namespace": access.namespace, "port": access.backend_port}
+    service = {
+        "group": "",
+        "kind": "Service",
+        "name": access.backend_service,
+        "namespace": access.namespace,
+        "port": access.backend_port,
+    }
     return {"backendRefs": [service]}
 
 
 def _app_rule(access: InstanceAccess) -> dict[str, Any]:
-    return {"matches": [{"path": {"type": "PathPrefix", "value": "/"}}], "timeouts": {"request": STREAMING_TIMEOUT}, **_backend(access)}
+    return {
+        "matches": [{"path": {"type": "PathPrefix", "value": "/"}}],
+        "timeouts": {"request": STREAMING_TIMEOUT},
+        **_backend(access),
+    }
 
 
 def _callback_rule(access: InstanceAccess, settings: AccessSettings) -> dict[str, Any]:
-    return {"matches": [{"path": {"type": "Exact", "value": access.callback_path}}], "timeouts": {"request": settings.callback_timeout}, **_backend(access)}
+    return {
+        "matches": [{"path": {"type": "Exact", "value": access.callback_path}}],
+        "timeouts": {"request": settings.callback_timeout},
+        **_backend(access),
+    }
 
 
-def _http_route(access: InstanceAccess, settings: AccessSettings, field_manager: str, name: str, hosts: tuple[str, ...], rule: dict[str, Any]) -> DesiredObject:
-    parent = {"group": GATEWAY_GROUP, "kind": "Gateway", "name": settings.gateway_name, "namespace": settings.gateway_namespace}
+def _http_route(
+    access: InstanceAccess,
+    settings: AccessSettings,
+    field_manager: str,
+    name: str,
+    hosts: tuple[str, ...],
+    rule: dict[str, Any],
+) -> DesiredObject:
+    parent = {
+        "group": GATEWAY_GROUP,
+        "kind": "Gateway",
+        "name": settings.gateway_name,
+        "namespace": settings.gateway_namespace,
+    }
     if settings.gateway_listener is not None:
         parent["sectionName"] = settings.gateway_listener
     spec = {
@@ -247,7 +286,12 @@ def _reference_grant(access: InstanceAccess, settings: AccessSettings, field_man
         "from": [{"group": GATEWAY_GROUP, "kind": "HTTPRoute", "namespace": settings.gateway_namespace}],
         "to": [{"group": "", "kind": "Service", "name": access.backend_service}],
     }
-    return _desired(REFERENCE_GRANT_API_VERSION, "ReferenceGrant", _metadata(access, field_manager, reference_grant_name(access), access.namespace), spec)
+    return _desired(
+        REFERENCE_GRANT_API_VERSION,
+        "ReferenceGrant",
+        _metadata(access, field_manager, reference_grant_name(access), access.namespace),
+        spec,
+    )
 
 
 def _security_policy(access: InstanceAccess, settings: AccessSettings, field_manager: str) -> DesiredObject:
@@ -270,7 +314,15 @@ def _guard(access: InstanceAccess, settings: AccessSettings) -> dict[str, Any]:
     answers an allowed request with the identity headers Envoy adds upstream."""
     return {
         "http": {
-            "backendRefs": [{"group": "", "kind": "Service", "name": settings.guard_service, "namespace": settings.gateway_namespace, "port": settings.guard_port}],
+            "backendRefs": [
+                {
+                    "group": "",
+                    "kind": "Service",
+                    "name": settings.guard_service,
+                    "namespace": settings.gateway_namespace,
+                    "port": settings.guard_port,
+                }
+            ],
             "path": f"{GUARD_PATH_PREFIX}/{access.system_namespace}/{access.instance}",
             "headersToBackend": list(IDENTITY_HEADERS),
             "backendSettings": {"timeout": {"http": {"connectionIdleTimeout": GUARD_CONNECTION_IDLE_TIMEOUT}}},

@@ -109,7 +109,9 @@ def _metadata(name: str, settings: AccessSettings, field_manager: str, **annotat
     }
 
 
-def guard_objects(grants: Mapping[str, str], settings: AccessSettings, *, field_manager: str) -> tuple[DesiredObject, ...]:
+def guard_objects(
+    grants: Mapping[str, str], settings: AccessSettings, *, field_manager: str
+) -> tuple[DesiredObject, ...]:
     """The grants ConfigMap, the guard's Service, Deployment, PodDisruptionBudget and NetworkPolicy. Pure."""
     selector = {COMPONENT_LABEL: GUARD_COMPONENT, MANAGED_BY: MANAGED_BY_VALUE}
     config_map = {
@@ -132,7 +134,12 @@ def guard_objects(grants: Mapping[str, str], settings: AccessSettings, *, field_
     deployment = {
         "apiVersion": "apps/v1",
         "kind": "Deployment",
-        "metadata": _metadata(settings.guard_service, settings, field_manager, **{OWNED_FORCE_ANNOTATION: "true", SPEC_HASH_ANNOTATION: spec_hash(spec)}),
+        "metadata": _metadata(
+            settings.guard_service,
+            settings,
+            field_manager,
+            **{OWNED_FORCE_ANNOTATION: "true", SPEC_HASH_ANNOTATION: spec_hash(spec)},
+        ),
         "spec": spec,
     }
     budget = {
@@ -170,7 +177,9 @@ def _network_policy_spec(selector: dict[str, str], settings: AccessSettings) -> 
             {
                 "from": [
                     {
-                        "namespaceSelector": {"matchExpressions": [{"key": NAMESPACE_NAME_LABEL, "operator": "In", "values": namespaces}]},
+                        "namespaceSelector": {
+                            "matchExpressions": [{"key": NAMESPACE_NAME_LABEL, "operator": "In", "values": namespaces}]
+                        },
                         "podSelector": {"matchLabels": envoy_proxy_labels(settings)},
                     }
                 ],
@@ -258,5 +267,8 @@ def guard_readiness(snapshot: Snapshot, settings: AccessSettings, planned: tuple
             f"the access guard image {settings.guard_image} is the placeholder; build it (services/access_guard) and set magicstick:guardImage",
         )
     deployment = next(o for o in planned if o.kind == "Deployment")
-    verdict = deployment_rollout(observed_guard(snapshot, settings), planned_hash=str(deployment.body["metadata"]["annotations"][SPEC_HASH_ANNOTATION]))
+    verdict = deployment_rollout(
+        observed_guard(snapshot, settings),
+        planned_hash=str(deployment.body["metadata"]["annotations"][SPEC_HASH_ANNOTATION]),
+    )
     return verdict

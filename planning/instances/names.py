@@ -84,7 +84,9 @@ def release_namespace_of(*, spec: Mapping[str, Any], namespace: str) -> str:
     return target if isinstance(target, str) and target else namespace
 
 
-def instance_names(*, application: ApplicationEntry, instance_name: str, observed_release: GenericObject | None) -> InstanceNames:
+def instance_names(
+    *, application: ApplicationEntry, instance_name: str, observed_release: GenericObject | None
+) -> InstanceNames:
     """The release and backend Service of an instance, keeping an existing release's name. Pure."""
     if observed_release is not None:
         release = release_name_of(spec=observed_release.spec, name=observed_release.meta.name)

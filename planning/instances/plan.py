@@ -60,7 +60,11 @@ from planning.settings import PlanSettings
 from planning.snapshot import GenericObject, Snapshot
 from planning.unreadable import instance_hold
 
-GATEWAY_CRDS = ("httproutes.gateway.networking.k8s.io", "referencegrants.gateway.networking.k8s.io", "securitypolicies.gateway.envoyproxy.io")
+GATEWAY_CRDS = (
+    "httproutes.gateway.networking.k8s.io",
+    "referencegrants.gateway.networking.k8s.io",
+    "securitypolicies.gateway.envoyproxy.io",
+)
 HELM_RELEASE_CRD = "helmreleases.helm.toolkit.fluxcd.io"
 URL_SCHEME = "https"
 """The Gateway serves instances over TLS: the OIDC redirect (planning.instances.access) is https."""
@@ -107,7 +111,9 @@ class _Context:
 
     @property
     def dashboard_hosts(self) -> tuple[str, ...]:
-        return self.access_settings.dashboard_hosts_for(domain=self.settings.domain, local_domain=self.settings.local_domain)
+        return self.access_settings.dashboard_hosts_for(
+            domain=self.settings.domain, local_domain=self.settings.local_domain
+        )
 
 
 @dataclass(frozen=True)
@@ -149,7 +155,9 @@ def plan_instances(
     """Every instance's objects and status, and the Appliance's summary of them. Pure."""
     access = settings.access
     rollout = guard_readiness(snapshot, access, guard_objects({}, access, field_manager=settings.field_manager))
-    context = _Context(modules, snapshot, settings, source, now, access, Gate("Deployment", access.guard_service, rollout))
+    context = _Context(
+        modules, snapshot, settings, source, now, access, Gate("Deployment", access.guard_service, rollout)
+    )
     by_requester = {r.requester: r for r in requirements}
     results: dict[str, _Result] = {}
     candidates: list[_Candidate] = []
@@ -214,7 +222,9 @@ def _held_instance(result: _Result, candidate: _Candidate, context: _Context) ->
     status = hold.status(parsed, now=context.now, extra=thaw(extra))
     summary = result.summary
     if summary is not None:
-        summary = replace(summary, status={**summary.status, "phase": status.status["phase"], "message": status.status["message"]})
+        summary = replace(
+            summary, status={**summary.status, "phase": status.status["phase"], "message": status.status["message"]}
+        )
     outcome = replace(result.outcome, objects=hold.objects(result.outcome.objects))
     return replace(result, outcome=outcome, status=status, summary=summary)
 
@@ -223,14 +233,18 @@ def _ref(parsed: Parsed[Any]) -> str:
     return f"{parsed.obj.meta.namespace or ''}/{parsed.name}"
 
 
-def _candidate(parsed: Parsed[Any], by_requester: Mapping[str, Requirement], catalogs: Catalogs, context: _Context) -> _Candidate | _Result:
+def _candidate(
+    parsed: Parsed[Any], by_requester: Mapping[str, Requirement], catalogs: Catalogs, context: _Context
+) -> _Candidate | _Result:
     """A candidate for objects, or the result of an instance that gets none of its own. Pure."""
     now = context.now
     if parsed.error is not None:
         return _failed(parsed, Reason.INVALID_SPEC, str(parsed.error), context)
     if not parsed.enabled:
         message = "AppInstance is disabled; its release and routes are removed."
-        return _Result(status=status_update(parsed, phase=Phase.DISABLED, reason=Reason.DISABLED, message=message, now=now))
+        return _Result(
+            status=status_update(parsed, phase=Phase.DISABLED, reason=Reason.DISABLED, message=message, now=now)
+        )
     requirement = by_requester[f"AppInstance/{parsed.name}"]
     if requirement.problem is not None:
         return _failed(parsed, requirement.problem, requirement.problem_message, context)
@@ -240,10 +254,18 @@ def _candidate(parsed: Parsed[Any], by_requester: Mapping[str, Requirement], cat
     if problem is not None:
         return _failed(parsed, Reason.INVALID_SPEC, problem, context)
     application = catalogs.applications.require(spec.application)
-    observed = context.snapshot.generic("HelmRelease", context.settings.system_namespace, helm_release_name(parsed.name))
+    observed = context.snapshot.generic(
+        "HelmRelease", context.settings.system_namespace, helm_release_name(parsed.name)
+    )
     names = instance_names(application=application, instance_name=name, observed_release=observed)
     settings = context.settings
-    hosts = hostnames(instance_name=name, application=application.name, domain=settings.domain, local_domain=settings.local_domain, exposure=spec.access.exposure)
+    hosts = hostnames(
+        instance_name=name,
+        application=application.name,
+        domain=settings.domain,
+        local_domain=settings.local_domain,
+        exposure=spec.access.exposure,
+    )
     return _Candidate(parsed, requirement, application, names, hosts, observed)
 
 
@@ -253,7 +275,9 @@ def _failed(parsed: Parsed[Any], reason: Reason, message: str, context: _Context
     return _Result(outcome=InstanceOutcome(parsed.name, kept), status=status, kept=kept)
 
 
-def _claimants(intent: Intent, candidates: list[_Candidate], results: Mapping[str, _Result], context: _Context) -> list[Claimant]:
+def _claimants(
+    intent: Intent, candidates: list[_Candidate], results: Mapping[str, _Result], context: _Context
+) -> list[Claimant]:
     """What every instance that is not disabled asks for and holds. Pure."""
     claimants = []
     for candidate in candidates:
@@ -269,12 +293,24 @@ def _claimants(intent: Intent, candidates: list[_Candidate], results: Mapping[st
         if observed is not None:
             held_namespace = release_namespace_of(spec=observed.spec, namespace=observed.meta.namespace or "")
             held = release_name_of(spec=observed.spec, name=observed.meta.name)
-            holds = (release(held_namespace, held), backend_service(held_namespace, candidate.application.backend_service_for(held)))
-        claimants.append(Claimant(parsed.obj.meta.namespace or "", parsed.name, parsed.obj.meta.creation_timestamp, wants, holds))
+            holds = (
+                release(held_namespace, held),
+                backend_service(held_namespace, candidate.application.backend_service_for(held)),
+            )
+        claimants.append(
+            Claimant(parsed.obj.meta.namespace or "", parsed.name, parsed.obj.meta.creation_timestamp, wants, holds)
+        )
     for parsed in intent.app_instances:
         result = results.get(parsed.name)
         if result is not None and result.kept:
-            claimants.append(Claimant(parsed.obj.meta.namespace or "", parsed.name, parsed.obj.meta.creation_timestamp, holds=_held_by(result.kept, context)))
+            claimants.append(
+                Claimant(
+                    parsed.obj.meta.namespace or "",
+                    parsed.name,
+                    parsed.obj.meta.creation_timestamp,
+                    holds=_held_by(result.kept, context),
+                )
+            )
     return claimants
 
 
@@ -284,7 +320,12 @@ def _held_by(kept: tuple[DesiredObject, ...], context: _Context) -> tuple[Claim,
     for obj in kept:
         spec = obj.body.get("spec") or {}
         if obj.kind == "HelmRelease":
-            held.append(release(release_namespace_of(spec=spec, namespace=obj.namespace or ""), release_name_of(spec=spec, name=obj.name)))
+            held.append(
+                release(
+                    release_namespace_of(spec=spec, namespace=obj.namespace or ""),
+                    release_name_of(spec=spec, name=obj.name),
+                )
+            )
         if obj.kind == "HTTPRoute":
             held += [hostname(str(h)) for h in spec.get("hostnames") or () if h not in context.dashboard_hosts]
             refs = [ref for rule in spec.get("rules") or () for ref in rule.get("backendRefs") or ()]
@@ -305,7 +346,9 @@ def _conflicted(candidate: _Candidate, conflict: Conflict, resolution: Resolutio
         "accessGuardReady": False,
         "conflictsWith": {"kind": "AppInstance", "namespace": holder_namespace, "name": holder_name},
     }
-    status = status_update(parsed, phase=Phase.CONFLICT, reason=conflict.reason, message=conflict.message, now=context.now, extra=extra)
+    status = status_update(
+        parsed, phase=Phase.CONFLICT, reason=conflict.reason, message=conflict.message, now=context.now, extra=extra
+    )
     return _Result(outcome=InstanceOutcome(parsed.name, kept), status=status)
 
 
@@ -340,7 +383,14 @@ def _instance(candidate: _Candidate, context: _Context) -> _Result:
 
     def done(phase: Phase, reason: Reason, message: str, objects: tuple[DesiredObject, ...] = ()) -> _Result:
         status = status_update(parsed, phase=phase, reason=reason, message=message, now=context.now, extra=extra)
-        fields = {"phase": phase, "namespace": spec.target_namespace, "kind": application.output_kind, "name": names.instance_name, "url": extra["url"], "message": message}
+        fields = {
+            "phase": phase,
+            "namespace": spec.target_namespace,
+            "kind": application.output_kind,
+            "name": names.instance_name,
+            "url": extra["url"],
+            "message": message,
+        }
         summary = InstanceSummary(application=application.name, name=names.instance_name, status=fields)
         return _Result(outcome=InstanceOutcome(parsed.name, objects), status=status, summary=summary)
 
@@ -350,14 +400,25 @@ def _instance(candidate: _Candidate, context: _Context) -> _Result:
         return done(phase, reason, message, _kept(context.snapshot, parsed.name))
     missing = sorted(set(application.required_crds + GATEWAY_CRDS + (HELM_RELEASE_CRD,)) - context.snapshot.served_crds)
     if missing:
-        return done(Phase.WAITING_FOR_CRD, Reason.WAITING_FOR_CRD, f"Waiting for CRD {', '.join(missing)} to be served; no release is created until then.")
+        return done(
+            Phase.WAITING_FOR_CRD,
+            Reason.WAITING_FOR_CRD,
+            f"Waiting for CRD {', '.join(missing)} to be served; no release is created until then.",
+        )
     declared = _declared(candidate, extra["authentication"], context)
     extra["accessGuardReady"] = declared.guard_ready
     extra["helmRelease"] = f"{declared.release.namespace}/{declared.release.name}"
-    phase, reason, message = instance_phase(release=declared.release_gate, guard=declared.guard, routes=declared.routes, display_name=application.display_name)
+    phase, reason, message = instance_phase(
+        release=declared.release_gate,
+        guard=declared.guard,
+        routes=declared.routes,
+        display_name=application.display_name,
+    )
     if extra["authentication"] == "none":
         message += " Sign-in is off (spec.access.authentication: none): the access guard stays in front and admits every request to this instance."
-    return replace(done(phase, reason, message, declared.objects), grant=_grant(candidate, extra["authentication"], context))
+    return replace(
+        done(phase, reason, message, declared.objects), grant=_grant(candidate, extra["authentication"], context)
+    )
 
 
 def _grant(candidate: _Candidate, authentication: str, context: _Context) -> str:
@@ -438,7 +499,9 @@ def _declared(candidate: _Candidate, authentication: Authentication, context: _C
     return _Declared(release_object, opened, release_gate, guard, route_gates(opened, snapshot))
 
 
-def _instance_access(candidate: _Candidate, authentication: Authentication, context: _Context, *, guard_ready: bool) -> InstanceAccess:
+def _instance_access(
+    candidate: _Candidate, authentication: Authentication, context: _Context, *, guard_ready: bool
+) -> InstanceAccess:
     """The access inputs of one valid, enabled instance. Pure."""
     parsed = candidate.parsed
     spec = parsed.valid_spec

@@ -117,26 +117,46 @@ def _unresolved(observed: GenericObject) -> Verdict | None:
                 continue
             if observed_generation_of(found, None) == generation:
                 reason, message = str(found.get("reason") or ""), str(found.get("message") or "")
-                return Verdict(Readiness.IN_PROGRESS, reason, message or "references not resolved", generation, generation)
+                return Verdict(
+                    Readiness.IN_PROGRESS, reason, message or "references not resolved", generation, generation
+                )
     return None
 
 
-def instance_phase(*, release: Gate, guard: tuple[Gate, ...], routes: tuple[Gate, ...], display_name: str) -> tuple[Phase, Reason, str]:
+def instance_phase(
+    *, release: Gate, guard: tuple[Gate, ...], routes: tuple[Gate, ...], display_name: str
+) -> tuple[Phase, Reason, str]:
     """Phase, reason and message of an instance whose objects are declared (module rules). Pure."""
     if release.verdict.failed:
-        return Phase.DEGRADED, Reason.HELM_RELEASE_FAILED, f"HelmRelease {release.name} is not ready ({release.verdict.reason}): {release.verdict.message}"
+        return (
+            Phase.DEGRADED,
+            Reason.HELM_RELEASE_FAILED,
+            f"HelmRelease {release.name} is not ready ({release.verdict.reason}): {release.verdict.message}",
+        )
     guard_block, route_block = blocking(guard), blocking(routes)
     if guard_block is not None and guard_block.verdict.failed:
-        return Phase.DEGRADED, Reason.ACCESS_GUARD_REJECTED, f"The access guard was rejected: {guard_block.said}. Routes lead nowhere until it is accepted."
+        return (
+            Phase.DEGRADED,
+            Reason.ACCESS_GUARD_REJECTED,
+            f"The access guard was rejected: {guard_block.said}. Routes lead nowhere until it is accepted.",
+        )
     if route_block is not None and route_block.verdict.failed:
         return Phase.DEGRADED, Reason.ROUTE_REJECTED, f"A route was rejected: {route_block.said}."
     if not release.verdict.ready:
         note = "" if guard_block is None else " Routes reach the application once its access guard is accepted."
         return Phase.RECONCILING, Reason.RECONCILING, _release_progress(release) + note
     if guard_block is not None:
-        return Phase.RECONCILING, Reason.WAITING_FOR_ACCESS_GUARD, f"HelmRelease {release.name} is ready; waiting for the access guard: {guard_block.said}. Routes lead nowhere until it is accepted."
+        return (
+            Phase.RECONCILING,
+            Reason.WAITING_FOR_ACCESS_GUARD,
+            f"HelmRelease {release.name} is ready; waiting for the access guard: {guard_block.said}. Routes lead nowhere until it is accepted.",
+        )
     if route_block is not None:
-        return Phase.RECONCILING, Reason.WAITING_FOR_ROUTES, f"HelmRelease {release.name} and the access guard are ready; waiting for the routes: {route_block.said}."
+        return (
+            Phase.RECONCILING,
+            Reason.WAITING_FOR_ROUTES,
+            f"HelmRelease {release.name} and the access guard are ready; waiting for the routes: {route_block.said}.",
+        )
     return Phase.READY, Reason.READY, f"{display_name} instance is ready."
 
 

@@ -66,7 +66,11 @@ from planning.unreadable import NAMESPACE_UNREADABLE
 MODULE: Final = "model-catalog"
 KUBEAI_SERVICE: Final = "kubeai"
 """KubeAI's Service (port 80) in the namespace of its Models; `/openai/v1` is its OpenAI API."""
-FEATURE_MODES: Final[Mapping[str, str]] = {"TextEmbedding": "embedding", "SpeechToText": "transcription", "TextGeneration": "chat"}
+FEATURE_MODES: Final[Mapping[str, str]] = {
+    "TextEmbedding": "embedding",
+    "SpeechToText": "transcription",
+    "TextGeneration": "chat",
+}
 """KubeAI Model spec.features -> modelType (the first match in this order)."""
 
 
@@ -93,7 +97,9 @@ def plan_catalog(*, models: ModelPlan, modules: ModulePlan, snapshot: Snapshot, 
         if (route := _kubeai_route(outcome, statuses.get(outcome.activation), snapshot, listed, published)) is not None
     ]
     git = git_routes(snapshot, namespace=namespace)
-    routes, problems = _merged(namespace, [*sorted(kubeai, key=lambda r: r.id), *_generated(models.external_models)], git.routes)
+    routes, problems = _merged(
+        namespace, [*sorted(kubeai, key=lambda r: r.id), *_generated(models.external_models)], git.routes
+    )
     module = modules.outcome(MODULE)
     requested = module is not None and module.phase != "Disabled"
     if not requested:
@@ -102,7 +108,11 @@ def plan_catalog(*, models: ModelPlan, modules: ModulePlan, snapshot: Snapshot, 
 
 
 def _kubeai_route(
-    outcome: ModelOutcome, status: StatusUpdate | None, snapshot: Snapshot, listed: Mapping[str, Route], published: frozenset[str]
+    outcome: ModelOutcome,
+    status: StatusUpdate | None,
+    snapshot: Snapshot,
+    listed: Mapping[str, Route],
+    published: frozenset[str],
 ) -> Route | None:
     """The route of one KubeAI activation's Model, if it is routable now. Pure."""
     if outcome.model is None or status is None:
@@ -139,7 +149,13 @@ def _generated(listing: DesiredObject | None) -> list[Route]:
 def _generated_route(entry: Mapping[str, Any]) -> Route:
     ref = entry.get("apiKeySecretRef")
     key = SecretKey(name=ref["name"], key=ref["key"], namespace=ref["namespace"]) if ref else None
-    return Route(id=entry["id"], model=entry["model"], model_type=entry.get("modelType", "chat"), api_base=entry.get("apiBase"), api_key=key)
+    return Route(
+        id=entry["id"],
+        model=entry["model"],
+        model_type=entry.get("modelType", "chat"),
+        api_base=entry.get("apiBase"),
+        api_key=key,
+    )
 
 
 def _merged(
@@ -150,11 +166,16 @@ def _merged(
     problems: list[ExternalModelProblem] = []
     sources = [*((None, r) for r in activations), *((g.key, g.route) for g in git)]
     for key, route in sources:
-        origin = f"ModelActivation {namespace}/{route.id}" if key is None else f"key {key} of {GIT_EXTERNAL_MODELS_CONFIG_MAP}"
+        origin = (
+            f"ModelActivation {namespace}/{route.id}"
+            if key is None
+            else f"key {key} of {GIT_EXTERNAL_MODELS_CONFIG_MAP}"
+        )
 
-        # Called only within this iteration, so the loop variables it reads are the current ones.
-        def left_out(field: str, message: str) -> ExternalModelProblem:
-            return route_problem(namespace=namespace, key=key, origin=origin, entry=route.id, field=field, message=message)  # noqa: B023
+        def left_out(
+            field: str, message: str, key: str | None = key, origin: str = origin, entry: str = route.id
+        ) -> ExternalModelProblem:
+            return route_problem(namespace=namespace, key=key, origin=origin, entry=entry, field=field, message=message)
 
         if route.id in kept:
             problems.append(left_out("id", f"the id is already published, from {kept[route.id][0]}"))

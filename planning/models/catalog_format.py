@@ -138,7 +138,11 @@ def listed_routes(data: Mapping[str, Any]) -> dict[str, Route]:
     model_list = proxy.get("model_list") if isinstance(proxy, dict) else None
     for entry in model_list if isinstance(model_list, list) else ():
         params = entry.get("litellm_params") if isinstance(entry, dict) else None
-        if not isinstance(params, dict) or not isinstance(entry.get("model_name"), str) or not isinstance(params.get("model"), str):
+        if (
+            not isinstance(params, dict)
+            or not isinstance(entry.get("model_name"), str)
+            or not isinstance(params.get("model"), str)
+        ):
             continue
         key = str(params.get("api_key") or "")
         info = entry.get("model_info") if isinstance(entry.get("model_info"), dict) else {}

@@ -58,13 +58,21 @@ class ExternalModelProblem(CatalogProblem):
 
 def _problem(namespace: str, key: str, entry: str, field: str, message: str, origin: str = "") -> ExternalModelProblem:
     where = CatalogConfigMap(catalog="external-models", name=GIT_EXTERNAL_MODELS_CONFIG_MAP, key=key)
-    return ExternalModelProblem(namespace=namespace, config_map=where, file=key, entry=entry, field=field, message=message, origin=origin)
+    return ExternalModelProblem(
+        namespace=namespace, config_map=where, file=key, entry=entry, field=field, message=message, origin=origin
+    )
 
 
-def route_problem(*, namespace: str, key: str | None, origin: str, entry: str, field: str, message: str) -> ExternalModelProblem:
+def route_problem(
+    *, namespace: str, key: str | None, origin: str, entry: str, field: str, message: str
+) -> ExternalModelProblem:
     """A route left out: an entry of ai-external-models under `key`, or else one from `origin`
     (`ModelActivation ai-system/x`). Pure."""
-    return _problem(namespace, key, entry, field, message) if key is not None else _problem(namespace, "", entry, field, message, origin)
+    return (
+        _problem(namespace, key, entry, field, message)
+        if key is not None
+        else _problem(namespace, "", entry, field, message, origin)
+    )
 
 
 @dataclass(frozen=True)

@@ -126,7 +126,10 @@ def settle_choices(intent: Intent, hardware: Hardware, catalogs: Catalogs) -> Se
         except SpecError as error:
             settled.append(Parsed(obj=parsed.obj, spec=None, error=error))
             continue
-        update = {"compute_target": choice.compute_target or local.compute_target, "engine": choice.engine or local.engine}
+        update = {
+            "compute_target": choice.compute_target or local.compute_target,
+            "engine": choice.engine or local.engine,
+        }
         spec = parsed.valid_spec.model_copy(update={"local": local.model_copy(update=update)})
         settled.append(replace(parsed, spec=spec))
         choices[parsed.name] = choice
@@ -143,15 +146,24 @@ def choose(local: LocalModelSpec, catalogs: Catalogs, offered: Offered, previous
     candidates = _candidates(local, preset, engine, catalogs)
     if not candidates and preset is not None:
         offered_variants = ", ".join(f"{v.engine} on {v.compute_target}" for v in preset.variants)
-        raise SpecError(f"spec.local.{ENGINE}", f"preset {preset.name} has no variant for engine {engine} (it offers {offered_variants})")
+        raise SpecError(
+            f"spec.local.{ENGINE}",
+            f"preset {preset.name} has no variant for engine {engine} (it offers {offered_variants})",
+        )
     if not candidates:
         return LocalChoice()
     implied = engine is not None or local.realtime is not None
-    target, reason = _kept(local, preset, engine, candidates, previous) or _target(preset, candidates, offered, implied=implied)
-    return LocalChoice(compute_target=target, reason=reason, engine=None if engine else _engine(local, preset, target, catalogs))
+    target, reason = _kept(local, preset, engine, candidates, previous) or _target(
+        preset, candidates, offered, implied=implied
+    )
+    return LocalChoice(
+        compute_target=target, reason=reason, engine=None if engine else _engine(local, preset, target, catalogs)
+    )
 
 
-def _candidates(local: LocalModelSpec, preset: PresetEntry | None, engine: str | None, catalogs: Catalogs) -> tuple[str, ...]:
+def _candidates(
+    local: LocalModelSpec, preset: PresetEntry | None, engine: str | None, catalogs: Catalogs
+) -> tuple[str, ...]:
     """The targets the activation could run on, in order of preference; empty when the preset or
     profile is unknown (resolution then names that field). Pure."""
     if local.realtime is not None:
@@ -166,12 +178,20 @@ def _candidates(local: LocalModelSpec, preset: PresetEntry | None, engine: str |
 
 def _url_engines(local: LocalModelSpec, catalogs: Catalogs, engine: str | None) -> list[EngineEntry]:
     scheme = (local.url or "").partition("://")[0]
-    found = [e for e in catalogs.engines.entries if (engine is None or e.name == engine) and (engine is not None or scheme in e.url_schemes)]
+    found = [
+        e
+        for e in catalogs.engines.entries
+        if (engine is None or e.name == engine) and (engine is not None or scheme in e.url_schemes)
+    ]
     return sorted(found, key=lambda e: e.name != DEFAULT_ENGINE)
 
 
 def _kept(
-    local: LocalModelSpec, preset: PresetEntry | None, engine: str | None, candidates: tuple[str, ...], previous: Mapping[str, Any]
+    local: LocalModelSpec,
+    preset: PresetEntry | None,
+    engine: str | None,
+    candidates: tuple[str, ...],
+    previous: Mapping[str, Any],
 ) -> tuple[str, ChoiceReason] | None:
     target, reason = previous.get(TARGET), previous.get(CHOICE_FIELD)
     if not isinstance(target, str) or reason not in {str(r) for r in KEPT_REASONS}:
@@ -183,7 +203,9 @@ def _kept(
     return target, ChoiceReason(reason)
 
 
-def _target(preset: PresetEntry | None, candidates: tuple[str, ...], offered: Offered, *, implied: bool) -> tuple[str, ChoiceReason]:
+def _target(
+    preset: PresetEntry | None, candidates: tuple[str, ...], offered: Offered, *, implied: bool
+) -> tuple[str, ChoiceReason]:
     """Rules 2 to 6 of the module's docstring. `implied`: the engine or realtime profile is given. Pure."""
     default = preset.default_compute_target if preset is not None else None
     if default in candidates and default in offered:

@@ -89,7 +89,12 @@ class DirectRuntime:
 
     def inputs(self, field_manager: str) -> DirectRuntimeInputs:
         """What its DirectRuntime resource carries, applied under `field_manager`."""
-        return DirectRuntimeInputs(runtime=self.kind, namespace=self.namespace, objects=tuple(obj.body for obj in self.objects), field_manager=field_manager)
+        return DirectRuntimeInputs(
+            runtime=self.kind,
+            namespace=self.namespace,
+            objects=tuple(obj.body for obj in self.objects),
+            field_manager=field_manager,
+        )
 
 
 @dataclass(frozen=True)
@@ -130,7 +135,11 @@ def runtime_name(activation: str) -> str:
 
 def runtime_labels(kind: DirectRuntimeKind, activation: str) -> dict[str, str]:
     """The labels of every object of the runtime (and of its Pods). Pure."""
-    return {MANAGED_BY: MANAGED_BY_VALUE, ACTIVATION_LABEL: fit(activation, LABEL_VALUE_LIMIT), RUNTIME_LABEL: kind.label}
+    return {
+        MANAGED_BY: MANAGED_BY_VALUE,
+        ACTIVATION_LABEL: fit(activation, LABEL_VALUE_LIMIT),
+        RUNTIME_LABEL: kind.label,
+    }
 
 
 def pod_selector(kind: DirectRuntimeKind, activation: str) -> dict[str, str]:
@@ -158,12 +167,16 @@ def observed_workload(snapshot: Snapshot, kind: DirectRuntimeKind, namespace: st
     return _of_runtime(snapshot.workloads, kind, namespace, activation)
 
 
-def observed_config_map(snapshot: Snapshot, kind: DirectRuntimeKind, namespace: str, activation: str) -> ConfigMap | None:
+def observed_config_map(
+    snapshot: Snapshot, kind: DirectRuntimeKind, namespace: str, activation: str
+) -> ConfigMap | None:
     """The runtime's ConfigMap as observed (realtime only), found by its labels. Pure."""
     return _of_runtime(snapshot.config_maps, kind, namespace, activation)
 
 
-def kept_runtime(snapshot: Snapshot, kind: DirectRuntimeKind, namespace: str, activation: str, service: DesiredObject) -> DirectRuntime | None:
+def kept_runtime(
+    snapshot: Snapshot, kind: DirectRuntimeKind, namespace: str, activation: str, service: DesiredObject
+) -> DirectRuntime | None:
     """The runtime as it runs, declared again exactly as observed (invariant 6); None when
     nothing runs. The Service depends on the activation's name only, so the planned one is kept. Pure."""
     workload = observed_workload(snapshot, kind, namespace, activation)
@@ -192,7 +205,9 @@ def _bare(api_version: str, kind: str, meta: Any, content: dict[str, Any]) -> di
     return {"apiVersion": api_version, "kind": kind, "metadata": metadata, **content}
 
 
-def _metadata(kind: DirectRuntimeKind, activation: str, namespace: str, name: str, field_manager: str, **annotations: str) -> dict[str, Any]:
+def _metadata(
+    kind: DirectRuntimeKind, activation: str, namespace: str, name: str, field_manager: str, **annotations: str
+) -> dict[str, Any]:
     return {
         "name": name,
         "namespace": namespace,
@@ -201,7 +216,9 @@ def _metadata(kind: DirectRuntimeKind, activation: str, namespace: str, name: st
     }
 
 
-def service_object(kind: DirectRuntimeKind, activation: str, namespace: str, *, port: int, field_manager: str) -> DesiredObject:
+def service_object(
+    kind: DirectRuntimeKind, activation: str, namespace: str, *, port: int, field_manager: str
+) -> DesiredObject:
     """The ClusterIP Service in front of the runtime's Pod, port `http`. Pure."""
     body = {
         "apiVersion": "v1",
@@ -254,7 +271,9 @@ def planned_hash(runtime: DirectRuntime) -> str:
     return str(deployment.body["metadata"]["annotations"][SPEC_HASH_ANNOTATION])
 
 
-def container_resources(*, cpu_request_millicores: int, cpu_limit_millicores: int, memory_mi: int, gpus: dict[str, int]) -> dict[str, Any]:
+def container_resources(
+    *, cpu_request_millicores: int, cpu_limit_millicores: int, memory_mi: int, gpus: dict[str, int]
+) -> dict[str, Any]:
     """Requests and limits of the runtime container: the resolved CPU policy (no CPU limit
     when it is 0), RAM request equal to its limit, whole GPUs as limits. Pure."""
     requests: dict[str, str] = {"cpu": f"{cpu_request_millicores}m", "memory": f"{memory_mi}Mi"}
@@ -309,27 +328,51 @@ def runtime_state(
     workload = observed_workload(snapshot, runtime.kind, runtime.namespace, runtime.activation)
     verdict = deployment_rollout(workload, planned_hash=planned_hash(runtime))
     if verdict.readiness is Readiness.FAILED:
-        return RuntimeState(Phase.DEGRADED, Reason.ROLLOUT_FAILED, f"The runtime's rollout failed: {verdict.reason}: {verdict.message}", False)
+        return RuntimeState(
+            Phase.DEGRADED,
+            Reason.ROLLOUT_FAILED,
+            f"The runtime's rollout failed: {verdict.reason}: {verdict.message}",
+            False,
+        )
     if workload is None:
-        return RuntimeState(Phase.STARTING, Reason.WAITING_FOR_ROLLOUT, f"The runtime's Deployment {runtime.namespace}/{runtime_name(runtime.activation)} is being created.", False)
+        return RuntimeState(
+            Phase.STARTING,
+            Reason.WAITING_FOR_ROLLOUT,
+            f"The runtime's Deployment {runtime.namespace}/{runtime_name(runtime.activation)} is being created.",
+            False,
+        )
     if not verdict.ready:
         pods = snapshot.pods_labelled(runtime.namespace, pod_selector(runtime.kind, runtime.activation))
         if verdict.reason != Waiting.NOT_CURRENT and not [p for p in pods if not p.terminating]:
-            return RuntimeState(Phase.STARTING, Reason.WAITING_FOR_POD, "The runtime's Deployment has no Pod yet.", False)
+            return RuntimeState(
+                Phase.STARTING, Reason.WAITING_FOR_POD, "The runtime's Deployment has no Pod yet.", False
+            )
         waiting = next((f" Pod {p.meta.name}: {p.reason}: {p.message}".rstrip(": ") for p in pods if p.reason), "")
-        return RuntimeState(Phase.STARTING, Reason.WAITING_FOR_ROLLOUT, f"Waiting for the runtime's rollout: {verdict.message}.{waiting}", False)
+        return RuntimeState(
+            Phase.STARTING,
+            Reason.WAITING_FOR_ROLLOUT,
+            f"Waiting for the runtime's rollout: {verdict.message}.{waiting}",
+            False,
+        )
     if needs_health:
         unhealthy = _health(snapshot, runtime)
         if unhealthy is not None:
             return RuntimeState(Phase.STARTING, Reason.WAITING_FOR_RUNTIME_HEALTH, unhealthy, False)
     if runtime.activation not in published:
-        return RuntimeState(Phase.STARTING, Reason.WAITING_FOR_MODEL_CATALOG, "The runtime is ready; waiting for the model catalog to publish it.", True)
+        return RuntimeState(
+            Phase.STARTING,
+            Reason.WAITING_FOR_MODEL_CATALOG,
+            "The runtime is ready; waiting for the model catalog to publish it.",
+            True,
+        )
     return RuntimeState(Phase.READY, Reason.READY, "Model is available in the generated model catalog.", True)
 
 
 def _health(snapshot: Snapshot, runtime: DirectRuntime) -> str | None:
     """None when a Ready Pod answered /health; else why not, in words. Pure."""
-    pods = [p for p in snapshot.pods_labelled(runtime.namespace, pod_selector(runtime.kind, runtime.activation)) if p.ready]
+    pods = [
+        p for p in snapshot.pods_labelled(runtime.namespace, pod_selector(runtime.kind, runtime.activation)) if p.ready
+    ]
     answers = [snapshot.health_of(runtime.namespace, p.meta.name) for p in pods]
     if any(a is not None and a.healthy for a in answers):
         return None

@@ -64,10 +64,15 @@ def direct_kind(parsed: Parsed[Any], catalogs: Catalogs) -> DirectRuntimeKind | 
     return DirectRuntimeKind.FREETOKEN if engine is not None and not engine.uses_kubeai else None
 
 
-def kept_direct(snapshot: Snapshot, namespace: str, activation: str, catalogs: Catalogs, settings: PlanSettings) -> DirectRuntime | None:
+def kept_direct(
+    snapshot: Snapshot, namespace: str, activation: str, catalogs: Catalogs, settings: PlanSettings
+) -> DirectRuntime | None:
     """The direct runtime of `activation` as it runs, whichever kind it is (the spec may be
     unreadable); None when none runs. Pure."""
-    for kind, port in ((DirectRuntimeKind.REALTIME, catalogs.runtimes.realtime.port), (DirectRuntimeKind.FREETOKEN, catalogs.runtimes.freetoken.port)):
+    for kind, port in (
+        (DirectRuntimeKind.REALTIME, catalogs.runtimes.realtime.port),
+        (DirectRuntimeKind.FREETOKEN, catalogs.runtimes.freetoken.port),
+    ):
         service = service_object(kind, activation, namespace, port=port, field_manager=settings.field_manager)
         kept = kept_runtime(snapshot, kind, namespace, activation, service)
         if kept is not None:
@@ -101,7 +106,11 @@ def plan_direct(
     kept_entries = applied_entries if kept is not None else ()
 
     def hold(phase: Phase, reason: Reason, message: str, fields: dict[str, Any] | None = None) -> DirectOutcome:
-        return DirectOutcome(kept, kept_entries, status_update(parsed, phase=phase, reason=reason, message=message, now=now, extra=fields))
+        return DirectOutcome(
+            kept,
+            kept_entries,
+            status_update(parsed, phase=phase, reason=reason, message=message, now=now, extra=fields),
+        )
 
     try:
         resolved = resolve_local(local, catalogs, host=host)
@@ -111,13 +120,24 @@ def plan_direct(
         planned: RealtimePlan | FreeTokenPlan | Unplaceable
         if kind is DirectRuntimeKind.REALTIME:
             planned = plan_realtime(
-                activation=parsed.name, namespace=namespace, local=local, resolved=resolved,
-                snapshot=snapshot, catalogs=catalogs, field_manager=settings.field_manager, claim=claim,
+                activation=parsed.name,
+                namespace=namespace,
+                local=local,
+                resolved=resolved,
+                snapshot=snapshot,
+                catalogs=catalogs,
+                field_manager=settings.field_manager,
+                claim=claim,
             )
         else:
             planned = plan_freetoken(
-                activation=parsed.name, namespace=namespace, local=local, resolved=resolved,
-                capacity=capacity, catalogs=catalogs, field_manager=settings.field_manager,
+                activation=parsed.name,
+                namespace=namespace,
+                local=local,
+                resolved=resolved,
+                capacity=capacity,
+                catalogs=catalogs,
+                field_manager=settings.field_manager,
             )
     except SpecError as error:
         return hold(Phase.FAILED, REFUSAL_REASONS.get(type(error), Reason.INVALID_SPEC), str(error))
@@ -131,9 +151,19 @@ def plan_direct(
     if isinstance(planned, RealtimePlan):
         fields |= {"realtimeProfile": planned.profile.name, "gpuCount": planned.gpu_count}
     else:
-        fields |= {"gpuCount": planned.gpu_count, "memoryStrategy": planned.memory_strategy, "vramRequiredMi": planned.vram_budget_mi}
-    state = runtime_state(runtime=planned.runtime, snapshot=snapshot, published=published, needs_health=kind is DirectRuntimeKind.REALTIME)
-    entries = (catalog_entry(activation=parsed.name, namespace=namespace, port=port, url=resolved.url),) if state.serving else ()
+        fields |= {
+            "gpuCount": planned.gpu_count,
+            "memoryStrategy": planned.memory_strategy,
+            "vramRequiredMi": planned.vram_budget_mi,
+        }
+    state = runtime_state(
+        runtime=planned.runtime, snapshot=snapshot, published=published, needs_health=kind is DirectRuntimeKind.REALTIME
+    )
+    entries = (
+        (catalog_entry(activation=parsed.name, namespace=namespace, port=port, url=resolved.url),)
+        if state.serving
+        else ()
+    )
     status = status_update(parsed, phase=state.phase, reason=state.reason, message=state.message, now=now, extra=fields)
     return DirectOutcome(planned.runtime, entries, status)
 

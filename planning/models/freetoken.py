@@ -103,7 +103,11 @@ def plan_freetoken(
             memory_mi=memory,
             gpus={resource: gpu_count},
         ),
-        "readinessProbe": {"httpGet": {"path": runtime.readiness_path, "port": "http"}, "periodSeconds": 10, "failureThreshold": 3},
+        "readinessProbe": {
+            "httpGet": {"path": runtime.readiness_path, "port": "http"},
+            "periodSeconds": 10,
+            "failureThreshold": 3,
+        },
         "securityContext": {"allowPrivilegeEscalation": False, "capabilities": {"drop": ["ALL"]}},
         "volumeMounts": [{"name": "cache", "mountPath": CACHE_PATH}],
     }
@@ -118,7 +122,13 @@ def plan_freetoken(
     objects = (
         service_object(KIND, activation, namespace, port=runtime.port, field_manager=field_manager),
         deployment_object(
-            KIND, activation, namespace, pod_spec=pod_spec, pod_annotations=pod_annotations, field_manager=field_manager, recreate=True
+            KIND,
+            activation,
+            namespace,
+            pod_spec=pod_spec,
+            pod_annotations=pod_annotations,
+            field_manager=field_manager,
+            recreate=True,
         ),
     )
     return FreeTokenPlan(
@@ -146,12 +156,16 @@ def _check_runtime(runtime: FreeTokenRuntime, settings: FreeTokenSettings, local
         raise SpecError("spec.local.replicas", "the FreeToken runtime runs one replica")
 
 
-def _server_args(runtime: FreeTokenRuntime, resolved: ResolvedLocalModel, *, strategy: str, advanced: list[str]) -> list[str]:
+def _server_args(
+    runtime: FreeTokenRuntime, resolved: ResolvedLocalModel, *, strategy: str, advanced: list[str]
+) -> list[str]:
     """Every flag of the server, each from the catalog. Pure."""
     return [
         *runtime.args,
-        runtime.model_arg, model_id(resolved.url),
-        runtime.port_arg, str(runtime.port),
+        runtime.model_arg,
+        model_id(resolved.url),
+        runtime.port_arg,
+        str(runtime.port),
         *_optional(runtime.context_window_arg, resolved.context_window),
         *_optional(runtime.max_num_seqs_arg, resolved.max_num_seqs),
         *runtime.memory_strategies[strategy],
@@ -170,7 +184,10 @@ def _advanced_args(advanced: dict[str, Any], runtime: FreeTokenRuntime) -> list[
         flag = runtime.advanced_flags.get(key)
         if flag is None:
             known = ", ".join(sorted(runtime.advanced_flags)) or "none"
-            raise SpecError(f"spec.local.freetoken.advanced.{key}", f"is not a FreeToken setting this catalog offers (known: {known})")
+            raise SpecError(
+                f"spec.local.freetoken.advanced.{key}",
+                f"is not a FreeToken setting this catalog offers (known: {known})",
+            )
         value = advanced[key]
         if isinstance(value, bool) or not isinstance(value, (int, float, str)) or value == "":
             raise SpecError(f"spec.local.freetoken.advanced.{key}", "must be a number or a non-empty string")
@@ -187,13 +204,21 @@ def _placement(
     if device is not None:
         on_node = [c for c in nvidia if c.node == device]
         if not on_node:
-            return Unplaceable(Reason.GPU_DEVICE_NOT_FOUND, f"spec.local.freetoken.gpuDevice: no node named {device} publishes an NVIDIA GPU.")
+            return Unplaceable(
+                Reason.GPU_DEVICE_NOT_FOUND,
+                f"spec.local.freetoken.gpuDevice: no node named {device} publishes an NVIDIA GPU.",
+            )
         best = max(on_node, key=lambda c: c.allocatable)
         if best.allocatable < gpu_count:
-            return Unplaceable(Reason.WAITING_FOR_GPU, f"Node {device} publishes {best.allocatable} {best.resource_name}; gpuCount asks for {gpu_count}.")
+            return Unplaceable(
+                Reason.WAITING_FOR_GPU,
+                f"Node {device} publishes {best.allocatable} {best.resource_name}; gpuCount asks for {gpu_count}.",
+            )
         return best.resource_name, device
     fitting = [c for c in nvidia if c.allocatable >= gpu_count]
     if not fitting:
         most = max((c.allocatable for c in nvidia), default=0)
-        return Unplaceable(Reason.WAITING_FOR_GPU, f"No node publishes {gpu_count} whole NVIDIA GPU(s) (at most {most}).")
+        return Unplaceable(
+            Reason.WAITING_FOR_GPU, f"No node publishes {gpu_count} whole NVIDIA GPU(s) (at most {most})."
+        )
     return next(r for r in resources if any(c.resource_name == r for c in fitting)), None

@@ -61,7 +61,14 @@ GPU_TOLERATIONS: Mapping[str, tuple[Mapping[str, str], ...]] = {
 
 
 def _engine_profile(image: str, resource: str) -> Mapping[str, Any]:
-    return freeze_map({"imageName": image, "requests": {resource: "1"}, "limits": {resource: "1"}, "tolerations": list(GPU_TOLERATIONS[resource])})
+    return freeze_map(
+        {
+            "imageName": image,
+            "requests": {resource: "1"},
+            "limits": {resource: "1"},
+            "tolerations": list(GPU_TOLERATIONS[resource]),
+        }
+    )
 
 
 ENGINE_PROFILES: Mapping[str, Mapping[str, Any]] = freeze(
@@ -123,7 +130,9 @@ def accelerator_profile(resolved: ResolvedLocalModel, engine_profile: str) -> Cp
     body = ENGINE_PROFILES.get(engine_profile)
     if body is None:
         return None
-    clone = with_cpu(body, request_millicores=resolved.cpu_request_millicores, limit_millicores=resolved.cpu_limit_millicores)
+    clone = with_cpu(
+        body, request_millicores=resolved.cpu_request_millicores, limit_millicores=resolved.cpu_limit_millicores
+    )
     return CpuProfile(name=content_name(f"{engine_profile}-", clone), body=freeze(clone))
 
 
@@ -132,7 +141,10 @@ def model_name(activation: str) -> str:
 
 
 def cpu_profile(resolved: ResolvedLocalModel) -> CpuProfile:
-    requests: dict[str, str] = {"cpu": f"{resolved.cpu_request_millicores}m", "memory": f"{resolved.memory_required_mi}Mi"}
+    requests: dict[str, str] = {
+        "cpu": f"{resolved.cpu_request_millicores}m",
+        "memory": f"{resolved.memory_required_mi}Mi",
+    }
     limits: dict[str, str] = {}
     if resolved.cpu_limit_millicores > 0:
         limits["cpu"] = f"{resolved.cpu_limit_millicores}m"
@@ -150,7 +162,9 @@ def applied_cpu_profile(observed: KubeAIModel, *, snapshot: Snapshot) -> CpuProf
     A Model kept as it runs (invariant 6, deferrals) keeps its profile: without it the store
     entry would be removed and KubeAI could no longer schedule the Model.
     """
-    return stored_profile(observed, snapshot=snapshot, namespace=PROFILE_STORE_NAMESPACE, config_map=PROFILE_STORE_CONFIG_MAP)
+    return stored_profile(
+        observed, snapshot=snapshot, namespace=PROFILE_STORE_NAMESPACE, config_map=PROFILE_STORE_CONFIG_MAP
+    )
 
 
 def stored_profile(observed: KubeAIModel, *, snapshot: Snapshot, namespace: str, config_map: str) -> CpuProfile | None:
@@ -177,7 +191,9 @@ def observed_store_profiles(snapshot: Snapshot, *, namespace: str, config_map: s
     return {name: CpuProfile(name=name, body=freeze(body)) for name, body in profiles.items() if isinstance(body, dict)}
 
 
-def _vision_overrides(resolved: ResolvedLocalModel, catalogs: Catalogs) -> tuple[list[str], dict[str, str], set[str], set[str]]:
+def _vision_overrides(
+    resolved: ResolvedLocalModel, catalogs: Catalogs
+) -> tuple[list[str], dict[str, str], set[str], set[str]]:
     """(args, env) the chosen value sets, and every managed arg/env name of the target."""
     target = catalogs.compute_targets.get(resolved.compute_target)
     mappings = (target.vision_attention or {}) if target is not None else {}

@@ -106,13 +106,25 @@ def lifecycle_deadlines(update: StatusUpdate) -> tuple[Deadline, ...]:
     since = timer.get("since") if isinstance(timer, Mapping) else None
     if status.get("phase") == Phase.WAITING_FOR_POD and isinstance(since, str):
         try:
-            found.append(Deadline(at=whole_second_from(_moment(since) + POD_CREATION_TIMEOUT), reason=f"{who}: pod creation stall"))
+            found.append(
+                Deadline(
+                    at=whole_second_from(_moment(since) + POD_CREATION_TIMEOUT), reason=f"{who}: pod creation stall"
+                )
+            )
         except ValueError:
             pass
     recovery = RecoveryState.from_status(status.get("podRecovery"))
-    if recovery is not None and recovery.attempts < MAX_ATTEMPTS and status.get("reason") != RECOVERY_EXHAUSTED and status.get("phase") != Phase.READY:
+    if (
+        recovery is not None
+        and recovery.attempts < MAX_ATTEMPTS
+        and status.get("reason") != RECOVERY_EXHAUSTED
+        and status.get("phase") != Phase.READY
+    ):
         found.append(
-            Deadline(at=whole_second_from(recovery.next_attempt_time()), reason=f"{who}: pod recovery attempt {recovery.attempts + 1}")
+            Deadline(
+                at=whole_second_from(recovery.next_attempt_time()),
+                reason=f"{who}: pod recovery attempt {recovery.attempts + 1}",
+            )
         )
     return tuple(found)
 
@@ -142,7 +154,9 @@ def model_lifecycle(
     ready = model.replicas_ready
     replicas = f"{ready}/{max(model.replicas_all, len(live))} replicas ready ({engine})"
 
-    def lifecycle(phase: Phase, reason: StatusReason, message: str, pod_creation: dict[str, str] | None = None) -> Lifecycle:
+    def lifecycle(
+        phase: Phase, reason: StatusReason, message: str, pod_creation: dict[str, str] | None = None
+    ) -> Lifecycle:
         return Lifecycle(phase, reason, message, pod_creation, recovery, ready)
 
     if recovery.exhausted:
@@ -156,12 +170,16 @@ def model_lifecycle(
                 f"No Pod for KubeAI Model {model.meta.namespace}/{model.meta.name} since {timer['since']}; {replicas}.",
                 timer,
             )
-        return lifecycle(Phase.WAITING_FOR_POD, Reason.WAITING_FOR_POD, f"Waiting for a Pod of the KubeAI Model; {replicas}.", timer)
+        return lifecycle(
+            Phase.WAITING_FOR_POD, Reason.WAITING_FOR_POD, f"Waiting for a Pod of the KubeAI Model; {replicas}.", timer
+        )
     if ready == 0:
         return lifecycle(Phase.STARTING, Reason.WAITING_FOR_REPLICA, f"Pod created, no replica ready yet; {replicas}.")
     if ollama_unreachable:
         answers = "; ".join(f"{seen.pod}: {seen.error}" for seen in ollama_unreachable)
-        return lifecycle(Phase.DEGRADED, ProblemReason.OLLAMA_UNREACHABLE, f"Ollama does not answer on {answers}; {replicas}.")
+        return lifecycle(
+            Phase.DEGRADED, ProblemReason.OLLAMA_UNREACHABLE, f"Ollama does not answer on {answers}; {replicas}."
+        )
     if alias_missing_on:
         return lifecycle(
             Phase.STARTING,
@@ -169,5 +187,9 @@ def model_lifecycle(
             f"Waiting for the Ollama alias on {', '.join(alias_missing_on)}; {replicas}.",
         )
     if not published:
-        return lifecycle(Phase.STARTING, Reason.WAITING_FOR_MODEL_CATALOG, f"Waiting for the model catalog to publish the model; {replicas}.")
+        return lifecycle(
+            Phase.STARTING,
+            Reason.WAITING_FOR_MODEL_CATALOG,
+            f"Waiting for the model catalog to publish the model; {replicas}.",
+        )
     return lifecycle(Phase.READY, Reason.READY, f"Model is available in the generated model catalog; {replicas}.")

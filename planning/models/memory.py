@@ -142,7 +142,9 @@ def estimate_memory(inputs: MemoryInputs) -> MemoryEstimate:
         gpu_min = cache if inputs.cpu_offloading else model
         gpu_rec = with_headroom(model) if model is not None else None
         ram_min, ram_max = _gpu_host_ram(inputs, weights, model, lower)
-        capacity = inputs.host.gpu_accessible_mi if inputs.host.unified and inputs.host.gpu_accessible_mi else inputs.vram_mi
+        capacity = (
+            inputs.host.gpu_accessible_mi if inputs.host.unified and inputs.host.gpu_accessible_mi else inputs.vram_mi
+        )
         fits = model <= capacity if model is not None and capacity is not None else None
     return MemoryEstimate(
         weights_mi=weights,
@@ -229,7 +231,11 @@ def _vram_problem(estimate: MemoryEstimate, budget: MemoryBudget) -> MemoryRejec
     if budget.cpu_offloading or estimate.fits_vram is not False:
         return None
     unified = estimate.host.unified and estimate.host.gpu_accessible_mi
-    capacity = f"the GPU-accessible {estimate.host.gpu_accessible_mi} MiB of the shared pool" if unified else f"{budget.vram_mi} MiB"
+    capacity = (
+        f"the GPU-accessible {estimate.host.gpu_accessible_mi} MiB of the shared pool"
+        if unified
+        else f"{budget.vram_mi} MiB"
+    )
     return MemoryRejected(
         budget.vram_field,
         f"{capacity} is below the estimated GPU minimum of {estimate.gpu_minimum_mi} MiB ({_split(estimate)}); "
@@ -242,7 +248,9 @@ def _split(estimate: MemoryEstimate) -> str:
     def part(name: str, mi: int | None) -> str:
         return f"{name} {mi} MiB" if mi is not None else f"{name} unknown"
 
-    return ", ".join((part("weights", estimate.weights_mi), part("cache", estimate.cache_mi), part("runtime", estimate.runtime_mi)))
+    return ", ".join(
+        (part("weights", estimate.weights_mi), part("cache", estimate.cache_mi), part("runtime", estimate.runtime_mi))
+    )
 
 
 def admit_memory(estimate: MemoryEstimate, budget: MemoryBudget, *, allow_risk: bool) -> None:

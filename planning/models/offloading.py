@@ -77,7 +77,9 @@ def offloading_profile(resolved: ResolvedLocalModel, engine_profile: str, budget
     body = ENGINE_PROFILES.get(engine_profile)
     if body is None:
         return None
-    clone = with_cpu(body, request_millicores=resolved.cpu_request_millicores, limit_millicores=resolved.cpu_limit_millicores)
+    clone = with_cpu(
+        body, request_millicores=resolved.cpu_request_millicores, limit_millicores=resolved.cpu_limit_millicores
+    )
     clone["requests"]["memory"] = f"{budget_mi}Mi"
     clone.setdefault("limits", {})["memory"] = f"{budget_mi}Mi"
     return CpuProfile(name=content_name(OFFLOADING_PROFILE_PREFIX, clone), body=freeze(clone))
@@ -93,14 +95,22 @@ def decide_offloading(local: LocalModelSpec, resolved: ResolvedLocalModel, engin
         return Offloading(requested=False, args=("--cpu-offload-gb=0",) if vllm else ())
     profile = offloading_profile(resolved, engine_profile, local.memory_required_mi or 0) if engine_profile else None
     if vllm:
-        return Offloading(requested=True, profile=profile, args=(f"--cpu-offload-gb={cpu_offload_gib(resolved.cpu_offload_mi or 0)}",))
-    note = " ollamaGpuLayers is ignored: Ollama offloads by GPU-first auto-fit." if local.ollama_gpu_layers is not None else ""
+        return Offloading(
+            requested=True, profile=profile, args=(f"--cpu-offload-gb={cpu_offload_gib(resolved.cpu_offload_mi or 0)}",)
+        )
+    note = (
+        " ollamaGpuLayers is ignored: Ollama offloads by GPU-first auto-fit."
+        if local.ollama_gpu_layers is not None
+        else ""
+    )
     return Offloading(requested=True, profile=profile, note=note)
 
 
 def observed_offloading_profiles(snapshot: Snapshot) -> frozenset[str]:
     """The profile names the offloading store holds, as observed. Pure."""
-    return frozenset(observed_store_profiles(snapshot, namespace=OFFLOADING_NAMESPACE, config_map=OFFLOADING_CONFIG_MAP))
+    return frozenset(
+        observed_store_profiles(snapshot, namespace=OFFLOADING_NAMESPACE, config_map=OFFLOADING_CONFIG_MAP)
+    )
 
 
 def applied_offloading_profile(observed: KubeAIModel, *, snapshot: Snapshot) -> CpuProfile | None:

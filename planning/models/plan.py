@@ -88,7 +88,11 @@ class PodDeletion:
     def attempt_inputs(self) -> RecoveryAttempt:
         """What its PodRecovery resource carries."""
         return RecoveryAttempt(
-            namespace=self.namespace, pod=self.pod.name, pod_uid=self.pod.uid, resource_version=self.pod.resource_version, attempt=self.attempt
+            namespace=self.namespace,
+            pod=self.pod.name,
+            pod_uid=self.pod.uid,
+            resource_version=self.pod.resource_version,
+            attempt=self.attempt,
         )
 
 
@@ -103,7 +107,13 @@ class AliasRequest:
 
     def to_inputs(self) -> dict[str, Any]:
         """The inputs of its OllamaAlias resource (providers/ollama.py). Pure."""
-        return {"namespace": self.namespace, "pods": list(self.pods), "source": self.source, "alias": self.alias, "port": self.port}
+        return {
+            "namespace": self.namespace,
+            "pods": list(self.pods),
+            "source": self.source,
+            "alias": self.alias,
+            "port": self.port,
+        }
 
     @classmethod
     def from_inputs(cls, inputs: Mapping[str, Any]) -> Self:
@@ -146,7 +156,9 @@ class ModelPlan:
 
     @property
     def offloading_profiles(self) -> tuple[CpuProfile, ...]:
-        found = {o.offloading_profile.name: o.offloading_profile for o in self.outcomes if o.offloading_profile is not None}
+        found = {
+            o.offloading_profile.name: o.offloading_profile for o in self.outcomes if o.offloading_profile is not None
+        }
         return tuple(found[name] for name in sorted(found))
 
     @property
@@ -198,7 +210,9 @@ def _resolved_fields(resolved: ResolvedLocalModel, namespace: str, name: str, pr
     }
 
 
-def _engine_profile(resolved: ResolvedLocalModel, capacity: tuple[AcceleratorCapacity, ...], catalogs: Catalogs) -> str | None:
+def _engine_profile(
+    resolved: ResolvedLocalModel, capacity: tuple[AcceleratorCapacity, ...], catalogs: Catalogs
+) -> str | None:
     """The catalog's engine profile for the published resource of an accelerator target; None
     on CPU or while no GPU resource is published. Pure."""
     if resolved.on_cpu:
@@ -206,10 +220,14 @@ def _engine_profile(resolved: ResolvedLocalModel, capacity: tuple[AcceleratorCap
     resource = published_resource(capacity, resolved.compute_target, catalogs)
     if resource is None:
         return None
-    return catalogs.compute_targets.require(resolved.compute_target).resource_profile(engine=resolved.engine, resource=resource)
+    return catalogs.compute_targets.require(resolved.compute_target).resource_profile(
+        engine=resolved.engine, resource=resource
+    )
 
 
-def _resource_profile(resolved: ResolvedLocalModel, engine_profile: str | None, offloading: Offloading) -> tuple[str | None, CpuProfile | None]:
+def _resource_profile(
+    resolved: ResolvedLocalModel, engine_profile: str | None, offloading: Offloading
+) -> tuple[str | None, CpuProfile | None]:
     """The `<profile>:<count>` the Model asks for and the runtime-store entry it needs; (None,
     None) while no GPU resource is published. An offloading profile lives in the other store."""
     if resolved.on_cpu:
@@ -256,15 +274,31 @@ def plan_models(
         observed = _observed_model(snapshot, parsed)
         requirement = by_requester.get(requester_of(parsed))
         if not parsed.enabled and parsed.error is None:
-            statuses.append(status_update(parsed, phase=Phase.DISABLED, reason=Reason.DISABLED, message="ModelActivation is disabled.", now=now))
+            statuses.append(
+                status_update(
+                    parsed,
+                    phase=Phase.DISABLED,
+                    reason=Reason.DISABLED,
+                    message="ModelActivation is disabled.",
+                    now=now,
+                )
+            )
             continue
         if requirement is None or requirement.problem is not None:
-            reason = requirement.problem if requirement is not None and requirement.problem is not None else Reason.INVALID_SPEC
+            reason = (
+                requirement.problem
+                if requirement is not None and requirement.problem is not None
+                else Reason.INVALID_SPEC
+            )
             message = requirement.problem_message if requirement is not None else str(parsed.error)
             statuses.append(status_update(parsed, phase=Phase.FAILED, reason=reason, message=message, now=now))
             outcome = _kept(parsed.name, observed, snapshot)
-            outcome = replace(outcome, runtime=kept_direct(snapshot, _target_namespace(parsed), parsed.name, catalogs, settings))
-            external_entries += applied_external_entries(snapshot, namespace=settings.system_namespace, activation=parsed.name)
+            outcome = replace(
+                outcome, runtime=kept_direct(snapshot, _target_namespace(parsed), parsed.name, catalogs, settings)
+            )
+            external_entries += applied_external_entries(
+                snapshot, namespace=settings.system_namespace, activation=parsed.name
+            )
         elif parsed.valid_spec.type == "external":
             _, status, entry = _external(parsed, requirement, modules, published, now)
             statuses.append(status)
@@ -329,8 +363,12 @@ def _local_or_held(
         return _held_for_sharing(parsed, gate, observed, snapshot, catalogs, settings, now)
     if too_many is not None:
         outcome = _kept(parsed.name, observed, snapshot)
-        outcome = replace(outcome, runtime=kept_direct(snapshot, parsed.valid_spec.target_namespace, parsed.name, catalogs, settings))
-        return outcome, status_update(parsed, phase=Phase.FAILED, reason=Reason.INVALID_SPEC, message=str(too_many), now=now)
+        outcome = replace(
+            outcome, runtime=kept_direct(snapshot, parsed.valid_spec.target_namespace, parsed.name, catalogs, settings)
+        )
+        return outcome, status_update(
+            parsed, phase=Phase.FAILED, reason=Reason.INVALID_SPEC, message=str(too_many), now=now
+        )
     activation = _LocalActivation(
         parsed=parsed,
         requirement=requirement,
@@ -354,9 +392,25 @@ def _local_or_held(
 
 
 HELD_FIELDS = frozenset(
-    {"modelRef", "catalogId", "computeTarget", "engine", "requestedKvCacheType", "resolvedResourceProfile",
-     "memoryRequiredMi", "vramRequiredMi", "cpuResources", "preset", "artifact", "cpuOffloading",
-     "runtime", "realtimeProfile", "gpuCount", "memoryStrategy", CHOICE_FIELD}
+    {
+        "modelRef",
+        "catalogId",
+        "computeTarget",
+        "engine",
+        "requestedKvCacheType",
+        "resolvedResourceProfile",
+        "memoryRequiredMi",
+        "vramRequiredMi",
+        "cpuResources",
+        "preset",
+        "artifact",
+        "cpuOffloading",
+        "runtime",
+        "realtimeProfile",
+        "gpuCount",
+        "memoryStrategy",
+        CHOICE_FIELD,
+    }
 )
 """What the status of an activation in an unreadable namespace keeps: what its spec resolves to."""
 
@@ -394,15 +448,21 @@ def _held_for_sharing(
         objects = tuple(drained_deployment(o, transition) if o.kind == "Deployment" else o for o in runtime.objects)
         kept = replace(kept, runtime=replace(runtime, objects=objects))
     if gate.holds:
-        return kept, status_update(parsed, phase=Phase.WAITING_FOR_GPU, reason=Reason.GPU_SHARING_TRANSITION, message=gate.message, now=now)
+        return kept, status_update(
+            parsed, phase=Phase.WAITING_FOR_GPU, reason=Reason.GPU_SHARING_TRANSITION, message=gate.message, now=now
+        )
     message = (
         f"All {gate.slot_limit} GPU slots of node {gate.node} are taken ({listed(gate.admitted)}); "
         f"this model waits for a free slot (slot limit {gate.slot_limit})."
     )
-    return kept, status_update(parsed, phase=Phase.WAITING_FOR_GPU, reason=Reason.WAITING_FOR_GPU_SLOT, message=message, now=now)
+    return kept, status_update(
+        parsed, phase=Phase.WAITING_FOR_GPU, reason=Reason.WAITING_FOR_GPU_SLOT, message=message, now=now
+    )
 
 
-def _held(parsed: Parsed[Any], outcome: ModelOutcome, status: StatusUpdate, hold: Hold, now: datetime) -> tuple[ModelOutcome, StatusUpdate]:
+def _held(
+    parsed: Parsed[Any], outcome: ModelOutcome, status: StatusUpdate, hold: Hold, now: datetime
+) -> tuple[ModelOutcome, StatusUpdate]:
     """A local activation whose target namespace could not be read (planning/unreadable.py). Pure.
 
     Its KubeAI Model and CPU profile stay declared, from the spec, only when its last status shows
@@ -466,8 +526,30 @@ def _external(
         phase, reason, message = waiting
         return None, status_update(parsed, phase=phase, reason=reason, message=message, now=now, extra=extra), entry
     if parsed.name not in published:
-        return None, status_update(parsed, phase=Phase.STARTING, reason=Reason.WAITING_FOR_MODEL_CATALOG, message="Registered with LiteLLM; waiting for the model catalog to publish it.", now=now, extra=extra), entry
-    return None, status_update(parsed, phase=Phase.READY, reason=Reason.READY, message="Model is available in the generated model catalog.", now=now, extra=extra), entry
+        return (
+            None,
+            status_update(
+                parsed,
+                phase=Phase.STARTING,
+                reason=Reason.WAITING_FOR_MODEL_CATALOG,
+                message="Registered with LiteLLM; waiting for the model catalog to publish it.",
+                now=now,
+                extra=extra,
+            ),
+            entry,
+        )
+    return (
+        None,
+        status_update(
+            parsed,
+            phase=Phase.READY,
+            reason=Reason.READY,
+            message="Model is available in the generated model catalog.",
+            now=now,
+            extra=extra,
+        ),
+        entry,
+    )
 
 
 def _external_models(entries: list[dict[str, Any]], settings: PlanSettings) -> DesiredObject:
@@ -484,7 +566,11 @@ def _external_models(entries: list[dict[str, Any]], settings: PlanSettings) -> D
             "labels": {MANAGED_BY: MANAGED_BY_VALUE},
             "annotations": {FIELD_MANAGER_ANNOTATION: settings.field_manager},
         },
-        "data": {EXTERNAL_MODELS_KEY: json.dumps(sorted(entries, key=lambda e: e["id"]), sort_keys=True, separators=(",", ":"))},
+        "data": {
+            EXTERNAL_MODELS_KEY: json.dumps(
+                sorted(entries, key=lambda e: e["id"]), sort_keys=True, separators=(",", ":")
+            )
+        },
     }
     return DesiredObject.of(body)
 
@@ -515,14 +601,29 @@ def _local(a: _LocalActivation, *, claim: ClaimBinding | None = None) -> tuple[M
     claim a direct runtime binds (AMD dra-shared). Pure."""
     kind = direct_kind(a.parsed, a.catalogs)
     if kind is not None:
-        running = kept_direct(a.snapshot, a.parsed.valid_spec.target_namespace, a.parsed.name, a.catalogs, a.settings) is not None
-        direct = plan_direct(
-            kind=kind, parsed=a.parsed, waiting=_waiting(a.requirement, a.modules, running=running, deferral=a.deferral), snapshot=a.snapshot,
-            capacity=a.capacity, host=a.host, catalogs=a.catalogs, settings=a.settings, published=a.published,
-            applied_entries=tuple(applied_external_entries(a.snapshot, namespace=a.settings.system_namespace, activation=a.parsed.name)),
-            now=a.now, claim=claim,
+        running = (
+            kept_direct(a.snapshot, a.parsed.valid_spec.target_namespace, a.parsed.name, a.catalogs, a.settings)
+            is not None
         )
-        return ModelOutcome(a.parsed.name, runtime=direct.runtime, catalog_entries=direct.catalog_entries), direct.status
+        direct = plan_direct(
+            kind=kind,
+            parsed=a.parsed,
+            waiting=_waiting(a.requirement, a.modules, running=running, deferral=a.deferral),
+            snapshot=a.snapshot,
+            capacity=a.capacity,
+            host=a.host,
+            catalogs=a.catalogs,
+            settings=a.settings,
+            published=a.published,
+            applied_entries=tuple(
+                applied_external_entries(a.snapshot, namespace=a.settings.system_namespace, activation=a.parsed.name)
+            ),
+            now=a.now,
+            claim=claim,
+        )
+        return ModelOutcome(
+            a.parsed.name, runtime=direct.runtime, catalog_entries=direct.catalog_entries
+        ), direct.status
     return _kubeai(a)
 
 
@@ -540,18 +641,37 @@ def _kubeai(a: _LocalActivation) -> tuple[ModelOutcome, StatusUpdate]:
     waiting = _waiting(a.requirement, a.modules, running=a.observed is not None, deferral=a.deferral)
     if waiting is not None:
         phase, reason, message = waiting
-        in_use = a.observed.spec.get("resourceProfile") if a.observed is not None and reason is Reason.DEFERRED_BY_HOST_OPERATION else None
-        return kept, status_update(a.parsed, phase=phase, reason=reason, message=message, now=a.now, extra=_resolved_fields(resolved, namespace, name, in_use))
+        in_use = (
+            a.observed.spec.get("resourceProfile")
+            if a.observed is not None and reason is Reason.DEFERRED_BY_HOST_OPERATION
+            else None
+        )
+        return kept, status_update(
+            a.parsed,
+            phase=phase,
+            reason=reason,
+            message=message,
+            now=a.now,
+            extra=_resolved_fields(resolved, namespace, name, in_use),
+        )
     engine_profile = _engine_profile(resolved, a.capacity, a.catalogs)
     offloading = decide_offloading(local, resolved, engine_profile)
     profile, profile_entry = _resource_profile(resolved, engine_profile, offloading)
-    fields = _resolved_fields(resolved, namespace, name, profile) | _offloading_fields(offloading, local.memory_required_mi)
+    fields = _resolved_fields(resolved, namespace, name, profile) | _offloading_fields(
+        offloading, local.memory_required_mi
+    )
     refused = _not_admitted(profile, profile_entry, a.profiles, a.requirement, resolved, a.catalogs)
     refused = refused or _offloading_not_admitted(offloading, a.profiles, a.snapshot)
     if refused is not None:
         phase, reason, message = refused
-        held = replace(kept, offloading_profile=offloading.profile) if reason is Reason.WAITING_FOR_OFFLOADING_PROFILE else kept
-        return held, status_update(a.parsed, phase=phase, reason=reason, message=message + offloading.note, now=a.now, extra=fields)
+        held = (
+            replace(kept, offloading_profile=offloading.profile)
+            if reason is Reason.WAITING_FOR_OFFLOADING_PROFILE
+            else kept
+        )
+        return held, status_update(
+            a.parsed, phase=phase, reason=reason, message=message + offloading.note, now=a.now, extra=fields
+        )
     assert profile is not None, "_not_admitted refuses a model that has no resource profile"
     outcome, phase, reason, message = _runtime(
         parsed=a.parsed,
@@ -581,7 +701,9 @@ def _offloading_fields(offloading: Offloading, budget_mi: int | None) -> dict[st
     return fields
 
 
-def _offloading_not_admitted(offloading: Offloading, profiles: set[str], snapshot: Snapshot) -> tuple[Phase, Reason, str] | None:
+def _offloading_not_admitted(
+    offloading: Offloading, profiles: set[str], snapshot: Snapshot
+) -> tuple[Phase, Reason, str] | None:
     """Why an offloading activation gets no Model yet: the offloading store is full, or does not
     hold its profile yet (Helm must reconcile KubeAI with it first). Admits the profile into
     `profiles` otherwise. Pure but for `profiles`."""
@@ -590,20 +712,30 @@ def _offloading_not_admitted(offloading: Offloading, profiles: set[str], snapsho
         return None
     if entry.name not in profiles:
         if sum(1 for name in profiles if name.startswith(OFFLOADING_PROFILE_PREFIX)) >= MAX_OFFLOADING_PROFILES:
-            return Phase.FAILED, Reason.OFFLOADING_PROFILE_STORE_FULL, (
-                f"The offloading store holds at most {MAX_OFFLOADING_PROFILES} profiles; "
-                "use the memory and CPU settings of an existing offloading model to share its profile."
+            return (
+                Phase.FAILED,
+                Reason.OFFLOADING_PROFILE_STORE_FULL,
+                (
+                    f"The offloading store holds at most {MAX_OFFLOADING_PROFILES} profiles; "
+                    "use the memory and CPU settings of an existing offloading model to share its profile."
+                ),
             )
         profiles.add(entry.name)
     if entry.name not in observed_offloading_profiles(snapshot):
-        return Phase.PENDING, Reason.WAITING_FOR_OFFLOADING_PROFILE, (
-            f"Offloading profile {entry.name} is being written to the offloading store; "
-            "the KubeAI Model is created once Helm has reconciled KubeAI with it."
+        return (
+            Phase.PENDING,
+            Reason.WAITING_FOR_OFFLOADING_PROFILE,
+            (
+                f"Offloading profile {entry.name} is being written to the offloading store; "
+                "the KubeAI Model is created once Helm has reconciled KubeAI with it."
+            ),
         )
     return None
 
 
-def _waiting(requirement: Requirement, modules: ModulePlan, *, running: bool, deferral: str | None) -> tuple[Phase, Reason, str] | None:
+def _waiting(
+    requirement: Requirement, modules: ModulePlan, *, running: bool, deferral: str | None
+) -> tuple[Phase, Reason, str] | None:
     """Why a resolved activation waits before its runtime is considered: its modules, or a
     clear-model-cache HostOperation (a new runtime waits, an existing one is left as it is). Pure."""
     waiting = waiting_on_modules(requirement.modules, modules)
@@ -612,8 +744,16 @@ def _waiting(requirement: Requirement, modules: ModulePlan, *, running: bool, de
     if deferral is None:
         return None
     if not running:
-        return Phase.PENDING, Reason.DEFERRED_BY_HOST_OPERATION, f"HostOperation/{deferral} clears the model cache; new local runtimes wait until it ends."
-    return Phase.STARTING, Reason.DEFERRED_BY_HOST_OPERATION, f"HostOperation/{deferral} clears the model cache; the runtime is left as it is until it ends."
+        return (
+            Phase.PENDING,
+            Reason.DEFERRED_BY_HOST_OPERATION,
+            f"HostOperation/{deferral} clears the model cache; new local runtimes wait until it ends.",
+        )
+    return (
+        Phase.STARTING,
+        Reason.DEFERRED_BY_HOST_OPERATION,
+        f"HostOperation/{deferral} clears the model cache; the runtime is left as it is until it ends.",
+    )
 
 
 def _not_admitted(
@@ -629,14 +769,22 @@ def _not_admitted(
     into `profiles` otherwise."""
     if profile_entry is not None and profile_entry.name not in profiles:
         if sum(1 for name in profiles if not name.startswith(OFFLOADING_PROFILE_PREFIX)) >= MAX_CPU_PROFILES:
-            return Phase.FAILED, Reason.RUNTIME_PROFILE_STORE_FULL, (
-                f"The runtime-profile store holds at most {MAX_CPU_PROFILES} CPU profiles; "
-                "use the memory and CPU settings of an existing model to share its profile."
+            return (
+                Phase.FAILED,
+                Reason.RUNTIME_PROFILE_STORE_FULL,
+                (
+                    f"The runtime-profile store holds at most {MAX_CPU_PROFILES} CPU profiles; "
+                    "use the memory and CPU settings of an existing model to share its profile."
+                ),
             )
         profiles.add(profile_entry.name)
     if profile is None:
         resources = " or ".join(catalogs.compute_targets.require(resolved.compute_target).resource_names)
-        return Phase.WAITING_FOR_GPU, Reason.WAITING_FOR_GPU, requirement.missing_hardware_message or f"No node publishes an allocatable {resources} yet."
+        return (
+            Phase.WAITING_FOR_GPU,
+            Reason.WAITING_FOR_GPU,
+            requirement.missing_hardware_message or f"No node publishes an allocatable {resources} yet.",
+        )
     return None
 
 
@@ -671,8 +819,15 @@ def _runtime(
         extra_args=offloading.args,
     )
     if observed is None:
-        created = ModelOutcome(parsed.name, model=desired, cpu_profile=profile_entry, offloading_profile=offloading.profile)
-        return created, Phase.WAITING_FOR_POD, Reason.WAITING_FOR_POD, f"KubeAI Model {namespace}/{name} is being created ({resolved.engine})."
+        created = ModelOutcome(
+            parsed.name, model=desired, cpu_profile=profile_entry, offloading_profile=offloading.profile
+        )
+        return (
+            created,
+            Phase.WAITING_FOR_POD,
+            Reason.WAITING_FOR_POD,
+            f"KubeAI Model {namespace}/{name} is being created ({resolved.engine}).",
+        )
     pods = snapshot.pods_of(observed)
     ready_pods = tuple(p.meta.name for p in pods if p.ready and not p.terminating)
     alias, missing = _alias(resolved, namespace, name, ready_pods, snapshot)
@@ -692,12 +847,19 @@ def _runtime(
     if lifecycle.recovery.delete is not None and lifecycle.recovery.attempt is not None:
         deletion = PodDeletion(namespace=namespace, pod=lifecycle.recovery.delete, attempt=lifecycle.recovery.attempt)
     outcome = ModelOutcome(
-        parsed.name, model=desired, cpu_profile=profile_entry, offloading_profile=offloading.profile, pod_deletion=deletion, alias=alias if missing else None
+        parsed.name,
+        model=desired,
+        cpu_profile=profile_entry,
+        offloading_profile=offloading.profile,
+        pod_deletion=deletion,
+        alias=alias if missing else None,
     )
     return outcome, lifecycle.phase, lifecycle.reason, lifecycle.message
 
 
-def _alias(resolved: ResolvedLocalModel, namespace: str, name: str, ready_pods: tuple[str, ...], snapshot: Snapshot) -> tuple[AliasRequest, tuple[str, ...]]:
+def _alias(
+    resolved: ResolvedLocalModel, namespace: str, name: str, ready_pods: tuple[str, ...], snapshot: Snapshot
+) -> tuple[AliasRequest, tuple[str, ...]]:
     if resolved.engine != "OLlama":
         return AliasRequest(namespace, (), "", ""), ()
     source = _ollama_tag(resolved.url.removeprefix("ollama://"))

@@ -107,8 +107,13 @@ def plan_realtime(
     gpu_count = _gpu_count(settings, profile)
     memory = settings.system_memory_mi or profile.system_memory_mi
     if claim is not None and gpu_count != 1:
-        raise SpecError("spec.local.realtime.gpuCount", f"a shared GPU (claim {claim.claim}) is one slot: gpuCount must be 1, not {gpu_count}")
-    placement = _placement(settings.gpu_node, profile, 0 if claim is not None else gpu_count, memory, snapshot, catalogs)
+        raise SpecError(
+            "spec.local.realtime.gpuCount",
+            f"a shared GPU (claim {claim.claim}) is one slot: gpuCount must be 1, not {gpu_count}",
+        )
+    placement = _placement(
+        settings.gpu_node, profile, 0 if claim is not None else gpu_count, memory, snapshot, catalogs
+    )
     if isinstance(placement, Unplaceable):
         return placement
     bootstrap = _bootstrap(catalog, resolved, settings, catalog_image=settings.runtime_image is None)
@@ -116,7 +121,11 @@ def plan_realtime(
     if settings.restart_nonce:
         pod_annotations[RESTART_NONCE_ANNOTATION] = settings.restart_nonce
     container = _server_container(
-        image=image, resolved=resolved, port=catalog.port, memory_mi=memory, gpus={placement: gpu_count} if placement else {}
+        image=image,
+        resolved=resolved,
+        port=catalog.port,
+        memory_mi=memory,
+        gpus={placement: gpu_count} if placement else {},
     )
     pod_spec = _pod_spec(activation, container, gpu_node=settings.gpu_node, profile=profile, claim=claim)
     objects = (
@@ -152,7 +161,9 @@ def _image(settings: RealtimeSettings, profile: RealtimeProfile) -> str:
     return image
 
 
-def _server_container(*, image: str, resolved: ResolvedLocalModel, port: int, memory_mi: int, gpus: dict[str, int]) -> dict[str, Any]:
+def _server_container(
+    *, image: str, resolved: ResolvedLocalModel, port: int, memory_mi: int, gpus: dict[str, int]
+) -> dict[str, Any]:
     """The vLLM-Omni container: the bootstrap as its command, MODEL_ID from local.url. Pure."""
     return {
         "name": "vllm-omni",
@@ -206,7 +217,10 @@ def _profile(settings: RealtimeSettings, local: LocalModelSpec, catalog: Realtim
     profile = catalog.get(settings.profile)
     if profile is None:
         known = ", ".join(p.name for p in catalog.profiles)
-        raise SpecError("spec.local.realtime.profile", f"'{settings.profile}' is not a realtime profile of the catalog (known: {known})")
+        raise SpecError(
+            "spec.local.realtime.profile",
+            f"'{settings.profile}' is not a realtime profile of the catalog (known: {known})",
+        )
     if profile.compute_target != local.compute_target:
         raise SpecError(
             "spec.local.computeTarget",
@@ -228,7 +242,9 @@ def _no_engine_settings(local: LocalModelSpec) -> None:
         if value is not None:
             raise SpecError(field, "is not used by the realtime runtime; remove it")
     if (local.replicas or 1) != 1:
-        raise SpecError("spec.local.replicas", "the realtime runtime runs one replica; several replicas are never several GPUs")
+        raise SpecError(
+            "spec.local.replicas", "the realtime runtime runs one replica; several replicas are never several GPUs"
+        )
 
 
 def _unchanged_source(snapshot: Snapshot, namespace: str, activation: str, *, url: str, profile: str) -> None:
@@ -236,7 +252,10 @@ def _unchanged_source(snapshot: Snapshot, namespace: str, activation: str, *, ur
     running = observed_workload(snapshot, KIND, namespace, activation)
     if running is None:
         return
-    for annotation, field, wanted in ((SOURCE_ANNOTATION, "spec.local.url", url), (PROFILE_ANNOTATION, "spec.local.realtime.profile", profile)):
+    for annotation, field, wanted in (
+        (SOURCE_ANNOTATION, "spec.local.url", url),
+        (PROFILE_ANNOTATION, "spec.local.realtime.profile", profile),
+    ):
         current = running.meta.annotations.get(annotation)
         if current is not None and current != wanted:
             raise ImmutableField(
@@ -249,7 +268,9 @@ def _gpu_count(settings: RealtimeSettings, profile: RealtimeProfile) -> int:
     count = settings.gpu_count if settings.gpu_count is not None else profile.gpu_counts[0]
     if count not in profile.gpu_counts:
         plans = ", ".join(str(c) for c in profile.gpu_counts)
-        raise SpecError("spec.local.realtime.gpuCount", f"{count} is not a plan of profile {profile.name} (plans: {plans})")
+        raise SpecError(
+            "spec.local.realtime.gpuCount", f"{count} is not a plan of profile {profile.name} (plans: {plans})"
+        )
     return count
 
 
@@ -259,10 +280,14 @@ def _placement(
     """The GPU resource to request on `node_name` (None on CPU), or why the node cannot take it. Pure."""
     node = next((n for n in snapshot.nodes if n.meta.name == node_name), None)
     if node is None:
-        return Unplaceable(Reason.GPU_NODE_NOT_FOUND, f"spec.local.realtime.gpuNode: no node named {node_name} is in the cluster.")
+        return Unplaceable(
+            Reason.GPU_NODE_NOT_FOUND, f"spec.local.realtime.gpuNode: no node named {node_name} is in the cluster."
+        )
     system = str(node.node_info.get("operatingSystem") or node.meta.labels.get("kubernetes.io/os") or "linux")
     if system != "linux":
-        return Unplaceable(Reason.GPU_NODE_NOT_FOUND, f"spec.local.realtime.gpuNode: node {node_name} runs {system}, not Linux.")
+        return Unplaceable(
+            Reason.GPU_NODE_NOT_FOUND, f"spec.local.realtime.gpuNode: node {node_name} runs {system}, not Linux."
+        )
     available = allocatable_mi(node)
     if available is not None and memory_mi > available:
         return Unplaceable(
@@ -276,7 +301,9 @@ def _placement(
     resource = next((name for name in target.resource_names if published[name] >= gpu_count), None)
     if resource is None:
         seen = ", ".join(f"{name}: {count}" for name, count in published.items())
-        return Unplaceable(Reason.WAITING_FOR_GPU, f"Node {node_name} publishes {seen}; the realtime runtime needs {gpu_count}.")
+        return Unplaceable(
+            Reason.WAITING_FOR_GPU, f"Node {node_name} publishes {seen}; the realtime runtime needs {gpu_count}."
+        )
     return resource
 
 
@@ -284,7 +311,9 @@ def _config_map_name(activation: str) -> str:
     return fit(f"{runtime_name(activation)}-stages", LABEL_VALUE_LIMIT)
 
 
-def _bootstrap(catalog: RealtimeRuntime, resolved: ResolvedLocalModel, settings: RealtimeSettings, *, catalog_image: bool) -> str:
+def _bootstrap(
+    catalog: RealtimeRuntime, resolved: ResolvedLocalModel, settings: RealtimeSettings, *, catalog_image: bool
+) -> str:
     """The bootstrap script: every value in it is a validated number, so nothing is quoted;
     MODEL_ID comes from the environment. Pure."""
     args = ["--omni", "--host", "0.0.0.0", "--port", str(catalog.port)]

@@ -94,7 +94,13 @@ class RecoveryAttempt:
 
     def to_inputs(self) -> dict[str, Any]:
         """The inputs of its PodRecovery resource (providers/pod_recovery.py). Pure."""
-        return {"namespace": self.namespace, "pod": self.pod, "podUID": self.pod_uid, "resourceVersion": self.resource_version, "attempt": self.attempt}
+        return {
+            "namespace": self.namespace,
+            "pod": self.pod,
+            "podUID": self.pod_uid,
+            "resourceVersion": self.resource_version,
+            "attempt": self.attempt,
+        }
 
     @classmethod
     def from_inputs(cls, inputs: Mapping[str, Any]) -> RecoveryAttempt:
@@ -296,7 +302,9 @@ def decide_recovery(
     target = min(terminal, key=lambda pod: (pod.name, pod.uid))
     moment = now.astimezone(UTC).replace(microsecond=0)
     if current is None:
-        started = RecoveryState(revision=revision, attempts=1, last_attempt_time=moment, pod_uid=target.uid, failure=target.failure)
+        started = RecoveryState(
+            revision=revision, attempts=1, last_attempt_time=moment, pod_uid=target.uid, failure=target.failure
+        )
         return RecoveryDecision(state=started, delete=target)
     if current.attempts >= max_attempts:
         return RecoveryDecision(state=current, exhausted=True)

@@ -73,7 +73,10 @@ class ResolvedLocalModel:
             "catalogId": catalog_id,
             "computeTarget": self.compute_target,
             "engine": self.engine,
-            "cpuResources": {"requestMillicores": self.cpu_request_millicores, "limitMillicores": self.cpu_limit_millicores},
+            "cpuResources": {
+                "requestMillicores": self.cpu_request_millicores,
+                "limitMillicores": self.cpu_limit_millicores,
+            },
         }
         if self.preset is not None:
             fields["preset"] = self.preset
@@ -86,7 +89,9 @@ class ResolvedLocalModel:
         if self.memory_estimate is None:
             return {}
         host = self.memory_estimate.host.to_status()
-        pool: dict[str, object] = {key: host[key] for key in ("memoryArchitecture", "sharedPoolId", "gpuAllocationMode") if key in host}
+        pool: dict[str, object] = {
+            key: host[key] for key in ("memoryArchitecture", "sharedPoolId", "gpuAllocationMode") if key in host
+        }
         return {"memoryEstimate": self.memory_estimate.to_status(), **pool}
 
 
@@ -115,7 +120,9 @@ def _resolve(local: LocalModelSpec, catalogs: Catalogs) -> ResolvedLocalModel:
     engine = _engine(local, catalogs)
     url, feature, entry = _source(local, engine, catalogs)
     precision, quantization = (entry.precision, entry.quantization) if entry else (None, None)
-    artifact_memory, artifact_vram, artifact_id = (entry.memory_required_mi, entry.vram_mi, entry.id) if entry else (None, None, None)
+    artifact_memory, artifact_vram, artifact_id = (
+        (entry.memory_required_mi, entry.vram_mi, entry.id) if entry else (None, None, None)
+    )
     kv_cache_type = local.kv_cache_type or engine.default_kv_cache_type
     allowed = engine.allowed_kv_cache_types(local.compute_target)
     if kv_cache_type is not None and kv_cache_type not in allowed:
@@ -125,7 +132,9 @@ def _resolve(local: LocalModelSpec, catalogs: Catalogs) -> ResolvedLocalModel:
         )
     check_cpu_resources(local.cpu_resources, engine)
     cpu = local.cpu_resources
-    request = cpu.request_millicores if cpu and cpu.request_millicores is not None else engine.cpu_defaults.request_millicores
+    request = (
+        cpu.request_millicores if cpu and cpu.request_millicores is not None else engine.cpu_defaults.request_millicores
+    )
     limit = cpu.limit_millicores if cpu and cpu.limit_millicores is not None else engine.cpu_defaults.limit_millicores
     on_cpu = local.compute_target == "cpu"
     memory = local.memory_required_mi or artifact_memory or engine.default_memory_mi
@@ -140,7 +149,9 @@ def _resolve(local: LocalModelSpec, catalogs: Catalogs) -> ResolvedLocalModel:
         compute_target=local.compute_target,
         kv_cache_type=kv_cache_type,
         memory_required_mi=round_up_memory(memory) if on_cpu else None,
-        kv_cache_memory_bytes=(local.kv_cache_memory_bytes or KV_CACHE_FALLBACK_BYTES) if on_cpu and engine.name == "VLLM" else None,
+        kv_cache_memory_bytes=(local.kv_cache_memory_bytes or KV_CACHE_FALLBACK_BYTES)
+        if on_cpu and engine.name == "VLLM"
+        else None,
         cpu_request_millicores=request,
         cpu_limit_millicores=limit,
         vision_attention=_vision_attention(local, catalogs),
@@ -187,7 +198,11 @@ def _with_memory(
         request_mi=memory,
     )
     offload = _offload(resolved, local) if offloading else None
-    return replace(resolved, memory_required_mi=memory, memory_estimate=estimate, cpu_offload_mi=offload), estimate, budget
+    return (
+        replace(resolved, memory_required_mi=memory, memory_estimate=estimate, cpu_offload_mi=offload),
+        estimate,
+        budget,
+    )
 
 
 def _offload(resolved: ResolvedLocalModel, local: LocalModelSpec) -> int:

@@ -48,7 +48,13 @@ _PRIMING_KUBECONFIG: Final = {
     "users": [
         {
             "name": "priming",
-            "user": {"exec": {"apiVersion": EXEC_API_V1, "command": "CHANGEME", "env": [{"name": "CHANGEME", "value": "CHANGEME"}]}},
+            "user": {
+                "exec": {
+                    "apiVersion": EXEC_API_V1,
+                    "command": "CHANGEME",
+                    "env": [{"name": "CHANGEME", "value": "CHANGEME"}],
+                }
+            },
         }
     ],
     "contexts": [{"name": "priming", "context": {"cluster": "priming", "user": "priming"}}],
@@ -107,7 +113,9 @@ def _default_config(service_account_dir: str) -> KubeConfig:
     candidates = listed or [DEFAULT_KUBECONFIG]
     existing = [Path(entry).expanduser() for entry in candidates if _is_file(entry)]
     if len(existing) > 1:
-        raise KubeConfigError(f"KUBECONFIG names several files; merging them is not supported: {os.pathsep.join(listed)}")
+        raise KubeConfigError(
+            f"KUBECONFIG names several files; merging them is not supported: {os.pathsep.join(listed)}"
+        )
     if existing:
         return _config_file(existing[0])
     try:
@@ -161,7 +169,9 @@ def select_context(config: KubeConfig, context: str | None) -> SingleConfig:
     if name is None:
         raise KubeConfigError("kubeconfig has no current-context and no context was chosen")
     if name not in config.contexts:
-        raise KubeConfigError(f"kubeconfig has no context '{name}'; it has: {', '.join(sorted(config.contexts)) or 'none'}")
+        raise KubeConfigError(
+            f"kubeconfig has no context '{name}'; it has: {', '.join(sorted(config.contexts)) or 'none'}"
+        )
     chosen = config.contexts[name]
     if chosen.cluster not in config.clusters:
         raise KubeConfigError(f"kubeconfig context '{name}' names cluster '{chosen.cluster}', which is not defined")
@@ -189,7 +199,9 @@ def httpx_params(access: KubeAccess) -> dict[str, Any]:
     except ConfigError as error:
         raise KubeConfigError(f"kubeconfig context '{single.context_name}': {error}") from error
     except ssl.SSLError as error:
-        raise KubeConfigError(f"kubeconfig context '{single.context_name}': unusable certificate or key: {error}") from error
+        raise KubeConfigError(
+            f"kubeconfig context '{single.context_name}': unusable certificate or key: {error}"
+        ) from error
     except OSError as error:
         raise KubeConfigError(
             f"kubeconfig context '{single.context_name}': {error.filename or 'a file'}: {error.strerror}"
@@ -209,7 +221,9 @@ def _check_files(single: SingleConfig) -> None:
     }
     for key, name in named.items():
         if name and not _is_file(str(single.abs_file(name))):
-            raise KubeConfigError(f"kubeconfig context '{single.context_name}': {key} file '{single.abs_file(name)}' not found")
+            raise KubeConfigError(
+                f"kubeconfig context '{single.context_name}': {key} file '{single.abs_file(name)}' not found"
+            )
 
 
 class _ExecCredentialAuth(httpx.Auth):
@@ -251,8 +265,12 @@ class _ExecCredentialAuth(httpx.Auth):
         if isinstance(error, ConfigError):
             return KubeConfigError(f"kubeconfig context '{self._context}': exec credential plugin: {error}")
         if isinstance(error, OSError):
-            return KubeConfigError(f"kubeconfig context '{self._context}': exec credential plugin cannot run: {error.strerror}")
-        return KubeConfigError(f"kubeconfig context '{self._context}': exec credential plugin printed no ExecCredential with status.token")
+            return KubeConfigError(
+                f"kubeconfig context '{self._context}': exec credential plugin cannot run: {error.strerror}"
+            )
+        return KubeConfigError(
+            f"kubeconfig context '{self._context}': exec credential plugin printed no ExecCredential with status.token"
+        )
 
 
 def _is_file(candidate: str) -> bool:

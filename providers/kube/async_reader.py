@@ -55,7 +55,9 @@ class AsyncWatchStream:
                 if line.strip():
                     yield event_of(line, path=self._path, url=self._url)
         except httpx.TransportError as error:
-            raise connection_error(error, method="GET", path=self._path, url=self._url, timeout=self._timeout) from error
+            raise connection_error(
+                error, method="GET", path=self._path, url=self._url, timeout=self._timeout
+            ) from error
 
 
 class AsyncReader:
@@ -78,7 +80,9 @@ class AsyncReader:
         """Close the connection pool (every reader made by `impersonating` shares it)."""
         await self._http.aclose()
 
-    async def list_collection(self, kind: ResourceKind, *, namespace: str | None = None, page_size: int = DEFAULT_PAGE_SIZE) -> Collection:
+    async def list_collection(
+        self, kind: ResourceKind, *, namespace: str | None = None, page_size: int = DEFAULT_PAGE_SIZE
+    ) -> Collection:
         """Every object of `kind` and the resourceVersion they were read at, as
         KubeClient.list_collection reads them (an expired `continue` token lists again from the
         first page, at most RELISTS times). Not retried."""
@@ -99,7 +103,9 @@ class AsyncReader:
             try:
                 response = await self._http.get(path, params=params, headers=self._headers())
             except httpx.TransportError as error:
-                raise connection_error(error, method="GET", path=path, url=self.server, timeout=self._http.timeout) from error
+                raise connection_error(
+                    error, method="GET", path=path, url=self.server, timeout=self._http.timeout
+                ) from error
             if not response.is_success:
                 refusal = error_for(response)
                 if isinstance(refusal, Gone) and token is not None:
@@ -128,9 +134,16 @@ class AsyncReader:
         WATCH_READ_MARGIN_SECONDS) raises KubeConnectionError (Timeout); `keepalive` is set on
         its socket. Not retried. The connection goes back to the pool on exit."""
         path = kind.collection_path(namespace)
-        params: dict[str, str | int] = {"watch": "true", "resourceVersion": resource_version, "allowWatchBookmarks": "true", "timeoutSeconds": timeout_seconds}
+        params: dict[str, str | int] = {
+            "watch": "true",
+            "resourceVersion": resource_version,
+            "allowWatchBookmarks": "true",
+            "timeoutSeconds": timeout_seconds,
+        }
         configured = self._http.timeout
-        read = read_deadline_seconds if read_deadline_seconds is not None else timeout_seconds + WATCH_READ_MARGIN_SECONDS
+        read = (
+            read_deadline_seconds if read_deadline_seconds is not None else timeout_seconds + WATCH_READ_MARGIN_SECONDS
+        )
         timeout = httpx.Timeout(connect=configured.connect, read=read, write=configured.write, pool=configured.pool)
         request = self._http.build_request("GET", path, params=params, headers=self._headers(), timeout=timeout)
         try:

@@ -101,7 +101,11 @@ class ListPage:
         """Pure."""
         metadata = page.get("metadata") or {}
         items = [{"apiVersion": kind.api_version, "kind": kind.kind, **item} for item in page.get("items") or ()]
-        return cls(items=items, continue_token=metadata.get("continue") or None, resource_version=str(metadata.get("resourceVersion") or ""))
+        return cls(
+            items=items,
+            continue_token=metadata.get("continue") or None,
+            resource_version=str(metadata.get("resourceVersion") or ""),
+        )
 
 
 IMPERSONATE_USER = "Impersonate-User"
@@ -161,7 +165,9 @@ class KubeClient:
                     content=None if body is None else _encode(body),
                 )
             except httpx.TransportError as error:
-                unreachable = connection_error(error, method=method, path=path, url=self.server, timeout=self._http.timeout)
+                unreachable = connection_error(
+                    error, method=method, path=path, url=self.server, timeout=self._http.timeout
+                )
                 if last or unreachable.failure is ConnectionFailure.CERTIFICATE_REJECTED:
                     raise unreachable from error
                 self._sleep(self._retry.delay(attempt))
@@ -218,7 +224,9 @@ class KubeClient:
                     raise expired.gone from None
         raise AssertionError("unreachable")
 
-    def _pages(self, kind: ResourceKind, *, namespace: str | None, label_selector: str | None, page_size: int) -> Collection:
+    def _pages(
+        self, kind: ResourceKind, *, namespace: str | None, label_selector: str | None, page_size: int
+    ) -> Collection:
         items: list[dict[str, Any]] = []
         token: str | None = None
         while True:
@@ -270,7 +278,9 @@ class KubeClient:
             "labelSelector": label_selector,
         }
         configured = self._http.timeout
-        read = read_deadline_seconds if read_deadline_seconds is not None else timeout_seconds + WATCH_READ_MARGIN_SECONDS
+        read = (
+            read_deadline_seconds if read_deadline_seconds is not None else timeout_seconds + WATCH_READ_MARGIN_SECONDS
+        )
         timeout = httpx.Timeout(connect=configured.connect, read=read, write=configured.write, pool=configured.pool)
         request = self._http.build_request(
             "GET",
@@ -326,7 +336,11 @@ class KubeClient:
         return self.request(
             "PATCH",
             path,
-            params={"fieldManager": field_manager, "force": "true" if force else None, "dryRun": "All" if dry_run else None},
+            params={
+                "fieldManager": field_manager,
+                "force": "true" if force else None,
+                "dryRun": "All" if dry_run else None,
+            },
             body=body,
             content_type=APPLY_PATCH,
         )
@@ -335,7 +349,11 @@ class KubeClient:
         """Create one object; an object of that name that exists already is a Conflict (409 AlreadyExists)."""
         namespace = body["metadata"].get("namespace")
         return self.request(
-            "POST", kind.collection_path(namespace), params={"fieldManager": field_manager}, body=body, content_type="application/json"
+            "POST",
+            kind.collection_path(namespace),
+            params={"fieldManager": field_manager},
+            body=body,
+            content_type="application/json",
         )
 
     def delete(

@@ -136,7 +136,9 @@ class ResourceVersionTooLarge(ServerError):
     code = 504
 
 
-_BY_CODE: dict[int, type[KubeError]] = {cls.code: cls for cls in (Unauthorized, Forbidden, NotFound, Conflict, Gone, Invalid, TooManyRequests)}
+_BY_CODE: dict[int, type[KubeError]] = {
+    cls.code: cls for cls in (Unauthorized, Forbidden, NotFound, Conflict, Gone, Invalid, TooManyRequests)
+}
 
 
 def _error_class(code: int, status: Mapping[str, Any]) -> type[KubeError]:
@@ -178,7 +180,12 @@ def error_for_status(status: Any, *, method: str, path: str) -> KubeError:
     raw_code = body.get("code")
     code = raw_code if isinstance(raw_code, int) and not isinstance(raw_code, bool) else 500
     return _error_class(code, body)(
-        method=method, path=path, code=code, reason=str(body.get("reason") or "Unknown"), message=str(body.get("message") or ""), status=body
+        method=method,
+        path=path,
+        code=code,
+        reason=str(body.get("reason") or "Unknown"),
+        message=str(body.get("message") or ""),
+        status=body,
     )
 
 

@@ -68,7 +68,9 @@ def keepalive_of(sock: socket.socket) -> TcpKeepalive | None:
     if not sock.getsockopt(socket.SOL_SOCKET, socket.SO_KEEPALIVE):
         return None
     named = [(option, attribute) for option, attribute in _KEEPALIVE_OPTIONS if hasattr(socket, option)]
-    return TcpKeepalive(**{attribute: sock.getsockopt(socket.IPPROTO_TCP, getattr(socket, option)) for option, attribute in named})
+    return TcpKeepalive(
+        **{attribute: sock.getsockopt(socket.IPPROTO_TCP, getattr(socket, option)) for option, attribute in named}
+    )
 
 
 class EventType(StrEnum):
@@ -102,13 +104,21 @@ def event_of(line: str, *, path: str, url: str) -> WatchEvent:
         body = decoded.get("object")
     except (ValueError, KeyError, TypeError) as error:
         raise KubeConnectionError(
-            method="GET", path=path, url=url, failure=ConnectionFailure.PROTOCOL_ERROR, cause=f"not a watch event: {line[:200]!r}"
+            method="GET",
+            path=path,
+            url=url,
+            failure=ConnectionFailure.PROTOCOL_ERROR,
+            cause=f"not a watch event: {line[:200]!r}",
         ) from error
     if event_type is EventType.ERROR:
         raise error_for_status(body, method="GET", path=path)
     if not isinstance(body, dict):
         raise KubeConnectionError(
-            method="GET", path=path, url=url, failure=ConnectionFailure.PROTOCOL_ERROR, cause=f"a {event_type} event without an object"
+            method="GET",
+            path=path,
+            url=url,
+            failure=ConnectionFailure.PROTOCOL_ERROR,
+            cause=f"a {event_type} event without an object",
         )
     return WatchEvent(type=event_type, object=body)
 
@@ -138,7 +148,9 @@ class WatchStream:
         except httpx.TransportError as error:
             if self._aborted.is_set():
                 return
-            raise connection_error(error, method="GET", path=self._path, url=self._url, timeout=self._timeout) from error
+            raise connection_error(
+                error, method="GET", path=self._path, url=self._url, timeout=self._timeout
+            ) from error
 
     def _event(self, line: str) -> WatchEvent:
         return event_of(line, path=self._path, url=self._url)

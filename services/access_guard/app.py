@@ -50,7 +50,9 @@ Send: TypeAlias = Callable[[Mapping[str, Any]], Awaitable[None]]
 class GuardApp:
     """The ASGI 3 application; `overloaded` is told of every 503 the decision gives."""
 
-    def __init__(self, *, guard: Guard, grants: GrantStore, grants_dir: Path, token_header: str, overloaded: Callable[[], None]) -> None:
+    def __init__(
+        self, *, guard: Guard, grants: GrantStore, grants_dir: Path, token_header: str, overloaded: Callable[[], None]
+    ) -> None:
         self._guard = guard
         self._grants = grants
         self._grants_dir = grants_dir
@@ -91,7 +93,10 @@ class GuardApp:
             await _answer(send, 503, b"grants directory missing\n", [], close=close)
             return
         lines = ["ok"]
-        lines.extend(f"unusable grant file {problem.file}: {problem.problem[:MAX_REPORTED_PROBLEM_CHARACTERS]}" for problem in self._grants.problems())
+        lines.extend(
+            f"unusable grant file {problem.file}: {problem.problem[:MAX_REPORTED_PROBLEM_CHARACTERS]}"
+            for problem in self._grants.problems()
+        )
         await _answer(send, 200, ("\n".join(lines) + "\n").encode("utf-8", "backslashreplace"), [], close=close)
 
 

@@ -54,6 +54,7 @@ GROUPS_HEADER = "X-Magicstick-Groups"
 
 ANONYMOUS_HEADERS: tuple[tuple[str, str], ...] = ((USER_HEADER, ""), (ROLE_HEADER, ""), (GROUPS_HEADER, ""))
 
+
 class Reason(enum.StrEnum):
     """Why the guard decided as it did; token rejections add tokens.Rejection's values."""
 
@@ -114,17 +115,27 @@ def authorize(grant: Grant, claims: Mapping[str, Any]) -> Decision:
         return Decision(403, Reason.MALFORMED_GRANT, "an SSO grant without claims or minimum role", instance)
     subject = claim(claims, grant.claims.subject)
     if not isinstance(subject, str) or not subject:
-        return Decision(401, Reason.MISSING_SUBJECT, f"claim {grant.claims.subject!r} is not a non-empty string", instance)
+        return Decision(
+            401, Reason.MISSING_SUBJECT, f"claim {grant.claims.subject!r} is not a non-empty string", instance
+        )
     roles = string_list(claim(claims, grant.claims.roles))
     groups = string_list(claim(claims, grant.claims.groups))
     if roles is None or groups is None:
-        return Decision(403, Reason.MALFORMED_IDENTITY, "the roles or groups claim is not a list of strings", instance, subject)
+        return Decision(
+            403, Reason.MALFORMED_IDENTITY, "the roles or groups claim is not a list of strings", instance, subject
+        )
     problem = unrepresentable(subject=subject, groups=groups)
     if problem is not None:
         return Decision(403, Reason.UNREPRESENTABLE_IDENTITY, problem, instance, subject)
     held = [role for role in ROLES if role in roles]
     if not held or ROLES.index(held[0]) > ROLES.index(grant.minimum_role):
-        return Decision(403, Reason.INSUFFICIENT_ROLE, f"holds {held or 'no role'}, needs {grant.minimum_role} or above", instance, subject)
+        return Decision(
+            403,
+            Reason.INSUFFICIENT_ROLE,
+            f"holds {held or 'no role'}, needs {grant.minimum_role} or above",
+            instance,
+            subject,
+        )
     if grant.sharing_mode == "selected" and subject not in grant.users and grant.groups.isdisjoint(groups):
         return Decision(403, Reason.NOT_SHARED, "neither a selected user nor in a selected group", instance, subject)
     headers = ((USER_HEADER, subject), (ROLE_HEADER, held[0]), (GROUPS_HEADER, ",".join(groups)))
@@ -151,7 +162,9 @@ class Guard:
         except MalformedGrant as error:
             return Decision(403, Reason.MALFORMED_GRANT, str(error), instance)
         if grant.authentication == "none":
-            return Decision(200, Reason.UNAUTHENTICATED_ALLOWED, "authentication none", instance, headers=ANONYMOUS_HEADERS)
+            return Decision(
+                200, Reason.UNAUTHENTICATED_ALLOWED, "authentication none", instance, headers=ANONYMOUS_HEADERS
+            )
         if len(tokens) != 1 or not tokens[0]:
             return Decision(401, Reason.MISSING_TOKEN, f"{len(tokens)} token headers", instance)
         try:

@@ -166,7 +166,11 @@ def _sharing(value: object) -> tuple[SharingMode, frozenset[str], frozenset[str]
         return "all", frozenset(), frozenset()
     if mode != "selected":
         raise MalformedGrant(f"sharing mode {mode!r} is neither 'all' nor 'selected'")
-    return "selected", _strings(sharing.get("users"), "sharing.users"), _strings(sharing.get("groups"), "sharing.groups")
+    return (
+        "selected",
+        _strings(sharing.get("users"), "sharing.users"),
+        _strings(sharing.get("groups"), "sharing.groups"),
+    )
 
 
 def _claims(value: object) -> ClaimNames:
@@ -176,7 +180,9 @@ def _claims(value: object) -> ClaimNames:
     names = {key: claims[key] for key in _CLAIM_KEYS}
     if not all(isinstance(name, str) and name for name in names.values()):
         raise MalformedGrant("claim names must be non-empty strings")
-    return ClaimNames(subject=cast(str, names["subject"]), roles=cast(str, names["roles"]), groups=cast(str, names["groups"]))
+    return ClaimNames(
+        subject=cast(str, names["subject"]), roles=cast(str, names["roles"]), groups=cast(str, names["groups"])
+    )
 
 
 _Identity: TypeAlias = tuple[int, int, int, int, int]
@@ -240,7 +246,9 @@ class GrantStore:
     def problems(self) -> tuple[GrantProblem, ...]:
         """Every `*.json` file of the directory that is no usable grant, by name; reads only files that changed."""
         try:
-            names = sorted(name for name in os.listdir(self._directory) if name.endswith(".json") and not name.startswith("."))
+            names = sorted(
+                name for name in os.listdir(self._directory) if name.endswith(".json") and not name.startswith(".")
+            )
         except OSError as error:
             return (GrantProblem(self._directory, f"cannot list the directory: {error.strerror}"),)
         found = []
@@ -279,8 +287,14 @@ class GrantStore:
         with self._lock:
             previous = self._cache.get(name)
             self._cache[name] = entry
-        if entry.problem is not None and (previous is None or (previous.identity, previous.problem) != (entry.identity, entry.problem)):
-            LOGGER.warning("grant file %s is unusable, every request of its instance is denied until it is fixed: %s", name, entry.problem)
+        if entry.problem is not None and (
+            previous is None or (previous.identity, previous.problem) != (entry.identity, entry.problem)
+        ):
+            LOGGER.warning(
+                "grant file %s is unusable, every request of its instance is denied until it is fixed: %s",
+                name,
+                entry.problem,
+            )
         elif entry.problem is None and previous is not None and previous.problem is not None:
             LOGGER.info("grant file %s is usable again", name)
         return entry

@@ -63,7 +63,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     limits = settings.limits
     open_files = raise_open_file_limit()
     if open_files != resource.RLIM_INFINITY and limits.max_connections + RESERVED_FILES > open_files:
-        LOGGER.warning("--max-connections %d exceeds what the open-file limit %d allows", limits.max_connections, open_files)
+        LOGGER.warning(
+            "--max-connections %d exceeds what the open-file limit %d allows", limits.max_connections, open_files
+        )
     try:
         listener = bind(settings.listen)
     except OSError as error:

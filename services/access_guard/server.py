@@ -236,7 +236,11 @@ class GuardServer(uvicorn.Server):
             await asyncio.wait_for(super().shutdown(sockets), timeout=self._drain_seconds)
         except TimeoutError:
             left = list(self.server_state.connections)
-            LOGGER.warning("drain bound of %g s reached: closing %d connections with answers in progress", self._drain_seconds, len(left))
+            LOGGER.warning(
+                "drain bound of %g s reached: closing %d connections with answers in progress",
+                self._drain_seconds,
+                len(left),
+            )
             for connection in left:
                 connection.transport.close()
 

@@ -96,8 +96,16 @@ _FLAGS = (
     Flag("--jwks-cache-seconds", "lifetime of a fetched key set, seconds", str(DEFAULT_JWKS_CACHE_SECONDS)),
     Flag("--jwks-timeout-seconds", "timeout of one key set fetch, seconds", str(DEFAULT_JWKS_TIMEOUT_SECONDS)),
     Flag("--log-level", f"one of {', '.join(LOG_LEVELS)}", "info"),
-    Flag("--max-connections", "open connections at most; one more is answered 503 and closed", str(DEFAULT_MAX_CONNECTIONS)),
-    Flag("--idle-timeout-seconds", "close a keep-alive connection idle this long, seconds", str(DEFAULT_IDLE_TIMEOUT_SECONDS)),
+    Flag(
+        "--max-connections",
+        "open connections at most; one more is answered 503 and closed",
+        str(DEFAULT_MAX_CONNECTIONS),
+    ),
+    Flag(
+        "--idle-timeout-seconds",
+        "close a keep-alive connection idle this long, seconds",
+        str(DEFAULT_IDLE_TIMEOUT_SECONDS),
+    ),
     Flag(
         "--request-timeout-seconds",
         "close a connection whose request (or first request) is not complete within this, seconds",

@@ -57,7 +57,10 @@ PROBLEMS: dict[int | str, dict[str, Any]] = {
     status: {"model": Problem, "description": description}
     for status, description in (
         (401, "No valid sign-in"),
-        (403, "The API server refused the user this action (RBAC or an admission policy), or a browser sent it from another site"),
+        (
+            403,
+            "The API server refused the user this action (RBAC or an admission policy), or a browser sent it from another site",
+        ),
         (404, "No such object"),
         (409, "The object changed since the client read it, or exists already: `current` holds it now"),
         (422, "A field broke a rule: each is named"),
@@ -123,7 +126,9 @@ def model_offers(requests: Requests, catalogs: CatalogsDep) -> dict[str, Any]:
                     {
                         "engine": variant.engine,
                         "computeTarget": variant.compute_target,
-                        "artifacts": [{"id": artifact.id, "default": artifact.is_default} for artifact in variant.artifacts],
+                        "artifacts": [
+                            {"id": artifact.id, "default": artifact.is_default} for artifact in variant.artifacts
+                        ],
                         "kvCacheTypes": list(variant.kv_cache_types),
                     }
                     for variant in preset.variants
@@ -139,7 +144,9 @@ def estimate(fields: LocalModelFields, requests: Requests, catalogs: CatalogsDep
     return operations.estimate(requests, catalogs, fields).to_wire()
 
 
-@router.post("/models/local", status_code=201, summary="Add a local model; kvCacheMemoryBytes and cpuOffloadMi are derived here")
+@router.post(
+    "/models/local", status_code=201, summary="Add a local model; kvCacheMemoryBytes and cpuOffloadMi are derived here"
+)
 def add_local_model(form: LocalModelCreate, requests: Requests, catalogs: CatalogsDep) -> dict[str, Any]:
     return operations.add_local_model(requests, catalogs, form)
 
@@ -179,7 +186,9 @@ def instance(name: NamePath, requests: Requests) -> dict[str, Any]:
     return operations.one(requests, APP_INSTANCE, name)
 
 
-@router.put("/instances/{name}", summary="Change an AppInstance's access; an omitted sharing keeps the current restriction")
+@router.put(
+    "/instances/{name}", summary="Change an AppInstance's access; an omitted sharing keeps the current restriction"
+)
 def edit_instance(name: NamePath, form: InstanceEdit, requests: Requests) -> dict[str, Any]:
     return operations.edit_instance(requests, name, form)
 
@@ -189,7 +198,11 @@ def host_operations(requests: Requests) -> list[dict[str, Any]]:
     return operations.listed(requests, HOST_OPERATION)
 
 
-@router.post("/host-operations", status_code=201, summary="Request clear-model-cache, reboot or poweroff of a node (administrators)")
+@router.post(
+    "/host-operations",
+    status_code=201,
+    summary="Request clear-model-cache, reboot or poweroff of a node (administrators)",
+)
 def request_host_operation(form: HostOperationCreate, requests: Requests) -> dict[str, Any]:
     return operations.request_host_operation(requests, form)
 
@@ -198,11 +211,19 @@ STREAM_REFUSALS: dict[int | str, dict[str, Any]] = {
     status: {
         "model": Problem,
         "description": description,
-        "headers": {"Retry-After": {"description": "Seconds after which a stream may be accepted", "schema": {"type": "integer"}}},
+        "headers": {
+            "Retry-After": {
+                "description": "Seconds after which a stream may be accepted",
+                "schema": {"type": "integer"},
+            }
+        },
     }
     for status, description in (
         (429, "The user has the most live status streams open that one user may (hub.STREAMS_PER_USER)"),
-        (503, "The dashboard has the most live status streams open that it serves (hub.STREAMS_TOTAL), or cannot verify the sign-in now"),
+        (
+            503,
+            "The dashboard has the most live status streams open that it serves (hub.STREAMS_TOTAL), or cannot verify the sign-in now",
+        ),
     )
 }
 
@@ -213,7 +234,9 @@ STREAM_REFUSALS: dict[int | str, dict[str, Any]] = {
     response_model=None,
     responses=STREAM_REFUSALS,
 )
-async def stream(identity: Annotated[Identity, Depends(current_identity)], hub: Annotated[StreamHub, Depends(stream_hub_of)]) -> Response:
+async def stream(
+    identity: Annotated[Identity, Depends(current_identity)], hub: Annotated[StreamHub, Depends(stream_hub_of)]
+) -> Response:
     try:
         subscription = hub.subscribe(identity)
     except StreamsRefused as refused:

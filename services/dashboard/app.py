@@ -95,7 +95,9 @@ class ServerTiming:
 
         async def timed(message: Message) -> None:
             if message["type"] == "http.response.start":
-                MutableHeaders(scope=message).append("Server-Timing", f"app;dur={(time.perf_counter() - started) * 1000:.2f}")
+                MutableHeaders(scope=message).append(
+                    "Server-Timing", f"app;dur={(time.perf_counter() - started) * 1000:.2f}"
+                )
             await send(message)
 
         await self.app(scope, receive, timed)
@@ -134,7 +136,8 @@ async def _http_refused(request: Request, error: Exception) -> Response:
 async def _invalid_request(request: Request, error: Exception) -> Response:
     assert isinstance(error, RequestValidationError)
     problems = tuple(
-        FieldProblem(".".join(str(part) for part in problem["loc"] if part != "body"), str(problem["msg"])) for problem in error.errors()
+        FieldProblem(".".join(str(part) for part in problem["loc"] if part != "body"), str(problem["msg"]))
+        for problem in error.errors()
     )
     refusal = Refusal(422, "Invalid", "; ".join(f"{p.field}: {p.message}" for p in problems), problems)
     if _wants_json(request):

@@ -134,7 +134,12 @@ class LocalModelEstimate:
         """The camelCase JSON object of the API; unknown values are null, never 0. Pure."""
         risk = None
         if self.risk is not None:
-            risk = {"field": self.risk.field, "kind": self.risk.kind, "reason": str(self.risk.reason), "message": self.risk.message}
+            risk = {
+                "field": self.risk.field,
+                "kind": self.risk.kind,
+                "reason": str(self.risk.reason),
+                "message": self.risk.message,
+            }
         return {
             "ramMinimumMi": self.ram_minimum_mi,
             "ramRecommendedMi": self.ram_recommended_mi,
@@ -161,7 +166,9 @@ class _Selection:
     on_cpu: bool
 
 
-def estimate_local_model(request: LocalModelRequest, catalogs: Catalogs, *, host: HostMemory = DISCRETE) -> LocalModelEstimate:
+def estimate_local_model(
+    request: LocalModelRequest, catalogs: Catalogs, *, host: HostMemory = DISCRETE
+) -> LocalModelEstimate:
     """The figures, derived fields and risk of `request` (module docstring: the rules). `host`:
     the memory layout of the node the model would run on (`host_memory_for_target`). Raises
     SpecError naming the field when the catalogs cannot serve the request. Pure."""
@@ -170,7 +177,11 @@ def estimate_local_model(request: LocalModelRequest, catalogs: Catalogs, *, host
     host = DISCRETE if on_cpu else host
     offloading = request.cpu_offloading
     kv_bytes = _kv_cache_memory_bytes(request, selected)
-    memory = round_up(request.memory_required_mi or artifact.memory_required_mi or engine.default_memory_mi) if on_cpu else None
+    memory = (
+        round_up(request.memory_required_mi or artifact.memory_required_mi or engine.default_memory_mi)
+        if on_cpu
+        else None
+    )
     vram = None if on_cpu else (request.vram_mi or artifact.vram_mi)
     estimate = estimate_memory(
         MemoryInputs(
@@ -221,7 +232,9 @@ def estimate_local_model(request: LocalModelRequest, catalogs: Catalogs, *, host
 
 
 def _risk(field: str, reason: Reason, message: str) -> MemoryRisk:
-    return MemoryRisk(field=field, kind="unknown" if reason in _UNKNOWN_REASONS else "insufficient", reason=reason, message=message)
+    return MemoryRisk(
+        field=field, kind="unknown" if reason in _UNKNOWN_REASONS else "insufficient", reason=reason, message=message
+    )
 
 
 def _kv_cache_memory_bytes(request: LocalModelRequest, selected: _Selection) -> int | None:
@@ -284,15 +297,21 @@ def _select(request: LocalModelRequest, catalogs: Catalogs) -> _Selection:
             "spec.local.kvCacheType",
             f"'{kv_cache_type}' is not supported by {engine.name} on {request.compute_target} (supported: {', '.join(allowed) or 'none'})",
         )
-    if request.cpu_offloading and (request.compute_target != CPU_OFFLOADING_TARGET or engine.name not in CPU_OFFLOADING_ENGINES):
+    if request.cpu_offloading and (
+        request.compute_target != CPU_OFFLOADING_TARGET or engine.name not in CPU_OFFLOADING_ENGINES
+    ):
         raise SpecError(
             "spec.local.cpuOffloading",
             f"cpuOffloading true requires computeTarget {CPU_OFFLOADING_TARGET} and engine {' or '.join(CPU_OFFLOADING_ENGINES)}",
         )
-    return _Selection(engine=engine, artifact=artifact, kv_cache_type=kv_cache_type, on_cpu=request.compute_target == CPU)
+    return _Selection(
+        engine=engine, artifact=artifact, kv_cache_type=kv_cache_type, on_cpu=request.compute_target == CPU
+    )
 
 
-def host_memory_for_target(appliance_status: Mapping[str, object] | None, compute_target: str, catalogs: Catalogs) -> HostMemory:
+def host_memory_for_target(
+    appliance_status: Mapping[str, object] | None, compute_target: str, catalogs: Catalogs
+) -> HostMemory:
     """The memory layout a model of `compute_target` would run on, read from Appliance/local.status
     as the API returns it. The program's rule (`planning.hardware.memory.pool_for_target`): a
     unified pool only when exactly one node publishes the target's resource and that node is
@@ -313,14 +332,23 @@ def host_memory_for_target(appliance_status: Mapping[str, object] | None, comput
         return DISCRETE
     devices = entry.get("devices")
     for device in devices if isinstance(devices, list) else ():
-        if isinstance(device, Mapping) and device.get("node") == nodes[0] and device.get("memoryArchitecture") == "unified":
+        if (
+            isinstance(device, Mapping)
+            and device.get("node") == nodes[0]
+            and device.get("memoryArchitecture") == "unified"
+        ):
             return _pool(device)
     return DISCRETE
 
 
 def _publishes(entry: Mapping[object, object], resource_names: tuple[str, ...]) -> bool:
     allocatable, names = entry.get(ALLOCATABLE_RESOURCES), entry.get(RESOURCE_NAMES)
-    if not isinstance(allocatable, int) or isinstance(allocatable, bool) or allocatable <= 0 or not isinstance(names, list):
+    if (
+        not isinstance(allocatable, int)
+        or isinstance(allocatable, bool)
+        or allocatable <= 0
+        or not isinstance(names, list)
+    ):
         return False
     return any(name in resource_names for name in names)
 

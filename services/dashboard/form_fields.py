@@ -116,7 +116,7 @@ class FormFields:
 
     def names(self, prefix: str) -> list[str]:
         """Every field name that starts with `prefix`, once each, in the order sent."""
-        return list(dict.fromkeys(str(key) for key in self.fields if str(key).startswith(prefix)))
+        return list(dict.fromkeys(str(key) for key in self.fields.keys() if str(key).startswith(prefix)))  # noqa: SIM118
 
     def refuse(self, name: str, rule: str) -> None:
         """Record that field `name` breaks `rule` (also a rule of the caller's own)."""
@@ -126,7 +126,12 @@ class FormFields:
     def check(self) -> None:
         """Raise the 422 naming every field read so far that broke its rule, if any did."""
         if self.problems:
-            raise Refusal(422, "Invalid", "; ".join(f"{problem.field}: {problem.message}" for problem in self.problems), tuple(self.problems))
+            raise Refusal(
+                422,
+                "Invalid",
+                "; ".join(f"{problem.field}: {problem.message}" for problem in self.problems),
+                tuple(self.problems),
+            )
 
     def _once(self, name: str) -> object:
         values = self.fields.getlist(name)
@@ -139,5 +144,9 @@ class FormFields:
 def object_name(plural: str, name: str) -> str:
     """`name` from a page's path, when it can name an object; else a 404 (none has that name)."""
     if len(name) > MAX_NAME or not OBJECT_NAME.fullmatch(name):
-        raise Refusal(404, "NotFound", f"there are no {plural} of that name: a name is a DNS-1123 subdomain of at most {MAX_NAME} characters")
+        raise Refusal(
+            404,
+            "NotFound",
+            f"there are no {plural} of that name: a name is a DNS-1123 subdomain of at most {MAX_NAME} characters",
+        )
     return name

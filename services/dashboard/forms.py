@@ -25,7 +25,9 @@ NODE_NAME = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$"
 """A DNS-1123 subdomain, which every Node's name is. The dashboard reads the Node by this name,
 so nothing else (a `/`, a `..`) may reach the API server's path."""
 NodeName = Annotated[str, Field(min_length=1, max_length=253, pattern=NODE_NAME)]
-ResourceVersion = Annotated[str, Field(min_length=1, max_length=64, description="The metadata.resourceVersion the client last saw.")]
+ResourceVersion = Annotated[
+    str, Field(min_length=1, max_length=64, description="The metadata.resourceVersion the client last saw.")
+]
 MAX_CONTEXT_WINDOW = 16_777_216
 """Tokens (2^24): above the longest context any model offers today (10M). With MAX_NUM_SEQS it
 keeps what the estimator derives (estimates.py: tokens x sequences x bytes per token) within
@@ -55,7 +57,8 @@ class ModuleChange(Form):
     resource_version: ResourceVersion | None = Field(default=None, description="Absent: create the ModuleActivation.")
     enabled: bool
     parameters: dict[str, object] | None = Field(
-        default=None, description="The module's parameters as the catalog declares them; absent: left as they are. gpuSharing is never changed here."
+        default=None,
+        description="The module's parameters as the catalog declares them; absent: left as they are. gpuSharing is never changed here.",
     )
 
 
@@ -86,7 +89,9 @@ class LocalModelFields(Form):
 class LocalModelCreate(LocalModelFields):
     name: Name
     enabled: bool = True
-    allow_memory_risk: bool = Field(default=False, description="Set by the warning-styled Add button: accept an insufficient or unknown estimate.")
+    allow_memory_risk: bool = Field(
+        default=False, description="Set by the warning-styled Add button: accept an insufficient or unknown estimate."
+    )
 
 
 class SecretKeyReference(Form):
@@ -97,10 +102,15 @@ class SecretKeyReference(Form):
 class ExternalModelCreate(Form):
     name: Name
     enabled: bool = True
-    model: Annotated[str, Field(min_length=1, max_length=253, description="The provider's model, e.g. openai/gpt-4o-mini.")]
+    model: Annotated[
+        str, Field(min_length=1, max_length=253, description="The provider's model, e.g. openai/gpt-4o-mini.")
+    ]
     api_base: Annotated[str, Field(max_length=2048)] | None = None
     model_type: ExternalModelType = "chat"
-    api_key_secret_ref: SecretKeyReference | None = Field(default=None, description="The Secret and key holding the API key; the key itself never passes through the dashboard.")
+    api_key_secret_ref: SecretKeyReference | None = Field(
+        default=None,
+        description="The Secret and key holding the API key; the key itself never passes through the dashboard.",
+    )
 
 
 class LocalModelEdit(Form):
@@ -158,5 +168,6 @@ class HostOperationCreate(Form):
     node_name: NodeName
     acknowledge_disruption: bool = Field(description="Must be true: the operation disrupts what runs on the node.")
     plan_id: Annotated[str, Field(min_length=1, max_length=128)] | None = Field(
-        default=None, description="clear-model-cache: the node's cache plan; default: the one its host agent publishes now."
+        default=None,
+        description="clear-model-cache: the node's cache plan; default: the one its host agent publishes now.",
     )

@@ -100,7 +100,11 @@ def refusal_of_bounds(bounds: StreamBounds, *, user: str, of_user: int, in_all: 
         )
         return StreamsRefused(refusal, bounds.retry_after_seconds)
     if in_all >= bounds.total:
-        refusal = Refusal(503, "StreamsAtCapacity", f"the dashboard has {in_all} live status streams open, the most it serves; try again later")
+        refusal = Refusal(
+            503,
+            "StreamsAtCapacity",
+            f"the dashboard has {in_all} live status streams open, the most it serves; try again later",
+        )
         return StreamsRefused(refusal, bounds.retry_after_seconds)
     return None
 

@@ -71,13 +71,17 @@ def identity_of(claims: Mapping[str, Any], *, names: ClaimNames, user_prefix: st
     roles = string_list(claim(claims, names.roles))
     groups = string_list(claim(claims, names.groups))
     if roles is None or groups is None:
-        raise IdentityRefused(403, "malformed-identity", f"claim {names.roles!r} or {names.groups!r} is not a list of strings")
+        raise IdentityRefused(
+            403, "malformed-identity", f"claim {names.roles!r} or {names.groups!r} is not a list of strings"
+        )
     problem = unrepresentable(subject=subject, groups=groups)
     if problem is not None:
         raise IdentityRefused(403, "unrepresentable-identity", problem)
     held = [role for role in ROLES if role in roles]
     if not held:
-        raise IdentityRefused(403, "no-role", f"the token holds none of the roles {', '.join(ROLES)} in claim {names.roles!r}")
+        raise IdentityRefused(
+            403, "no-role", f"the token holds none of the roles {', '.join(ROLES)} in claim {names.roles!r}"
+        )
     role = held[0]
     inherited = ROLES[ROLES.index(role) :]
     session = claims.get(SESSION_CLAIM)

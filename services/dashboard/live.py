@@ -47,7 +47,13 @@ from services.dashboard.hub import STREAMS_TOTAL, Feed, StreamBounds, StreamHub,
 from services.dashboard.identity import Identity
 from services.dashboard.summaries import summary_of
 
-WATCHED: Final[tuple[ResourceKind, ...]] = (MODEL_ACTIVATION, APP_INSTANCE, MODULE_ACTIVATION, HOST_OPERATION, APPLIANCE)
+WATCHED: Final[tuple[ResourceKind, ...]] = (
+    MODEL_ACTIVATION,
+    APP_INSTANCE,
+    MODULE_ACTIVATION,
+    HOST_OPERATION,
+    APPLIANCE,
+)
 WATCH_SECONDS: Final = 60
 """How long the server keeps one watch open before it ends it and the watch resumes. The API
 server authorizes a watch when it starts, and a stream that joins running watches is not listed
@@ -64,7 +70,15 @@ LOGGER = logging.getLogger("services.dashboard.live")
 Pause = Callable[[float], Awaitable[object]]
 
 
-async def follow(reader: AsyncReader, kind: ResourceKind, feed: Feed, *, namespace: str, retry_seconds: float = RETRY_SECONDS, pause: Pause = asyncio.sleep) -> None:
+async def follow(
+    reader: AsyncReader,
+    kind: ResourceKind,
+    feed: Feed,
+    *,
+    namespace: str,
+    retry_seconds: float = RETRY_SECONDS,
+    pause: Pause = asyncio.sleep,
+) -> None:
     """LIST then watch `kind` into `feed`, as the module says, until cancelled or forbidden."""
     resource_version: str | None = None
     while True:
@@ -73,11 +87,15 @@ async def follow(reader: AsyncReader, kind: ResourceKind, feed: Feed, *, namespa
                 collection = await reader.list_collection(kind, namespace=namespace)
                 feed.listed(kind.kind, [summary_of(item).to_wire() for item in collection.items])
                 resource_version = collection.resource_version
-            async with reader.watch(kind, resource_version=resource_version, namespace=namespace, timeout_seconds=WATCH_SECONDS) as stream:
+            async with reader.watch(
+                kind, resource_version=resource_version, namespace=namespace, timeout_seconds=WATCH_SECONDS
+            ) as stream:
                 async for event in stream:
                     resource_version = event.resource_version or resource_version
                     if event.type is not EventType.BOOKMARK:
-                        feed.changed(kind.kind, summary_of(event.object).to_wire(), deleted=event.type is EventType.DELETED)
+                        feed.changed(
+                            kind.kind, summary_of(event.object).to_wire(), deleted=event.type is EventType.DELETED
+                        )
         except Forbidden:
             feed.forbidden(kind.kind)
             return
@@ -94,7 +112,15 @@ async def follow(reader: AsyncReader, kind: ResourceKind, feed: Feed, *, namespa
 class Watches:
     """The running watches of one feed: one task per watched kind (hub.Watching)."""
 
-    def __init__(self, reader: AsyncReader, feed: Feed, *, namespace: str, kinds: tuple[ResourceKind, ...] = WATCHED, retry_seconds: float = RETRY_SECONDS) -> None:
+    def __init__(
+        self,
+        reader: AsyncReader,
+        feed: Feed,
+        *,
+        namespace: str,
+        kinds: tuple[ResourceKind, ...] = WATCHED,
+        retry_seconds: float = RETRY_SECONDS,
+    ) -> None:
         self._reader = reader
         self._feed = feed
         self._namespace = namespace
@@ -103,7 +129,8 @@ class Watches:
 
     def _started(self, kind: ResourceKind) -> asyncio.Task[None]:
         task = asyncio.get_running_loop().create_task(
-            follow(self._reader, kind, self._feed, namespace=self._namespace, retry_seconds=self._retry_seconds), name=f"live-{kind.plural}"
+            follow(self._reader, kind, self._feed, namespace=self._namespace, retry_seconds=self._retry_seconds),
+            name=f"live-{kind.plural}",
         )
         task.add_done_callback(_log_failure)
         return task

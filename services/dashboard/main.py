@@ -89,7 +89,13 @@ def main(argv: Sequence[str] | None = None) -> int:
             namespace=settings.system_namespace,
             stack_name=settings.stack_name,
         )
-        LOGGER.info("listening on %s; API server %s; namespace %s; issuer %s", settings.listen, kube.server, settings.system_namespace, settings.issuer)
+        LOGGER.info(
+            "listening on %s; API server %s; namespace %s; issuer %s",
+            settings.listen,
+            kube.server,
+            settings.system_namespace,
+            settings.issuer,
+        )
         config = uvicorn.Config(
             create_app(state, hosts=settings.hosts),
             host=settings.listen.host,

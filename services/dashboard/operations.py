@@ -110,7 +110,8 @@ def overview(requests: RuntimeRequests, *, stack_name: str) -> Overview:
             appliance = pool.submit(requests.get_or_none, APPLIANCE, APPLIANCE_NAME)
             stack = pool.submit(_stack, requests, stack_name)
             modules, models, instances, host_operations = (
-                pool.submit(requests.list, kind) for kind in (MODULE_ACTIVATION, MODEL_ACTIVATION, APP_INSTANCE, HOST_OPERATION)
+                pool.submit(requests.list, kind)
+                for kind in (MODULE_ACTIVATION, MODEL_ACTIVATION, APP_INSTANCE, HOST_OPERATION)
             )
             events = events_read.result().items
             events.sort(key=lambda event: str(event.get("lastTimestamp") or event.get("eventTime") or ""), reverse=True)
@@ -151,14 +152,18 @@ def change_module(requests: RuntimeRequests, catalogs: Catalogs, module: str, ch
     if change.resource_version is None:
         if current is not None:
             name = current["metadata"]["name"]
-            raise Refusal(409, "AlreadyExists", f"module {module} already has its ModuleActivation {name}", current=current)
+            raise Refusal(
+                409, "AlreadyExists", f"module {module} already has its ModuleActivation {name}", current=current
+            )
         body = writes.module_body(module, module, change, current=None)
         return answered(lambda: requests.create(MODULE_ACTIVATION, body))
     if current is None:
         raise Refusal(404, "NotFound", f"module {module} has no ModuleActivation to change")
     name = current["metadata"]["name"]
     body = writes.module_body(name, module, change, current=current)
-    return answered(lambda: requests.apply(MODULE_ACTIVATION, body), current=lambda: requests.get_or_none(MODULE_ACTIVATION, name))
+    return answered(
+        lambda: requests.apply(MODULE_ACTIVATION, body), current=lambda: requests.get_or_none(MODULE_ACTIVATION, name)
+    )
 
 
 def change_gpu_sharing(requests: RuntimeRequests, module: str, change: GpuSharingChange) -> dict[str, Any]:
@@ -170,7 +175,9 @@ def change_gpu_sharing(requests: RuntimeRequests, module: str, change: GpuSharin
     node_uid = str((node.get("metadata") or {}).get("uid") or "")
     body = writes.gpu_sharing_body(current, change, node_uid=node_uid)
     name = current["metadata"]["name"]
-    return answered(lambda: requests.apply(MODULE_ACTIVATION, body), current=lambda: requests.get_or_none(MODULE_ACTIVATION, name))
+    return answered(
+        lambda: requests.apply(MODULE_ACTIVATION, body), current=lambda: requests.get_or_none(MODULE_ACTIVATION, name)
+    )
 
 
 def offers(requests: RuntimeRequests, catalogs: Catalogs) -> LocalModelOffers:
@@ -183,7 +190,9 @@ def estimate(requests: RuntimeRequests, catalogs: Catalogs, fields: LocalModelFi
     appliance = answered(lambda: requests.get_or_none(APPLIANCE, APPLIANCE_NAME))
     status = _status(appliance)
     if fields.compute_target not in available_compute_targets(status, catalogs):
-        raise invalid("spec.local.computeTarget", f"{fields.compute_target} is not available: no node reports that hardware")
+        raise invalid(
+            "spec.local.computeTarget", f"{fields.compute_target} is not available: no node reports that hardware"
+        )
     request = LocalModelRequest(
         preset=fields.preset,
         engine=fields.engine,
@@ -197,7 +206,9 @@ def estimate(requests: RuntimeRequests, catalogs: Catalogs, fields: LocalModelFi
         cpu_offloading=bool(fields.cpu_offloading),
     )
     try:
-        return estimate_local_model(request, catalogs, host=host_memory_for_target(status, fields.compute_target, catalogs))
+        return estimate_local_model(
+            request, catalogs, host=host_memory_for_target(status, fields.compute_target, catalogs)
+        )
     except SpecError as error:
         raise invalid(error.field, error.rule) from error
 
@@ -211,17 +222,26 @@ def add_local_model(requests: RuntimeRequests, catalogs: Catalogs, form: LocalMo
         kv_cache_memory_bytes=figures.kv_cache_memory_bytes,
         cpu_offload_mi=figures.cpu_offload_mi,
     )
-    return answered(lambda: requests.create(MODEL_ACTIVATION, body), current=lambda: requests.get_or_none(MODEL_ACTIVATION, form.name))
+    return answered(
+        lambda: requests.create(MODEL_ACTIVATION, body),
+        current=lambda: requests.get_or_none(MODEL_ACTIVATION, form.name),
+    )
 
 
 def edit_local_model(requests: RuntimeRequests, catalogs: Catalogs, name: str, form: LocalModelEdit) -> dict[str, Any]:
     current = one(requests, MODEL_ACTIVATION, name)
     local = (current.get("spec") or {}).get("local") or {}
     if local.get("engine", "VLLM") not in ("VLLM", "OLlama") or local.get("realtime") is not None:
-        raise invalid("spec.local.engine", "the dashboard edits vLLM and Ollama models; change FreeToken and realtime models in their CR")
+        raise invalid(
+            "spec.local.engine",
+            "the dashboard edits vLLM and Ollama models; change FreeToken and realtime models in their CR",
+        )
     writes.check_local_edit(current, form)
     if not local.get("preset"):
-        raise invalid("spec.local.preset", "the dashboard edits models added from a catalog preset; change a model given by url in its CR")
+        raise invalid(
+            "spec.local.preset",
+            "the dashboard edits models added from a catalog preset; change a model given by url in its CR",
+        )
     fields = LocalModelFields(
         preset=str(local.get("preset") or ""),
         engine=local.get("engine") or "VLLM",
@@ -242,38 +262,51 @@ def edit_local_model(requests: RuntimeRequests, catalogs: Catalogs, name: str, f
         kv_cache_memory_bytes=figures.kv_cache_memory_bytes,
         cpu_offload_mi=figures.cpu_offload_mi,
     )
-    return answered(lambda: requests.apply(MODEL_ACTIVATION, body), current=lambda: requests.get_or_none(MODEL_ACTIVATION, name))
+    return answered(
+        lambda: requests.apply(MODEL_ACTIVATION, body), current=lambda: requests.get_or_none(MODEL_ACTIVATION, name)
+    )
 
 
 def restart_model(requests: RuntimeRequests, name: str, form: ModelRestart) -> dict[str, Any]:
     """Restart a FreeToken or realtime model's runtime (a new restartNonce), revision-checked."""
     current = one(requests, MODEL_ACTIVATION, name)
     body = writes.restart_body(current, form, nonce=str(uuid.uuid4()))
-    return answered(lambda: requests.apply(MODEL_ACTIVATION, body), current=lambda: requests.get_or_none(MODEL_ACTIVATION, name))
+    return answered(
+        lambda: requests.apply(MODEL_ACTIVATION, body), current=lambda: requests.get_or_none(MODEL_ACTIVATION, name)
+    )
 
 
 def add_external_model(requests: RuntimeRequests, form: ExternalModelCreate) -> dict[str, Any]:
     body = writes.external_model_body(form)
-    return answered(lambda: requests.create(MODEL_ACTIVATION, body), current=lambda: requests.get_or_none(MODEL_ACTIVATION, form.name))
+    return answered(
+        lambda: requests.create(MODEL_ACTIVATION, body),
+        current=lambda: requests.get_or_none(MODEL_ACTIVATION, form.name),
+    )
 
 
 def create_instance(requests: RuntimeRequests, catalogs: Catalogs, form: InstanceCreate) -> dict[str, Any]:
     if catalogs.applications.get(form.application) is None:
         raise invalid("spec.application", f"{form.application!r} is not a catalogued application")
     body = writes.instance_body(form)
-    return answered(lambda: requests.create(APP_INSTANCE, body), current=lambda: requests.get_or_none(APP_INSTANCE, form.name))
+    return answered(
+        lambda: requests.create(APP_INSTANCE, body), current=lambda: requests.get_or_none(APP_INSTANCE, form.name)
+    )
 
 
 def edit_instance(requests: RuntimeRequests, name: str, form: InstanceEdit) -> dict[str, Any]:
     current = one(requests, APP_INSTANCE, name)
     body = writes.instance_edit_body(current, form)
-    return answered(lambda: requests.apply(APP_INSTANCE, body), current=lambda: requests.get_or_none(APP_INSTANCE, name))
+    return answered(
+        lambda: requests.apply(APP_INSTANCE, body), current=lambda: requests.get_or_none(APP_INSTANCE, name)
+    )
 
 
 def request_host_operation(requests: RuntimeRequests, form: HostOperationCreate) -> dict[str, Any]:
     """Create a HostOperation bound to the node as it is now; the host agent executes it."""
     if not form.acknowledge_disruption:
-        raise invalid("acknowledgeDisruption", f"must be true: {form.action} disrupts what runs on node {form.node_name}")
+        raise invalid(
+            "acknowledgeDisruption", f"must be true: {form.action} disrupts what runs on node {form.node_name}"
+        )
     try:
         node = requests.node(form.node_name)
     except NotFound as error:

@@ -89,7 +89,9 @@ def _form_model(model: type[F], values: Mapping[str, Any]) -> F:
     try:
         return model.model_validate(values)
     except ValidationError as error:
-        problems = tuple(FieldProblem(".".join(str(part) for part in item["loc"]), str(item["msg"])) for item in error.errors())
+        problems = tuple(
+            FieldProblem(".".join(str(part) for part in item["loc"]), str(item["msg"])) for item in error.errors()
+        )
         raise Refusal(422, "Invalid", "; ".join(f"{p.field}: {p.message}" for p in problems), problems) from error
 
 
@@ -102,7 +104,9 @@ CatalogsDep = Depends(catalogs_of)
 
 
 @router.get("/", response_class=HTMLResponse)
-async def overview(request: Request, requests: RuntimeRequests = Requests, stack_name: str = Depends(stack_name_of)) -> Response:
+async def overview(
+    request: Request, requests: RuntimeRequests = Requests, stack_name: str = Depends(stack_name_of)
+) -> Response:
     view = await _run(lambda: operations.overview(requests, stack_name=stack_name))
     return _page(request, "overview.html", title="Overview", view=view)
 
@@ -121,11 +125,20 @@ async def object_page(request: Request, plural: str, name: str, requests: Runtim
 
 
 @router.get("/modules", response_class=HTMLResponse)
-async def modules_page(request: Request, requests: RuntimeRequests = Requests, catalogs: Catalogs = CatalogsDep) -> Response:
+async def modules_page(
+    request: Request, requests: RuntimeRequests = Requests, catalogs: Catalogs = CatalogsDep
+) -> Response:
     return await _modules(request, requests, catalogs)
 
 
-async def _modules(request: Request, requests: RuntimeRequests, catalogs: Catalogs, *, refusal: Refusal | None = None, status_code: int = 200) -> Response:
+async def _modules(
+    request: Request,
+    requests: RuntimeRequests,
+    catalogs: Catalogs,
+    *,
+    refusal: Refusal | None = None,
+    status_code: int = 200,
+) -> Response:
     activations = await _run(lambda: operations.listed(requests, MODULE_ACTIVATION))
     by_module: dict[str, dict[str, Any]] = {}
     for item in activations:
@@ -146,7 +159,9 @@ async def _modules(request: Request, requests: RuntimeRequests, catalogs: Catalo
 
 
 @router.post("/modules/{module}", response_class=HTMLResponse)
-async def change_module(request: Request, module: str, requests: RuntimeRequests = Requests, catalogs: Catalogs = CatalogsDep) -> Response:
+async def change_module(
+    request: Request, module: str, requests: RuntimeRequests = Requests, catalogs: Catalogs = CatalogsDep
+) -> Response:
     fields = FormFields(await request.form())
     values = _module_values(fields, catalogs, module)
     try:
@@ -183,7 +198,9 @@ def _module_parameters(fields: FormFields, catalogs: Catalogs, module: str) -> d
 
 
 @router.post("/modules/{module}/gpu-sharing", response_class=HTMLResponse)
-async def change_gpu_sharing(request: Request, module: str, requests: RuntimeRequests = Requests, catalogs: Catalogs = CatalogsDep) -> Response:
+async def change_gpu_sharing(
+    request: Request, module: str, requests: RuntimeRequests = Requests, catalogs: Catalogs = CatalogsDep
+) -> Response:
     fields = FormFields(await request.form())
     values = _gpu_sharing_values(fields)
     try:
@@ -241,7 +258,13 @@ def _local_figures(fields: FormFields) -> dict[str, Any]:
 
 
 async def _new_model(
-    request: Request, requests: RuntimeRequests, catalogs: Catalogs, *, entered: Mapping[str, Any], refusal: Refusal | None = None, status_code: int = 200
+    request: Request,
+    requests: RuntimeRequests,
+    catalogs: Catalogs,
+    *,
+    entered: Mapping[str, Any],
+    refusal: Refusal | None = None,
+    status_code: int = 200,
 ) -> Response:
     offers = await _run(lambda: operations.offers(requests, catalogs))
     figures = None
@@ -265,18 +288,24 @@ async def _new_model(
 
 
 @router.get("/models/new", response_class=HTMLResponse)
-async def new_model_page(request: Request, requests: RuntimeRequests = Requests, catalogs: Catalogs = CatalogsDep) -> Response:
+async def new_model_page(
+    request: Request, requests: RuntimeRequests = Requests, catalogs: Catalogs = CatalogsDep
+) -> Response:
     query = FormFields(request.query_params)
     entered = _local_values(query) if request.query_params else {}
     try:
         query.check()
     except Refusal as refusal:
-        return await _new_model(request, requests, catalogs, entered=entered, refusal=refusal, status_code=refusal.status)
+        return await _new_model(
+            request, requests, catalogs, entered=entered, refusal=refusal, status_code=refusal.status
+        )
     return await _new_model(request, requests, catalogs, entered=entered)
 
 
 @router.post("/models/new", response_class=HTMLResponse)
-async def add_model(request: Request, requests: RuntimeRequests = Requests, catalogs: Catalogs = CatalogsDep) -> Response:
+async def add_model(
+    request: Request, requests: RuntimeRequests = Requests, catalogs: Catalogs = CatalogsDep
+) -> Response:
     fields = FormFields(await request.form())
     entered = _local_values(fields)
     step = fields.text("step")
@@ -287,7 +316,9 @@ async def add_model(request: Request, requests: RuntimeRequests = Requests, cata
             created = await _run(lambda: operations.add_local_model(requests, catalogs, create))
             return RedirectResponse(f"/objects/modelactivations/{created['metadata']['name']}", status_code=303)
     except Refusal as refusal:
-        return await _new_model(request, requests, catalogs, entered=entered, refusal=refusal, status_code=refusal.status)
+        return await _new_model(
+            request, requests, catalogs, entered=entered, refusal=refusal, status_code=refusal.status
+        )
     return await _new_model(request, requests, catalogs, entered=entered)
 
 
@@ -305,7 +336,14 @@ async def add_external_model(request: Request, requests: RuntimeRequests = Reque
         create = _form_model(ExternalModelCreate, entered)
         created = await _run(lambda: operations.add_external_model(requests, create))
     except Refusal as refusal:
-        return _page(request, "model_external_new.html", status_code=refusal.status, title="Add an external model", entered=entered, refusal=refusal)
+        return _page(
+            request,
+            "model_external_new.html",
+            status_code=refusal.status,
+            title="Add an external model",
+            entered=entered,
+            refusal=refusal,
+        )
     return RedirectResponse(f"/objects/modelactivations/{created['metadata']['name']}", status_code=303)
 
 
@@ -321,7 +359,9 @@ def _external_model_values(fields: FormFields) -> dict[str, Any]:
 
 
 @router.post("/models/{name}/edit", response_class=HTMLResponse)
-async def edit_model(request: Request, name: str, requests: RuntimeRequests = Requests, catalogs: Catalogs = CatalogsDep) -> Response:
+async def edit_model(
+    request: Request, name: str, requests: RuntimeRequests = Requests, catalogs: Catalogs = CatalogsDep
+) -> Response:
     name = object_name("modelactivations", name)
     form = await request.form()
     fields = FormFields(form)
@@ -331,12 +371,18 @@ async def edit_model(request: Request, name: str, requests: RuntimeRequests = Re
         edit = _form_model(LocalModelEdit, values)
         await _run(lambda: operations.edit_local_model(requests, catalogs, name, edit))
     except Refusal as refusal:
-        return await _edit_again(request, requests, MODEL_ACTIVATION, "modelactivations", name, refusal, _changed_by_user(form, values))
+        return await _edit_again(
+            request, requests, MODEL_ACTIVATION, "modelactivations", name, refusal, _changed_by_user(form, values)
+        )
     return RedirectResponse(f"/objects/modelactivations/{name}", status_code=303)
 
 
 def _local_edit_values(fields: FormFields) -> dict[str, Any]:
-    return {**_local_figures(fields), "resourceVersion": fields.text("resourceVersion"), "enabled": fields.checked("enabled")}
+    return {
+        **_local_figures(fields),
+        "resourceVersion": fields.text("resourceVersion"),
+        "enabled": fields.checked("enabled"),
+    }
 
 
 def _changed_by_user(form: Mapping[str, Any], values: Mapping[str, Any]) -> dict[str, Any]:
@@ -367,25 +413,56 @@ async def restart_model(request: Request, name: str, requests: RuntimeRequests =
 
 
 async def _edit_again(
-    request: Request, requests: RuntimeRequests, kind: Any, plural: str, name: str, refusal: Refusal, entered: Mapping[str, Any]
+    request: Request,
+    requests: RuntimeRequests,
+    kind: Any,
+    plural: str,
+    name: str,
+    refusal: Refusal,
+    entered: Mapping[str, Any],
 ) -> Response:
     obj = refusal.current if refusal.current is not None else await _run(lambda: operations.one(requests, kind, name))
-    return _page(request, "object.html", status_code=refusal.status, title=f"{kind.kind} {name}", obj=obj, plural=plural, json=json, refusal=refusal, entered=entered)
+    return _page(
+        request,
+        "object.html",
+        status_code=refusal.status,
+        title=f"{kind.kind} {name}",
+        obj=obj,
+        plural=plural,
+        json=json,
+        refusal=refusal,
+        entered=entered,
+    )
 
 
 # Instances -----------------------------------------------------------------------------------
 
 
 @router.get("/instances", response_class=HTMLResponse)
-async def instances_page(request: Request, requests: RuntimeRequests = Requests, catalogs: Catalogs = CatalogsDep) -> Response:
+async def instances_page(
+    request: Request, requests: RuntimeRequests = Requests, catalogs: Catalogs = CatalogsDep
+) -> Response:
     instances = await _run(lambda: operations.listed(requests, APP_INSTANCE))
-    return _page(request, "instances.html", title="Instances", instances=instances, applications=catalogs.applications, entered={}, refusal=None)
+    return _page(
+        request,
+        "instances.html",
+        title="Instances",
+        instances=instances,
+        applications=catalogs.applications,
+        entered={},
+        refusal=None,
+    )
 
 
 def _access_values(fields: FormFields) -> dict[str, Any]:
-    access: dict[str, Any] = {"role": fields.text("role") or "user", "exposure": fields.text("exposure") or "localAndPublic"}
+    access: dict[str, Any] = {
+        "role": fields.text("role") or "user",
+        "exposure": fields.text("exposure") or "localAndPublic",
+    }
     mode = fields.text("sharingMode")
-    users, groups = (fields.text(name, max_length=SHARING_LIST_TEXT) or "" for name in ("sharingUsers", "sharingGroups"))
+    users, groups = (
+        fields.text(name, max_length=SHARING_LIST_TEXT) or "" for name in ("sharingUsers", "sharingGroups")
+    )
     if mode:
         access["sharing"] = {
             "mode": mode,
@@ -396,15 +473,26 @@ def _access_values(fields: FormFields) -> dict[str, Any]:
 
 
 def _instance_values(fields: FormFields) -> dict[str, Any]:
-    return {"name": fields.text("name") or "", "application": fields.text("application") or "", "enabled": True, "access": _access_values(fields)}
+    return {
+        "name": fields.text("name") or "",
+        "application": fields.text("application") or "",
+        "enabled": True,
+        "access": _access_values(fields),
+    }
 
 
 def _instance_edit_values(fields: FormFields) -> dict[str, Any]:
-    return {"resourceVersion": fields.text("resourceVersion"), "enabled": fields.checked("enabled"), "access": _access_values(fields)}
+    return {
+        "resourceVersion": fields.text("resourceVersion"),
+        "enabled": fields.checked("enabled"),
+        "access": _access_values(fields),
+    }
 
 
 @router.post("/instances", response_class=HTMLResponse)
-async def create_instance(request: Request, requests: RuntimeRequests = Requests, catalogs: Catalogs = CatalogsDep) -> Response:
+async def create_instance(
+    request: Request, requests: RuntimeRequests = Requests, catalogs: Catalogs = CatalogsDep
+) -> Response:
     fields = FormFields(await request.form())
     entered = _instance_values(fields)
     try:
@@ -413,7 +501,16 @@ async def create_instance(request: Request, requests: RuntimeRequests = Requests
         created = await _run(lambda: operations.create_instance(requests, catalogs, create))
     except Refusal as refusal:
         instances = await _run(lambda: operations.listed(requests, APP_INSTANCE))
-        return _page(request, "instances.html", status_code=refusal.status, title="Instances", instances=instances, applications=catalogs.applications, entered=entered, refusal=refusal)
+        return _page(
+            request,
+            "instances.html",
+            status_code=refusal.status,
+            title="Instances",
+            instances=instances,
+            applications=catalogs.applications,
+            entered=entered,
+            refusal=refusal,
+        )
     return RedirectResponse(f"/objects/appinstances/{created['metadata']['name']}", status_code=303)
 
 
@@ -439,9 +536,18 @@ async def host_operations_page(request: Request, requests: RuntimeRequests = Req
     return await _host_operations(request, requests)
 
 
-async def _host_operations(request: Request, requests: RuntimeRequests, *, refusal: Refusal | None = None, status_code: int = 200) -> Response:
+async def _host_operations(
+    request: Request, requests: RuntimeRequests, *, refusal: Refusal | None = None, status_code: int = 200
+) -> Response:
     operations_listed = await _run(lambda: operations.listed(requests, HOST_OPERATION))
-    return _page(request, "host_operations.html", status_code=status_code, title="Host operations", operations=operations_listed, refusal=refusal)
+    return _page(
+        request,
+        "host_operations.html",
+        status_code=status_code,
+        title="Host operations",
+        operations=operations_listed,
+        refusal=refusal,
+    )
 
 
 def _host_operation_values(fields: FormFields) -> dict[str, Any]:
@@ -464,4 +570,3 @@ async def request_host_operation(request: Request, requests: RuntimeRequests = R
     except Refusal as refusal:
         return await _host_operations(request, requests, refusal=refusal, status_code=refusal.status)
     return RedirectResponse(f"/objects/hostoperations/{created['metadata']['name']}", status_code=303)
-

@@ -130,7 +130,11 @@ def json_body_refusal(*, method: str, path: str, headers: Headers) -> Refusal | 
     if media_type == "application/json":
         return None
     shown = media_type or "none"
-    return Refusal(415, "UnsupportedMediaType", f"Content-Type: the API accepts only application/json bodies (got {shown}); nothing was changed.")
+    return Refusal(
+        415,
+        "UnsupportedMediaType",
+        f"Content-Type: the API accepts only application/json bodies (got {shown}); nothing was changed.",
+    )
 
 
 @dataclass(frozen=True)
@@ -198,7 +202,9 @@ class CrossSiteGuard:
             return
         headers = Headers(scope=scope)
         method, path = scope["method"], scope["path"]
-        refusal = self.rule.refusal(method=method, path=path, headers=headers) or json_body_refusal(method=method, path=path, headers=headers)
+        refusal = self.rule.refusal(method=method, path=path, headers=headers) or json_body_refusal(
+            method=method, path=path, headers=headers
+        )
         if refusal is None:
             await self.app(scope, receive, send)
             return

@@ -77,7 +77,9 @@ def http_refusal(status: int, detail: str, *, json_body: bool = True) -> Refusal
 def refusal_of(error: KubeError, *, current: dict[str, Any] | None = None) -> Refusal:
     """The refusal an API server failure becomes (the table above). Pure."""
     if isinstance(error, KubeConnectionError):
-        return Refusal(503, "ApiServerUnavailable", f"the API server did not answer ({error.detail}); nothing was written")
+        return Refusal(
+            503, "ApiServerUnavailable", f"the API server did not answer ({error.detail}); nothing was written"
+        )
     if isinstance(error, Forbidden):
         return Refusal(403, "Forbidden", error.message or error.detail)
     if isinstance(error, NotFound):
@@ -87,7 +89,9 @@ def refusal_of(error: KubeError, *, current: dict[str, Any] | None = None) -> Re
     if isinstance(error, Invalid):
         return Refusal(422, "Invalid", error.message or error.detail, _field_problems(error.status))
     if error.code in (401, 429) or error.code >= 500:
-        return Refusal(503, "ApiServerUnavailable", f"the API server refused the dashboard ({error.detail}); nothing was written")
+        return Refusal(
+            503, "ApiServerUnavailable", f"the API server refused the dashboard ({error.detail}); nothing was written"
+        )
     return Refusal(error.code or 500, error.reason or "Failed", error.message or error.detail)
 
 
@@ -97,5 +101,7 @@ def _field_problems(status: Any) -> tuple[FieldProblem, ...]:
     problems = []
     for cause in causes or ():
         if isinstance(cause, dict):
-            problems.append(FieldProblem(str(cause.get("field") or ""), str(cause.get("message") or cause.get("reason") or "")))
+            problems.append(
+                FieldProblem(str(cause.get("field") or ""), str(cause.get("message") or cause.get("reason") or ""))
+            )
     return tuple(problems)

@@ -27,7 +27,9 @@ class SignIn:
         """The verified identity of `connection`. Raises IdentityRefused (401, 403 or 503)."""
         tokens = connection.headers.getlist(self.settings.token_header)
         if len(tokens) != 1 or not tokens[0].strip():
-            raise IdentityRefused(401, "missing-token", f"{len(tokens)} {self.settings.token_header} headers; sign in through the Gateway")
+            raise IdentityRefused(
+                401, "missing-token", f"{len(tokens)} {self.settings.token_header} headers; sign in through the Gateway"
+            )
         try:
             claims = await self.verifier.claims(tokens[0].strip())
         except Overloaded as error:

@@ -33,7 +33,9 @@ DEFAULT_SYSTEM_NAMESPACE = "ai-system"
 DEFAULT_USER_PREFIX = "oidc:"
 DEFAULT_STACK_NAME = "magicstick"
 _NAMESPACE = re.compile(r"[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?")
-_HOST = re.compile(r"(?=.{1,253}(:|$))[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?(\.[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?)*(:[0-9]{1,5})?")
+_HOST = re.compile(
+    r"(?=.{1,253}(:|$))[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?(\.[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?)*(:[0-9]{1,5})?"
+)
 
 
 @dataclass(frozen=True)
@@ -90,7 +92,11 @@ _FLAGS = (
     Flag("--jwks-timeout-seconds", "timeout of one key set fetch, seconds", "2"),
     Flag("--kubeconfig", "kubeconfig path (default: the in-cluster ServiceAccount)"),
     Flag("--log-level", f"one of {', '.join(LOG_LEVELS)}", "info"),
-    Flag("--hosts", "comma-separated HOST[:PORT]s browsers reach the dashboard at; changes must come from their pages (default: the request's Host)", ""),
+    Flag(
+        "--hosts",
+        "comma-separated HOST[:PORT]s browsers reach the dashboard at; changes must come from their pages (default: the request's Host)",
+        "",
+    ),
 )
 
 DESCRIPTION = "The Magic Stick dashboard: the appliance's web console and its revision-checked API."
@@ -136,5 +142,7 @@ def _hosts(value: str | None, origin: str) -> tuple[str, ...]:
     hosts = tuple(item.strip().lower() for item in (value or "").split(",") if item.strip())
     for host in hosts:
         if not _HOST.fullmatch(host):
-            raise ServiceFlagError(f"{origin}: {host!r} is not a HOST[:PORT] (a DNS name, lower case, and an optional port)")
+            raise ServiceFlagError(
+                f"{origin}: {host!r} is not a HOST[:PORT] (a DNS name, lower case, and an optional port)"
+            )
     return hosts

@@ -61,7 +61,12 @@ def module_body(name: str, module: str, change: ModuleChange, *, current: Mappin
         if GPU_SHARING in kept:
             parameters[GPU_SHARING] = kept[GPU_SHARING]
         spec["parameters"] = parameters
-    return {"apiVersion": API_VERSION, "kind": "ModuleActivation", "metadata": _metadata(name, change.resource_version), "spec": spec}
+    return {
+        "apiVersion": API_VERSION,
+        "kind": "ModuleActivation",
+        "metadata": _metadata(name, change.resource_version),
+        "spec": spec,
+    }
 
 
 def gpu_sharing_body(current: Mapping[str, Any], change: GpuSharingChange, *, node_uid: str) -> dict[str, Any]:
@@ -89,13 +94,23 @@ def gpu_sharing_body(current: Mapping[str, Any], change: GpuSharingChange, *, no
     }
 
 
-def local_model_body(form: LocalModelCreate, *, kv_cache_memory_bytes: int | None, cpu_offload_mi: int | None) -> dict[str, Any]:
+def local_model_body(
+    form: LocalModelCreate, *, kv_cache_memory_bytes: int | None, cpu_offload_mi: int | None
+) -> dict[str, Any]:
     """A new local ModelActivation, its derived fields from the estimate. Pure."""
     local: dict[str, Any] = {
         "preset": form.preset,
         "engine": form.engine,
         "computeTarget": form.compute_target,
-        **_local_fields(form.artifact, form.context_window, form.max_num_seqs, form.kv_cache_type, form.memory_required_mi, form.vram_mi, form.cpu_offloading),
+        **_local_fields(
+            form.artifact,
+            form.context_window,
+            form.max_num_seqs,
+            form.kv_cache_type,
+            form.memory_required_mi,
+            form.vram_mi,
+            form.cpu_offloading,
+        ),
     }
     _derived(local, kv_cache_memory_bytes, cpu_offload_mi, form.allow_memory_risk)
     return _model(form.name, None, form.enabled, {"type": "local", "local": local})
@@ -107,8 +122,20 @@ def local_model_edit_body(
     """The change of a local ModelActivation; source and profile must stay as they are. Pure."""
     check_local_edit(current, form)
     existing = (current.get("spec") or {}).get("local") or {}
-    local: dict[str, Any] = {field: existing[field] for field in (*IMMUTABLE_LOCAL_FIELDS, "url") if existing.get(field) is not None}
-    local.update(_local_fields(None, form.context_window, form.max_num_seqs, form.kv_cache_type, form.memory_required_mi, form.vram_mi, form.cpu_offloading))
+    local: dict[str, Any] = {
+        field: existing[field] for field in (*IMMUTABLE_LOCAL_FIELDS, "url") if existing.get(field) is not None
+    }
+    local.update(
+        _local_fields(
+            None,
+            form.context_window,
+            form.max_num_seqs,
+            form.kv_cache_type,
+            form.memory_required_mi,
+            form.vram_mi,
+            form.cpu_offloading,
+        )
+    )
     _derived(local, kv_cache_memory_bytes, cpu_offload_mi, form.allow_memory_risk)
     name = str((current.get("metadata") or {}).get("name"))
     return _model(name, form.resource_version, form.enabled, {"type": "local", "local": local})
@@ -120,10 +147,17 @@ def check_local_edit(current: Mapping[str, Any], form: LocalModelEdit) -> None:
     existing = spec.get("local") or {}
     if spec.get("type") != "local":
         raise invalid("spec.type", "only a local model is edited with the local-model form")
-    given = {"preset": form.preset, "engine": form.engine, "computeTarget": form.compute_target, "artifact": form.artifact}
+    given = {
+        "preset": form.preset,
+        "engine": form.engine,
+        "computeTarget": form.compute_target,
+        "artifact": form.artifact,
+    }
     for field in IMMUTABLE_LOCAL_FIELDS:
         if given[field] is not None and existing.get(field) is not None and given[field] != existing.get(field):
-            raise invalid(f"spec.local.{field}", f"is immutable in Edit (it is {existing.get(field)!r}); add a new model instead")
+            raise invalid(
+                f"spec.local.{field}", f"is immutable in Edit (it is {existing.get(field)!r}); add a new model instead"
+            )
 
 
 RESTARTABLE_RUNTIMES = ("freetoken", "realtime")
@@ -164,8 +198,17 @@ def instance_edit_body(current: Mapping[str, Any], form: InstanceEdit) -> dict[s
     spec = current.get("spec") or {}
     kept = (spec.get("access") or {}).get("sharing")
     name = str((current.get("metadata") or {}).get("name"))
-    body_spec = {"application": spec.get("application"), "enabled": form.enabled, "access": _access(form.access, kept=kept)}
-    return {"apiVersion": API_VERSION, "kind": "AppInstance", "metadata": _metadata(name, form.resource_version), "spec": body_spec}
+    body_spec = {
+        "application": spec.get("application"),
+        "enabled": form.enabled,
+        "access": _access(form.access, kept=kept),
+    }
+    return {
+        "apiVersion": API_VERSION,
+        "kind": "AppInstance",
+        "metadata": _metadata(name, form.resource_version),
+        "spec": body_spec,
+    }
 
 
 def published_cache_plan(node: Mapping[str, Any], node_name: str) -> str:
@@ -177,14 +220,19 @@ def published_cache_plan(node: Mapping[str, Any], node_name: str) -> str:
         plans = None
     plan = ((plans or {}).get("modelCache") or {}).get("planId") if isinstance(plans, dict) else None
     if not isinstance(plan, str) or not plan:
-        raise invalid("planId", f"node {node_name} publishes no model-cache plan ({HOST_PLANS_ANNOTATION}): is its host agent running? Or give the planId")
+        raise invalid(
+            "planId",
+            f"node {node_name} publishes no model-cache plan ({HOST_PLANS_ANNOTATION}): is its host agent running? Or give the planId",
+        )
     return plan
 
 
 def host_operation_body(form: HostOperationCreate, *, node: Mapping[str, Any], request_id: str) -> dict[str, Any]:
     """A new HostOperation bound to `node` as it is now (UID, boot ID). Pure."""
     if not form.acknowledge_disruption:
-        raise invalid("acknowledgeDisruption", f"must be true: {form.action} disrupts what runs on node {form.node_name}")
+        raise invalid(
+            "acknowledgeDisruption", f"must be true: {form.action} disrupts what runs on node {form.node_name}"
+        )
     uid = str((node.get("metadata") or {}).get("uid") or "")
     boot_id = str(((node.get("status") or {}).get("nodeInfo") or {}).get("bootID") or "")
     if not uid or not boot_id:
@@ -204,7 +252,12 @@ def host_operation_body(form: HostOperationCreate, *, node: Mapping[str, Any], r
 
 
 def _model_patch(name: str, resource_version: str, spec: dict[str, Any]) -> dict[str, Any]:
-    return {"apiVersion": API_VERSION, "kind": "ModelActivation", "metadata": _metadata(name, resource_version), "spec": spec}
+    return {
+        "apiVersion": API_VERSION,
+        "kind": "ModelActivation",
+        "metadata": _metadata(name, resource_version),
+        "spec": spec,
+    }
 
 
 def _model(name: str, resource_version: str | None, enabled: bool, spec: dict[str, Any]) -> dict[str, Any]:
@@ -237,7 +290,9 @@ def _local_fields(
     return {key: value for key, value in chosen.items() if value is not None}
 
 
-def _derived(local: dict[str, Any], kv_cache_memory_bytes: int | None, cpu_offload_mi: int | None, allow_memory_risk: bool) -> None:
+def _derived(
+    local: dict[str, Any], kv_cache_memory_bytes: int | None, cpu_offload_mi: int | None, allow_memory_risk: bool
+) -> None:
     if kv_cache_memory_bytes is not None:
         local["kvCacheMemoryBytes"] = kv_cache_memory_bytes
     if cpu_offload_mi is not None:
@@ -249,7 +304,11 @@ def _derived(local: dict[str, Any], kv_cache_memory_bytes: int | None, cpu_offlo
 def _access(access: Any, *, kept: Any) -> dict[str, Any]:
     body: dict[str, Any] = {"role": access.role, "exposure": access.exposure}
     if access.sharing is not None:
-        body["sharing"] = {"mode": access.sharing.mode, "users": list(access.sharing.users), "groups": list(access.sharing.groups)}
+        body["sharing"] = {
+            "mode": access.sharing.mode,
+            "users": list(access.sharing.users),
+            "groups": list(access.sharing.groups),
+        }
     elif kept is not None:
         body["sharing"] = kept
     return body

@@ -171,7 +171,9 @@ def cache_users(root: Path, locations: Collection[str], *, own_pid: int | None =
     """The processes of `root`/proc that use a file or directory under `locations` (paths below
     `root`), in pid order. `own_pid` (default: this process) is left out. The mounts of a mount
     namespace are read once, so a container is named once for a mount."""
-    cache = _Cache(inodes=_inodes(root, locations), paths=frozenset("/" + relative.strip("/") for relative in locations))
+    cache = _Cache(
+        inodes=_inodes(root, locations), paths=frozenset("/" + relative.strip("/") for relative in locations)
+    )
     if not cache.inodes:
         return []
     own = os.getpid() if own_pid is None else own_pid

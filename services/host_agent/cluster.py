@@ -25,7 +25,13 @@ MERGE_PATCH = "application/merge-patch+json"
 
 class AgentCluster:
     def __init__(
-        self, client: KubeClient, *, node_name: str, namespace: str, setup_namespace: str, network_namespace: str = DEFAULT_NETWORK_NAMESPACE
+        self,
+        client: KubeClient,
+        *,
+        node_name: str,
+        namespace: str,
+        setup_namespace: str,
+        network_namespace: str = DEFAULT_NETWORK_NAMESPACE,
     ) -> None:
         self._client = client
         self.node_name = node_name
@@ -54,7 +60,12 @@ class AgentCluster:
 
     def write_status(self, name: str, status: dict[str, Any]) -> dict[str, Any]:
         """The operation's whole status, by server-side apply of the agent's field manager."""
-        body = {"apiVersion": API_VERSION, "kind": "HostOperation", "metadata": {"name": name, "namespace": self.namespace}, "status": status}
+        body = {
+            "apiVersion": API_VERSION,
+            "kind": "HostOperation",
+            "metadata": {"name": name, "namespace": self.namespace},
+            "status": status,
+        }
         return self._client.apply(HOST_OPERATION, body, field_manager=FIELD_MANAGER, subresource="status")
 
     def secret(self, name: str) -> dict[str, Any] | None:
@@ -68,7 +79,12 @@ class AgentCluster:
         return self._client.create(APPLIANCE_SETUP, body, field_manager=FIELD_MANAGER)
 
     def write_setup_status(self, name: str, status: dict[str, Any]) -> dict[str, Any]:
-        body = {"apiVersion": API_VERSION, "kind": "ApplianceSetup", "metadata": {"name": name, "namespace": self.setup_namespace}, "status": status}
+        body = {
+            "apiVersion": API_VERSION,
+            "kind": "ApplianceSetup",
+            "metadata": {"name": name, "namespace": self.setup_namespace},
+            "status": status,
+        }
         return self._client.apply(APPLIANCE_SETUP, body, field_manager=FIELD_MANAGER, subresource="status")
 
     def node_bound_token(self, *, namespace: str, service_account: str, seconds: int, node: dict[str, Any]) -> str:
@@ -81,7 +97,12 @@ class AgentCluster:
                 "kind": "TokenRequest",
                 "spec": {
                     "expirationSeconds": seconds,
-                    "boundObjectRef": {"apiVersion": "v1", "kind": "Node", "name": node["metadata"]["name"], "uid": node["metadata"]["uid"]},
+                    "boundObjectRef": {
+                        "apiVersion": "v1",
+                        "kind": "Node",
+                        "name": node["metadata"]["name"],
+                        "uid": node["metadata"]["uid"],
+                    },
                 },
             },
             content_type="application/json",

@@ -93,7 +93,12 @@ class Engine:
             if cause is not None:
                 ended = self._failure(operation, partial(self._end, operation, cause))
                 if ended is not None:
-                    LOGGER.error("HostOperation %s: %s, and its end cannot be recorded: %s; tried again on the next pass", operation.key, cause, ended)
+                    LOGGER.error(
+                        "HostOperation %s: %s, and its end cannot be recorded: %s; tried again on the next pass",
+                        operation.key,
+                        cause,
+                        ended,
+                    )
         self._forget(frozenset(op.uid for op in operations))
 
     def _failure(self, operation: HostOperation, step: Callable[[], None]) -> str | None:
@@ -120,10 +125,21 @@ class Engine:
         action = ACTIONS.get(operation.action)
         entry = self.journal.read(operation.uid)
         if action is None or entry is None:
-            self.write(operation, failed(HostOperationReason.COMMAND_FAILED, f"{operation.action} could not be carried out: {cause}; nothing on the host was changed"))
+            self.write(
+                operation,
+                failed(
+                    HostOperationReason.COMMAND_FAILED,
+                    f"{operation.action} could not be carried out: {cause}; nothing on the host was changed",
+                ),
+            )
             return
         if entry.stage is Stage.FINISHED and entry.outcome is not None and entry.outcome.phase in TERMINAL_PHASES:
-            LOGGER.error("HostOperation %s: its recorded outcome (%s) cannot be written: %s", operation.key, entry.outcome.phase, cause)
+            LOGGER.error(
+                "HostOperation %s: its recorded outcome (%s) cannot be written: %s",
+                operation.key,
+                entry.outcome.phase,
+                cause,
+            )
             return
         found: list[Outcome] = []
 
@@ -150,10 +166,17 @@ class Engine:
         if operation.terminal:
             return
         if action is None:
-            self.write(operation, failed(HostOperationReason.REJECTED, f"spec.action: {operation.action!r} is not an action of this agent"))
+            self.write(
+                operation,
+                failed(
+                    HostOperationReason.REJECTED, f"spec.action: {operation.action!r} is not an action of this agent"
+                ),
+            )
             return
         problem = self._misbound(operation)
-        problem = problem or binding_problem(operation, boot_id=self.context.host.facts.boot_id, plans=self.context.host.plans.by_action())
+        problem = problem or binding_problem(
+            operation, boot_id=self.context.host.facts.boot_id, plans=self.context.host.plans.by_action()
+        )
         problem = problem or action.check(operation, self.context)
         if problem is not None:
             self.write(operation, problem)

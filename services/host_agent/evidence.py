@@ -44,7 +44,9 @@ class HostView:
             HOST_EVIDENCE_ANNOTATION: json.dumps(self.evidence, sort_keys=True, separators=(",", ":")),
             HOST_PLANS_ANNOTATION: self.plans.annotation(),
             PHYSICAL_MEMORY_ANNOTATION: str(self.facts.memory_total_mi) if self.facts.memory_total_mi else None,
-            GPU_ACCESSIBLE_ANNOTATION: str(min(memory.gtt_mi, self.facts.memory_total_mi)) if memory and self.facts.memory_total_mi else None,
+            GPU_ACCESSIBLE_ANNOTATION: str(min(memory.gtt_mi, self.facts.memory_total_mi))
+            if memory and self.facts.memory_total_mi
+            else None,
             GPU_ALLOCATION_MODE_ANNOTATION: allocation_mode(self.facts) if memory else None,
         }
 
@@ -69,12 +71,16 @@ def view_host(facts: HostFacts, *, node_uid: str, netplan_files: dict[str, str],
         pci_devices=facts.pci_gpus,
         observed_at=rfc3339(now),
     )
-    plans = host_plans(facts, node_uid=node_uid, evidence_fingerprint=str(evidence["fingerprint"]), netplan_files=netplan_files)
+    plans = host_plans(
+        facts, node_uid=node_uid, evidence_fingerprint=str(evidence["fingerprint"]), netplan_files=netplan_files
+    )
     return HostView(facts=facts, node_uid=node_uid, evidence=evidence, plans=plans)
 
 
 def read_host(settings: AgentSettings, node_uid: str, now: datetime) -> HostView:
-    return view_host(read_host_facts(settings.root), node_uid=node_uid, netplan_files=netplan_hashes(settings.root), now=now)
+    return view_host(
+        read_host_facts(settings.root), node_uid=node_uid, netplan_files=netplan_hashes(settings.root), now=now
+    )
 
 
 def publish(cluster: AgentCluster, settings: AgentSettings, now: datetime) -> HostView:

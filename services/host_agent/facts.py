@@ -155,7 +155,9 @@ def network_interfaces(root: Path) -> tuple[NetworkInterface, ...]:
         if entry.name == "lo":
             continue
         wireless = (entry / "wireless").exists() or (entry / "phy80211").exists()
-        found.append(NetworkInterface(name=entry.name, wireless=wireless, operstate=_text(entry / "operstate") or "unknown"))
+        found.append(
+            NetworkInterface(name=entry.name, wireless=wireless, operstate=_text(entry / "operstate") or "unknown")
+        )
     return tuple(found)
 
 

@@ -52,7 +52,9 @@ def read_marker(state_dir: Path) -> InstallerMarker | None:
         return None
     except (OSError, ValueError) as error:
         raise MarkerError(f"installer marker {path} is not JSON: {error}") from error
-    version, installation = (raw.get("setupVersion"), raw.get("installationId")) if isinstance(raw, dict) else (None, None)
+    version, installation = (
+        (raw.get("setupVersion"), raw.get("installationId")) if isinstance(raw, dict) else (None, None)
+    )
     if not isinstance(version, str) or not re.fullmatch(r"v[0-9]+", version):
         raise MarkerError(f"installer marker {path}: setupVersion must be v<number>, e.g. v1")
     if not isinstance(installation, str) or not re.fullmatch(UUID_PATTERN, installation):
@@ -67,7 +69,9 @@ def _consume(state_dir: Path) -> None:
 
 
 def _created_by_agent(obj: dict[str, Any]) -> bool:
-    return any(entry.get("manager") == FIELD_MANAGER for entry in (obj.get("metadata") or {}).get("managedFields") or ())
+    return any(
+        entry.get("manager") == FIELD_MANAGER for entry in (obj.get("metadata") or {}).get("managedFields") or ()
+    )
 
 
 def _finish_interrupted(cluster: AgentCluster, existing: dict[str, Any], marker: InstallerMarker | None) -> str | None:
@@ -76,7 +80,9 @@ def _finish_interrupted(cluster: AgentCluster, existing: dict[str, Any], marker:
         return None
     first_run = marker is not None and (existing.get("spec") or {}).get("installationId") == marker.installation_id
     phase = "Pending" if first_run else "CompletedLegacy"
-    cluster.write_setup_status(SETUP_NAME, {"phase": phase, "observedGeneration": int(existing["metadata"].get("generation") or 1)})
+    cluster.write_setup_status(
+        SETUP_NAME, {"phase": phase, "observedGeneration": int(existing["metadata"].get("generation") or 1)}
+    )
     return phase
 
 
@@ -93,13 +99,20 @@ def ensure_setup(cluster: AgentCluster, state_dir: Path) -> str | None:
         spec, phase = {"setupVersion": marker.setup_version, "installationId": marker.installation_id}, "Pending"
     else:
         spec, phase = {"setupVersion": LEGACY_SETUP_VERSION, "installationId": str(uuid.uuid4())}, "CompletedLegacy"
-    body = {"apiVersion": API_VERSION, "kind": "ApplianceSetup", "metadata": {"name": SETUP_NAME, "namespace": cluster.setup_namespace}, "spec": spec}
+    body = {
+        "apiVersion": API_VERSION,
+        "kind": "ApplianceSetup",
+        "metadata": {"name": SETUP_NAME, "namespace": cluster.setup_namespace},
+        "spec": spec,
+    }
     try:
         created = cluster.create_appliance_setup(body)
     except Conflict:
         _consume(state_dir)
         return None
-    cluster.write_setup_status(SETUP_NAME, {"phase": phase, "observedGeneration": int(created["metadata"].get("generation") or 1)})
+    cluster.write_setup_status(
+        SETUP_NAME, {"phase": phase, "observedGeneration": int(created["metadata"].get("generation") or 1)}
+    )
     _consume(state_dir)
     LOGGER.info("created ApplianceSetup/%s in %s: %s", SETUP_NAME, cluster.setup_namespace, phase)
     return phase

@@ -79,9 +79,18 @@ def read_token(path: Path) -> ServiceAccountToken:
     kubernetes = claims.get("kubernetes.io") or {}
     account = (kubernetes.get("serviceaccount") or {}).get("name")
     namespace = kubernetes.get("namespace")
-    if not (isinstance(account, str) and isinstance(namespace, str) and isinstance(claims.get("iat"), int) and isinstance(claims.get("exp"), int)):
-        raise TokenError(f"the token in {path} is not a bound ServiceAccount token (no kubernetes.io claims, iat or exp)")
-    return ServiceAccountToken(namespace=namespace, service_account=account, issued_at=claims["iat"], expires_at=claims["exp"])
+    if not (
+        isinstance(account, str)
+        and isinstance(namespace, str)
+        and isinstance(claims.get("iat"), int)
+        and isinstance(claims.get("exp"), int)
+    ):
+        raise TokenError(
+            f"the token in {path} is not a bound ServiceAccount token (no kubernetes.io claims, iat or exp)"
+        )
+    return ServiceAccountToken(
+        namespace=namespace, service_account=account, issued_at=claims["iat"], expires_at=claims["exp"]
+    )
 
 
 def renew_if_due(cluster: AgentCluster, *, path: Path, now: datetime) -> bool:
@@ -90,7 +99,11 @@ def renew_if_due(cluster: AgentCluster, *, path: Path, now: datetime) -> bool:
     if not token.due(now):
         return False
     node = cluster.node()
-    fresh = cluster.node_bound_token(namespace=token.namespace, service_account=token.service_account, seconds=token.renewal_seconds, node=node)
+    fresh = cluster.node_bound_token(
+        namespace=token.namespace, service_account=token.service_account, seconds=token.renewal_seconds, node=node
+    )
     durable_write(path, fresh, mode=0o600)
-    LOGGER.info("renewed the agent's token (valid %d s, bound to Node %s)", token.renewal_seconds, node["metadata"]["name"])
+    LOGGER.info(
+        "renewed the agent's token (valid %d s, bound to Node %s)", token.renewal_seconds, node["metadata"]["name"]
+    )
     return True

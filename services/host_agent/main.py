@@ -61,7 +61,11 @@ class Agent:
             self._node_uid = str(self.cluster.node()["metadata"]["uid"])
         view = read_host(self.settings, self._node_uid, now)
         plans = view.plans.annotation()
-        due = self._published is None or self._published[0] != plans or now.timestamp() - self._published[1] >= self.settings.evidence_seconds
+        due = (
+            self._published is None
+            or self._published[0] != plans
+            or now.timestamp() - self._published[1] >= self.settings.evidence_seconds
+        )
         if due:
             self.cluster.annotate_node(view.annotations())
             self._published = (plans, now.timestamp())

@@ -60,8 +60,14 @@ class GpuMemoryPlan:
         return {
             "planId": self.plan_id,
             "memoryTotalMi": self.memory_total_mi,
-            "carveoutChoices": [{"index": c.index, "vramMi": c.vram_mi, "current": c.current} for c in self.carveout_choices],
-            "dynamicLimit": {"stepMi": self.dynamic_limit_step_mi, "minimumMi": self.dynamic_limit_step_mi, "maximumMi": self.dynamic_limit_maximum_mi},
+            "carveoutChoices": [
+                {"index": c.index, "vramMi": c.vram_mi, "current": c.current} for c in self.carveout_choices
+            ],
+            "dynamicLimit": {
+                "stepMi": self.dynamic_limit_step_mi,
+                "minimumMi": self.dynamic_limit_step_mi,
+                "maximumMi": self.dynamic_limit_maximum_mi,
+            },
             "osRamAllowanceMi": self.os_ram_allowance_mi,
             "currentGttMi": self.current_gtt_mi,
         }
@@ -131,10 +137,16 @@ def gpu_memory_plan(facts: HostFacts, node_uid: str) -> GpuMemoryPlan | None:
     )
 
 
-def host_plans(facts: HostFacts, *, node_uid: str, evidence_fingerprint: str, netplan_files: Mapping[str, str]) -> HostPlans:
+def host_plans(
+    facts: HostFacts, *, node_uid: str, evidence_fingerprint: str, netplan_files: Mapping[str, str]
+) -> HostPlans:
     """Every plan of this host now. `netplan_files`: name -> SHA-256 of the contents. Pure."""
     interfaces = tuple({"name": i.name, "wireless": i.wireless, "operstate": i.operstate} for i in facts.interfaces)
-    network_identity = {"nodeUID": node_uid, "interfaces": [(i.name, i.wireless) for i in facts.interfaces], "netplan": dict(sorted(netplan_files.items()))}
+    network_identity = {
+        "nodeUID": node_uid,
+        "interfaces": [(i.name, i.wireless) for i in facts.interfaces],
+        "netplan": dict(sorted(netplan_files.items())),
+    }
     return HostPlans(
         model_cache=plan_id("model-cache", {"nodeUID": node_uid, "locations": MODEL_CACHE_LOCATIONS}),
         network=plan_id("network", network_identity),

@@ -101,7 +101,9 @@ def binding_problem(operation: HostOperation, *, boot_id: str, plans: dict[str, 
     if spec.action in PLAN_BOUND_ACTIONS:
         current = plans.get(spec.action)
         if current is None:
-            return failed(HostOperationReason.NOT_SUPPORTED, f"spec.action: this host publishes no plan for {spec.action}")
+            return failed(
+                HostOperationReason.NOT_SUPPORTED, f"spec.action: this host publishes no plan for {spec.action}"
+            )
         if spec.plan_id != current:
             return failed(
                 HostOperationReason.PLAN_CHANGED,

@@ -82,8 +82,16 @@ _FLAGS = (
     Flag("--setup-namespace", "namespace of ApplianceSetup/local", DEFAULT_SETUP_NAMESPACE),
     Flag("--network-namespace", "namespace of the Secrets configure-network names", DEFAULT_NETWORK_NAMESPACE),
     Flag("--poll-seconds", "list HostOperations again after this many seconds", f"{DEFAULT_POLL_SECONDS:g}"),
-    Flag("--evidence-seconds", "publish host evidence and plans every this many seconds (serve)", f"{DEFAULT_EVIDENCE_SECONDS:g}"),
-    Flag("--confirmation-seconds", "roll a network change back unless confirmed within this many seconds", f"{DEFAULT_CONFIRMATION_SECONDS:g}"),
+    Flag(
+        "--evidence-seconds",
+        "publish host evidence and plans every this many seconds (serve)",
+        f"{DEFAULT_EVIDENCE_SECONDS:g}",
+    ),
+    Flag(
+        "--confirmation-seconds",
+        "roll a network change back unless confirmed within this many seconds",
+        f"{DEFAULT_CONFIRMATION_SECONDS:g}",
+    ),
     Flag("--log-level", f"one of {', '.join(LOG_LEVELS)}", "info"),
 )
 

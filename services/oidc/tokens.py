@@ -96,7 +96,9 @@ class TokenVerifier:
             raise TokenRejected(Rejection.MALFORMED, str(error)) from error
         algorithm = header.get("alg")
         if algorithm not in ALGORITHMS:
-            raise TokenRejected(Rejection.UNSUPPORTED_ALGORITHM, f"algorithm {algorithm!r} is not one of {list(ALGORITHMS)}")
+            raise TokenRejected(
+                Rejection.UNSUPPORTED_ALGORITHM, f"algorithm {algorithm!r} is not one of {list(ALGORITHMS)}"
+            )
         key_id = header.get("kid")
         if not isinstance(key_id, str) or not key_id:
             raise TokenRejected(Rejection.MALFORMED, "the header names no key ID (kid)")
@@ -104,7 +106,10 @@ class TokenVerifier:
         if key is None:
             raise WouldWait(f"key {key_id!r} is not in a fresh key set")
         if key.algorithm_name != algorithm:
-            raise TokenRejected(Rejection.UNSUPPORTED_ALGORITHM, f"key {key_id!r} is for {key.algorithm_name}, the token says {algorithm}")
+            raise TokenRejected(
+                Rejection.UNSUPPORTED_ALGORITHM,
+                f"key {key_id!r} is for {key.algorithm_name}, the token says {algorithm}",
+            )
         try:
             claims: dict[str, Any] = jwt.decode(
                 token,

@@ -112,7 +112,9 @@ class DeadlineAlarm:
                 changed = self._arm(None)
             elif found.at <= self._clock():
                 self._done.append(found.text)
-                LOGGER.info("%s: status.%s %s is already past; no run is requested for it", where, NEXT_RECONCILE_AT, found.text)
+                LOGGER.info(
+                    "%s: status.%s %s is already past; no run is requested for it", where, NEXT_RECONCILE_AT, found.text
+                )
                 changed = self._arm(None)
             else:
                 self._where = where

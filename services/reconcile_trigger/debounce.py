@@ -49,14 +49,25 @@ class Span:
         return Span(first=min(self.first, other.first), last=max(self.last, other.last), count=self.count + other.count)
 
 
-def batch_due(*, spec: Span | None, churn: Span | None, quiet_seconds: float, max_delay_seconds: float, churn_open_at: float | None) -> float | None:
+def batch_due(
+    *,
+    spec: Span | None,
+    churn: Span | None,
+    quiet_seconds: float,
+    max_delay_seconds: float,
+    churn_open_at: float | None,
+) -> float | None:
     """When the waiting changes are due: spec changes when debounced; churn when debounced and
     no earlier than `churn_open_at`; None when nothing waits. Pure."""
     times = []
     if spec is not None:
-        times.append(due_at(first=spec.first, last=spec.last, quiet_seconds=quiet_seconds, max_delay_seconds=max_delay_seconds))
+        times.append(
+            due_at(first=spec.first, last=spec.last, quiet_seconds=quiet_seconds, max_delay_seconds=max_delay_seconds)
+        )
     if churn is not None:
-        debounced = due_at(first=churn.first, last=churn.last, quiet_seconds=quiet_seconds, max_delay_seconds=max_delay_seconds)
+        debounced = due_at(
+            first=churn.first, last=churn.last, quiet_seconds=quiet_seconds, max_delay_seconds=max_delay_seconds
+        )
         times.append(debounced if churn_open_at is None else max(debounced, churn_open_at))
     return min(times) if times else None
 
@@ -198,7 +209,11 @@ class Debouncer:
 
     def _due(self) -> float | None:
         return batch_due(
-            spec=self._spec, churn=self._churn, quiet_seconds=self._quiet, max_delay_seconds=self._max_delay, churn_open_at=self._backoff.state.open_at
+            spec=self._spec,
+            churn=self._churn,
+            quiet_seconds=self._quiet,
+            max_delay_seconds=self._max_delay,
+            churn_open_at=self._backoff.state.open_at,
         )
 
     def _describe(self, descriptions: tuple[str, ...]) -> None:

@@ -39,7 +39,9 @@ class EventAction(StrEnum):
     WATCH = "Watch"
 
 
-def forbidden_event(*, stack: StackRef, stack_uid: str | None, refusal: Refusal, now: datetime, instance: str) -> dict[str, Any]:
+def forbidden_event(
+    *, stack: StackRef, stack_uid: str | None, refusal: Refusal, now: datetime, instance: str
+) -> dict[str, Any]:
     """The Event that reports `refusal` on `stack` at `now`, from the trigger `instance` (its
     Pod's name). Its name is the Stack's followed by a digest of the refusal and the time, as
     client-go names Events. Pure."""
@@ -65,4 +67,6 @@ def forbidden_event(*, stack: StackRef, stack_uid: str | None, refusal: Refusal,
 
 def create_event(client: KubeClient, body: dict[str, Any]) -> dict[str, Any]:
     """Create `body` (an Event); the created Event. Raises KubeError."""
-    return client.request("POST", EVENT.collection_path(body["metadata"]["namespace"]), body=body, content_type="application/json")
+    return client.request(
+        "POST", EVENT.collection_path(body["metadata"]["namespace"]), body=body, content_type="application/json"
+    )

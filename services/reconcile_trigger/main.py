@@ -45,12 +45,16 @@ def build_trigger(settings: TriggerSettings, access: KubeAccess) -> ReconcileTri
         max_delay_seconds=settings.max_delay_seconds,
         churn_backoff=Backoff(settings.max_delay_seconds, settings.resync_seconds),
     )
-    return ReconcileTrigger(access=access, stack=StackRef(settings.stack_namespace, settings.stack_name), targets=targets, timing=timing)
+    return ReconcileTrigger(
+        access=access, stack=StackRef(settings.stack_namespace, settings.stack_name), targets=targets, timing=timing
+    )
 
 
 def build_probes(settings: TriggerSettings, trigger: ReconcileTrigger) -> ProbeServer:
     """The bound (not yet serving) probe server of `trigger`. Raises OSError when the address cannot be bound."""
-    return ProbeServer(listen=settings.probe_address, reports={ProbePath.HEALTHZ: trigger.health, ProbePath.READYZ: trigger.readiness})
+    return ProbeServer(
+        listen=settings.probe_address, reports={ProbePath.HEALTHZ: trigger.health, ProbePath.READYZ: trigger.readiness}
+    )
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -71,7 +75,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         probes = build_probes(settings, trigger)
     except OSError as error:
-        print(f"{PROGRAM}: --probe-address: cannot listen on {settings.probe_address}: {error.strerror or error}", file=sys.stderr)
+        print(
+            f"{PROGRAM}: --probe-address: cannot listen on {settings.probe_address}: {error.strerror or error}",
+            file=sys.stderr,
+        )
         return EXIT_BAD_INPUT
     LOGGER.info("serving %s and %s on %s", ProbePath.HEALTHZ, ProbePath.READYZ, probes.address)
     stopping = threading.Event()

@@ -110,7 +110,9 @@ class ProbeServer(HTTPServer):
         return ListenAddress(str(host), int(port))
 
     def start(self) -> ProbeServer:
-        self._thread = threading.Thread(target=self.serve_forever, kwargs={"poll_interval": 0.2}, name="probes", daemon=True)
+        self._thread = threading.Thread(
+            target=self.serve_forever, kwargs={"poll_interval": 0.2}, name="probes", daemon=True
+        )
         self._thread.start()
         return self
 
@@ -133,7 +135,9 @@ class _ProbeHandler(BaseHTTPRequestHandler):
         self._answer(body=False)
 
     def _answer(self, *, body: bool) -> None:
-        report = cast(ProbeServer, self.server).reports.get(ProbePath(self.path)) if self.path in tuple(ProbePath) else None
+        report = (
+            cast(ProbeServer, self.server).reports.get(ProbePath(self.path)) if self.path in tuple(ProbePath) else None
+        )
         if report is None:
             status, text = HTTPStatus.NOT_FOUND, f"no such path; try {', '.join(ProbePath)}\n"
         else:

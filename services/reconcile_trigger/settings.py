@@ -73,9 +73,21 @@ _FLAGS = (
     Flag("--target-namespaces", "comma-separated namespaces of models and instances", DEFAULT_TARGET_NAMESPACES),
     Flag("--gateway-namespace", "namespace of the instances' routes and policies; default: the system namespace"),
     Flag("--quiet-ms", "request a run once changes have been quiet this long, milliseconds", str(DEFAULT_QUIET_MS)),
-    Flag("--max-delay-ms", "request a run at the latest this long after the first change, milliseconds", str(DEFAULT_MAX_DELAY_MS)),
-    Flag("--resync-seconds", "the Stack's resyncFrequencySeconds: status churn is held back at most this long", str(DEFAULT_RESYNC_SECONDS)),
-    Flag("--probe-address", "where /healthz and /readyz are served, HOST:PORT ([HOST]:PORT for IPv6)", str(DEFAULT_PROBE_ADDRESS)),
+    Flag(
+        "--max-delay-ms",
+        "request a run at the latest this long after the first change, milliseconds",
+        str(DEFAULT_MAX_DELAY_MS),
+    ),
+    Flag(
+        "--resync-seconds",
+        "the Stack's resyncFrequencySeconds: status churn is held back at most this long",
+        str(DEFAULT_RESYNC_SECONDS),
+    ),
+    Flag(
+        "--probe-address",
+        "where /healthz and /readyz are served, HOST:PORT ([HOST]:PORT for IPv6)",
+        str(DEFAULT_PROBE_ADDRESS),
+    ),
     Flag("--log-level", f"one of {', '.join(LOG_LEVELS)}", "info"),
 )
 
@@ -97,7 +109,9 @@ def parse_settings(argv: Sequence[str], environ: Mapping[str, str]) -> TriggerSe
         raise ServiceFlagError(f"{raw['max_delay_ms'][1]}: {max_delay_ms} is shorter than --quiet-ms ({quiet_ms})")
     resync_seconds = _seconds(*raw["resync_seconds"])
     if resync_seconds * 1000 < max_delay_ms:
-        raise ServiceFlagError(f"{raw['resync_seconds'][1]}: {resync_seconds} s is shorter than --max-delay-ms ({max_delay_ms} ms)")
+        raise ServiceFlagError(
+            f"{raw['resync_seconds'][1]}: {resync_seconds} s is shorter than --max-delay-ms ({max_delay_ms} ms)"
+        )
     return TriggerSettings(
         stack_namespace=_namespace(*raw["stack_namespace"]),
         stack_name=_name(*raw["stack_name"]),
@@ -115,7 +129,9 @@ def parse_settings(argv: Sequence[str], environ: Mapping[str, str]) -> TriggerSe
 def _namespace(value: str | None, origin: str) -> str:
     text = required(value, origin)
     if not _DNS_LABEL.fullmatch(text):
-        raise ServiceFlagError(f"{origin}: {text!r} is not a namespace name (a DNS label: lower case, digits, '-', at most 63)")
+        raise ServiceFlagError(
+            f"{origin}: {text!r} is not a namespace name (a DNS label: lower case, digits, '-', at most 63)"
+        )
     return text
 
 
@@ -126,7 +142,9 @@ def _namespaces(value: str | None, origin: str) -> tuple[str, ...]:
         raise ServiceFlagError(f"{origin}: {text!r} holds an empty namespace name")
     for name in names:
         if not _DNS_LABEL.fullmatch(name):
-            raise ServiceFlagError(f"{origin}: {name!r} is not a namespace name (a DNS label: lower case, digits, '-', at most 63)")
+            raise ServiceFlagError(
+                f"{origin}: {name!r} is not a namespace name (a DNS label: lower case, digits, '-', at most 63)"
+            )
     return tuple(sorted(set(names)))
 
 

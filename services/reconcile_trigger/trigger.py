@@ -110,7 +110,11 @@ class ReconcileTrigger:
         self._stop = threading.Event()
         self.failed = threading.Event()
         """Set when a thread ended by an unexpected exception."""
-        self._debouncer = Debouncer(quiet_seconds=timing.quiet_seconds, max_delay_seconds=timing.max_delay_seconds, churn_backoff=timing.churn_backoff)
+        self._debouncer = Debouncer(
+            quiet_seconds=timing.quiet_seconds,
+            max_delay_seconds=timing.max_delay_seconds,
+            churn_backoff=timing.churn_backoff,
+        )
         self._listed_all = threading.Event()
         self.progress = Progress()
         """Notified after each change of what the trigger and its watches report."""
@@ -146,7 +150,11 @@ class ReconcileTrigger:
 
     def start(self) -> ReconcileTrigger:
         bodies: list[tuple[str, Callable[[], None]]] = [(f"watch {w.target}", w.run) for w in self.watchers]
-        bodies += [("requester", self._request_loop), ("stall monitor", self._stall_loop), ("deadline alarm", self._alarm.run)]
+        bodies += [
+            ("requester", self._request_loop),
+            ("stall monitor", self._stall_loop),
+            ("deadline alarm", self._alarm.run),
+        ]
         for name, body in bodies:
             thread = threading.Thread(target=self._guarded, args=(body,), name=name, daemon=True)
             self._threads.append(thread)
@@ -169,7 +177,9 @@ class ReconcileTrigger:
     def __enter__(self) -> ReconcileTrigger:
         return self.start()
 
-    def __exit__(self, kind: type[BaseException] | None, error: BaseException | None, trace: TracebackType | None) -> None:
+    def __exit__(
+        self, kind: type[BaseException] | None, error: BaseException | None, trace: TracebackType | None
+    ) -> None:
         self.stop()
 
     # --- what tests and the benchmark observe ---------------------------------------------
@@ -204,14 +214,22 @@ class ReconcileTrigger:
 
     def health(self) -> ProbeReport:
         """What /healthz answers: no thread failed, every watch heard from the server lately."""
-        return health_report(failed=self.failed.is_set(), watches=self._watch_health(), now=time.monotonic(), stale_seconds=self._timing.stale_seconds)
+        return health_report(
+            failed=self.failed.is_set(),
+            watches=self._watch_health(),
+            now=time.monotonic(),
+            stale_seconds=self._timing.stale_seconds,
+        )
 
     def readiness(self) -> ProbeReport:
         """What /readyz answers: every watch listed once, none forbidden."""
         return readiness_report(watches=self._watch_health())
 
     def _watch_health(self) -> list[WatchHealth]:
-        return [WatchHealth(target=str(w.target), listed=w.listed.is_set(), heard_at=w.heard_at, forbidden=w.forbidden) for w in self.watchers]
+        return [
+            WatchHealth(target=str(w.target), listed=w.listed.is_set(), heard_at=w.heard_at, forbidden=w.forbidden)
+            for w in self.watchers
+        ]
 
     # --- threads --------------------------------------------------------------------------
 
@@ -237,7 +255,13 @@ class ReconcileTrigger:
                 if self._stack_uid is None:
                     found = client.get_or_none(STACK, self.stack.name, self.stack.namespace)
                     self._stack_uid = None if found is None else found["metadata"].get("uid")
-                body = forbidden_event(stack=self.stack, stack_uid=self._stack_uid, refusal=refusal, now=self._wall_clock(), instance=self._instance)
+                body = forbidden_event(
+                    stack=self.stack,
+                    stack_uid=self._stack_uid,
+                    refusal=refusal,
+                    now=self._wall_clock(),
+                    instance=self._instance,
+                )
                 created = create_event(client, body)
         except KubeError as error:
             LOGGER.warning("creating the Event of a forbidden watch on Stack %s: %s", self.stack, error.detail)
@@ -277,7 +301,11 @@ class ReconcileTrigger:
         all are listed (a kind not served yet would hold it forever, hence the bound)."""
         if not self._listed_all.wait(self._timing.start_grace_seconds):
             waiting = ", ".join(str(w.target) for w in self.watchers if not w.listed.is_set())
-            LOGGER.warning("not every watch listed within %.0f s (%s); requesting anyway", self._timing.start_grace_seconds, waiting)
+            LOGGER.warning(
+                "not every watch listed within %.0f s (%s); requesting anyway",
+                self._timing.start_grace_seconds,
+                waiting,
+            )
 
     def _back_off(self, attempt: int) -> None:
         delay = self._timing.request_backoff.delay(attempt)
@@ -297,7 +325,9 @@ class ReconcileTrigger:
             self._requests.append(Request(value=value, at=time.monotonic(), batch=batch))
         shown = "; ".join(batch.descriptions[:3])
         more = f"; and {batch.count - 3} more" if batch.count > 3 else ""
-        LOGGER.info("requested a run of Stack %s (%s) for %d change(s): %s%s", self.stack, value, batch.count, shown, more)
+        LOGGER.info(
+            "requested a run of Stack %s (%s) for %d change(s): %s%s", self.stack, value, batch.count, shown, more
+        )
         return True
 
     def _stall_loop(self) -> None:

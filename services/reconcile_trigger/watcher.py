@@ -87,7 +87,9 @@ class WatchTiming:
 
     def __post_init__(self) -> None:
         if not self.read_deadline_seconds > self.timeout_seconds > 0:
-            raise ValueError(f"WatchTiming needs 0 < timeout_seconds ({self.timeout_seconds}) < read_deadline_seconds ({self.read_deadline_seconds})")
+            raise ValueError(
+                f"WatchTiming needs 0 < timeout_seconds ({self.timeout_seconds}) < read_deadline_seconds ({self.read_deadline_seconds})"
+            )
         if self.forbidden_after < 1:
             raise ValueError(f"WatchTiming.forbidden_after must be at least 1, not {self.forbidden_after}")
 
@@ -196,7 +198,9 @@ class KindWatcher:
                 if self._stop.is_set():
                     return
                 self.failures += 1
-                if isinstance(error, Failed) or (isinstance(error, KubeError) and not isinstance(error, KubeConnectionError)):
+                if isinstance(error, Failed) or (
+                    isinstance(error, KubeError) and not isinstance(error, KubeConnectionError)
+                ):
                     self.heard_at = time.monotonic()
                 if isinstance(error, Forbidden):
                     self._refused(error)
@@ -234,7 +238,9 @@ class KindWatcher:
         target = self.target
         self._verb = Verb.LIST
         try:
-            collection = client.list_collection(target.kind, namespace=target.namespace, label_selector=target.label_selector)
+            collection = client.list_collection(
+                target.kind, namespace=target.namespace, label_selector=target.label_selector
+            )
         except NotFound:
             self.unserved = True
             if not self.listed.is_set():
@@ -244,14 +250,19 @@ class KindWatcher:
         self._answered()
         self.unserved = False
         before = set(self._known)
-        self._known = {_key(item): (fingerprint(target.sensitivity, item), spec_fingerprint(item)) for item in collection.items}
+        self._known = {
+            _key(item): (fingerprint(target.sensitivity, item), spec_fingerprint(item)) for item in collection.items
+        }
         if self._observe is not None:
             for item in collection.items:
                 self._observe(_key(item), item)
             for gone in sorted(before - set(self._known)):
                 self._observe(gone, None)
         self.lists += 1
-        self._report(f"{target}: listed {len(collection.items)} (changes while not watching may have been missed)", ChangeClass.SPEC)
+        self._report(
+            f"{target}: listed {len(collection.items)} (changes while not watching may have been missed)",
+            ChangeClass.SPEC,
+        )
         self.resource_version = collection.resource_version
         self._watches_since_list = 0
         self.listed.set()
@@ -288,7 +299,9 @@ class KindWatcher:
                     self._progress.notify()
             except KubeConnectionError as error:
                 if error.failure is ConnectionFailure.TIMEOUT:
-                    raise Hung(f"nothing came for {timing.read_deadline_seconds:g} s (no event, no bookmark, no end): the watch hung") from error
+                    raise Hung(
+                        f"nothing came for {timing.read_deadline_seconds:g} s (no event, no bookmark, no end): the watch hung"
+                    ) from error
                 raise
             finally:
                 with self._lock:
@@ -315,7 +328,13 @@ class KindWatcher:
         if self.forbidden is None:
             kind = self.target.kind
             resource = f"{kind.plural}.{kind.group}" if kind.group else kind.plural
-            self.forbidden = Refusal(target=str(self.target), verb=self._verb, resource=resource, namespace=self.target.namespace, message=error.message)
+            self.forbidden = Refusal(
+                target=str(self.target),
+                verb=self._verb,
+                resource=resource,
+                namespace=self.target.namespace,
+                message=error.message,
+            )
             self._event_reported = False
             LOGGER.error("%s", self.forbidden.describe())
         if not self._event_reported:
@@ -336,7 +355,9 @@ class KindWatcher:
             namespace, name = key
             where = f"{namespace}/{name}" if namespace else name
             version = (obj.get("metadata") or {}).get("resourceVersion")
-            self._report(f"{self.target.kind.kind} {where} {event.value.lower()} (resourceVersion {version}, {change})", change)
+            self._report(
+                f"{self.target.kind.kind} {where} {event.value.lower()} (resourceVersion {version}, {change})", change
+            )
         else:
             LOGGER.debug("%s: %s %s changes nothing the plan reads", self.target, event.value, key)
 

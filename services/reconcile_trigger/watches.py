@@ -131,7 +131,9 @@ class WatchTarget:
         return f"{self.kind.kind}{where}{selected}"
 
 
-def watch_targets(*, system_namespace: str, target_namespaces: Iterable[str], gateway_namespace: str) -> tuple[WatchTarget, ...]:
+def watch_targets(
+    *, system_namespace: str, target_namespaces: Iterable[str], gateway_namespace: str
+) -> tuple[WatchTarget, ...]:
     """Every watch, in a fixed order, each once. Pure."""
     spec = Sensitivity.SPEC_AND_METADATA
     targets = [
@@ -168,10 +170,14 @@ def fingerprint(sensitivity: Sensitivity, obj: Mapping[str, Any]) -> str:
         return str(metadata.get("resourceVersion") or "")
     deleting = metadata.get("deletionTimestamp")
     if sensitivity is Sensitivity.SPEC_AND_METADATA:
-        return _canonical([metadata.get("generation"), metadata.get("labels") or {}, metadata.get("annotations") or {}, deleting])
+        return _canonical(
+            [metadata.get("generation"), metadata.get("labels") or {}, metadata.get("annotations") or {}, deleting]
+        )
     annotations = {k: v for k, v in (metadata.get("annotations") or {}).items() if k.startswith(NODE_ANNOTATION_PREFIX)}
     status = obj.get("status") or {}
-    return _canonical([metadata.get("labels") or {}, annotations, [status.get(field) for field in NODE_STATUS_FIELDS], deleting])
+    return _canonical(
+        [metadata.get("labels") or {}, annotations, [status.get(field) for field in NODE_STATUS_FIELDS], deleting]
+    )
 
 
 def _canonical(value: object) -> str:

@@ -134,7 +134,11 @@ BROKEN_BY: dict[str, dict[str, Case]] = {
             "ModelActivation",
             {
                 "type": "external",
-                "external": {"model": "openai/example", "apiBase": "http://api.example.com/v1", "apiKeySecretRef": {"name": "k", "key": "api-key"}},
+                "external": {
+                    "model": "openai/example",
+                    "apiBase": "http://api.example.com/v1",
+                    "apiKeySecretRef": {"name": "k", "key": "api-key"},
+                },
             },
             ("ExternalModelSpec._no_key_over_plain_http",),
         ),
@@ -422,7 +426,11 @@ ACCEPTED: dict[str, Case] = {
         "ModelActivation",
         {
             "type": "external",
-            "external": {"model": "openai/example", "apiBase": "https://api.example.com/v1", "apiKeySecretRef": {"name": "k", "key": "api-key"}},
+            "external": {
+                "model": "openai/example",
+                "apiBase": "https://api.example.com/v1",
+                "apiKeySecretRef": {"name": "k", "key": "api-key"},
+            },
         },
     ),
     "sharing mode all with empty lists": Case(

@@ -58,7 +58,10 @@ def test_load_committed_crds_returns_the_generated_crds_in_kind_order() -> None:
 def test_generation_gives_the_same_text_whatever_the_hash_seed() -> None:
     imports = "from api.crdgen import build_crds, render"
     rendered = [render(crd) for crd in build_crds()]
-    assert digests_under_hash_seeds("[render(crd) for crd in build_crds()]", imports=imports) == [digest(repr(rendered))] * 2
+    assert (
+        digests_under_hash_seeds("[render(crd) for crd in build_crds()]", imports=imports)
+        == [digest(repr(rendered))] * 2
+    )
 
 
 def test_there_is_one_crd_per_kind() -> None:
@@ -167,7 +170,9 @@ def test_the_crd_rejects_what_the_api_rejects_with_cel(kind: str, path: str, mes
     assert message in cel_messages(kind, path)
 
 
-@pytest.mark.parametrize("path", ["spec.local.cpuOffloading", "spec.local.kvCacheType", "spec.local.computeTarget", "spec.local.engine"])
+@pytest.mark.parametrize(
+    "path", ["spec.local.cpuOffloading", "spec.local.kvCacheType", "spec.local.computeTarget", "spec.local.engine"]
+)
 def test_fields_whose_omission_means_something_have_no_crd_default(path: str) -> None:
     assert "default" not in node_at("ModelActivation", path)
 
@@ -233,9 +238,24 @@ def test_the_appliance_status_types_its_next_reconcile_deadline_and_stays_open()
         {"requestID": "req-1\ninstall amdgpu /bin/sh"},
     ],
 )
-def test_the_crd_rejects_a_network_ref_that_is_no_secret_name_and_a_request_id_that_is_no_identifier(spec: dict) -> None:
-    base = {"action": "configure-network", "nodeName": "n", "nodeUID": "u", "bootID": "b", "requestID": "r", "acknowledgeDisruption": True, "planId": "p"}
-    obj = {"apiVersion": f"{GROUP}/v1alpha1", "kind": "HostOperation", "metadata": {"name": "x"}, "spec": {**base, **spec}}
+def test_the_crd_rejects_a_network_ref_that_is_no_secret_name_and_a_request_id_that_is_no_identifier(
+    spec: dict,
+) -> None:
+    base = {
+        "action": "configure-network",
+        "nodeName": "n",
+        "nodeUID": "u",
+        "bootID": "b",
+        "requestID": "r",
+        "acknowledgeDisruption": True,
+        "planId": "p",
+    }
+    obj = {
+        "apiVersion": f"{GROUP}/v1alpha1",
+        "kind": "HostOperation",
+        "metadata": {"name": "x"},
+        "spec": {**base, **spec},
+    }
     with pytest.raises(jsonschema.ValidationError):
         jsonschema.Draft4Validator(root_schema("HostOperation")).validate(obj)
 

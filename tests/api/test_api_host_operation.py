@@ -175,7 +175,15 @@ def test_status_keeps_fields_the_worker_adds() -> None:
     assert status.model_extra == {"step": 3}
 
 
-SECRET_NAMES_REFUSED = ["x/../../identity-system/secrets/idp-admin", "Wifi", "-wifi", "wifi-", "wi fi", "wifi\n", "a" * 254]
+SECRET_NAMES_REFUSED = [
+    "x/../../identity-system/secrets/idp-admin",
+    "Wifi",
+    "-wifi",
+    "wifi-",
+    "wi fi",
+    "wifi\n",
+    "a" * 254,
+]
 
 
 @pytest.mark.parametrize("name", SECRET_NAMES_REFUSED)
@@ -186,7 +194,9 @@ def test_a_network_ref_name_that_is_not_a_secret_name_is_rejected(name: str) -> 
 
 @pytest.mark.parametrize("name", ["wifi", "home.wifi-1", "a" * 253, "0"])
 def test_a_network_ref_name_is_any_dns_subdomain(name: str) -> None:
-    spec = parse_spec("HostOperation", {**VALID_HOST_OPERATIONS["configure-network"], "networkRef": {**NETWORK_REF, "name": name}})
+    spec = parse_spec(
+        "HostOperation", {**VALID_HOST_OPERATIONS["configure-network"], "networkRef": {**NETWORK_REF, "name": name}}
+    )
     assert spec.network_ref is not None and spec.network_ref.name == name
 
 
@@ -202,6 +212,17 @@ def test_a_request_id_may_be_a_uuid_or_a_name(request_id: str) -> None:
 
 def test_status_reads_scanned_networks_and_whether_each_ssid_is_escaped() -> None:
     status = HostOperationStatus.model_validate(
-        {"phase": "Succeeded", "networks": [{"interface": "wlan0", "ssid": "Clear\\x1b[2J", "ssidEscaped": True, "signalDbm": -41, "security": "wpa2"}]}
+        {
+            "phase": "Succeeded",
+            "networks": [
+                {
+                    "interface": "wlan0",
+                    "ssid": "Clear\\x1b[2J",
+                    "ssidEscaped": True,
+                    "signalDbm": -41,
+                    "security": "wpa2",
+                }
+            ],
+        }
     )
     assert status.networks is not None and status.networks[0].ssid_escaped is True

@@ -43,7 +43,9 @@ def test_the_clients_appliance_kinds_are_the_registrys_as_the_api_serves_them():
 
 
 def test_the_program_writes_the_status_of_the_kinds_the_registry_says_it_authors():
-    assert {k.kind for k in APPLIANCE_KINDS if k.status_author is StatusAuthor.PROGRAM} == appliance.WRITTEN_STATUS_KINDS
+    assert {
+        k.kind for k in APPLIANCE_KINDS if k.status_author is StatusAuthor.PROGRAM
+    } == appliance.WRITTEN_STATUS_KINDS
 
 
 def test_the_trigger_watches_every_registered_kind_where_it_lives():
@@ -54,7 +56,9 @@ def test_the_trigger_watches_every_registered_kind_where_it_lives():
 
 def test_the_reader_lists_every_registered_kind_where_it_lives():
     names = {k.kind for k in APPLIANCE_KINDS}
-    listed = [(r.kind.kind, r.namespace) for r in live_reader.reads(SYSTEM) if r.kind.kind in names and r.kind.group == GROUP]
+    listed = [
+        (r.kind.kind, r.namespace) for r in live_reader.reads(SYSTEM) if r.kind.kind in names and r.kind.group == GROUP
+    ]
     assert listed == [(k.kind, k.namespace(SYSTEM)) for k in APPLIANCE_KINDS]
 
 
@@ -84,7 +88,11 @@ def test_the_objects_the_plan_generates_carry_the_peer_registrys_group_versions(
 
 def test_the_clients_peer_kinds_are_the_peer_registrys():
     peers = {(k.group, k.version, k.kind, k.plural, k.namespaced) for k in PEER_KINDS}
-    served = [k for k in vars(kinds).values() if isinstance(k, kinds.ResourceKind) and k.group in {p.group for p in PEER_KINDS}]
+    served = [
+        k
+        for k in vars(kinds).values()
+        if isinstance(k, kinds.ResourceKind) and k.group in {p.group for p in PEER_KINDS}
+    ]
     assert {(k.group, k.version, k.kind, k.plural, k.namespaced) for k in served} <= peers
 
 
@@ -120,6 +128,8 @@ ADDED_KIND = textwrap.dedent(
 
 
 def test_a_kind_added_to_the_registry_reaches_every_list_without_another_edit():
-    result = subprocess.run([sys.executable, "-c", ADDED_KIND], cwd=REPO_ROOT, capture_output=True, text=True, check=False, timeout=120)
+    result = subprocess.run(
+        [sys.executable, "-c", ADDED_KIND], cwd=REPO_ROOT, capture_output=True, text=True, check=False, timeout=120
+    )
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == ""

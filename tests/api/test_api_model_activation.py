@@ -373,7 +373,10 @@ def test_a_keyless_local_endpoint_may_be_reached_over_plain_http() -> None:
 
 def test_an_api_key_is_never_sent_over_plain_http() -> None:
     secret = {"name": "external-openai-api-key", "key": "api-key"}
-    spec = {"type": "external", "external": {"model": "openai/example", "apiBase": "http://api.example.com/v1", "apiKeySecretRef": secret}}
+    spec = {
+        "type": "external",
+        "external": {"model": "openai/example", "apiBase": "http://api.example.com/v1", "apiKeySecretRef": secret},
+    }
     error = rejection("ModelActivation", spec)
     assert error.field == "spec.external"
     assert "https://" in error.rule and "clear text" in error.rule

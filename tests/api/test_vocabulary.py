@@ -117,7 +117,11 @@ def _bare_status_words(path: Path) -> Iterator[str]:
             name = node.func.id if isinstance(node.func, ast.Name) else getattr(node.func, "attr", "")
             if name in ("lifecycle", "Lifecycle", "RuntimeState", "hold"):
                 literals += node.args[:2]
-        if isinstance(node, ast.Return) and isinstance(node.value, ast.Tuple) and any(map(_names_a_reason, node.value.elts)):
+        if (
+            isinstance(node, ast.Return)
+            and isinstance(node.value, ast.Tuple)
+            and any(map(_names_a_reason, node.value.elts))
+        ):
             literals += node.value.elts
         for literal in literals:
             if isinstance(literal, ast.Constant) and isinstance(literal.value, str) and literal.value in words:

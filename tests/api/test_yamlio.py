@@ -26,7 +26,9 @@ def test_the_fast_dumper_writes_the_text_the_pure_dumper_writes():
 
 
 def test_a_long_multi_line_string_is_written_alike_by_both_dumpers_and_read_back_unchanged():
-    document = {"data": {"system.yaml": "modelServers:\n  VLLM:\n    images:\n      amd-gpu: " + "r" * 90 + "\n", "one": "line"}}
+    document = {
+        "data": {"system.yaml": "modelServers:\n  VLLM:\n    images:\n      amd-gpu: " + "r" * 90 + "\n", "one": "line"}
+    }
     fast = yamlio.safe_dump(document, sort_keys=True)
     assert fast == yaml.dump(document, Dumper=yamlio.PureSafeDumper, sort_keys=True)
     assert "system.yaml: |" in fast

@@ -17,7 +17,14 @@ class _Node:
 
 def _edit(total: float, *, applied: bool = True) -> PkoEdit:
     start = 1_000.0
-    return PkoEdit(value=2, edited_at=start, requested_at=start + 0.5, update_at=start + 0.55, selected_at=start + 0.8, applied_at=start + total if applied else None)
+    return PkoEdit(
+        value=2,
+        edited_at=start,
+        requested_at=start + 0.5,
+        update_at=start + 0.55,
+        selected_at=start + 0.8,
+        applied_at=start + total if applied else None,
+    )
 
 
 def test_the_splits_of_an_edit_add_up_to_its_total() -> None:

@@ -38,7 +38,9 @@ def browser() -> Iterator[Browser]:
     except harness.BrowserToolMissing as error:
         pytest.fail(str(error), pytrace=False)
     with sync_playwright() as playwright:
-        launched = playwright.chromium.launch(executable_path=executable, headless=True, args=list(harness.LAUNCH_FLAGS))
+        launched = playwright.chromium.launch(
+            executable_path=executable, headless=True, args=list(harness.LAUNCH_FLAGS)
+        )
         try:
             yield launched
         finally:

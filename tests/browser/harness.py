@@ -198,7 +198,9 @@ def screenshot_path(name: str) -> Path:
     one path component (letters, digits, `.`, `_`, `-`), so no screenshot lands outside the
     directory."""
     if not SCREENSHOT_NAME.fullmatch(name):
-        raise ValueError(f"screenshot name {name!r}: letters, digits, '.', '_' and '-' only, starting with a letter or digit")
+        raise ValueError(
+            f"screenshot name {name!r}: letters, digits, '.', '_' and '-' only, starting with a letter or digit"
+        )
     return artifacts_dir() / f"{name}.png"
 
 

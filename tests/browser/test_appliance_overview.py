@@ -30,7 +30,10 @@ SHOWN_KINDS = ("Appliance", "ModuleActivation", "ModelActivation", "AppInstance"
 
 def _with_generation(value: Any, generation: int) -> Any:
     if isinstance(value, dict):
-        return {key: (generation if key == "observedGeneration" else _with_generation(item, generation)) for key, item in value.items()}
+        return {
+            key: (generation if key == "observedGeneration" else _with_generation(item, generation))
+            for key, item in value.items()
+        }
     if isinstance(value, list):
         return [_with_generation(item, generation) for item in value]
     return value
@@ -45,13 +48,22 @@ def load_demo(world: World) -> list[str]:
         kind = APPLIANCE_KINDS[obj["kind"]]
         name = obj["metadata"]["name"]
         if world.admin.get_or_none(kind, name, NAMESPACE) is None:
-            body = {"apiVersion": obj["apiVersion"], "kind": obj["kind"], "metadata": {"name": name, "namespace": NAMESPACE}, "spec": obj["spec"]}
+            body = {
+                "apiVersion": obj["apiVersion"],
+                "kind": obj["kind"],
+                "metadata": {"name": name, "namespace": NAMESPACE},
+                "spec": obj["spec"],
+            }
             world.admin.create(kind, body, field_manager="demo")
         generation = world.admin.get(kind, name, NAMESPACE)["metadata"]["generation"]
         status_file = STATUSES / f"{obj['kind'].lower()}.{NAMESPACE}.{name}.yaml"
         if status_file.exists():
             written = yaml.safe_load(status_file.read_text())
-            body = {"apiVersion": obj["apiVersion"], "kind": obj["kind"], "metadata": {"name": name, "namespace": NAMESPACE}}
+            body = {
+                "apiVersion": obj["apiVersion"],
+                "kind": obj["kind"],
+                "metadata": {"name": name, "namespace": NAMESPACE},
+            }
             body["status"] = _with_generation(written["status"], generation)
             world.admin.apply(kind, body, field_manager="magicstick-status-stand-in", subresource="status")
         keys.append(f"{obj['kind']}/{name}")
@@ -62,10 +74,25 @@ def load_demo(world: World) -> list[str]:
 def _stack_ran(world: World) -> None:
     """The program's PKO Stack after a successful update, as the operator reports it."""
     if world.admin.get_or_none(STACK, "magicstick", NAMESPACE) is None:
-        body = {"apiVersion": "pulumi.com/v1", "kind": "Stack", "metadata": {"name": "magicstick", "namespace": NAMESPACE}, "spec": {"stack": "organization/magicstick/appliance"}}
+        body = {
+            "apiVersion": "pulumi.com/v1",
+            "kind": "Stack",
+            "metadata": {"name": "magicstick", "namespace": NAMESPACE},
+            "spec": {"stack": "organization/magicstick/appliance"},
+        }
         world.admin.create(STACK, body, field_manager="pulumi-kubernetes-operator")
-    last = {"type": "up", "state": "succeeded", "lastResyncTime": "2026-01-01T12:00:00Z", "lastSuccessfulCommit": "4e5ac0f54554a0c3"}
-    status = {"apiVersion": "pulumi.com/v1", "kind": "Stack", "metadata": {"name": "magicstick", "namespace": NAMESPACE}, "status": {"lastUpdate": last}}
+    last = {
+        "type": "up",
+        "state": "succeeded",
+        "lastResyncTime": "2026-01-01T12:00:00Z",
+        "lastSuccessfulCommit": "4e5ac0f54554a0c3",
+    }
+    status = {
+        "apiVersion": "pulumi.com/v1",
+        "kind": "Stack",
+        "metadata": {"name": "magicstick", "namespace": NAMESPACE},
+        "status": {"lastUpdate": last},
+    }
     world.admin.apply(STACK, status, field_manager="pulumi-kubernetes-operator", subresource="status")
 
 

@@ -37,7 +37,9 @@ def world(cluster: ClusterInfo, tmp_path_factory: pytest.TempPathFactory) -> Ite
 
 
 def signed_in(browser: Browser, world: World, role: str) -> Iterator[Page]:
-    context = browser.new_context(base_url=world.dashboard.url, extra_http_headers={TOKEN_HEADER: world.dashboard.token(role)})
+    context = browser.new_context(
+        base_url=world.dashboard.url, extra_http_headers={TOKEN_HEADER: world.dashboard.token(role)}
+    )
     context.set_default_timeout(WAIT_MS)
     try:
         yield context.new_page()
@@ -55,7 +57,9 @@ def viewer(browser: Browser, world: World) -> Iterator[Page]:
     yield from signed_in(browser, world, "viewer")
 
 
-def write_status(world: World, kind: ResourceKind, name: str, phase: str, *, ready: bool, extra: dict[str, Any] | None = None) -> None:
+def write_status(
+    world: World, kind: ResourceKind, name: str, phase: str, *, ready: bool, extra: dict[str, Any] | None = None
+) -> None:
     """What the program writes: phase, Ready of the current generation, observedGeneration."""
     obj = world.admin.get(kind, name, NAMESPACE)
     generation = obj["metadata"]["generation"]
@@ -69,7 +73,12 @@ def write_status(world: World, kind: ResourceKind, name: str, phase: str, *, rea
         "observedGeneration": generation,
     }
     status = {"phase": phase, "observedGeneration": generation, "conditions": [condition], **(extra or {})}
-    body = {"apiVersion": obj["apiVersion"], "kind": obj["kind"], "metadata": {"name": name, "namespace": NAMESPACE}, "status": status}
+    body = {
+        "apiVersion": obj["apiVersion"],
+        "kind": obj["kind"],
+        "metadata": {"name": name, "namespace": NAMESPACE},
+        "status": status,
+    }
     world.admin.apply(kind, body, field_manager="magicstick-status-stand-in", subresource="status")
 
 
@@ -145,7 +154,9 @@ def application_server() -> Iterator[str]:
         server.server_close()
 
 
-def test_an_operator_creates_an_instance_and_opens_its_url_once_ready(operator: Page, world: World, application_server: str) -> None:
+def test_an_operator_creates_an_instance_and_opens_its_url_once_ready(
+    operator: Page, world: World, application_server: str
+) -> None:
     name = unique("claw")
     operator.goto("/instances")
     assert_accessible(operator, context="the instances page")
@@ -155,7 +166,9 @@ def test_an_operator_creates_an_instance_and_opens_its_url_once_ready(operator: 
     operator.get_by_role("button", name="Create instance").click()
     expect(operator).to_have_url(f"{world.dashboard.url}/objects/appinstances/{name}")
     expect(operator.locator("[data-live-status]")).to_have_text("Status updates: live.")
-    write_status(world, APP_INSTANCE, name, "Ready", ready=True, extra={"url": application_server, "accessGuardReady": True})
+    write_status(
+        world, APP_INSTANCE, name, "Ready", ready=True, extra={"url": application_server, "accessGuardReady": True}
+    )
     expect(operator.locator(f'dd[data-key="AppInstance/{name}"][data-field="ready"]')).to_have_text("True")
     operator.reload()
     link = operator.locator("[data-instance-url]")
@@ -185,7 +198,9 @@ def test_a_concurrent_edit_gives_409_and_the_user_resolves_it(operator: Page, wo
     operator.get_by_label("Context window (tokens)").fill("2048")
     concurrent = world.admin.get(MODEL_ACTIVATION, name, NAMESPACE)
     concurrent["spec"]["local"]["maxNumSeqs"] = 3
-    world.admin.request("PUT", MODEL_ACTIVATION.object_path(name, NAMESPACE), body=concurrent, content_type="application/json")
+    world.admin.request(
+        "PUT", MODEL_ACTIVATION.object_path(name, NAMESPACE), body=concurrent, content_type="application/json"
+    )
     operator.get_by_role("button", name="Save").click()
     expect(operator.get_by_role("alert")).to_contain_text("409")
     expect(operator.get_by_label("Context window (tokens)")).to_have_value("2048")
@@ -197,7 +212,10 @@ def test_a_concurrent_edit_gives_409_and_the_user_resolves_it(operator: Page, wo
     assert (local["contextWindow"], local["maxNumSeqs"]) == (2048, 3)
 
 
-@pytest.mark.parametrize("path, name", [("/", "overview"), ("/modules", "modules"), ("/models", "models"), ("/host-operations", "host-operations")])
+@pytest.mark.parametrize(
+    "path, name",
+    [("/", "overview"), ("/modules", "modules"), ("/models", "models"), ("/host-operations", "host-operations")],
+)
 def test_each_main_page_passes_axe_and_is_saved(operator: Page, path: str, name: str) -> None:
     operator.goto(path)
     expect(operator.locator("[data-live-status]")).to_have_text("Status updates: live.")

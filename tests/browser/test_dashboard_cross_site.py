@@ -136,13 +136,25 @@ def test_the_pages_report_no_policy_violation_keep_live_updates_and_pass_axe(ope
     operator.add_init_script(VIOLATIONS)
     name = unique("csp")
     with world.dashboard.client("operator") as client:
-        created = client.post("/api/v1/models/local", json={"name": name, "preset": "qwen2505bcpu", "allowMemoryRisk": True})
+        created = client.post(
+            "/api/v1/models/local", json={"name": name, "preset": "qwen2505bcpu", "allowMemoryRisk": True}
+        )
     assert created.status_code == 201, created.text
-    for path in ("/", "/modules", "/models", "/models/new", "/instances", "/host-operations", f"/objects/modelactivations/{name}"):
+    for path in (
+        "/",
+        "/modules",
+        "/models",
+        "/models/new",
+        "/instances",
+        "/host-operations",
+        f"/objects/modelactivations/{name}",
+    ):
         operator.goto(path)
         expect(operator.locator("[data-live-status]")).to_have_text("Status updates: live.")
         assert_accessible(operator, context=f"{path} under the Content-Security-Policy")
         assert operator.evaluate("window.__cspViolations") == [], path
     write_status(world, MODEL_ACTIVATION, name, "Ready", ready=True)
-    expect(operator.locator(f'dd[data-key="ModelActivation/{name}"][data-field="phase"]')).to_have_text("Ready", timeout=WAIT_MS)
+    expect(operator.locator(f'dd[data-key="ModelActivation/{name}"][data-field="phase"]')).to_have_text(
+        "Ready", timeout=WAIT_MS
+    )
     assert operator.evaluate("window.__cspViolations") == []

@@ -208,7 +208,10 @@ def test_a_screenshot_is_a_full_page_png_in_the_artifacts_directory(
 def test_artifacts_go_under_the_cache_unless_the_environment_names_a_directory(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv(harness.ARTIFACTS_ENV, raising=False)
 
-    assert harness.screenshot_path("overview") == Path.home() / ".cache" / "magicstick" / "artifacts" / "browser" / "overview.png"
+    assert (
+        harness.screenshot_path("overview")
+        == Path.home() / ".cache" / "magicstick" / "artifacts" / "browser" / "overview.png"
+    )
 
 
 @pytest.mark.parametrize("name", ["../overview", "pages/overview", ".hidden", ""])
@@ -250,14 +253,18 @@ def test_the_browser_is_the_located_chromium_launched_with_the_harness_flags(bro
 def test_a_missing_chromium_fails_naming_the_setup_script(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.setenv(harness.CHROMIUM_ENV, str(tmp_path / "no-chromium"))
 
-    with pytest.raises(harness.BrowserToolMissing, match=r"chromium not found at .*no-chromium .*scripts/browser/setup\.sh"):
+    with pytest.raises(
+        harness.BrowserToolMissing, match=r"chromium not found at .*no-chromium .*scripts/browser/setup\.sh"
+    ):
         harness.chromium_path()
 
 
 def test_a_missing_axe_core_fails_naming_the_setup_script(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.delenv(harness.AXE_CORE_ENV, raising=False)
     monkeypatch.setenv(harness.BROWSER_CACHE_ENV, str(tmp_path / "empty-cache"))
-    expected = tmp_path / "empty-cache" / f"axe-core-{harness.axe_core_version()}" / "node_modules" / "axe-core" / "axe.min.js"
+    expected = (
+        tmp_path / "empty-cache" / f"axe-core-{harness.axe_core_version()}" / "node_modules" / "axe-core" / "axe.min.js"
+    )
 
     with pytest.raises(harness.BrowserToolMissing) as missing:
         harness.axe_core_path()

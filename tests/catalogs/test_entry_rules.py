@@ -213,8 +213,12 @@ def test_a_backend_service_template_may_use_only_the_release_placeholder(overrid
     ],
     ids=["instance-name-alone", "no-placeholder", "suffix-too-long", "underscore", "trailing-dash"],
 )
-def test_a_backend_service_template_must_derive_a_service_name_from_the_release_name(override, load_error, template, problem):
-    directory = override("applications.yaml", lambda d: entry_named(d, "applications", "hermes").update(backendService=template))
+def test_a_backend_service_template_must_derive_a_service_name_from_the_release_name(
+    override, load_error, template, problem
+):
+    directory = override(
+        "applications.yaml", lambda d: entry_named(d, "applications", "hermes").update(backendService=template)
+    )
     error = load_error(directory)
     assert (error.entry, error.field) == ("hermes", "backendService")
     assert problem in error.message

@@ -84,7 +84,9 @@ def test_an_application_resolves_its_backend_service_per_release_and_its_callbac
         "paperclip-default",
         "/oauth2/paperclip/default/callback",
     )
-    assert CATALOGS.applications.get("kubeopencode").backend_service_for("kubeopencode-team") == "kubeopencode-team-server"
+    assert (
+        CATALOGS.applications.get("kubeopencode").backend_service_for("kubeopencode-team") == "kubeopencode-team-server"
+    )
 
 
 def test_an_unknown_application_has_no_modules():

@@ -21,7 +21,12 @@ def test_the_shipped_gpu_parameters_are_declared_without_a_substitution_variable
     modules = load_catalogs().modules
     declared = {m: {p.name: p.variable for p in modules.get(m).parameters} for m in ("amd-gpu", "gpu")}
     assert declared == {
-        "amd-gpu": {"compatibilityProfile": None, "allowExperimental": None, "validationRequest": None, "gpuSharing": None},
+        "amd-gpu": {
+            "compatibilityProfile": None,
+            "allowExperimental": None,
+            "validationRequest": None,
+            "gpuSharing": None,
+        },
         "gpu": {"gpuSharing": None},
     }
 
@@ -41,14 +46,19 @@ REJECTED = {
 @pytest.mark.parametrize("case", sorted(REJECTED))
 def test_a_malformed_parameter_declaration_is_rejected_naming_its_field(override, load_error, case):
     change, field, rule = REJECTED[case]
-    directory = override("modules.yaml", lambda d: entry_named(d, "modules", "litellm").update(parameters=[{**STORAGE, **change}]))
+    directory = override(
+        "modules.yaml", lambda d: entry_named(d, "modules", "litellm").update(parameters=[{**STORAGE, **change}])
+    )
     error = load_error(directory)
     assert (error.entry, error.field) == ("litellm", field)
     assert rule in error.message
 
 
 def test_a_module_declares_each_parameter_name_once(override, load_error):
-    directory = override("modules.yaml", lambda d: entry_named(d, "modules", "litellm").update(parameters=[STORAGE, {**STORAGE, "variable": "OTHER"}]))
+    directory = override(
+        "modules.yaml",
+        lambda d: entry_named(d, "modules", "litellm").update(parameters=[STORAGE, {**STORAGE, "variable": "OTHER"}]),
+    )
     error = load_error(directory)
     assert (error.entry, error.field, error.message) == ("litellm", "parameters", "'postgresStorage' is listed twice")
 

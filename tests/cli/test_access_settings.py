@@ -35,7 +35,11 @@ def _write(tmp_path: Path, document: object, name: str = "settings.yaml") -> Pat
 def settings_seen(monkeypatch) -> list[Settings]:
     """Every render the command runs reads its settings as the program does, and declares nothing."""
     seen: list[Settings] = []
-    monkeypatch.setattr(cli_main, "render_files", functools.partial(render_files, pulumi_program=lambda: seen.append(Settings.from_config())))
+    monkeypatch.setattr(
+        cli_main,
+        "render_files",
+        functools.partial(render_files, pulumi_program=lambda: seen.append(Settings.from_config())),
+    )
     return seen
 
 
@@ -79,12 +83,19 @@ class TestEveryKeyReachesTheProgram:
         assert settings_seen[0].plan.access == AccessSettings()
 
     def test_a_plain_settings_file_sets_its_keys_lists_included(self, tmp_path, settings_seen):
-        plain = {"oidcIssuer": ISSUER, "oidcScopes": ["openid", "email"], "dashboardHosts": "dashboard.example.local", "domain": "stick.example.com"}
+        plain = {
+            "oidcIssuer": ISSUER,
+            "oidcScopes": ["openid", "email"],
+            "dashboardHosts": "dashboard.example.local",
+            "domain": "stick.example.com",
+        }
 
         assert _render(tmp_path, "--settings", str(_write(tmp_path, plain))) == EXIT_OK
 
         (seen,) = settings_seen
-        assert seen.plan.access == AccessSettings(oidc_issuer=ISSUER, oidc_scopes=("openid", "email"), dashboard_hosts=("dashboard.example.local",))
+        assert seen.plan.access == AccessSettings(
+            oidc_issuer=ISSUER, oidc_scopes=("openid", "email"), dashboard_hosts=("dashboard.example.local",)
+        )
         assert seen.plan.domain == "stick.example.com"
 
     def test_a_stack_file_skips_other_namespaces_and_the_keys_of_a_live_run(self, tmp_path, settings_seen):
@@ -108,12 +119,19 @@ class TestEveryKeyReachesTheProgram:
         assert seen.kubeconfig is None and seen.context is None
 
     def test_a_flag_wins_over_the_settings_file(self, tmp_path, settings_seen):
-        plain = {"oidcIssuer": ISSUER, "oidcClientId": "from-file", "oidcScopes": "openid,email", "gatewayListener": "https"}
+        plain = {
+            "oidcIssuer": ISSUER,
+            "oidcClientId": "from-file",
+            "oidcScopes": "openid,email",
+            "gatewayListener": "https",
+        }
         flags = ["--oidc-client-id", "from-flag", "--oidc-scopes", "openid", "--gateway-listener", ""]
 
         assert _render(tmp_path, "--settings", str(_write(tmp_path, plain)), *flags) == EXIT_OK
 
-        assert settings_seen[0].plan.access == AccessSettings(oidc_issuer=ISSUER, oidc_client_id="from-flag", oidc_scopes=("openid",))
+        assert settings_seen[0].plan.access == AccessSettings(
+            oidc_issuer=ISSUER, oidc_client_id="from-flag", oidc_scopes=("openid",)
+        )
 
     def test_the_file_namespace_wins_over_the_recorded_one_and_the_flag_over_both(self, tmp_path, settings_seen):
         file = str(_write(tmp_path, {"systemNamespace": "stick-system"}))
@@ -129,7 +147,9 @@ class TestEveryKeyReachesTheProgram:
 
         main(["diff", str(DEMO), str(DEMO), "--now", NOW, "--settings", file, "--oidc-issuer", ISSUER])
 
-        assert [seen.plan.access for seen in settings_seen] == [AccessSettings(oidc_issuer=ISSUER, oidc_client_id="from-file")] * 2
+        assert [seen.plan.access for seen in settings_seen] == [
+            AccessSettings(oidc_issuer=ISSUER, oidc_client_id="from-file")
+        ] * 2
 
 
 def _one_error_line(capsys, command: str = "render") -> str:
@@ -156,7 +176,10 @@ class TestUnusableSettings:
 
         assert _render(tmp_path, "--settings", str(file)) == EXIT_BAD_INPUT
 
-        assert _one_error_line(capsys) == f"{file}: magicstick:dashboardHosts: '*.example.com' must be a host name, not a wildcard"
+        assert (
+            _one_error_line(capsys)
+            == f"{file}: magicstick:dashboardHosts: '*.example.com' must be a host name, not a wildcard"
+        )
 
     def test_an_invalid_file_namespace_names_the_file_and_the_key(self, tmp_path, capsys):
         file = _write(tmp_path, {"systemNamespace": "Stick_System"})
@@ -176,7 +199,10 @@ class TestUnusableSettings:
         ("document", "expected"),
         [
             ({"oidcIsuer": ISSUER}, "oidcIsuer: unknown setting (did you mean oidcIssuer?)"),
-            ({"config": {"magicstick:frobnicate": "x"}}, "magicstick:frobnicate: unknown setting (Pulumi.yaml lists the settings)"),
+            (
+                {"config": {"magicstick:frobnicate": "x"}},
+                "magicstick:frobnicate: unknown setting (Pulumi.yaml lists the settings)",
+            ),
             ({"kubernetes:context": "CHANGEME"}, "kubernetes:context: not a magicstick: setting"),
             ({"domain": "example.com", "magicstick:domain": "example.com"}, "magicstick:domain: domain is set twice"),
         ],
@@ -195,7 +221,10 @@ class TestUnusableSettings:
             ("- oidcIssuer\n", "must be a mapping of magicstick: settings, or a Pulumi stack file with config:"),
             ("config: [oidcIssuer]\n", "config: must be a mapping of config keys"),
             ("oidcIssuer: [unclosed\n", "not YAML"),
-            ("config:\n  magicstick:oidcClientId:\n    secure: v1:CHANGEME\n", "magicstick:oidcClientId: is an encrypted value"),
+            (
+                "config:\n  magicstick:oidcClientId:\n    secure: v1:CHANGEME\n",
+                "magicstick:oidcClientId: is an encrypted value",
+            ),
             ("oidcClientId: 12345\n", "oidcClientId: must be a string, not int 12345 (quote it in YAML)"),
             ("domain: 12\n", "domain: must be a string, not int"),
         ],
@@ -237,7 +266,9 @@ def test_the_render_help_lists_every_access_flag_with_its_key(capsys):
 
 def test_render_options_pass_lists_to_the_program_as_pulumi_passes_structured_config(tmp_path):
     seen: list[Settings] = []
-    options = RenderOptions(now=NOW, access={"oidcScopes": ("openid", "email"), "dashboardHosts": ["dashboard.example.local"]})
+    options = RenderOptions(
+        now=NOW, access={"oidcScopes": ("openid", "email"), "dashboardHosts": ["dashboard.example.local"]}
+    )
 
     render_files(snapshot=DEMO, options=options, pulumi_program=lambda: seen.append(Settings.from_config()))
 

@@ -64,7 +64,9 @@ def test_a_missing_bucket_exits_1_naming_the_checks_not_run(capsys, s3):
     status, out, _ = run(capsys, s3.url(BUCKET))
 
     assert status == A_CHECK_FAILED
-    assert out[0].startswith(f"bucket: bucket {BUCKET} does not exist; create it: aws s3api create-bucket --bucket {BUCKET}")
+    assert out[0].startswith(
+        f"bucket: bucket {BUCKET} does not exist; create it: aws s3api create-bucket --bucket {BUCKET}"
+    )
     assert out[1].endswith("not run: versioning, encryption, public-access, probe")
 
 

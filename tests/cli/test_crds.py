@@ -44,9 +44,19 @@ def test_check_fails_for_a_file_no_kind_generates(tmp_path: Path, capsys: pytest
 
 def test_write_creates_one_file_per_crd_named_plural_dot_group(tmp_path: Path) -> None:
     written = write_crds(tmp_path)
-    plurals = ["appliances", "moduleactivations", "modelactivations", "appinstances", "hostoperations", "appliancesetups"]
+    plurals = [
+        "appliances",
+        "moduleactivations",
+        "modelactivations",
+        "appinstances",
+        "hostoperations",
+        "appliancesetups",
+    ]
     assert [path.name for path in written] == [f"{plural}.{GROUP}.yaml" for plural in plurals]
 
 
 def test_each_written_file_says_which_command_regenerates_it(tmp_path: Path) -> None:
-    assert all(path.read_text().startswith("# Generated from the api package by `python -m cli.crds --write`.") for path in write_crds(tmp_path))
+    assert all(
+        path.read_text().startswith("# Generated from the api package by `python -m cli.crds --write`.")
+        for path in write_crds(tmp_path)
+    )

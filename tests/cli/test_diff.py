@@ -33,7 +33,9 @@ def test_a_snapshot_against_its_own_render_exits_0(demo_render, capsys):
 def test_a_changed_object_exits_1_with_its_unified_diff(demo_render, tmp_path, capsys):
     new = _copy(demo_render, tmp_path)
     path = new / APPLIANCE_STATUS
-    path.write_text(path.read_text().replace("namespace: ai-system", "namespace: ai-system\n  labels: {edited: 'true'}", 1))
+    path.write_text(
+        path.read_text().replace("namespace: ai-system", "namespace: ai-system\n  labels: {edited: 'true'}", 1)
+    )
     assert main(["diff", str(demo_render), str(new)]) == EXIT_FINDING
     out = capsys.readouterr().out
     assert out.startswith(f"changed: {APPLIANCE_STATUS}\n--- old/{APPLIANCE_STATUS}\n+++ new/{APPLIANCE_STATUS}\n@@ ")
@@ -88,7 +90,10 @@ def test_an_absent_side_exits_2_with_one_line_naming_it(demo_render, tmp_path, c
 
 def test_a_directory_that_is_not_a_render_exits_2(tmp_path, demo_render, capsys):
     assert main(["diff", str(tmp_path), str(demo_render)]) == EXIT_BAD_INPUT
-    assert capsys.readouterr().err == f"magicstick diff: {tmp_path}: not a render (no resources/, status/ or dynamic/ folder)\n"
+    assert (
+        capsys.readouterr().err
+        == f"magicstick diff: {tmp_path}: not a render (no resources/, status/ or dynamic/ folder)\n"
+    )
 
 
 def test_both_sides_cannot_be_standard_input(capsys):
@@ -100,7 +105,11 @@ def test_compare_matches_files_by_path_and_ignores_order_of_reading():
     old = RenderTree(files={"status/b.yaml": "x\n", "resources/a.yaml": "1\n"})
     new = RenderTree(files={"resources/a.yaml": "2\n", "dynamic/c.yaml": "y\n"})
     difference = compare(old, new)
-    assert (difference.added, difference.removed, difference.changed) == (("dynamic/c.yaml",), ("status/b.yaml",), ("resources/a.yaml",))
+    assert (difference.added, difference.removed, difference.changed) == (
+        ("dynamic/c.yaml",),
+        ("status/b.yaml",),
+        ("resources/a.yaml",),
+    )
     assert not difference.equal
 
 

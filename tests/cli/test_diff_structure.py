@@ -14,8 +14,14 @@ CATALOG = "resources/configmap.ai-system.magicstick-model-catalog.yaml"
 VALUES = {
     "proxy_config": {
         "model_list": [
-            {"model_name": "qwen", "litellm_params": {"api_base": "http://kubeai.ai.svc.cluster.local/openai/v1", "model": "openai/qwen"}},
-            {"model_name": "gpt", "litellm_params": {"api_base": "https://api.example.com/v1", "model": "openai/gpt-4o-mini"}},
+            {
+                "model_name": "qwen",
+                "litellm_params": {"api_base": "http://kubeai.ai.svc.cluster.local/openai/v1", "model": "openai/qwen"},
+            },
+            {
+                "model_name": "gpt",
+                "litellm_params": {"api_base": "https://api.example.com/v1", "model": "openai/gpt-4o-mini"},
+            },
         ]
     }
 }
@@ -26,7 +32,10 @@ def _config_map(values: dict, models: list[str]) -> str:
         "apiVersion": "v1",
         "kind": "ConfigMap",
         "metadata": {"name": "magicstick-model-catalog", "namespace": "ai-system"},
-        "data": {"models.json": json.dumps(models, separators=(",", ":")), "values.json": json.dumps(values, separators=(",", ":"))},
+        "data": {
+            "models.json": json.dumps(models, separators=(",", ":")),
+            "values.json": json.dumps(values, separators=(",", ":")),
+        },
     }
     return yaml.safe_dump(document, sort_keys=True)
 
@@ -48,7 +57,10 @@ def _changes(report: list[str]) -> list[str]:
 
 def test_a_changed_json_value_in_a_config_map_shows_as_the_one_key_that_changed():
     report = _report(_config_map(VALUES, ["gpt", "qwen"]), _config_map(_changed_values(), ["gpt", "qwen"]))
-    assert _changes(report) == ['-"api_base": "https://api.example.com/v1",', '+"api_base": "https://llm.example.com/v1",']
+    assert _changes(report) == [
+        '-"api_base": "https://api.example.com/v1",',
+        '+"api_base": "https://llm.example.com/v1",',
+    ]
 
 
 def test_an_added_entry_of_a_json_list_shows_as_one_added_line():
@@ -75,7 +87,10 @@ def _render_tree(root: Path, files: dict[str, str]) -> Path:
 
 def test_show_added_prints_the_content_of_an_added_object(tmp_path, capsys):
     old = _render_tree(tmp_path / "old", {"resources/namespace.ai-system.yaml": "kind: Namespace\n"})
-    new = _render_tree(tmp_path / "new", {"resources/namespace.ai-system.yaml": "kind: Namespace\n", CATALOG: _config_map(VALUES, ["gpt"])})
+    new = _render_tree(
+        tmp_path / "new",
+        {"resources/namespace.ai-system.yaml": "kind: Namespace\n", CATALOG: _config_map(VALUES, ["gpt"])},
+    )
     assert main(["diff", str(old), str(new), "--show-added"]) == EXIT_FINDING
     out = capsys.readouterr().out
     assert f"added: {CATALOG}\n--- /dev/null\n+++ new/{CATALOG}\n@@ -0,0 +1," in out
@@ -88,6 +103,9 @@ def test_show_added_prints_the_content_of_an_added_object(tmp_path, capsys):
 
 def test_without_show_added_an_added_object_is_only_named(tmp_path, capsys):
     old = _render_tree(tmp_path / "old", {"resources/namespace.ai-system.yaml": "kind: Namespace\n"})
-    new = _render_tree(tmp_path / "new", {"resources/namespace.ai-system.yaml": "kind: Namespace\n", CATALOG: _config_map(VALUES, ["gpt"])})
+    new = _render_tree(
+        tmp_path / "new",
+        {"resources/namespace.ai-system.yaml": "kind: Namespace\n", CATALOG: _config_map(VALUES, ["gpt"])},
+    )
     assert main(["diff", str(old), str(new)]) == EXIT_FINDING
     assert capsys.readouterr().out == f"added: {CATALOG}\n1 added, 0 removed, 0 changed\n"

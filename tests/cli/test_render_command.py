@@ -18,25 +18,37 @@ MAGICSTICK = Path(sys.executable).parent / "magicstick"
 
 def _documents_of(directory: Path) -> list[dict]:
     """The documents of a directory render, in render order (resources/, status/, dynamic/, by name)."""
-    return [yaml.safe_load(p.read_text()) for folder in ("resources", "status", "dynamic") for p in sorted((directory / folder).iterdir())]
+    return [
+        yaml.safe_load(p.read_text())
+        for folder in ("resources", "status", "dynamic")
+        for p in sorted((directory / folder).iterdir())
+    ]
 
 
 def _sources(stream: str) -> list[str]:
     return [line.removeprefix("# Source: ") for line in stream.splitlines() if line.startswith("# Source: ")]
 
 
-def test_render_from_stdin_to_stdout_with_all_gives_the_documents_of_a_directory_render(monkeypatch, capsys, demo_render):
+def test_render_from_stdin_to_stdout_with_all_gives_the_documents_of_a_directory_render(
+    monkeypatch, capsys, demo_render
+):
     monkeypatch.setattr(sys, "stdin", io.StringIO(DEMO.read_text()))
     assert main(["render", "-f", "-", "-o", "-", "--now", NOW, "--all"]) == EXIT_OK
     out = capsys.readouterr().out
     assert list(yaml.safe_load_all(out)) == _documents_of(demo_render)
 
 
-def test_each_streamed_document_follows_a_separator_and_the_name_of_its_file_in_render_order(monkeypatch, capsys, demo_render):
+def test_each_streamed_document_follows_a_separator_and_the_name_of_its_file_in_render_order(
+    monkeypatch, capsys, demo_render
+):
     monkeypatch.setattr(sys, "stdin", io.StringIO(DEMO.read_text()))
     main(["render", "--snapshot", "-", "--out", "-", "--now", NOW, "--all"])
     out = capsys.readouterr().out
-    expected = [f"{folder}/{p.name}" for folder in ("resources", "status", "dynamic") for p in sorted((demo_render / folder).iterdir())]
+    expected = [
+        f"{folder}/{p.name}"
+        for folder in ("resources", "status", "dynamic")
+        for p in sorted((demo_render / folder).iterdir())
+    ]
     assert _sources(out) == expected
     assert out.count("---\n# Source: ") == len(expected)
     assert out.startswith("---\n# Source: resources/")
@@ -53,7 +65,11 @@ def test_the_installed_command_streams_pure_yaml_and_keeps_the_summary_on_stderr
     assert done.returncode == EXIT_OK, done.stderr
     assert list(yaml.safe_load_all(done.stdout)) == _documents_of(demo_render)
     assert "wrote 37 resources" not in done.stdout
-    assert done.stderr.strip().splitlines()[-1].startswith("wrote 37 resources, 13 statuses and 4 dynamic resources to standard output")
+    assert (
+        done.stderr.strip()
+        .splitlines()[-1]
+        .startswith("wrote 37 resources, 13 statuses and 4 dynamic resources to standard output")
+    )
 
 
 def test_a_bad_snapshot_on_stdin_exits_2_naming_standard_input(monkeypatch, capsys):
@@ -61,7 +77,10 @@ def test_a_bad_snapshot_on_stdin_exits_2_naming_standard_input(monkeypatch, caps
     assert main(["render", "-f", "-", "-o", "-"]) == EXIT_BAD_INPUT
     captured = capsys.readouterr()
     assert captured.out == ""
-    assert captured.err.startswith("magicstick render: standard input: not valid YAML") and len(captured.err.splitlines()) == 1
+    assert (
+        captured.err.startswith("magicstick render: standard input: not valid YAML")
+        and len(captured.err.splitlines()) == 1
+    )
 
 
 def test_a_snapshot_on_stdin_that_is_not_utf8_exits_2_with_one_line(monkeypatch, capsys):
@@ -143,7 +162,10 @@ def _moved_snapshot(tmp_path: Path, *, recorded: str | None) -> Path:
 
 def test_render_uses_the_namespace_the_snapshot_records(tmp_path):
     out = tmp_path / "out"
-    assert main(["render", "-f", str(_moved_snapshot(tmp_path, recorded="stick-system")), "-o", str(out), "--now", NOW]) == EXIT_OK
+    assert (
+        main(["render", "-f", str(_moved_snapshot(tmp_path, recorded="stick-system")), "-o", str(out), "--now", NOW])
+        == EXIT_OK
+    )
     appliance = yaml.safe_load((out / "status" / "appliance.stick-system.local.yaml").read_text())
     assert appliance["status"]["phase"]
 
@@ -158,12 +180,17 @@ def test_the_namespace_flag_wins_over_the_recorded_namespace(tmp_path):
 
 def test_without_a_flag_or_a_recorded_namespace_render_uses_the_default(tmp_path):
     out = tmp_path / "out"
-    assert main(["render", "-f", str(_moved_snapshot(tmp_path, recorded=None)), "-o", str(out), "--now", NOW]) == EXIT_OK
+    assert (
+        main(["render", "-f", str(_moved_snapshot(tmp_path, recorded=None)), "-o", str(out), "--now", NOW]) == EXIT_OK
+    )
     assert (out / "resources" / "moduleactivation.ai-system.amd-gpu.yaml").is_file()
 
 
 def test_an_invalid_namespace_flag_exits_2_naming_the_flag(tmp_path, capsys):
-    assert main(["render", "-f", str(DEMO), "-o", str(tmp_path / "out"), "--namespace", "Not_A_Namespace"]) == EXIT_BAD_INPUT
+    assert (
+        main(["render", "-f", str(DEMO), "-o", str(tmp_path / "out"), "--namespace", "Not_A_Namespace"])
+        == EXIT_BAD_INPUT
+    )
     err = capsys.readouterr().err
     assert err.startswith("magicstick render: --namespace: 'Not_A_Namespace'") and len(err.splitlines()) == 1
     assert not (tmp_path / "out").exists()

@@ -47,12 +47,17 @@ def test_all_streams_the_status_and_dynamic_documents_after_the_resources(capsys
 def test_the_summary_of_a_resources_only_stream_still_counts_everything_rendered(capsys):
     assert main(["render", "-f", str(DEMO), "-o", "-", "--now", NOW]) == EXIT_OK
     captured = capsys.readouterr()
-    assert captured.err.startswith("wrote 37 resources to standard output (13 statuses and 4 dynamic resources not streamed, see --all);")
+    assert captured.err.startswith(
+        "wrote 37 resources to standard output (13 statuses and 4 dynamic resources not streamed, see --all);"
+    )
 
 
 def test_all_with_an_output_directory_is_a_usage_error_naming_the_flag(tmp_path, capsys):
     assert main(["render", "-f", str(DEMO), "-o", str(tmp_path / "out"), "--all"]) == EXIT_BAD_INPUT
-    assert capsys.readouterr().err == "magicstick render: --all: only with -o - (a directory render always holds every document)\n"
+    assert (
+        capsys.readouterr().err
+        == "magicstick render: --all: only with -o - (a directory render always holds every document)\n"
+    )
     assert not (tmp_path / "out").exists()
 
 
@@ -60,7 +65,10 @@ def test_the_stream_applies_with_a_server_side_dry_run(tmp_path, clean_shared_na
     """`magicstick render -f s.yaml -o - | kubectl apply --dry-run=server -f -`, with the test
     API server's own apply (dryRun=All) in place of kubectl."""
     done = subprocess.run(
-        [str(MAGICSTICK), "render", "-f", str(DEMO), "-o", "-", "--now", NOW], capture_output=True, text=True, check=False
+        [str(MAGICSTICK), "render", "-f", str(DEMO), "-o", "-", "--now", NOW],
+        capture_output=True,
+        text=True,
+        check=False,
     )
     assert done.returncode == EXIT_OK, done.stderr
     documents = list(yaml.safe_load_all(done.stdout))
@@ -68,7 +76,6 @@ def test_the_stream_applies_with_a_server_side_dry_run(tmp_path, clean_shared_na
     for document in documents:
         accepted = admin.apply(kind_of(document), document, field_manager="magicstick", dry_run=True)
         assert (accepted["kind"], accepted["metadata"]["name"]) == (document["kind"], document["metadata"]["name"])
-
 
 
 def test_the_render_help_says_the_stream_holds_the_resources_and_all_adds_the_rest(capsys):

@@ -60,14 +60,28 @@ def test_a_snapshot_without_a_recorded_namespace_reads_as_none():
 @pytest.mark.parametrize(
     ("annotations", "expected"),
     [
-        ([{SYSTEM_NAMESPACE_ANNOTATION: "a"}, {SYSTEM_NAMESPACE_ANNOTATION: "b"}], "Lists record different system namespaces: a, b"),
-        ([{SYSTEM_NAMESPACE_ANNOTATION: 42}], f"List annotation {SYSTEM_NAMESPACE_ANNOTATION}: 42 is not a namespace name"),
-        ([{SYSTEM_NAMESPACE_ANNOTATION: "Not_A"}], f"List annotation {SYSTEM_NAMESPACE_ANNOTATION}: 'Not_A' is not a namespace name"),
+        (
+            [{SYSTEM_NAMESPACE_ANNOTATION: "a"}, {SYSTEM_NAMESPACE_ANNOTATION: "b"}],
+            "Lists record different system namespaces: a, b",
+        ),
+        (
+            [{SYSTEM_NAMESPACE_ANNOTATION: 42}],
+            f"List annotation {SYSTEM_NAMESPACE_ANNOTATION}: 42 is not a namespace name",
+        ),
+        (
+            [{SYSTEM_NAMESPACE_ANNOTATION: "Not_A"}],
+            f"List annotation {SYSTEM_NAMESPACE_ANNOTATION}: 'Not_A' is not a namespace name",
+        ),
     ],
 )
 def test_an_unusable_recorded_namespace_names_the_file(annotations, expected):
     lists = [
-        {"apiVersion": "v1", "kind": "List", "metadata": {"annotations": a}, "items": [{**NODE, "metadata": {"name": f"node-{index}"}}]}
+        {
+            "apiVersion": "v1",
+            "kind": "List",
+            "metadata": {"annotations": a},
+            "items": [{**NODE, "metadata": {"name": f"node-{index}"}}],
+        }
         for index, a in enumerate(annotations)
     ]
     with pytest.raises(SnapshotFileError) as raised:
@@ -76,7 +90,12 @@ def test_an_unusable_recorded_namespace_names_the_file(annotations, expected):
 
 
 HEALTH = (
-    HealthObservation(namespace="team-x", pod="omni-1", healthy=False, error="GET health: 503 Service Unavailable: engine is not running"),
+    HealthObservation(
+        namespace="team-x",
+        pod="omni-1",
+        healthy=False,
+        error="GET health: 503 Service Unavailable: engine is not running",
+    ),
     HealthObservation(namespace="ai", pod="omni-0", healthy=True),
 )
 
@@ -101,7 +120,12 @@ def test_a_captured_file_reads_back_with_its_health_observations():
 
 
 def _with_health(value: object) -> str:
-    document = {"apiVersion": "v1", "kind": "List", "metadata": {"annotations": {HEALTH_ANNOTATION: value}}, "items": [NODE]}
+    document = {
+        "apiVersion": "v1",
+        "kind": "List",
+        "metadata": {"annotations": {HEALTH_ANNOTATION: value}},
+        "items": [NODE],
+    }
     return yaml.safe_dump(document)
 
 
@@ -113,8 +137,14 @@ def _with_health(value: object) -> str:
         ("[42]", "health observation 0 must be a mapping"),
         ('[{"pod": "omni-0", "healthy": true}]', "health observation 0: namespace must be a non-empty string"),
         ('[{"namespace": "ai", "pod": "", "healthy": true}]', "health observation 0: pod must be a non-empty string"),
-        ('[{"namespace": "ai", "pod": "omni-0", "healthy": "yes"}]', "health observation 0: healthy must be true or false"),
-        ('[{"namespace": "ai", "pod": "omni-0", "healthy": false, "error": 503}]', "health observation 0: error must be a string"),
+        (
+            '[{"namespace": "ai", "pod": "omni-0", "healthy": "yes"}]',
+            "health observation 0: healthy must be true or false",
+        ),
+        (
+            '[{"namespace": "ai", "pod": "omni-0", "healthy": false, "error": 503}]',
+            "health observation 0: error must be a string",
+        ),
         (
             '[{"namespace": "ai", "pod": "omni-0", "healthy": true}, {"namespace": "ai", "pod": "omni-0", "healthy": false}]',
             "Pod ai/omni-0 is recorded twice",
@@ -142,7 +172,9 @@ def test_a_snapshot_file_that_cannot_be_written_is_one_line_naming_the_path_and_
     assert str(raised.value) == f"{tmp_path / 'file' / 'snapshot.yaml'}: {os.strerror(errno.ENOTDIR)}"
 
 
-def test_the_snapshot_command_exits_2_with_one_line_and_writes_nothing_when_the_kubeconfig_is_unusable(tmp_path, capsys):
+def test_the_snapshot_command_exits_2_with_one_line_and_writes_nothing_when_the_kubeconfig_is_unusable(
+    tmp_path, capsys
+):
     out = tmp_path / "snapshot.yaml"
     assert main(["snapshot", "-o", str(out), "--kubeconfig", str(tmp_path / "absent")]) == EXIT_BAD_INPUT
     err = capsys.readouterr().err
@@ -151,5 +183,19 @@ def test_the_snapshot_command_exits_2_with_one_line_and_writes_nothing_when_the_
 
 
 def test_verbose_snapshot_says_it_reads_the_cluster_on_stderr(tmp_path, capsys):
-    main(["snapshot", "-o", str(tmp_path / "s.yaml"), "--kubeconfig", str(tmp_path / "absent"), "--namespace", "stick-system", "-v"])
-    assert capsys.readouterr().err.splitlines()[0] == "magicstick snapshot: reading the cluster (system namespace stick-system)"
+    main(
+        [
+            "snapshot",
+            "-o",
+            str(tmp_path / "s.yaml"),
+            "--kubeconfig",
+            str(tmp_path / "absent"),
+            "--namespace",
+            "stick-system",
+            "-v",
+        ]
+    )
+    assert (
+        capsys.readouterr().err.splitlines()[0]
+        == "magicstick snapshot: reading the cluster (system namespace stick-system)"
+    )

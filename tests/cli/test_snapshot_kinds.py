@@ -44,14 +44,21 @@ def test_an_unknown_kind_in_our_group_inside_a_list_names_its_own_line():
     with pytest.raises(SnapshotFileError) as raised:
         parse_snapshot_text(text, source="s.yaml")
     line = next(n for n, row in enumerate(text.splitlines(), start=1) if "AppInstanse" in row)
-    assert str(raised.value).startswith(f"s.yaml: line {line}: kind AppInstanse is not a kind of appliance.magicstick.dev")
+    assert str(raised.value).startswith(
+        f"s.yaml: line {line}: kind AppInstanse is not a kind of appliance.magicstick.dev"
+    )
 
 
 def test_an_unknown_version_of_our_group_is_an_error_naming_the_version_and_line():
-    text = yaml.safe_dump(dict(MISSPELLED, apiVersion="appliance.magicstick.dev/v1", kind="AppInstance"), sort_keys=False)
+    text = yaml.safe_dump(
+        dict(MISSPELLED, apiVersion="appliance.magicstick.dev/v1", kind="AppInstance"), sort_keys=False
+    )
     with pytest.raises(SnapshotFileError) as raised:
         parse_snapshot_text(text, source="s.yaml")
-    assert str(raised.value) == "s.yaml: line 1: apiVersion appliance.magicstick.dev/v1 is not served (the version is v1alpha1)"
+    assert (
+        str(raised.value)
+        == "s.yaml: line 1: apiVersion appliance.magicstick.dev/v1 is not served (the version is v1alpha1)"
+    )
 
 
 def test_an_unknown_kind_on_standard_input_is_named_by_standard_input(monkeypatch, capsys):
@@ -66,7 +73,9 @@ def test_objects_of_kinds_of_other_groups_are_counted_in_the_summary(tmp_path, c
     snapshot = snapshot_with(tmp_path, WIDGET, other, service)
     assert main(["render", "-f", str(snapshot), "-o", str(tmp_path / "out"), "--now", NOW]) == EXIT_OK
     line = capsys.readouterr().out.strip()
-    assert line.endswith("; not read: 3 objects of kinds the program does not use (Widget widgets.example.com/v1 2, Service v1 1)")
+    assert line.endswith(
+        "; not read: 3 objects of kinds the program does not use (Widget widgets.example.com/v1 2, Service v1 1)"
+    )
 
 
 def test_a_snapshot_of_only_read_kinds_says_nothing_about_kinds_not_read(tmp_path, capsys):
@@ -94,8 +103,16 @@ def test_an_empty_snapshot_side_of_a_diff_is_a_warning(tmp_path, demo_render, ca
 @pytest.mark.parametrize(
     "obj",
     [
-        {"apiVersion": "appliance.magicstick.dev/v1alpha1", "kind": "AppInstance", "metadata": {"name": "x", "namespace": "n"}},
-        {"apiVersion": "kustomize.toolkit.fluxcd.io/v1", "kind": "Kustomization", "metadata": {"name": "x", "namespace": "n"}},
+        {
+            "apiVersion": "appliance.magicstick.dev/v1alpha1",
+            "kind": "AppInstance",
+            "metadata": {"name": "x", "namespace": "n"},
+        },
+        {
+            "apiVersion": "kustomize.toolkit.fluxcd.io/v1",
+            "kind": "Kustomization",
+            "metadata": {"name": "x", "namespace": "n"},
+        },
         {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "x"}},
         {"apiVersion": "nfd.k8s-sigs.io/v1alpha1", "kind": "NodeFeature", "metadata": {"name": "x", "namespace": "n"}},
         {"apiVersion": "kubeai.org/v1", "kind": "Model", "metadata": {"name": "x", "namespace": "n"}, "spec": {}},

@@ -29,6 +29,13 @@ def test_a_file_from_a_cluster_serving_none_of_them_has_no_annotation_and_serves
     [("[1]", "must be a JSON array of strings"), ('{"a": 1}', "must be a JSON array"), ("nope", "is not JSON")],
 )
 def test_a_malformed_served_apis_annotation_is_refused_naming_it(value, expected):
-    text = yaml.safe_dump({"apiVersion": "v1", "kind": "List", "metadata": {"annotations": {SERVED_APIS_ANNOTATION: value}}, "items": [NODE]})
+    text = yaml.safe_dump(
+        {
+            "apiVersion": "v1",
+            "kind": "List",
+            "metadata": {"annotations": {SERVED_APIS_ANNOTATION: value}},
+            "items": [NODE],
+        }
+    )
     with pytest.raises(SnapshotFileError, match=expected):
         parse_snapshot_text(text, source="bad.yaml")

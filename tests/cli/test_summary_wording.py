@@ -13,7 +13,9 @@ READY_ONE = RunSummary(phases=(("Ready", 1),), problems=())
 
 
 def _result(count: int, *, ignored: tuple[IgnoredKind, ...] = ()) -> RenderResult:
-    return RenderResult(files=(), resources=count, statuses=count, dynamic=count, status_summary=READY_ONE, ignored=ignored)
+    return RenderResult(
+        files=(), resources=count, statuses=count, dynamic=count, status_summary=READY_ONE, ignored=ignored
+    )
 
 
 def test_one_of_each_is_counted_in_the_singular():
@@ -21,7 +23,9 @@ def test_one_of_each_is_counted_in_the_singular():
 
 
 def test_none_and_many_are_counted_in_the_plural():
-    assert summary(_result(0), "-").startswith("wrote 0 resources, 0 statuses and 0 dynamic resources to standard output;")
+    assert summary(_result(0), "-").startswith(
+        "wrote 0 resources, 0 statuses and 0 dynamic resources to standard output;"
+    )
     assert summary(_result(2), "out").startswith("wrote 2 resources, 2 statuses and 2 dynamic resources under out;")
 
 

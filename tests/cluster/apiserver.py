@@ -239,7 +239,9 @@ class ClusterInfo:
         path = self.workdir / "kubeconfigs" / f"{resolved.name}.yaml"
         path.parent.mkdir(exist_ok=True)
         path.write_text(
-            yaml.safe_dump(_kubeconfig(self.url, self.ca_file, resolved.name, {"token": resolved.token}), sort_keys=False)
+            yaml.safe_dump(
+                _kubeconfig(self.url, self.ca_file, resolved.name, {"token": resolved.token}), sort_keys=False
+            )
         )
         path.chmod(0o600)
         return path
@@ -281,7 +283,9 @@ def _kubeconfig(url: str, ca_file: Path, user: str, credentials: JsonObject) -> 
 # --- client certificates --------------------------------------------------------------------
 
 _SUBJECT_VALUE = re.compile(r"^[A-Za-z0-9:._@-]+$")
-_CLIENT_EXTENSIONS: Final = "basicConstraints=CA:FALSE\nkeyUsage=critical,digitalSignature,keyEncipherment\nextendedKeyUsage=clientAuth\n"
+_CLIENT_EXTENSIONS: Final = (
+    "basicConstraints=CA:FALSE\nkeyUsage=critical,digitalSignature,keyEncipherment\nextendedKeyUsage=clientAuth\n"
+)
 
 
 def _openssl(*arguments: str) -> None:
@@ -317,7 +321,9 @@ def _issue_client_certificate(
     extensions = directory / f"{stem}.ext"
     extensions.write_text(_CLIENT_EXTENSIONS)
     subject = "/CN=" + user + "".join(f"/O={group}" for group in groups)
-    _openssl("req", "-new", "-newkey", "rsa:2048", "-nodes", "-subj", subject, "-keyout", str(key), "-out", str(request))
+    _openssl(
+        "req", "-new", "-newkey", "rsa:2048", "-nodes", "-subj", subject, "-keyout", str(key), "-out", str(request)
+    )
     _openssl(
         "x509", "-req", "-in", str(request), "-CA", str(ca_cert), "-CAkey", str(ca_key),
         "-set_serial", str(secrets.randbits(63)), "-days", "1", "-extfile", str(extensions), "-out", str(cert),
@@ -491,7 +497,9 @@ def _apiserver_argv(
     ]
 
 
-def _controller_manager_argv(binary: Path, kubeconfig: Path, controllers: Sequence[str], root_ca_file: Path) -> list[str]:
+def _controller_manager_argv(
+    binary: Path, kubeconfig: Path, controllers: Sequence[str], root_ca_file: Path
+) -> list[str]:
     # --root-ca-file: what the root CA publisher writes into each namespace's kube-root-ca.crt,
     # the ca.crt of every projected ServiceAccount token. Without it the publisher takes the CA
     # data of its own kubeconfig, which names a file here: Pods would get an empty ca.crt.
@@ -513,7 +521,11 @@ def _scheduler_argv(binary: Path, kubeconfig: Path) -> list[str]:
 
 def _wait_collecting(cluster: ClusterInfo, manager: ChildProcess, deadline: float) -> None:
     """Until the garbage collector completes a foreground deletion (its informers have synced)."""
-    probe = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "magicstick-gc-probe", "namespace": "default"}}
+    probe = {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {"name": "magicstick-gc-probe", "namespace": "default"},
+    }
     path = "/api/v1/namespaces/default/configmaps"
     with cluster.client() as client:
         _checked(client.post(path, json=probe))
@@ -523,7 +535,9 @@ def _wait_collecting(cluster: ClusterInfo, manager: ChildProcess, deadline: floa
             if manager.popen.poll() is not None:
                 raise StartupFailed(f"{manager.name} exited with {manager.popen.returncode}:\n{manager.log_tail()}")
             if time.monotonic() >= deadline:
-                raise StartupFailed(f"the garbage collector did not complete a foreground deletion in time:\n{manager.log_tail()}")
+                raise StartupFailed(
+                    f"the garbage collector did not complete a foreground deletion in time:\n{manager.log_tail()}"
+                )
             _wait_for_exit(manager, POLL_INTERVAL)
 
 
@@ -607,7 +621,9 @@ def running_cluster(
         if controllers:
             manager = launch(
                 "kube-controller-manager",
-                _controller_manager_argv(kube_controller_manager_binary(), info.kubeconfig_path(admins[0]), controllers, info.ca_file),
+                _controller_manager_argv(
+                    kube_controller_manager_binary(), info.kubeconfig_path(admins[0]), controllers, info.ca_file
+                ),
                 workdir,
             )
             stack.callback(manager.stop)  # stopped before the API server
@@ -615,7 +631,9 @@ def running_cluster(
             if "garbagecollector" in controllers:
                 _wait_collecting(info, manager, deadline)
         if scheduler:
-            placer = launch("kube-scheduler", _scheduler_argv(kube_scheduler_binary(), info.kubeconfig_path(admins[0])), workdir)
+            placer = launch(
+                "kube-scheduler", _scheduler_argv(kube_scheduler_binary(), info.kubeconfig_path(admins[0])), workdir
+            )
             stack.callback(placer.stop)
             info = dataclasses.replace(info, pids={**info.pids, "kube-scheduler": placer.popen.pid})
         yield dataclasses.replace(info, startup_seconds=time.monotonic() - started)

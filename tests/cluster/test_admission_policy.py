@@ -37,7 +37,9 @@ from tests.deploy.program_identity import (
 KUBECTL: Final = shutil.which("kubectl")
 POLICY_FILE: Final = "../magic-cluster/platform/admission/admission-policy.yaml"
 RBAC_FILE: Final = "rbac-administrators.yaml"
-POLICY: Final = ResourceKind("admissionregistration.k8s.io", "v1", "ValidatingAdmissionPolicy", "validatingadmissionpolicies", False)
+POLICY: Final = ResourceKind(
+    "admissionregistration.k8s.io", "v1", "ValidatingAdmissionPolicy", "validatingadmissionpolicies", False
+)
 POLICY_BINDING: Final = ResourceKind(
     "admissionregistration.k8s.io", "v1", "ValidatingAdmissionPolicyBinding", "validatingadmissionpolicybindings", False
 )
@@ -72,7 +74,9 @@ def annotation_refused(key: str) -> str:
     return f"metadata.annotations[{key}] (prefix {VALIDATION_PREFIX}) may be added, changed or removed {ADMINISTRATORS_ONLY}"
 
 
-def activation(name: str, module: str, *, parameters: dict[str, Any] | None = None, annotations: dict[str, str] | None = None) -> dict[str, Any]:
+def activation(
+    name: str, module: str, *, parameters: dict[str, Any] | None = None, annotations: dict[str, str] | None = None
+) -> dict[str, Any]:
     spec: dict[str, Any] = {"module": module, "enabled": True}
     if parameters is not None:
         spec["parameters"] = parameters
@@ -121,7 +125,9 @@ def wait_for_policy(probe: KubeClient, *, in_force: bool) -> None:
             continue
         if not in_force:
             return
-    raise AssertionError(f"the policy was still {'not ' if in_force else ''}in force after {ADMISSION_ATTEMPTS} requests")
+    raise AssertionError(
+        f"the policy was still {'not ' if in_force else ''}in force after {ADMISSION_ATTEMPTS} requests"
+    )
 
 
 @pytest.fixture(scope="module")
@@ -200,9 +206,13 @@ def program(cluster: ClusterInfo, admin: KubeClient, installed: None) -> Iterato
         yield client
 
 
-def gpu_activation_by_the_administrator(admin: KubeClient, name: str, module: str, **annotations: str) -> dict[str, Any]:
+def gpu_activation_by_the_administrator(
+    admin: KubeClient, name: str, module: str, **annotations: str
+) -> dict[str, Any]:
     """A GPU activation holding administrator-only fields, as an administrator left it."""
-    return create(admin, activation(name, module, parameters=dict(GPU_PARAMETERS[module]), annotations=annotations or None))
+    return create(
+        admin, activation(name, module, parameters=dict(GPU_PARAMETERS[module]), annotations=annotations or None)
+    )
 
 
 GPU_MODULES: Final = tuple(GPU_PARAMETERS)
@@ -211,7 +221,9 @@ GPU_MODULES: Final = tuple(GPU_PARAMETERS)
 # --- what an operator may do ---------------------------------------------------------------
 
 
-def test_an_operator_may_create_edit_and_delete_a_module_activation_of_a_module_without_administrator_only_fields(operator):
+def test_an_operator_may_create_edit_and_delete_a_module_activation_of_a_module_without_administrator_only_fields(
+    operator,
+):
     created = create(operator, activation("admission-litellm", "litellm", parameters={"postgresStorage": "5Gi"}))
     edited = merge_patch(operator, "admission-litellm", {"spec": {"parameters": {"postgresStorage": "10Gi"}}})
     operator.delete(MODULE_ACTIVATION, "admission-litellm", SYSTEM_NAMESPACE)
@@ -230,11 +242,15 @@ def test_an_operator_may_enable_a_gpu_module_by_an_activation_without_parameters
 
 
 @pytest.mark.parametrize("module", GPU_MODULES)
-def test_an_operator_may_disable_and_enable_a_gpu_module_and_its_parameters_stay_as_the_administrator_set_them(admin, operator, module):
+def test_an_operator_may_disable_and_enable_a_gpu_module_and_its_parameters_stay_as_the_administrator_set_them(
+    admin, operator, module
+):
     gpu_activation_by_the_administrator(admin, f"admission-{module}", module)
 
     disabled = merge_patch(operator, f"admission-{module}", {"spec": {"enabled": False}})
-    enabled = operator.apply(MODULE_ACTIVATION, activation(f"admission-{module}", module), field_manager="magicstick-dashboard", force=True)
+    enabled = operator.apply(
+        MODULE_ACTIVATION, activation(f"admission-{module}", module), field_manager="magicstick-dashboard", force=True
+    )
 
     assert disabled["spec"]["enabled"] is False
     assert enabled["spec"]["enabled"] is True
@@ -244,7 +260,11 @@ def test_an_operator_may_disable_and_enable_a_gpu_module_and_its_parameters_stay
 def test_an_operator_may_change_other_labels_and_annotations_of_a_gpu_module_activation(admin, operator):
     gpu_activation_by_the_administrator(admin, "admission-amd", "amd-gpu", **{f"{VALIDATION_PREFIX}run-1": "{}"})
 
-    patched = merge_patch(operator, "admission-amd", {"metadata": {"annotations": {"example.com/note": "rack 2"}, "labels": {"tier": "lab"}}})
+    patched = merge_patch(
+        operator,
+        "admission-amd",
+        {"metadata": {"annotations": {"example.com/note": "rack 2"}, "labels": {"tier": "lab"}}},
+    )
 
     assert patched["metadata"]["annotations"]["example.com/note"] == "rack 2"
     assert patched["metadata"]["annotations"][f"{VALIDATION_PREFIX}run-1"] == "{}"
@@ -256,7 +276,11 @@ def test_an_operator_may_change_other_labels_and_annotations_of_a_gpu_module_act
 @pytest.mark.parametrize("module", GPU_MODULES)
 def test_an_operator_may_not_create_a_gpu_module_activation_with_parameters(operator, module):
     field = min(GPU_PARAMETERS[module])
-    refusal = refused(lambda: create(operator, activation(f"admission-{module}", module, parameters={field: GPU_PARAMETERS[module][field]})))
+    refusal = refused(
+        lambda: create(
+            operator, activation(f"admission-{module}", module, parameters={field: GPU_PARAMETERS[module][field]})
+        )
+    )
 
     assert refusal.code == 403
     assert parameters_refused(field, module) in refusal.message
@@ -277,17 +301,30 @@ def test_an_operator_may_not_change_add_or_remove_a_parameter_of_a_gpu_module(ad
     assert admin.get(MODULE_ACTIVATION, f"admission-{module}", SYSTEM_NAMESPACE)["spec"] == before["spec"]
 
 
-@pytest.mark.parametrize(("module", "exclusive", "shared"), [("gpu", NVIDIA_EXCLUSIVE, NVIDIA_SHARED), ("amd-gpu", AMD_EXCLUSIVE, AMD_SHARED)])
+@pytest.mark.parametrize(
+    ("module", "exclusive", "shared"),
+    [("gpu", NVIDIA_EXCLUSIVE, NVIDIA_SHARED), ("amd-gpu", AMD_EXCLUSIVE, AMD_SHARED)],
+)
 def test_an_operator_may_not_change_gpu_sharing(admin, operator, module, exclusive, shared):
     gpu_activation_by_the_administrator(admin, f"admission-{module}", module)
     body = activation(f"admission-{module}", module, parameters={**GPU_PARAMETERS[module], "gpuSharing": shared})
 
-    by_apply = refused(lambda: operator.apply(MODULE_ACTIVATION, body, field_manager="magicstick-dashboard", force=True))
+    by_apply = refused(
+        lambda: operator.apply(MODULE_ACTIVATION, body, field_manager="magicstick-dashboard", force=True)
+    )
     by_put = refused(
         lambda: operator.request(
             "PUT",
             MODULE_ACTIVATION.object_path(f"admission-{module}", SYSTEM_NAMESPACE),
-            body={**body, "metadata": {**body["metadata"], "resourceVersion": admin.get(MODULE_ACTIVATION, f"admission-{module}", SYSTEM_NAMESPACE)["metadata"]["resourceVersion"]}},
+            body={
+                **body,
+                "metadata": {
+                    **body["metadata"],
+                    "resourceVersion": admin.get(MODULE_ACTIVATION, f"admission-{module}", SYSTEM_NAMESPACE)[
+                        "metadata"
+                    ]["resourceVersion"],
+                },
+            },
             content_type="application/json",
         )
     )
@@ -295,14 +332,24 @@ def test_an_operator_may_not_change_gpu_sharing(admin, operator, module, exclusi
     for refusal in (by_apply, by_put):
         assert refusal.code == 403
         assert parameters_refused("gpuSharing", module) in refusal.message
-    assert admin.get(MODULE_ACTIVATION, f"admission-{module}", SYSTEM_NAMESPACE)["spec"]["parameters"]["gpuSharing"] == exclusive
+    assert (
+        admin.get(MODULE_ACTIVATION, f"admission-{module}", SYSTEM_NAMESPACE)["spec"]["parameters"]["gpuSharing"]
+        == exclusive
+    )
 
 
-@pytest.mark.parametrize(("spelling", "module"), [("NVIDIA_GPU", "gpu"), ("nvidiaGpu", "gpu"), ("AMD", "amd-gpu"), ("Intel Device Plugins", "intel-gpu")])
-def test_an_operator_may_not_set_gpu_parameters_under_another_spelling_the_planner_reads_as_that_module(operator, spelling, module):
+@pytest.mark.parametrize(
+    ("spelling", "module"),
+    [("NVIDIA_GPU", "gpu"), ("nvidiaGpu", "gpu"), ("AMD", "amd-gpu"), ("Intel Device Plugins", "intel-gpu")],
+)
+def test_an_operator_may_not_set_gpu_parameters_under_another_spelling_the_planner_reads_as_that_module(
+    operator, spelling, module
+):
     assert load_catalogs().modules.canonical(spelling) == module
 
-    refusal = refused(lambda: create(operator, activation("admission-spelled", spelling, parameters={"gpuSharing": NVIDIA_EXCLUSIVE})))
+    refusal = refused(
+        lambda: create(operator, activation("admission-spelled", spelling, parameters={"gpuSharing": NVIDIA_EXCLUSIVE}))
+    )
 
     assert refusal.code == 403
     assert parameters_refused("gpuSharing", module) in refusal.message
@@ -324,7 +371,10 @@ def test_an_operator_may_not_move_a_gpu_modules_parameters_to_another_module(adm
     refusal = refused(lambda: merge_patch(operator, "admission-gpu", {"spec": {"module": other}}))
 
     assert refusal.code == 403
-    assert f"of the {'gpu' if other == 'litellm' else other} module may be changed {ADMINISTRATORS_ONLY}" in refusal.message
+    assert (
+        f"of the {'gpu' if other == 'litellm' else other} module may be changed {ADMINISTRATORS_ONLY}"
+        in refusal.message
+    )
     assert admin.get(MODULE_ACTIVATION, "admission-gpu", SYSTEM_NAMESPACE)["spec"]["module"] == "gpu"
 
 
@@ -332,13 +382,18 @@ def test_an_operator_may_not_move_a_gpu_modules_parameters_to_another_module(adm
 def test_an_operator_may_not_add_change_or_remove_a_device_validation_annotation(admin, operator, change):
     existing, added = f"{VALIDATION_PREFIX}run-1", f"{VALIDATION_PREFIX}run-2"
     gpu_activation_by_the_administrator(admin, "admission-amd", "amd-gpu", **{existing: '{"node":"halo"}'})
-    key, value = {"added": (added, "{}"), "changed": (existing, '{"node":"other"}'), "removed": (existing, None)}[change]
+    key, value = {"added": (added, "{}"), "changed": (existing, '{"node":"other"}'), "removed": (existing, None)}[
+        change
+    ]
 
     refusal = refused(lambda: merge_patch(operator, "admission-amd", {"metadata": {"annotations": {key: value}}}))
 
     assert refusal.code == 403
     assert annotation_refused(key) in refusal.message
-    assert admin.get(MODULE_ACTIVATION, "admission-amd", SYSTEM_NAMESPACE)["metadata"]["annotations"][existing] == '{"node":"halo"}'
+    assert (
+        admin.get(MODULE_ACTIVATION, "admission-amd", SYSTEM_NAMESPACE)["metadata"]["annotations"][existing]
+        == '{"node":"halo"}'
+    )
 
 
 def test_a_kubectl_user_meets_the_same_refusal(cluster, admin, installed, tmp_path):
@@ -372,13 +427,25 @@ def test_an_operator_may_not_create_any_module_activation_with_a_device_validati
 def test_an_administrator_may_set_change_move_and_remove_every_administrator_only_field(administrator, module):
     name, key = f"admission-{module}", f"{VALIDATION_PREFIX}run-1"
 
-    created = create(administrator, activation(name, module, parameters=dict(GPU_PARAMETERS[module]), annotations={key: "{}"}))
-    changed = merge_patch(administrator, name, {"spec": {"parameters": {"gpuSharing": None, "validationRequest": "run-2"}}, "metadata": {"annotations": {key: '{"node":"halo"}'}}})
+    created = create(
+        administrator, activation(name, module, parameters=dict(GPU_PARAMETERS[module]), annotations={key: "{}"})
+    )
+    changed = merge_patch(
+        administrator,
+        name,
+        {
+            "spec": {"parameters": {"gpuSharing": None, "validationRequest": "run-2"}},
+            "metadata": {"annotations": {key: '{"node":"halo"}'}},
+        },
+    )
     moved = merge_patch(administrator, name, {"spec": {"module": "litellm"}, "metadata": {"annotations": {key: None}}})
     administrator.delete(MODULE_ACTIVATION, name, SYSTEM_NAMESPACE)
 
     assert created["spec"]["parameters"] == GPU_PARAMETERS[module]
-    assert "gpuSharing" not in changed["spec"]["parameters"] and changed["spec"]["parameters"]["validationRequest"] == "run-2"
+    assert (
+        "gpuSharing" not in changed["spec"]["parameters"]
+        and changed["spec"]["parameters"]["validationRequest"] == "run-2"
+    )
     assert changed["metadata"]["annotations"][key] == '{"node":"halo"}'
     assert moved["spec"]["module"] == "litellm" and key not in moved["metadata"].get("annotations", {})
 
@@ -400,7 +467,9 @@ def test_a_viewer_may_read_module_activations_and_role_based_access_control_refu
         assert ADMINISTRATORS_ONLY not in refusal.message
 
 
-def test_the_programs_status_writer_is_not_refused_on_a_gpu_module_activation_with_administrator_only_fields(admin, program):
+def test_the_programs_status_writer_is_not_refused_on_a_gpu_module_activation_with_administrator_only_fields(
+    admin, program
+):
     """The program's ServiceAccount, no administrator, writes the status of an activation whose
     spec an operator could not change. That the policy does not even match a status write is
     its rule (tests/deploy/test_admission_policy_manifest.py); the server cannot show it apart:
@@ -413,7 +482,9 @@ def test_the_programs_status_writer_is_not_refused_on_a_gpu_module_activation_wi
         "status": {"phase": "Ready", "reason": "Ready", "message": "ok"},
     }
 
-    written = program.apply(MODULE_ACTIVATION, status, field_manager=STATUS_FIELD_MANAGER, force=True, subresource="status")
+    written = program.apply(
+        MODULE_ACTIVATION, status, field_manager=STATUS_FIELD_MANAGER, force=True, subresource="status"
+    )
 
     assert written["status"]["phase"] == "Ready"
     assert written["spec"]["parameters"] == GPU_PARAMETERS["amd-gpu"]
@@ -422,7 +493,9 @@ def test_the_programs_status_writer_is_not_refused_on_a_gpu_module_activation_wi
 def test_the_program_may_declare_a_seeded_gpu_module_activation_again_with_its_observed_spec(admin, program):
     """A converged run declares every seeded activation with the spec it observed: an UPDATE
     that changes no administrator-only field, so the policy admits the program's own apply."""
-    observed = gpu_activation_by_the_administrator(admin, "admission-amd", "amd-gpu", **{f"{VALIDATION_PREFIX}run-1": "{}"})
+    observed = gpu_activation_by_the_administrator(
+        admin, "admission-amd", "amd-gpu", **{f"{VALIDATION_PREFIX}run-1": "{}"}
+    )
     declared = activation("admission-amd", "amd-gpu", parameters=observed["spec"]["parameters"])
     declared["metadata"]["labels"]["appliance.magicstick.dev/seeded"] = "true"
 

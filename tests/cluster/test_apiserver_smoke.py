@@ -154,7 +154,9 @@ class TestUpstreamCrds:
         served = admin_client.get(f"{CRD_API}/{installed.name}").json()
         (upstream,) = [d for d in yaml.safe_load_all(source.read_text()) if d]
         assert [v["schema"] for v in served["spec"]["versions"]] == [v["schema"] for v in upstream["spec"]["versions"]]
-        env_from = served["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]["properties"]["envFrom"]
+        env_from = served["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]["properties"][
+            "envFrom"
+        ]
         assert env_from["items"]["properties"]["configMapRef"]["properties"]["name"]["default"] == ""
 
         body = kubeai_model("with-env-from", envFrom=[{"configMapRef": {}, "secretRef": {"name": "keys"}}])

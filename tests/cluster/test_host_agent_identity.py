@@ -64,7 +64,9 @@ ADMISSION_ATTEMPTS: Final = 2000
 """A bound in requests (no sleep): each attempt is a round trip to the server."""
 
 SECRET: Final = ResourceKind(group="", version="v1", kind="Secret", plural="secrets", namespaced=True)
-SERVICE_ACCOUNT_KIND: Final = ResourceKind(group="", version="v1", kind="ServiceAccount", plural="serviceaccounts", namespaced=True)
+SERVICE_ACCOUNT_KIND: Final = ResourceKind(
+    group="", version="v1", kind="ServiceAccount", plural="serviceaccounts", namespaced=True
+)
 TOKEN_PATH: Final = SERVICE_ACCOUNT_KIND.object_path(AGENT, SYSTEM_NAMESPACE) + "/token"
 
 NOT_BOUND: Final = "the host agent's token must be bound to its Node"
@@ -77,10 +79,14 @@ FIRST_PHASES: Final = "has phase Pending or CompletedLegacy"
 OWN_NODE_TOKENS_ONLY: Final = "the host agent may request only tokens bound to the Node its token is bound to"
 NOT_A_POD: Final = "the host agent's token must be bound to its Node, not to a Pod"
 TOKEN_LIFETIME: Final = "the host agent may request tokens valid for at most 604800 seconds (7 days), not"
-TOKEN_AUDIENCE: Final = "the host agent may request tokens for the API server's own audience only (leave spec.audiences empty), not"
+TOKEN_AUDIENCE: Final = (
+    "the host agent may request tokens for the API server's own audience only (leave spec.audiences empty), not"
+)
 OWN_FIELD_MANAGER: Final = "the host agent changes its Node with field manager magicstick-host-agent only, not"
 OTHER_MANAGERS_ENTRY: Final = "the host agent may not change another manager's metadata.managedFields entry, not"
-OWN_ENTRY_ANNOTATIONS_ONLY: Final = "the host agent's own metadata.managedFields entry may own only the host annotations of its Node"
+OWN_ENTRY_ANNOTATIONS_ONLY: Final = (
+    "the host agent's own metadata.managedFields entry may own only the host annotations of its Node"
+)
 CONTROL_PLANE_ONLY: Final = "only the host agent of a control-plane node (label node-role.kubernetes.io/control-plane)"
 
 SETUP_SPEC: Final = {"setupVersion": "v1", "installationId": "11111111-2222-3333-4444-555555555555"}
@@ -97,13 +103,20 @@ def refused(write: Callable[[], object]) -> Forbidden:
     return refusal.value
 
 
-def token_request(bound_to: dict[str, Any] | None, *, seconds: int = TOKEN_SECONDS, audiences: list[str] | None = None) -> dict[str, Any]:
+def token_request(
+    bound_to: dict[str, Any] | None, *, seconds: int = TOKEN_SECONDS, audiences: list[str] | None = None
+) -> dict[str, Any]:
     """A TokenRequest for the agent's ServiceAccount, bound to `bound_to` (a Node or a Pod; None:
     to nothing); no audiences means the API server's own."""
     spec: dict[str, Any] = {"expirationSeconds": seconds}
     if bound_to is not None:
         metadata = bound_to["metadata"]
-        spec["boundObjectRef"] = {"apiVersion": "v1", "kind": bound_to.get("kind", "Node"), "name": metadata["name"], "uid": metadata["uid"]}
+        spec["boundObjectRef"] = {
+            "apiVersion": "v1",
+            "kind": bound_to.get("kind", "Node"),
+            "name": metadata["name"],
+            "uid": metadata["uid"],
+        }
     if audiences is not None:
         spec["audiences"] = audiences
     return {"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest", "spec": spec}
@@ -132,14 +145,22 @@ def can_i(client: KubeClient, verb: str, resource: str, namespace: str | None) -
     review = client.request(
         "POST",
         "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews",
-        body={"apiVersion": "authorization.k8s.io/v1", "kind": "SelfSubjectAccessReview", "spec": {"resourceAttributes": attributes}},
+        body={
+            "apiVersion": "authorization.k8s.io/v1",
+            "kind": "SelfSubjectAccessReview",
+            "spec": {"resourceAttributes": attributes},
+        },
         content_type="application/json",
     )
     return bool(review["status"].get("allowed"))
 
 
-def annotate(client: KubeClient, node: str, patch: dict[str, Any], *, field_manager: str = FIELD_MANAGER) -> dict[str, Any]:
-    return client.request("PATCH", NODE.object_path(node), params={"fieldManager": field_manager}, body=patch, content_type=MERGE_PATCH)
+def annotate(
+    client: KubeClient, node: str, patch: dict[str, Any], *, field_manager: str = FIELD_MANAGER
+) -> dict[str, Any]:
+    return client.request(
+        "PATCH", NODE.object_path(node), params={"fieldManager": field_manager}, body=patch, content_type=MERGE_PATCH
+    )
 
 
 def host_operation(name: str, node: dict[str, Any]) -> dict[str, Any]:
@@ -167,7 +188,12 @@ def write_operation_status(client: KubeClient, name: str, phase: str = "Running"
 
 
 def create_setup(client: KubeClient, name: str = "local") -> dict[str, Any]:
-    body = {"apiVersion": API_VERSION, "kind": "ApplianceSetup", "metadata": {"name": name, "namespace": SETUP_NAMESPACE}, "spec": SETUP_SPEC}
+    body = {
+        "apiVersion": API_VERSION,
+        "kind": "ApplianceSetup",
+        "metadata": {"name": name, "namespace": SETUP_NAMESPACE},
+        "spec": SETUP_SPEC,
+    }
     return client.create(APPLIANCE_SETUP, body, field_manager=FIELD_MANAGER)
 
 
@@ -193,7 +219,12 @@ def client_with_token(cluster: ClusterInfo, token: str) -> Iterator[KubeClient]:
 def wait_for_setup_policy(other_agent: KubeClient) -> None:
     """Until the setup policy and its Node parameters are in force: a dry-run create of
     ApplianceSetup/local by the agent of `other` (no control-plane node) is refused by it."""
-    body = {"apiVersion": API_VERSION, "kind": "ApplianceSetup", "metadata": {"name": "local", "namespace": SETUP_NAMESPACE}, "spec": SETUP_SPEC}
+    body = {
+        "apiVersion": API_VERSION,
+        "kind": "ApplianceSetup",
+        "metadata": {"name": "local", "namespace": SETUP_NAMESPACE},
+        "spec": SETUP_SPEC,
+    }
     for _ in range(ADMISSION_ATTEMPTS):
         try:
             other_agent.request(
@@ -212,7 +243,11 @@ def wait_for_policy(unbound: KubeClient) -> None:
     for _ in range(ADMISSION_ATTEMPTS):
         try:
             unbound.request(
-                "PATCH", NODE.object_path(HALO), params={"dryRun": "All"}, body={"metadata": {"annotations": {EVIDENCE: "{}"}}}, content_type=MERGE_PATCH
+                "PATCH",
+                NODE.object_path(HALO),
+                params={"dryRun": "All"},
+                body={"metadata": {"annotations": {EVIDENCE: "{}"}}},
+                content_type=MERGE_PATCH,
             )
         except Forbidden as refusal:
             if NOT_BOUND in refusal.message:
@@ -230,7 +265,9 @@ def admin(cluster: ClusterInfo) -> Iterator[KubeClient]:
 
 
 @pytest.fixture(scope="module")
-def nodes(cluster: ClusterInfo, admin: KubeClient, tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, dict[str, Any]]]:
+def nodes(
+    cluster: ClusterInfo, admin: KubeClient, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[dict[str, dict[str, Any]]]:
     """The namespaces, the program's CRDs, the shipped files, and the Nodes `halo` (a control-plane
     node, with an annotation) and `other` (without labels or annotations), removed again at the end."""
     ensure_namespaces(admin)
@@ -239,10 +276,17 @@ def nodes(cluster: ClusterInfo, admin: KubeClient, tmp_path_factory: pytest.Temp
     ensure_own_crds(cluster, admin, tmp_path_factory.mktemp("own-crds"))
     apply_all(admin, [obj for name in SHIPPED_FILES for obj in shipped(name)])
     metadata: dict[str, dict[str, Any]] = {
-        HALO: {"name": HALO, "labels": {"kubernetes.io/hostname": HALO, CONTROL_PLANE: ""}, "annotations": {"example.com/rack": "1"}},
+        HALO: {
+            "name": HALO,
+            "labels": {"kubernetes.io/hostname": HALO, CONTROL_PLANE: ""},
+            "annotations": {"example.com/rack": "1"},
+        },
         OTHER: {"name": OTHER},
     }
-    created = {name: admin.create(NODE, {"apiVersion": "v1", "kind": "Node", "metadata": meta}, field_manager="kubectl-create") for name, meta in metadata.items()}
+    created = {
+        name: admin.create(NODE, {"apiVersion": "v1", "kind": "Node", "metadata": meta}, field_manager="kubectl-create")
+        for name, meta in metadata.items()
+    }
     yield created
     for name in created:
         with contextlib.suppress(NotFound):
@@ -293,7 +337,9 @@ def halo_agent(cluster: ClusterInfo, halo_token: str) -> Iterator[KubeClient]:
 
 
 @pytest.fixture(scope="module")
-def other_agent(cluster: ClusterInfo, admin: KubeClient, nodes: dict[str, dict[str, Any]], unbound: KubeClient) -> Iterator[KubeClient]:
+def other_agent(
+    cluster: ClusterInfo, admin: KubeClient, nodes: dict[str, dict[str, Any]], unbound: KubeClient
+) -> Iterator[KubeClient]:
     with client_with_token(cluster, request_token(admin, nodes[OTHER])["status"]["token"]) as client:
         yield client
 
@@ -327,7 +373,9 @@ def impostor_pod(admin: KubeClient, nodes: dict[str, dict[str, Any]]) -> Iterato
 
 
 @pytest.fixture(scope="module")
-def pod_bound(cluster: ClusterInfo, admin: KubeClient, impostor_pod: dict[str, Any], unbound: KubeClient) -> Iterator[KubeClient]:
+def pod_bound(
+    cluster: ClusterInfo, admin: KubeClient, impostor_pod: dict[str, Any], unbound: KubeClient
+) -> Iterator[KubeClient]:
     """The agent's ServiceAccount with a token bound to the Pod on `halo` (a Pod spec may opt
     into a token of its ServiceAccount)."""
     with client_with_token(cluster, request_token(admin, impostor_pod)["status"]["token"]) as client:
@@ -350,7 +398,12 @@ def outside_secrets(admin: KubeClient, nodes: dict[str, dict[str, Any]]) -> Iter
     """OUTSIDE_SECRETS exist (those this module made are deleted at the end)."""
     created = []
     for namespace, name in OUTSIDE_SECRETS:
-        secret = {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": name, "namespace": namespace}, "stringData": {"value": "CHANGEME"}}
+        secret = {
+            "apiVersion": "v1",
+            "kind": "Secret",
+            "metadata": {"name": name, "namespace": namespace},
+            "stringData": {"value": "CHANGEME"},
+        }
         if admin.get_or_none(SECRET, name, namespace) is None:
             admin.create(SECRET, secret, field_manager="kubectl-create")
             created.append((namespace, name))
@@ -386,7 +439,10 @@ def cleaned(admin: KubeClient, nodes: dict[str, dict[str, Any]]) -> Iterator[Non
 @pytest.fixture
 def operations(admin: KubeClient, nodes: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
     """One HostOperation bound to each Node, as an administrator requests it."""
-    return {name: admin.create(HOST_OPERATION, host_operation(f"host-agent-{name}", node), field_manager="kubectl-create") for name, node in nodes.items()}
+    return {
+        name: admin.create(HOST_OPERATION, host_operation(f"host-agent-{name}", node), field_manager="kubectl-create")
+        for name, node in nodes.items()
+    }
 
 
 # --- its Node --------------------------------------------------------------------------------
@@ -435,9 +491,21 @@ def test_the_agent_may_not_annotate_another_node(halo_agent, admin):
 @pytest.mark.parametrize(
     ("patch", "field"),
     [
-        pytest.param({"metadata": {"labels": {"example.com/tier": "lab"}}}, "metadata.labels[example.com/tier]", id="adding a label"),
-        pytest.param({"metadata": {"labels": {"kubernetes.io/hostname": None}}}, "metadata.labels[kubernetes.io/hostname]", id="removing a label"),
-        pytest.param({"metadata": {"annotations": {"example.com/rack": "2"}}}, "metadata.annotations[example.com/rack]", id="another annotation"),
+        pytest.param(
+            {"metadata": {"labels": {"example.com/tier": "lab"}}},
+            "metadata.labels[example.com/tier]",
+            id="adding a label",
+        ),
+        pytest.param(
+            {"metadata": {"labels": {"kubernetes.io/hostname": None}}},
+            "metadata.labels[kubernetes.io/hostname]",
+            id="removing a label",
+        ),
+        pytest.param(
+            {"metadata": {"annotations": {"example.com/rack": "2"}}},
+            "metadata.annotations[example.com/rack]",
+            id="another annotation",
+        ),
         pytest.param(
             {"metadata": {"labels": {"example.com/tier": "lab"}, "annotations": {EVIDENCE: "{}"}}},
             "metadata.labels[example.com/tier]",
@@ -446,7 +514,18 @@ def test_the_agent_may_not_annotate_another_node(halo_agent, admin):
         pytest.param({"spec": {"unschedulable": True}}, "spec", id="its spec"),
         pytest.param({"metadata": {"finalizers": ["example.com/keep"]}}, "metadata.finalizers", id="a finalizer"),
         pytest.param(
-            {"metadata": {"ownerReferences": [{"apiVersion": "v1", "kind": "Node", "name": OTHER, "uid": "11111111-2222-3333-4444-555555555555"}]}},
+            {
+                "metadata": {
+                    "ownerReferences": [
+                        {
+                            "apiVersion": "v1",
+                            "kind": "Node",
+                            "name": OTHER,
+                            "uid": "11111111-2222-3333-4444-555555555555",
+                        }
+                    ]
+                }
+            },
             "metadata.ownerReferences",
             id="an owner reference",
         ),
@@ -486,7 +565,9 @@ def test_the_agent_may_not_claim_another_managers_label_as_its_own_in_managed_fi
         "manager": FIELD_MANAGER, "operation": "Update", "apiVersion": "v1", "time": now_rfc3339(),
         "fieldsType": "FieldsV1", "fieldsV1": {"f:metadata": {"f:labels": {f"f:{NFD_LABEL}": {}}}},
     }  # fmt: skip
-    managed = [entry for entry in nfd_labelled["metadata"]["managedFields"] if entry["manager"] != FIELD_MANAGER] + [claimed]
+    managed = [entry for entry in nfd_labelled["metadata"]["managedFields"] if entry["manager"] != FIELD_MANAGER] + [
+        claimed
+    ]
 
     refusal = refused(lambda: annotate(halo_agent, HALO, {"metadata": {"managedFields": managed}}))
 
@@ -515,7 +596,9 @@ def test_the_agent_may_not_wipe_every_managed_fields_entry(halo_agent, admin, nf
 
 
 def test_the_agent_may_not_write_its_node_under_another_field_manager(halo_agent, nfd_labelled):
-    refusal = refused(lambda: annotate(halo_agent, HALO, {"metadata": {"annotations": {EVIDENCE: "{}"}}}, field_manager=NFD_MANAGER))
+    refusal = refused(
+        lambda: annotate(halo_agent, HALO, {"metadata": {"annotations": {EVIDENCE: "{}"}}}, field_manager=NFD_MANAGER)
+    )
 
     assert refusal.code == 403
     assert f"{OWN_FIELD_MANAGER} {NFD_MANAGER}" in refusal.message
@@ -555,7 +638,9 @@ def test_the_agent_may_not_write_the_status_of_a_host_operation_bound_to_another
 
 
 def test_the_agent_may_list_every_host_operation_as_reads_are_not_narrowed_by_admission(halo_agent, operations):
-    listed = {operation["metadata"]["name"] for operation in halo_agent.list(HOST_OPERATION, namespace=SYSTEM_NAMESPACE)}
+    listed = {
+        operation["metadata"]["name"] for operation in halo_agent.list(HOST_OPERATION, namespace=SYSTEM_NAMESPACE)
+    }
 
     assert {operation["metadata"]["name"] for operation in operations.values()} <= listed
 
@@ -608,11 +693,16 @@ def test_the_agent_may_not_write_a_later_phase_as_the_first_status(halo_agent, a
     assert "status" not in admin.get(APPLIANCE_SETUP, "local", SETUP_NAMESPACE)
 
 
-def test_the_agent_of_a_node_that_is_not_a_control_plane_node_may_not_create_appliance_setup_local(other_agent, admin, setup_policy):
+def test_the_agent_of_a_node_that_is_not_a_control_plane_node_may_not_create_appliance_setup_local(
+    other_agent, admin, setup_policy
+):
     refusal = refused(lambda: create_setup(other_agent))
 
     assert refusal.code == 403
-    assert f"{CONTROL_PLANE_ONLY} may create ApplianceSetup identity-system/local or write its first status, not the agent of Node {OTHER}" in refusal.message
+    assert (
+        f"{CONTROL_PLANE_ONLY} may create ApplianceSetup identity-system/local or write its first status, not the agent of Node {OTHER}"
+        in refusal.message
+    )
     assert admin.get_or_none(APPLIANCE_SETUP, "local", SETUP_NAMESPACE) is None
 
 
@@ -643,10 +733,14 @@ def test_the_agent_may_renew_its_token_bound_to_its_own_node(halo_agent, admin, 
     assert user["extra"]["authentication.kubernetes.io/node-uid"] == [nodes[HALO]["metadata"]["uid"]]
 
 
-def test_the_agents_own_renewal_request_for_the_longest_lifetime_is_admitted_for_the_api_server_only(halo_agent, admin, nodes):
+def test_the_agents_own_renewal_request_for_the_longest_lifetime_is_admitted_for_the_api_server_only(
+    halo_agent, admin, nodes
+):
     cluster = AgentCluster(halo_agent, node_name=HALO, namespace=SYSTEM_NAMESPACE, setup_namespace=SETUP_NAMESPACE)
 
-    token = cluster.node_bound_token(namespace=SYSTEM_NAMESPACE, service_account=AGENT, seconds=TOKEN_MAX_SECONDS, node=nodes[HALO])
+    token = cluster.node_bound_token(
+        namespace=SYSTEM_NAMESPACE, service_account=AGENT, seconds=TOKEN_MAX_SECONDS, node=nodes[HALO]
+    )
 
     claims = jwt.decode(token, options={"verify_signature": False})
     assert claims["exp"] - claims["iat"] == TOKEN_MAX_SECONDS
@@ -659,7 +753,9 @@ def test_the_agent_may_name_the_api_servers_own_audience(halo_agent, nodes):
     assert issued["spec"]["audiences"] == [API_AUDIENCE]
 
 
-@pytest.mark.parametrize("seconds", [TEN_YEARS_SECONDS, TOKEN_MAX_SECONDS + 1], ids=["ten years", "a week and a second"])
+@pytest.mark.parametrize(
+    "seconds", [TEN_YEARS_SECONDS, TOKEN_MAX_SECONDS + 1], ids=["ten years", "a week and a second"]
+)
 def test_the_agent_may_not_request_a_token_that_lives_longer_than_a_week(halo_agent, nodes, seconds):
     refusal = refused(lambda: request_token(halo_agent, nodes[HALO], seconds=seconds))
 
@@ -680,7 +776,10 @@ def test_the_agent_may_not_request_a_token_bound_to_another_node_or_to_nothing(h
     refusal = refused(lambda: request_token(halo_agent, nodes[bound_to] if bound_to else None))
 
     assert refusal.code == 403
-    assert f"{OWN_NODE_TOKENS_ONLY} (boundObjectRef kind Node, name {HALO}, uid {nodes[HALO]['metadata']['uid']})" in refusal.message
+    assert (
+        f"{OWN_NODE_TOKENS_ONLY} (boundObjectRef kind Node, name {HALO}, uid {nodes[HALO]['metadata']['uid']})"
+        in refusal.message
+    )
 
 
 # --- a token bound to no Node -----------------------------------------------------------------
@@ -727,15 +826,21 @@ def test_a_pod_bound_token_carries_the_claims_of_its_pods_node(cluster, admin, i
 
 
 POD_BOUND_WRITES: Final[dict[str, Callable[[KubeClient, dict[str, dict[str, Any]]], object]]] = {
-    "annotating its node's host evidence": lambda client, nodes: annotate(client, HALO, {"metadata": {"annotations": {EVIDENCE: "{}"}}}),
-    "writing a host operation's status of its node": lambda client, nodes: write_operation_status(client, f"host-agent-{HALO}", "Succeeded"),
+    "annotating its node's host evidence": lambda client, nodes: annotate(
+        client, HALO, {"metadata": {"annotations": {EVIDENCE: "{}"}}}
+    ),
+    "writing a host operation's status of its node": lambda client, nodes: write_operation_status(
+        client, f"host-agent-{HALO}", "Succeeded"
+    ),
     "minting a token bound to its node": lambda client, nodes: request_token(client, nodes[HALO]),
     "creating appliance setup local": lambda client, nodes: create_setup(client),
 }
 
 
 @pytest.mark.parametrize("write", POD_BOUND_WRITES)
-def test_a_token_bound_to_a_pod_on_a_node_is_refused_every_write_for_that_node(pod_bound, admin, nodes, operations, write):
+def test_a_token_bound_to_a_pod_on_a_node_is_refused_every_write_for_that_node(
+    pod_bound, admin, nodes, operations, write
+):
     refusal = refused(lambda: POD_BOUND_WRITES[write](pod_bound, nodes))
 
     assert refusal.code == 403
@@ -748,7 +853,9 @@ def test_a_token_bound_to_a_pod_on_a_node_is_refused_every_write_for_that_node(p
 # --- reads ------------------------------------------------------------------------------------
 
 
-def test_the_agent_may_get_a_network_secret_by_name_in_the_network_namespace(halo_agent, admin, network_secrets_granted):
+def test_the_agent_may_get_a_network_secret_by_name_in_the_network_namespace(
+    halo_agent, admin, network_secrets_granted
+):
     secret = {
         "apiVersion": "v1",
         "kind": "Secret",
@@ -772,23 +879,36 @@ def any_token(request: pytest.FixtureRequest) -> KubeClient:
     return request.getfixturevalue("halo_agent" if request.param == TOKENS[0] else "unbound")
 
 
-@pytest.mark.parametrize(("namespace", "name"), OUTSIDE_SECRETS, ids=[f"{namespace}/{name}" for namespace, name in OUTSIDE_SECRETS])
-def test_no_token_of_the_agent_may_get_a_secret_outside_the_network_namespace(any_token, outside_secrets, namespace, name):
+@pytest.mark.parametrize(
+    ("namespace", "name"), OUTSIDE_SECRETS, ids=[f"{namespace}/{name}" for namespace, name in OUTSIDE_SECRETS]
+)
+def test_no_token_of_the_agent_may_get_a_secret_outside_the_network_namespace(
+    any_token, outside_secrets, namespace, name
+):
     refusal = refused(lambda: any_token.get(SECRET, name, namespace))
 
     assert refusal.code == 403
     assert f'cannot get resource "secrets" in API group "" in the namespace "{namespace}"' in refusal.message
 
 
-def test_kubectl_with_a_nodes_token_reads_neither_the_state_passphrase_nor_the_env_of_any_pod(cluster, halo_token, outside_secrets, tmp_path):
+def test_kubectl_with_a_nodes_token_reads_neither_the_state_passphrase_nor_the_env_of_any_pod(
+    cluster, halo_token, outside_secrets, tmp_path
+):
     assert KUBECTL is not None, "kubectl is needed; see README, Tests"
     kubeconfig = cluster.kubeconfig_path(TestIdentity(name=AGENT_USER, token=halo_token, groups=AGENT_GROUPS))
 
     def kubectl(*arguments: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run([KUBECTL, f"--kubeconfig={kubeconfig}", f"--cache-dir={tmp_path}", *arguments], capture_output=True, text=True, check=False)
+        return subprocess.run(
+            [KUBECTL, f"--kubeconfig={kubeconfig}", f"--cache-dir={tmp_path}", *arguments],
+            capture_output=True,
+            text=True,
+            check=False,
+        )
 
     can_i = kubectl("auth", "can-i", "get", "secret/magicstick-state-passphrase", "-n", SYSTEM_NAMESPACE)
-    read = kubectl("-n", SYSTEM_NAMESPACE, "get", "secret", "magicstick-state-passphrase", "-o", "jsonpath={.data.passphrase}")
+    read = kubectl(
+        "-n", SYSTEM_NAMESPACE, "get", "secret", "magicstick-state-passphrase", "-o", "jsonpath={.data.passphrase}"
+    )
     pods = kubectl("get", "pods", "-A", "-o", "jsonpath={..env}")
 
     assert (can_i.returncode, can_i.stdout.strip()) == (1, "no")
@@ -796,14 +916,23 @@ def test_kubectl_with_a_nodes_token_reads_neither_the_state_passphrase_nor_the_e
     assert pods.returncode != 0 and pods.stdout == "" and 'cannot list resource "pods"' in pods.stderr
 
 
-@pytest.mark.parametrize("namespace", [SYSTEM_NAMESPACE, SETUP_NAMESPACE, "ai", "flux-system", "default", "kube-system", None])
+@pytest.mark.parametrize(
+    "namespace", [SYSTEM_NAMESPACE, SETUP_NAMESPACE, "ai", "flux-system", "default", "kube-system", None]
+)
 @pytest.mark.parametrize("verb", ["get", "list", "watch"])
-def test_auth_can_i_says_no_to_every_secret_outside_the_network_namespace_for_every_token_of_the_agent(any_token, network_secrets_granted, namespace, verb):
+def test_auth_can_i_says_no_to_every_secret_outside_the_network_namespace_for_every_token_of_the_agent(
+    any_token, network_secrets_granted, namespace, verb
+):
     assert can_i(any_token, verb, "secrets", namespace) is False
 
 
-def test_auth_can_i_says_yes_to_getting_network_secrets_by_name_and_no_to_listing_or_watching_them(any_token, network_secrets_granted):
-    answers = {verb: can_i(any_token, verb, "secrets", NETWORK_NAMESPACE) for verb in ("get", "list", "watch", "create", "update", "delete")}
+def test_auth_can_i_says_yes_to_getting_network_secrets_by_name_and_no_to_listing_or_watching_them(
+    any_token, network_secrets_granted
+):
+    answers = {
+        verb: can_i(any_token, verb, "secrets", NETWORK_NAMESPACE)
+        for verb in ("get", "list", "watch", "create", "update", "delete")
+    }
 
     assert answers == {"get": True, "list": False, "watch": False, "create": False, "update": False, "delete": False}
 
@@ -818,7 +947,11 @@ def test_the_agent_may_not_list_secrets(halo_agent, network_secrets_granted):
 @pytest.mark.parametrize("namespace", [None, "ai", SYSTEM_NAMESPACE])
 def test_the_agent_may_not_list_pods_anywhere_not_even_those_on_its_node(halo_agent, namespace):
     refusal = refused(
-        lambda: halo_agent.request("GET", POD.collection_path(namespace), params={"labelSelector": "model", "fieldSelector": f"spec.nodeName={HALO}"})
+        lambda: halo_agent.request(
+            "GET",
+            POD.collection_path(namespace),
+            params={"labelSelector": "model", "fieldSelector": f"spec.nodeName={HALO}"},
+        )
     )
 
     assert refusal.code == 403
@@ -827,7 +960,9 @@ def test_the_agent_may_not_list_pods_anywhere_not_even_those_on_its_node(halo_ag
 
 @pytest.mark.parametrize("verb", ["get", "list", "watch"])
 def test_auth_can_i_says_no_to_pods_for_every_token_of_the_agent(any_token, verb):
-    assert [namespace for namespace in (None, "ai", SYSTEM_NAMESPACE) if can_i(any_token, verb, "pods", namespace)] == []
+    assert [
+        namespace for namespace in (None, "ai", SYSTEM_NAMESPACE) if can_i(any_token, verb, "pods", namespace)
+    ] == []
 
 
 def test_the_policy_admits_exactly_the_annotations_the_agent_writes() -> None:

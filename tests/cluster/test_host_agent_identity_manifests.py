@@ -22,7 +22,9 @@ def shipped(name: str) -> list[dict[str, Any]]:
 
 
 def policy_variable(name: str) -> str:
-    policy = next(doc for doc in shipped("admission-policy.yaml") if doc["metadata"]["name"] == "magicstick-host-agent-own-node")
+    policy = next(
+        doc for doc in shipped("admission-policy.yaml") if doc["metadata"]["name"] == "magicstick-host-agent-own-node"
+    )
     return str(next(v for v in policy["spec"]["variables"] if v["name"] == name)["expression"])
 
 
@@ -51,7 +53,11 @@ def test_the_agent_may_get_secrets_by_name_in_the_network_namespace_and_nowhere_
 
 
 def test_the_role_in_the_network_namespace_grants_nothing_but_secrets() -> None:
-    roles = [role for role in shipped("rbac.yaml") if role["kind"] == "Role" and role["metadata"]["namespace"] == DEFAULT_NETWORK_NAMESPACE]
+    roles = [
+        role
+        for role in shipped("rbac.yaml")
+        if role["kind"] == "Role" and role["metadata"]["namespace"] == DEFAULT_NETWORK_NAMESPACE
+    ]
 
     assert [rule["resources"] for role in roles for rule in role["rules"]] == [["secrets"]]
 
@@ -69,7 +75,9 @@ def test_the_policy_knows_the_agents_field_manager() -> None:
 
 
 def test_a_year_long_install_token_is_renewed_after_an_hour_for_a_week() -> None:
-    token = ServiceAccountToken(namespace="ai-system", service_account="magicstick-host-agent", issued_at=1_000_000, expires_at=1_000_000 + YEAR)
+    token = ServiceAccountToken(
+        namespace="ai-system", service_account="magicstick-host-agent", issued_at=1_000_000, expires_at=1_000_000 + YEAR
+    )
 
     assert not token.due(datetime.fromtimestamp(1_000_000 + RENEW_EVERY_SECONDS - 1, UTC))
     assert token.due(datetime.fromtimestamp(1_000_000 + RENEW_EVERY_SECONDS, UTC))
@@ -77,7 +85,9 @@ def test_a_year_long_install_token_is_renewed_after_an_hour_for_a_week() -> None
 
 
 def test_a_short_token_is_renewed_after_two_thirds_of_its_lifetime_with_the_same_lifetime() -> None:
-    token = ServiceAccountToken(namespace="ai-system", service_account="magicstick-host-agent", issued_at=0, expires_at=1800)
+    token = ServiceAccountToken(
+        namespace="ai-system", service_account="magicstick-host-agent", issued_at=0, expires_at=1800
+    )
 
     assert not token.due(datetime.fromtimestamp(1199, UTC))
     assert token.due(datetime.fromtimestamp(1200, UTC))

@@ -17,12 +17,25 @@ from tests.planning.models.world import gpu_node, platform
 KINDS = {"ConfigMap": CONFIG_MAP, "Service": SERVICE, "Deployment": DEPLOYMENT}
 
 SCENARIOS = {
-    "realtime-cuda": ([*platform("gpu"), gpu_node("nvidia.com/gpu", "2")], realtime_model(contextWindow=8192, realtime={"gpuCount": 2, "thinkerCpuOffloadGiB": 4, "restartNonce": "r1"})),
+    "realtime-cuda": (
+        [*platform("gpu"), gpu_node("nvidia.com/gpu", "2")],
+        realtime_model(contextWindow=8192, realtime={"gpuCount": 2, "thinkerCpuOffloadGiB": 4, "restartNonce": "r1"}),
+    ),
     "realtime-cpu": (
         [*platform(), node("cpu-1")],
-        realtime_model(profile="omni-cpu", node="cpu-1", target="cpu", realtime={"runtimeImage": "registry.example.com/vllm-omni-cpu:0.12.0"}),
+        realtime_model(
+            profile="omni-cpu",
+            node="cpu-1",
+            target="cpu",
+            realtime={"runtimeImage": "registry.example.com/vllm-omni-cpu:0.12.0"},
+        ),
     ),
-    "freetoken": ([*platform("gpu"), gpu_node("nvidia.com/gpu")], freetoken_model(contextWindow=32768, maxNumSeqs=2, freetoken={"gpuDevice": "gpu-1", "advanced": {"numPages": 1568}})),
+    "freetoken": (
+        [*platform("gpu"), gpu_node("nvidia.com/gpu")],
+        freetoken_model(
+            contextWindow=32768, maxNumSeqs=2, freetoken={"gpuDevice": "gpu-1", "advanced": {"numPages": 1568}}
+        ),
+    ),
 }
 
 

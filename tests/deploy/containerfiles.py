@@ -61,12 +61,21 @@ def shell_commands(instruction: Instruction) -> list[list[str]]:
 
 
 def run_commands(containerfile: Path) -> list[list[str]]:
-    return [command for instruction in instructions(containerfile) if instruction.keyword == "RUN" for command in shell_commands(instruction)]
+    return [
+        command
+        for instruction in instructions(containerfile)
+        if instruction.keyword == "RUN"
+        for command in shell_commands(instruction)
+    ]
 
 
 def pip_installs(containerfile: Path) -> list[list[str]]:
     """Every `pip install` the Containerfile runs (whichever pip: the image's or a virtualenv's)."""
-    return [command for command in run_commands(containerfile) if len(command) >= 2 and command[0].endswith("pip") and command[1] == "install"]
+    return [
+        command
+        for command in run_commands(containerfile)
+        if len(command) >= 2 and command[0].endswith("pip") and command[1] == "install"
+    ]
 
 
 def lock_python() -> str:

@@ -14,12 +14,21 @@ from tests.deploy.manifests import SYSTEM_NAMESPACE
 
 ACCESS = PlanSettings().access
 GRANTS = {"ai-system.openclaw-default.json": '{"authentication":"sso"}'}
-KINDS = {"ConfigMap": CONFIG_MAP, "Service": SERVICE, "Deployment": DEPLOYMENT, "EnvoyProxy": ENVOY_PROXY, "PodDisruptionBudget": POD_DISRUPTION_BUDGET,
-         "NetworkPolicy": NETWORK_POLICY}
+KINDS = {
+    "ConfigMap": CONFIG_MAP,
+    "Service": SERVICE,
+    "Deployment": DEPLOYMENT,
+    "EnvoyProxy": ENVOY_PROXY,
+    "PodDisruptionBudget": POD_DISRUPTION_BUDGET,
+    "NetworkPolicy": NETWORK_POLICY,
+}
 
 
 def planned() -> list[dict]:
-    objects = (*guard_objects(GRANTS, ACCESS, field_manager=FIELD_MANAGER), envoy_proxy(ACCESS, field_manager=FIELD_MANAGER))
+    objects = (
+        *guard_objects(GRANTS, ACCESS, field_manager=FIELD_MANAGER),
+        envoy_proxy(ACCESS, field_manager=FIELD_MANAGER),
+    )
     return [thaw(o.body) for o in objects]
 
 
@@ -27,10 +36,18 @@ def planned() -> list[dict]:
 def test_the_program_may_apply_each_access_guard_object_beside_the_gateway(body, program: KubeClient):
     kind = KINDS[body["kind"]]
     answered = program.apply(kind, body, field_manager=FIELD_MANAGER, dry_run=True)
-    assert (answered["metadata"]["namespace"], answered["metadata"]["name"]) == (SYSTEM_NAMESPACE, body["metadata"]["name"])
+    assert (answered["metadata"]["namespace"], answered["metadata"]["name"]) == (
+        SYSTEM_NAMESPACE,
+        body["metadata"]["name"],
+    )
 
 
 def test_a_config_map_other_than_the_grants_cannot_be_patched_by_the_program(program: KubeClient):
-    body = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "someone-elses", "namespace": SYSTEM_NAMESPACE}, "data": {}}
+    body = {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {"name": "someone-elses", "namespace": SYSTEM_NAMESPACE},
+        "data": {},
+    }
     with pytest.raises(Forbidden):
         program.apply(CONFIG_MAP, body, field_manager=FIELD_MANAGER, dry_run=True)

@@ -34,7 +34,11 @@ def permissions(verbs: tuple[str, ...], group: str, resources: tuple[str, ...]) 
     return {Permission(verb, group, resource, SYSTEM_NAMESPACE) for verb in verbs for resource in resources}
 
 
-VIEWING: Final = permissions(READ, GROUP, RUNTIME_OBJECTS) | permissions(READ, "", ("events",)) | permissions(READ, "pulumi.com", ("stacks",))
+VIEWING: Final = (
+    permissions(READ, GROUP, RUNTIME_OBJECTS)
+    | permissions(READ, "", ("events",))
+    | permissions(READ, "pulumi.com", ("stacks",))
+)
 """The runtime objects, the Events that explain them, and the program's PKO Stack (its last update)."""
 OPERATING: Final = permissions(WRITE, GROUP, INTENT)
 ADMINISTERING: Final = permissions(("create", "delete", "patch"), GROUP, ("hostoperations",))

@@ -91,7 +91,11 @@ def test_the_authorizer_answers_each_role_exactly_as_the_file_grants(appliance_c
 
 @pytest.mark.parametrize("module", GPU_MODULES)
 def test_an_administrator_may_change_the_gpu_modules_parameters(appliance_cluster, installed, module):
-    parameters = {"compatibilityProfile": "strix-halo", "allowExperimental": "true", "validationRequest": "run-1"} if module == "amd-gpu" else {"gpuSharing": ""}
+    parameters = (
+        {"compatibilityProfile": "strix-halo", "allowExperimental": "true", "validationRequest": "run-1"}
+        if module == "amd-gpu"
+        else {"gpuSharing": ""}
+    )
     with client_as(appliance_cluster, *ADMINISTRATORS) as client:
         answered = patch_parameters(client, module, parameters)
     assert answered["spec"]["parameters"] == parameters
@@ -106,7 +110,9 @@ def test_administrators_and_operators_may_create_and_delete_module_activations(a
 
 @pytest.mark.parametrize("reader", [USERS, VIEWERS], ids=lambda value: value[1])
 @pytest.mark.parametrize("module", GPU_MODULES)
-def test_users_and_viewers_may_read_but_never_change_the_gpu_modules_parameters(appliance_cluster, installed, reader, module):
+def test_users_and_viewers_may_read_but_never_change_the_gpu_modules_parameters(
+    appliance_cluster, installed, reader, module
+):
     with client_as(appliance_cluster, *reader) as client:
         assert client.get(MODULE_ACTIVATION, module, SYSTEM_NAMESPACE)["spec"]["module"] == module
         with pytest.raises(Forbidden):
@@ -123,7 +129,9 @@ def test_users_and_viewers_may_read_but_never_change_the_gpu_modules_parameters(
             client.delete(MODULE_ACTIVATION, module, SYSTEM_NAMESPACE)
 
 
-def test_a_user_cannot_create_a_module_activation_that_names_a_gpu_module_under_another_name(appliance_cluster, installed):
+def test_a_user_cannot_create_a_module_activation_that_names_a_gpu_module_under_another_name(
+    appliance_cluster, installed
+):
     body = activation("amd-gpu", compatibilityProfile="strix-halo", allowExperimental="true")
     body["metadata"]["name"] = "my-amd"
     with client_as(appliance_cluster, *USERS) as client, pytest.raises(Forbidden):
@@ -132,11 +140,15 @@ def test_a_user_cannot_create_a_module_activation_that_names_a_gpu_module_under_
 
 def test_the_viewer_role_grants_no_write_verb_and_the_roles_are_bound_in_the_system_namespace_only():
     objects = documents(MANIFEST)
-    viewer = next(o for o in objects if o["kind"] == "ClusterRole" and o["metadata"]["name"] == "magicstick-appliance-viewer")
+    viewer = next(
+        o for o in objects if o["kind"] == "ClusterRole" and o["metadata"]["name"] == "magicstick-appliance-viewer"
+    )
     assert {verb for rule in viewer["rules"] for verb in rule["verbs"]} == {"get", "list", "watch"}
     assert {o["kind"] for o in objects} == {"ClusterRole", "RoleBinding", "ClusterRoleBinding"}
     cluster_wide = [o for o in objects if o["kind"] == "ClusterRoleBinding"]
-    node_reader = next(o for o in objects if o["kind"] == "ClusterRole" and o["metadata"]["name"] == "magicstick-appliance-node-reader")
+    node_reader = next(
+        o for o in objects if o["kind"] == "ClusterRole" and o["metadata"]["name"] == "magicstick-appliance-node-reader"
+    )
     assert [b["roleRef"]["name"] for b in cluster_wide] == ["magicstick-appliance-node-reader"]
     assert node_reader["rules"] == [{"apiGroups": [""], "resources": ["nodes"], "verbs": ["get", "list", "watch"]}]
     assert {o["metadata"]["namespace"] for o in objects if o["kind"] == "RoleBinding"} == {SYSTEM_NAMESPACE}

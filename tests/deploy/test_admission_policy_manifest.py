@@ -68,7 +68,12 @@ def test_the_policy_matches_creates_and_updates_of_moduleactivations_of_every_ve
     constraints = policy["spec"]["matchConstraints"]
 
     assert constraints["resourceRules"] == [
-        {"apiGroups": [GROUP], "apiVersions": ["*"], "operations": ["CREATE", "UPDATE"], "resources": ["moduleactivations"]}
+        {
+            "apiGroups": [GROUP],
+            "apiVersions": ["*"],
+            "operations": ["CREATE", "UPDATE"],
+            "resources": ["moduleactivations"],
+        }
     ]
     assert set(constraints) == {"resourceRules"}
 
@@ -118,7 +123,9 @@ def test_the_gpu_modules_are_the_catalogs_hardware_providers_under_every_name_an
     """Every name and key of gpu, amd-gpu and intel-gpu in catalogs/modules.yaml, reduced as
     the policy reduces spec.module, leads to its module; nothing else is in the map."""
     modules = load_catalogs().modules.entries
-    expected = {squashed(key): entry.name for entry in modules if entry.hardware_provider for key in (entry.name, *entry.keys)}
+    expected = {
+        squashed(key): entry.name for entry in modules if entry.hardware_provider for key in (entry.name, *entry.keys)
+    }
 
     assert set(expected.values()) == {"gpu", "amd-gpu", "intel-gpu"}
     assert gpu_modules_of_the_policy(policy) == expected
@@ -126,7 +133,12 @@ def test_the_gpu_modules_are_the_catalogs_hardware_providers_under_every_name_an
 
 def test_no_other_module_reads_as_a_gpu_module(policy):
     gpu_keys = gpu_modules_of_the_policy(policy)
-    others = [(entry.name, key) for entry in load_catalogs().modules.entries if not entry.hardware_provider for key in (entry.name, *entry.keys)]
+    others = [
+        (entry.name, key)
+        for entry in load_catalogs().modules.entries
+        if not entry.hardware_provider
+        for key in (entry.name, *entry.keys)
+    ]
 
     assert [(name, key) for name, key in others if squashed(key) in gpu_keys] == []
 
@@ -142,11 +154,18 @@ def test_every_spelling_the_planner_reads_as_a_gpu_module_reduces_to_a_key_of_th
         chr(code).lower() for code in range(128, sys.maxunicode + 1) if chr(code).lower().isascii()
     }
     gpu_keys = gpu_modules_of_the_policy(policy)
-    catalogued = [key for entry in load_catalogs().modules.entries if entry.hardware_provider for key in (entry.name, *entry.keys)]
+    catalogued = [
+        key for entry in load_catalogs().modules.entries if entry.hardware_provider for key in (entry.name, *entry.keys)
+    ]
 
     assert not {letter for key in catalogued for letter in key} & non_ascii_lowering_to_ascii
     for key in catalogued:
-        spellings = (key.upper(), key.replace("-", "_"), re.sub(r"-(.)", lambda m: m.group(1).upper(), key), f" {key.replace('-', ' ')}\u3000")
+        spellings = (
+            key.upper(),
+            key.replace("-", "_"),
+            re.sub(r"-(.)", lambda m: m.group(1).upper(), key),
+            f" {key.replace('-', ' ')}\u3000",
+        )
         for spelling in spellings:
             assert normalise_key(spelling) == key, spelling
             assert squashed(spelling) in gpu_keys, spelling

@@ -50,13 +50,18 @@ def test_the_offline_job_diffs_the_base_branchs_render_of_the_demo_against_the_p
     lines = runs(offline)
 
     assert {c["with"]["path"] for c in checkouts} == {"head", "base"}
-    assert next(c for c in checkouts if c["with"]["path"] == "base")["with"]["ref"] == "${{ github.event.pull_request.base.sha }}"
+    assert (
+        next(c for c in checkouts if c["with"]["path"] == "base")["with"]["ref"]
+        == "${{ github.event.pull_request.base.sha }}"
+    )
     head_render = first_index(lines, rf"magicstick render --snapshot {re.escape(DEMO)} --out \.\./out/demo-head")
     base_render = first_index(lines, rf"magicstick render --snapshot {re.escape(DEMO)} --out \.\./out/demo-base")
     diff = first_index(lines, r"magicstick diff out/demo-base out/demo-head > report/demo-diff\.txt")
     assert max(head_render, base_render) < diff
     uploads = [step for step in steps(offline) if step.get("uses", "").startswith("actions/upload-artifact@")]
-    assert any(step["with"]["name"].startswith("magicstick-report-") and step["with"]["path"] == "report" for step in uploads)
+    assert any(
+        step["with"]["name"].startswith("magicstick-report-") and step["with"]["path"] == "report" for step in uploads
+    )
 
 
 def test_the_preview_job_runs_pulumi_preview_with_a_diff_into_the_report(workflow):
@@ -67,7 +72,9 @@ def test_the_preview_job_runs_pulumi_preview_with_a_diff_into_the_report(workflo
 
 def test_one_comment_posts_the_demo_render_diff_next_to_the_preview(workflow):
     comment = workflow["jobs"]["comment"]
-    script = next(step for step in steps(comment) if step.get("uses", "").startswith("actions/github-script@"))["with"]["script"]
+    script = next(step for step in steps(comment) if step.get("uses", "").startswith("actions/github-script@"))["with"][
+        "script"
+    ]
     download = next(step for step in steps(comment) if step.get("uses", "").startswith("actions/download-artifact@"))
 
     assert set(comment["needs"]) >= {"offline", "preview"}

@@ -16,19 +16,33 @@ from tests.support.vendored import REPOSITORY_ROOT as REPO_ROOT
 KUBECTL = shutil.which("kubectl")
 
 KINDS = {
-    ("v1", "ServiceAccount"): ResourceKind(group="", version="v1", kind="ServiceAccount", plural="serviceaccounts", namespaced=True),
+    ("v1", "ServiceAccount"): ResourceKind(
+        group="", version="v1", kind="ServiceAccount", plural="serviceaccounts", namespaced=True
+    ),
     ("v1", "Namespace"): ResourceKind(group="", version="v1", kind="Namespace", plural="namespaces", namespaced=False),
-    ("v1", "PersistentVolumeClaim"): ResourceKind(group="", version="v1", kind="PersistentVolumeClaim", plural="persistentvolumeclaims", namespaced=True),
-    ("apps/v1", "Deployment"): ResourceKind(group="apps", version="v1", kind="Deployment", plural="deployments", namespaced=True),
-    ("pulumi.com/v1", "Stack"): ResourceKind(group="pulumi.com", version="v1", kind="Stack", plural="stacks", namespaced=True),
+    ("v1", "PersistentVolumeClaim"): ResourceKind(
+        group="", version="v1", kind="PersistentVolumeClaim", plural="persistentvolumeclaims", namespaced=True
+    ),
+    ("apps/v1", "Deployment"): ResourceKind(
+        group="apps", version="v1", kind="Deployment", plural="deployments", namespaced=True
+    ),
+    ("pulumi.com/v1", "Stack"): ResourceKind(
+        group="pulumi.com", version="v1", kind="Stack", plural="stacks", namespaced=True
+    ),
     **{
         ("rbac.authorization.k8s.io/v1", kind): ResourceKind(
-            group="rbac.authorization.k8s.io", version="v1", kind=kind, plural=kind.lower() + "s", namespaced=not kind.startswith("Cluster")
+            group="rbac.authorization.k8s.io",
+            version="v1",
+            kind=kind,
+            plural=kind.lower() + "s",
+            namespaced=not kind.startswith("Cluster"),
         )
         for kind in ("Role", "RoleBinding", "ClusterRole", "ClusterRoleBinding")
     },
     **{
-        ("admissionregistration.k8s.io/v1", kind): ResourceKind(group="admissionregistration.k8s.io", version="v1", kind=kind, plural=plural, namespaced=False)
+        ("admissionregistration.k8s.io/v1", kind): ResourceKind(
+            group="admissionregistration.k8s.io", version="v1", kind=kind, plural=plural, namespaced=False
+        )
         for kind, plural in (
             ("ValidatingAdmissionPolicy", "validatingadmissionpolicies"),
             ("ValidatingAdmissionPolicyBinding", "validatingadmissionpolicybindings"),
@@ -39,12 +53,16 @@ KINDS = {
 
 def built() -> list[dict]:
     assert KUBECTL is not None, "kubectl (with kustomize) is needed; see README, Tests"
-    answer = subprocess.run([KUBECTL, "kustomize", str(REPO_ROOT / "deploy")], capture_output=True, text=True, check=False)
+    answer = subprocess.run(
+        [KUBECTL, "kustomize", str(REPO_ROOT / "deploy")], capture_output=True, text=True, check=False
+    )
     assert answer.returncode == 0, answer.stderr
     return [doc for doc in yaml.safe_load_all(answer.stdout) if doc]
 
 
-@pytest.mark.parametrize("obj", built(), ids=lambda o: f"{o['kind']}/{o['metadata'].get('namespace', '-')}/{o['metadata']['name']}")
+@pytest.mark.parametrize(
+    "obj", built(), ids=lambda o: f"{o['kind']}/{o['metadata'].get('namespace', '-')}/{o['metadata']['name']}"
+)
 def test_every_object_of_the_deploy_kustomization_passes_a_server_side_dry_run(obj, admin: KubeClient):
     kind = KINDS[(obj["apiVersion"], obj["kind"])]
     namespace = obj["metadata"].get("namespace")

@@ -52,16 +52,23 @@ class TestTheManifests:
     @pytest.mark.parametrize(
         "permission",
         [
-            *(Permission(verb, "apps", "deployments", WORKLOADS) for verb in ("get", "list", "watch", "create", "patch", "delete")),
+            *(
+                Permission(verb, "apps", "deployments", WORKLOADS)
+                for verb in ("get", "list", "watch", "create", "patch", "delete")
+            ),
             *(Permission(verb, "", "services", WORKLOADS) for verb in ("get", "create", "patch", "delete")),
         ],
         ids=str,
     )
-    def test_the_direct_runtimes_deployments_and_services_in_ai_are_granted_by_the_programs_ai_role(self, rbac, permission):
+    def test_the_direct_runtimes_deployments_and_services_in_ai_are_granted_by_the_programs_ai_role(
+        self, rbac, permission
+    ):
         assert permission in granted(without_realtime_role(rbac))
 
     def test_deployments_and_services_are_granted_only_in_ai_and_beside_the_gateway_for_the_access_guard(self, rbac):
-        elsewhere = {p.namespace for p in granted(rbac) if p.resource in {"deployments", "services"} and p.namespace != WORKLOADS}
+        elsewhere = {
+            p.namespace for p in granted(rbac) if p.resource in {"deployments", "services"} and p.namespace != WORKLOADS
+        }
 
         assert elsewhere == {SYSTEM_NAMESPACE}
 
@@ -82,7 +89,9 @@ def stored(client: KubeClient, body: dict[str, Any]) -> dict[str, Any] | None:
 
 class TestAsTheServiceAccount:
     @pytest.mark.parametrize("kind", list(DirectRuntimeKind), ids=str)
-    def test_the_runtimes_writes_in_ai_succeed(self, program_access: KubeAccess, admin: KubeClient, runtime_name: str, kind):
+    def test_the_runtimes_writes_in_ai_succeed(
+        self, program_access: KubeAccess, admin: KubeClient, runtime_name: str, kind
+    ):
         objects = runtime_objects(WORKLOADS, runtime_name, kind)
         provider = provider_for(program_access)
 
@@ -92,12 +101,16 @@ class TestAsTheServiceAccount:
         assert result.outs["applied"] == [identity(body) for body in objects]
         assert all(stored(admin, body) is not None for body in objects)
 
-    def test_the_runtime_may_drop_its_config_map_and_delete_everything(self, program_access: KubeAccess, admin: KubeClient, runtime_name: str):
+    def test_the_runtime_may_drop_its_config_map_and_delete_everything(
+        self, program_access: KubeAccess, admin: KubeClient, runtime_name: str
+    ):
         objects = runtime_objects(WORKLOADS, runtime_name)
         provider = provider_for(program_access)
         created = provider.create(provider.check({}, inputs(WORKLOADS, objects)).inputs)
 
-        updated = provider.update(created.id, created.outs, provider.check(created.outs, inputs(WORKLOADS, objects[1:])).inputs)
+        updated = provider.update(
+            created.id, created.outs, provider.check(created.outs, inputs(WORKLOADS, objects[1:])).inputs
+        )
         assert (updated.outs["problem"], stored(admin, objects[0])) == ({}, None)
         provider.delete(created.id, updated.outs)
 
@@ -117,13 +130,22 @@ class TestAsTheServiceAccount:
         assert SERVICE_ACCOUNT_USER in problem["message"]
         assert result.outs["applied"] == []
         assert all(stored(admin, body) is None for body in objects)
-        assert provider.diff(result.id, result.outs, provider.check({}, inputs(namespace, objects)).inputs).changes is True
+        assert (
+            provider.diff(result.id, result.outs, provider.check({}, inputs(namespace, objects)).inputs).changes is True
+        )
 
     def test_the_denied_write_degrades_the_activation(self, program_access: KubeAccess, namespace: str):
         provider = provider_for(program_access)
         outputs = provider.create(provider.check({}, inputs(namespace, runtime_objects(namespace, "omni"))).inputs).outs
-        planned = {"phase": "Ready", "reason": "Ready", "message": "The realtime runtime is ready.", "observedGeneration": 1}
+        planned = {
+            "phase": "Ready",
+            "reason": "Ready",
+            "message": "The realtime runtime is ready.",
+            "observedGeneration": 1,
+        }
 
-        status = status_with_problems(planned, problems_of({f"realtime/{namespace}/omni": outputs["problem"]}), previous={}, now=NOW)
+        status = status_with_problems(
+            planned, problems_of({f"realtime/{namespace}/omni": outputs["problem"]}), previous={}, now=NOW
+        )
 
         assert (status["phase"], status["reason"]) == ("Degraded", "RealtimePermissionDenied")

@@ -33,7 +33,10 @@ def cleaned(admin: KubeClient) -> Iterator[None]:
     for engine in ("OLlama", "VLLM"):
         with contextlib.suppress(NotFound):
             delete_job(admin, SYSTEM_NAMESPACE, job_name(RUN_ID, engine))
-    for namespace, name in ((SYSTEM_NAMESPACE, HISTORY_CONFIG_MAP), (RUNTIME_IMAGES_NAMESPACE, RUNTIME_IMAGES_CONFIG_MAP)):
+    for namespace, name in (
+        (SYSTEM_NAMESPACE, HISTORY_CONFIG_MAP),
+        (RUNTIME_IMAGES_NAMESPACE, RUNTIME_IMAGES_CONFIG_MAP),
+    ):
         with contextlib.suppress(NotFound):
             admin.delete(CONFIG_MAP, name, namespace)
 
@@ -49,7 +52,13 @@ def test_the_program_may_record_run_judge_and_publish_a_validation(program: Kube
     step = advance(program, deployed_inputs())
     assert step.problem is None
     assert admin.get(JOB, job_name(RUN_ID, "OLlama"), SYSTEM_NAMESPACE)
-    finish_job(admin, SYSTEM_NAMESPACE, job_name(RUN_ID, "OLlama"), image="registry.example.com/magicstick/ollama-rocm-validation:1.0", report=OLLAMA_PASSES)
+    finish_job(
+        admin,
+        SYSTEM_NAMESPACE,
+        job_name(RUN_ID, "OLlama"),
+        image="registry.example.com/magicstick/ollama-rocm-validation:1.0",
+        report=OLLAMA_PASSES,
+    )
     step = advance(program, deployed_inputs())
     assert step.problem is None
     found = read_run(program, SYSTEM_NAMESPACE, RUN_ID)
@@ -59,9 +68,17 @@ def test_the_program_may_record_run_judge_and_publish_a_validation(program: Kube
 
 
 def test_the_program_may_not_create_validation_jobs_outside_the_system_namespace(program: KubeClient):
-    body = validation_job(run_id=RUN_ID, engine=EngineRun("OLlama", "registry.example.com/a/b:1", 900), node="halo", namespace="ai", security=PodSecurity(1000))
+    body = validation_job(
+        run_id=RUN_ID,
+        engine=EngineRun("OLlama", "registry.example.com/a/b:1", 900),
+        node="halo",
+        namespace="ai",
+        security=PodSecurity(1000),
+    )
     with pytest.raises(Forbidden):
-        program.request("POST", JOB.collection_path("ai"), params={"dryRun": "All"}, body=body, content_type="application/json")
+        program.request(
+            "POST", JOB.collection_path("ai"), params={"dryRun": "All"}, body=body, content_type="application/json"
+        )
 
 
 def test_the_runtime_images_grant_names_only_its_store(program: KubeClient):

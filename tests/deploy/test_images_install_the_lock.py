@@ -18,7 +18,9 @@ from packaging.requirements import Requirement
 from tests.deploy.containerfiles import instructions, lock_python, pip_installs, repository_containerfiles
 from tests.support.vendored import REPOSITORY_ROOT
 
-PYTHON_BASE = re.compile(r"(?:docker\.io/)?(?:library/python:(?P<python>3\.\d+)[.\d]*-slim-\w+|pulumi/pulumi-python-(?P<pulumi_python>3\.\d+):[\d.]+)(?:@sha256:[0-9a-f]{64})?")
+PYTHON_BASE = re.compile(
+    r"(?:docker\.io/)?(?:library/python:(?P<python>3\.\d+)[.\d]*-slim-\w+|pulumi/pulumi-python-(?P<pulumi_python>3\.\d+):[\d.]+)(?:@sha256:[0-9a-f]{64})?"
+)
 IMAGES = repository_containerfiles()
 
 
@@ -37,7 +39,9 @@ def test_the_repository_defines_the_workspace_image_and_the_one_image_of_the_ser
 
 @pytest.mark.parametrize("containerfile", IMAGES, ids=str)
 class TestEveryImage:
-    def test_its_one_install_with_a_requirements_file_is_requirements_lock_with_hashes_and_wheels_only(self, containerfile: Path):
+    def test_its_one_install_with_a_requirements_file_is_requirements_lock_with_hashes_and_wheels_only(
+        self, containerfile: Path
+    ):
         with_a_file = [command for command in pip_installs(containerfile) if _requirement_files(command)]
 
         assert len(with_a_file) == 1, with_a_file
@@ -52,9 +56,15 @@ class TestEveryImage:
         (installed,) = _requirement_files(install)
         copies = [i.arguments.split() for i in instructions(containerfile) if i.keyword == "COPY"]
 
-        assert any("requirements.lock" in words[:-1] and (words[-1] in (installed, "./") or words[-1].rstrip("/") == str(Path(installed).parent)) for words in copies), copies
+        assert any(
+            "requirements.lock" in words[:-1]
+            and (words[-1] in (installed, "./") or words[-1].rstrip("/") == str(Path(installed).parent))
+            for words in copies
+        ), copies
 
-    def test_every_other_install_is_the_project_alone_without_dependencies_or_build_isolation(self, containerfile: Path):
+    def test_every_other_install_is_the_project_alone_without_dependencies_or_build_isolation(
+        self, containerfile: Path
+    ):
         others = [command for command in pip_installs(containerfile) if not _requirement_files(command)]
 
         assert others, "the project itself is never installed"
@@ -68,7 +78,9 @@ class TestEveryImage:
         assert _requirement_files(installs[0]), installs
 
     def test_its_python_is_the_one_the_lock_was_compiled_with(self, containerfile: Path):
-        (base,) = [instruction.arguments for instruction in instructions(containerfile) if instruction.keyword == "FROM"]
+        (base,) = [
+            instruction.arguments for instruction in instructions(containerfile) if instruction.keyword == "FROM"
+        ]
         match = PYTHON_BASE.fullmatch(base)
 
         assert match, base
@@ -77,7 +89,9 @@ class TestEveryImage:
 
 def test_the_pyjwt_range_excludes_the_releases_whose_issuer_check_can_be_bypassed():
     """CVE-2024-53861: PyJWT 2.10.0 compared a string `iss` as a substring of the expected issuer."""
-    (pyjwt,) = [Requirement(text) for text in _pyproject()["project"]["dependencies"] if Requirement(text).name == "pyjwt"]
+    (pyjwt,) = [
+        Requirement(text) for text in _pyproject()["project"]["dependencies"] if Requirement(text).name == "pyjwt"
+    ]
 
     assert not pyjwt.specifier.contains("2.10.0")
     assert pyjwt.specifier.contains("2.10.1")
@@ -88,7 +102,11 @@ LOCAL_BUILD = REPOSITORY_ROOT / "scripts" / "images" / "build.sh"
 
 def _local_build_installs() -> list[list[str]]:
     """The `pip install` commands of scripts/images/build.sh, as words (quotes and variables kept)."""
-    commands = (line.split("pip' install", 1)[1].split("&&")[0].split('"')[0] for line in LOCAL_BUILD.read_text().splitlines() if "pip' install" in line)
+    commands = (
+        line.split("pip' install", 1)[1].split("&&")[0].split('"')[0]
+        for line in LOCAL_BUILD.read_text().splitlines()
+        if "pip' install" in line
+    )
     return [command.split() for command in commands]
 
 

@@ -66,12 +66,28 @@ STATE_PASSPHRASE_SECRET = "magicstick-state-passphrase"
 NAMED_SECRETS = frozenset({STATE_PASSPHRASE_SECRET})
 """Secrets the manifests reference by a fixed name, which deploy/README.md tells the installer to create."""
 WORKSPACE_IMAGE = "registry.example.com/magicstick/workspace:CHANGEME"
-DEVICE_CONFIG = ResourceKind(group="amd.com", version="v1alpha1", kind="DeviceConfig", plural="deviceconfigs", namespaced=True)
+DEVICE_CONFIG = ResourceKind(
+    group="amd.com", version="v1alpha1", kind="DeviceConfig", plural="deviceconfigs", namespaced=True
+)
 DECLARABLE = {
     (kind.api_version, kind.kind): kind
     for kind in (
-        CRD, KUSTOMIZATION, NODE, DEVICE_CONFIG, CONFIG_MAP, KUBEAI_MODEL, HELM_RELEASE, HTTP_ROUTE, REFERENCE_GRANT, SECURITY_POLICY,
-        DEPLOYMENT, SERVICE, POD_DISRUPTION_BUDGET, NETWORK_POLICY, ENVOY_PROXY, *APPLIANCE_KINDS.values(),
+        CRD,
+        KUSTOMIZATION,
+        NODE,
+        DEVICE_CONFIG,
+        CONFIG_MAP,
+        KUBEAI_MODEL,
+        HELM_RELEASE,
+        HTTP_ROUTE,
+        REFERENCE_GRANT,
+        SECURITY_POLICY,
+        DEPLOYMENT,
+        SERVICE,
+        POD_DISRUPTION_BUDGET,
+        NETWORK_POLICY,
+        ENVOY_PROXY,
+        *APPLIANCE_KINDS.values(),
     )
 }
 UNNAMED_CLUSTER_WIDE_WRITES = {
@@ -115,6 +131,7 @@ SHARED_ADMISSION_POLICY = "../magic-cluster/platform/admission"
 HOST_AGENT_IDENTITY = "../magic-cluster/platform/host-agent"
 """The host agent's ServiceAccount, roles and admission policy, outside deploy/ beside the admission policy."""
 
+
 class TestEveryFile:
     @pytest.mark.parametrize("path", yaml_files(), ids=lambda path: path.name)
     def test_it_parses_into_mappings(self, path):
@@ -128,11 +145,15 @@ class TestEveryFile:
         for obj in documents(name):
             assert obj.get("apiVersion") and obj.get("kind") and obj["metadata"].get("name"), obj
 
-    def test_the_kustomization_lists_every_kubernetes_file_the_shared_admission_policy_and_the_host_agent_identity(self):
+    def test_the_kustomization_lists_every_kubernetes_file_the_shared_admission_policy_and_the_host_agent_identity(
+        self,
+    ):
         (kustomization,) = documents(KUSTOMIZATION_FILE)
 
         assert kustomization["kind"] == "Kustomization"
-        assert sorted(kustomization["resources"]) == sorted([*kubernetes_files(), SHARED_ADMISSION_POLICY, HOST_AGENT_IDENTITY])
+        assert sorted(kustomization["resources"]) == sorted(
+            [*kubernetes_files(), SHARED_ADMISSION_POLICY, HOST_AGENT_IDENTITY]
+        )
         assert "namespace" not in kustomization
 
     @pytest.mark.parametrize("path", DEPLOY_FILES, ids=lambda path: str(path.relative_to(DEPLOY_DIR)))
@@ -157,7 +178,9 @@ class TestTheRbac:
     ):
         assert {obj["apiVersion"] for obj in rbac} == {RBAC_API_VERSION}
         roles = {
-            (obj["kind"], obj["metadata"].get("namespace"), obj["metadata"]["name"]) for obj in rbac if obj["kind"].endswith("Role")
+            (obj["kind"], obj["metadata"].get("namespace"), obj["metadata"]["name"])
+            for obj in rbac
+            if obj["kind"].endswith("Role")
         }
         bindings = [obj for obj in rbac if obj["kind"].endswith("Binding")]
 
@@ -165,7 +188,9 @@ class TestTheRbac:
             ("Role", namespace, "magicstick-program") for namespace in APPLIANCE_NAMESPACES
         }
         for binding in bindings:
-            assert binding["subjects"] == [{"kind": "ServiceAccount", "name": SERVICE_ACCOUNT, "namespace": SYSTEM_NAMESPACE}]
+            assert binding["subjects"] == [
+                {"kind": "ServiceAccount", "name": SERVICE_ACCOUNT, "namespace": SYSTEM_NAMESPACE}
+            ]
             ref = binding["roleRef"]
             namespace = binding["metadata"].get("namespace") if ref["kind"] == "Role" else None
             assert (ref["kind"], namespace, ref["name"]) in roles or ref["name"] in BUILT_IN_CLUSTER_ROLES
@@ -198,7 +223,9 @@ class TestTheRbac:
 
         assert not writable & {"hostoperations", "hostoperations/status", "appliancesetups", "appliancesetups/status"}
 
-    @pytest.mark.parametrize("obj", declared_objects(), ids=lambda obj: "/".join(obj["metadata"].get(k, "-") for k in ("namespace", "name")))
+    @pytest.mark.parametrize(
+        "obj", declared_objects(), ids=lambda obj: "/".join(obj["metadata"].get(k, "-") for k in ("namespace", "name"))
+    )
     def test_every_object_the_demo_render_declares_may_be_server_side_applied(self, rbac, obj):
         kind = DECLARABLE[(obj["apiVersion"], obj["kind"])]
         permission = Permission("patch", kind.group, kind.plural, obj["metadata"].get("namespace"))
@@ -206,7 +233,11 @@ class TestTheRbac:
         assert allows(rbac, permission, obj["metadata"]["name"]), permission
 
     def test_the_named_crd_rule_names_exactly_the_programs_own_crds(self, rbac):
-        named = [rule for rule, _ in bound_rules(rbac) if rule.get("resourceNames") and "customresourcedefinitions" in rule["resources"]]
+        named = [
+            rule
+            for rule, _ in bound_rules(rbac)
+            if rule.get("resourceNames") and "customresourcedefinitions" in rule["resources"]
+        ]
 
         assert [rule["resources"] for rule in named] == [["customresourcedefinitions"]]
         assert sorted(named[0]["resourceNames"]) == sorted(crd["metadata"]["name"] for crd in load_committed_crds())
@@ -223,12 +254,20 @@ class TestTheRbac:
             assert allows(rbac, Permission(verb, "", "configmaps", "flux-system"), store)
 
     def test_the_offloading_store_grant_names_only_the_offloading_store(self, rbac):
-        named = [rule for rule, _ in bound_rules(rbac) if "magicstick-offloading-profiles" in rule.get("resourceNames", [])]
+        named = [
+            rule for rule, _ in bound_rules(rbac) if "magicstick-offloading-profiles" in rule.get("resourceNames", [])
+        ]
 
-        assert [(rule["resourceNames"], sorted(rule["verbs"])) for rule in named] == [(["magicstick-offloading-profiles"], ["get", "patch"])]
+        assert [(rule["resourceNames"], sorted(rule["verbs"])) for rule in named] == [
+            (["magicstick-offloading-profiles"], ["get", "patch"])
+        ]
 
     def test_the_device_config_rule_names_only_the_managed_device_config(self, rbac):
-        named = [rule for rule, _ in bound_rules(rbac) if "deviceconfigs" in rule.get("resources", []) and rule.get("resourceNames")]
+        named = [
+            rule
+            for rule, _ in bound_rules(rbac)
+            if "deviceconfigs" in rule.get("resources", []) and rule.get("resourceNames")
+        ]
 
         assert [rule["resourceNames"] for rule in named] == [["magicstick-amd-gpu"]]
 
@@ -241,7 +280,9 @@ class TestTheRbac:
 
     def test_the_pko_workspace_agent_gets_auth_delegation_and_nothing_else_built_in(self, rbac):
         built_in = [
-            obj for obj in rbac if obj["kind"] == "ClusterRoleBinding" and obj["roleRef"]["name"] in BUILT_IN_CLUSTER_ROLES
+            obj
+            for obj in rbac
+            if obj["kind"] == "ClusterRoleBinding" and obj["roleRef"]["name"] in BUILT_IN_CLUSTER_ROLES
         ]
 
         assert [binding["roleRef"]["name"] for binding in built_in] == ["system:auth-delegator"]
@@ -298,7 +339,11 @@ class TestTheState:
     """State on the appliance: a file backend on a claim deploy/ creates, a passphrase from a Secret."""
 
     def test_the_claim_is_magicstick_state_in_the_system_namespace_read_write_once_1gi(self, claim):
-        assert (claim["apiVersion"], claim["metadata"]["name"], claim["metadata"]["namespace"]) == ("v1", STATE_CLAIM, SYSTEM_NAMESPACE)
+        assert (claim["apiVersion"], claim["metadata"]["name"], claim["metadata"]["namespace"]) == (
+            "v1",
+            STATE_CLAIM,
+            SYSTEM_NAMESPACE,
+        )
         assert claim["spec"]["accessModes"] == ["ReadWriteOnce"]
         assert claim["spec"]["resources"]["requests"]["storage"] == "1Gi"
 

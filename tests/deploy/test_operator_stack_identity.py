@@ -30,7 +30,11 @@ def stack_object(name: str) -> dict[str, Any]:
         "apiVersion": "pulumi.com/v1",
         "kind": "Stack",
         "metadata": {"name": name, "namespace": SYSTEM_NAMESPACE},
-        "spec": {"stack": "organization/magicstick/appliance", "projectRepo": "https://git.example.com/CHANGEME/x.git", "branch": "main"},
+        "spec": {
+            "stack": "organization/magicstick/appliance",
+            "projectRepo": "https://git.example.com/CHANGEME/x.git",
+            "branch": "main",
+        },
     }
 
 
@@ -43,11 +47,19 @@ def wait_until_named_get_is_allowed(admin: KubeClient, identity: TestIdentity, n
         "spec": {
             "user": identity.name,
             "groups": list(identity.groups),
-            "resourceAttributes": {"verb": "get", "group": "pulumi.com", "resource": "stacks", "namespace": SYSTEM_NAMESPACE, "name": name},
+            "resourceAttributes": {
+                "verb": "get",
+                "group": "pulumi.com",
+                "resource": "stacks",
+                "namespace": SYSTEM_NAMESPACE,
+                "name": name,
+            },
         },
     }
     deadline = time.monotonic() + API_TIMEOUT
-    while not admin.request("POST", "/apis/authorization.k8s.io/v1/subjectaccessreviews", body=review, content_type="application/json")["status"].get("allowed"):
+    while not admin.request(
+        "POST", "/apis/authorization.k8s.io/v1/subjectaccessreviews", body=review, content_type="application/json"
+    )["status"].get("allowed"):
         assert time.monotonic() < deadline, f"get stacks/{name} not allowed within {API_TIMEOUT} s"
 
 
@@ -61,7 +73,10 @@ def stacks(admin: KubeClient, program_identity: TestIdentity) -> Iterator[tuple[
             "apiVersion": "pulumi.com/v1",
             "kind": "Stack",
             "metadata": {"name": name, "namespace": SYSTEM_NAMESPACE},
-            "status": {"observedGeneration": 1, "lastUpdate": {"state": "succeeded", "type": "up", "lastAttemptedCommit": "abc"}},
+            "status": {
+                "observedGeneration": 1,
+                "lastUpdate": {"state": "succeeded", "type": "up", "lastAttemptedCommit": "abc"},
+            },
         }
         admin.apply(STACK, status, field_manager=f"{LOADER}-status", subresource="status")
     yield DEFAULT_STACK_NAME, OTHER
@@ -76,14 +91,26 @@ class TestTheGrant:
         rules = [(rule, namespace) for rule, namespace in bound_rules(rbac) if "stacks" in rule.get("resources", ())]
         stack = the_one(documents("stack.yaml"), "Stack")
 
-        assert rules == [({"apiGroups": ["pulumi.com"], "resources": ["stacks"], "resourceNames": [DEFAULT_STACK_NAME], "verbs": ["get"]}, SYSTEM_NAMESPACE)]
+        assert rules == [
+            (
+                {
+                    "apiGroups": ["pulumi.com"],
+                    "resources": ["stacks"],
+                    "resourceNames": [DEFAULT_STACK_NAME],
+                    "verbs": ["get"],
+                },
+                SYSTEM_NAMESPACE,
+            )
+        ]
         assert stack["metadata"]["name"] == DEFAULT_STACK_NAME
         assert stack["metadata"]["namespace"] == SYSTEM_NAMESPACE
 
     def test_the_readers_get_is_the_granted_one(self):
         read = stack_read(SYSTEM_NAMESPACE)
 
-        assert allows(documents("rbac.yaml"), Permission("get", read.kind.group, read.kind.plural, read.namespace), read.name)
+        assert allows(
+            documents("rbac.yaml"), Permission("get", read.kind.group, read.kind.plural, read.namespace), read.name
+        )
 
 
 class TestAsTheServiceAccount:
@@ -94,8 +121,13 @@ class TestAsTheServiceAccount:
         assert (found.meta.namespace, found.meta.name) == (SYSTEM_NAMESPACE, DEFAULT_STACK_NAME)
         assert found.status["lastUpdate"]["state"] == "succeeded"
 
-    def test_a_stack_name_the_rbac_does_not_name_stops_the_run_with_the_servers_403(self, stacks, program_access: KubeAccess):
-        with pytest.raises(SnapshotReadError, match=rf"^reading Stack \(pulumi.com/v1\) {OTHER} in namespace {SYSTEM_NAMESPACE} failed: 403"):
+    def test_a_stack_name_the_rbac_does_not_name_stops_the_run_with_the_servers_403(
+        self, stacks, program_access: KubeAccess
+    ):
+        with pytest.raises(
+            SnapshotReadError,
+            match=rf"^reading Stack \(pulumi.com/v1\) {OTHER} in namespace {SYSTEM_NAMESPACE} failed: 403",
+        ):
             read_snapshot(program_access, system_namespace=SYSTEM_NAMESPACE, stack_name=OTHER)
 
     def test_listing_or_writing_stacks_is_forbidden(self, stacks, program: KubeClient):
@@ -105,6 +137,11 @@ class TestAsTheServiceAccount:
             program.apply(STACK, stack_object(DEFAULT_STACK_NAME), field_manager="magicstick")
         with pytest.raises(Forbidden):
             program.delete(STACK, DEFAULT_STACK_NAME, SYSTEM_NAMESPACE)
-        status = {"apiVersion": "pulumi.com/v1", "kind": "Stack", "metadata": {"name": DEFAULT_STACK_NAME, "namespace": SYSTEM_NAMESPACE}, "status": {}}
+        status = {
+            "apiVersion": "pulumi.com/v1",
+            "kind": "Stack",
+            "metadata": {"name": DEFAULT_STACK_NAME, "namespace": SYSTEM_NAMESPACE},
+            "status": {},
+        }
         with pytest.raises(Forbidden):
             program.apply(STACK, status, field_manager="magicstick", subresource="status")

@@ -57,7 +57,9 @@ def activation_name(request: pytest.FixtureRequest, admin: KubeClient) -> Iterat
 
 
 class TestWhatTheProgramDoesIsAllowed:
-    def test_the_live_reader_reads_a_complete_snapshot(self, program_access: KubeAccess, admin: KubeClient, activation_name):
+    def test_the_live_reader_reads_a_complete_snapshot(
+        self, program_access: KubeAccess, admin: KubeClient, activation_name
+    ):
         admin.apply(MODULE_ACTIVATION, module_activation(activation_name), field_manager=LOADER)
 
         snapshot = read_snapshot(program_access, system_namespace=SYSTEM_NAMESPACE)
@@ -91,7 +93,10 @@ class TestWhatTheProgramDoesIsAllowed:
             admin.apply(MODULE_ACTIVATION, module_activation(name), field_manager=LOADER)
         request.addfinalizer(lambda: [admin.delete(MODULE_ACTIVATION, name, SYSTEM_NAMESPACE) for name in names])
         status = {"phase": "Ready", "observedGeneration": 1, "message": "Kustomization platform-basis is ready."}
-        members = {f"{SYSTEM_NAMESPACE}/{name}": {"namespace": SYSTEM_NAMESPACE, "name": name, "status": encode_status(status)} for name in names}
+        members = {
+            f"{SYSTEM_NAMESPACE}/{name}": {"namespace": SYSTEM_NAMESPACE, "name": name, "status": encode_status(status)}
+            for name in names
+        }
         assert program_access.kubeconfig is not None
         provider = configured(StatusBatchProvider(), kubeconfig_config(program_access.kubeconfig))
         inputs = provider.check({}, {"apiVersion": API_VERSION, "kind": "ModuleActivation", "members": members}).inputs
@@ -109,7 +114,9 @@ class TestWhatTheProgramDoesIsAllowed:
 
         assert admin.get(MODULE_ACTIVATION, activation_name, SYSTEM_NAMESPACE)["spec"]["module"] == "basis"
 
-    def test_a_planned_flux_kustomization_is_applied_in_flux_system_as_a_dry_run(self, program: KubeClient, admin: KubeClient):
+    def test_a_planned_flux_kustomization_is_applied_in_flux_system_as_a_dry_run(
+        self, program: KubeClient, admin: KubeClient
+    ):
         planned = module_kustomization(
             entry=load_catalogs().modules.get("litellm"),
             dependencies=(),
@@ -126,7 +133,9 @@ class TestWhatTheProgramDoesIsAllowed:
         assert answered["spec"]["path"] == body["spec"]["path"]
         assert admin.get_or_none(KUSTOMIZATION, body["metadata"]["name"], FLUX_NAMESPACE) == before
 
-    def test_the_offloading_store_is_created_and_changed_by_compare_and_swap(self, program: KubeClient, admin: KubeClient):
+    def test_the_offloading_store_is_created_and_changed_by_compare_and_swap(
+        self, program: KubeClient, admin: KubeClient
+    ):
         ref = OFFLOADING_STORE.ref
         profile = {"imageName": "nvidia-gpu", "requests": {"memory": "24576Mi"}, "limits": {"memory": "24576Mi"}}
         try:
@@ -139,7 +148,9 @@ class TestWhatTheProgramDoesIsAllowed:
                 admin.delete(CONFIG_MAP, ref.name, ref.namespace)
 
     def test_the_amd_eligibility_label_is_applied_to_a_node_as_a_dry_run(self, program: KubeClient, admin: KubeClient):
-        admin.apply(NODE, {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "identity-test-node"}}, field_manager=LOADER)
+        admin.apply(
+            NODE, {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "identity-test-node"}}, field_manager=LOADER
+        )
         planned = thaw(node_eligibility_patch("identity-test-node", FIELD_MANAGER).body)
 
         try:
@@ -152,7 +163,11 @@ class TestWhatTheProgramDoesIsAllowed:
         assert ELIGIBLE_LABEL not in (stored["metadata"].get("labels") or {})
 
     def test_the_managed_amd_device_config_is_applied_as_a_dry_run(self, program: KubeClient, admin: KubeClient):
-        admin.apply(NAMESPACE, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "kube-amd-gpu"}}, field_manager=LOADER)
+        admin.apply(
+            NAMESPACE,
+            {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "kube-amd-gpu"}},
+            field_manager=LOADER,
+        )
         planned = thaw(device_config("kube-amd-gpu", FIELD_MANAGER).body)
 
         answered = program.apply(DEVICE_CONFIG, planned, field_manager=FIELD_MANAGER, dry_run=True)
@@ -183,7 +198,9 @@ class TestWhatTheProgramDoesIsAllowed:
         assert replaced["metadata"]["name"] == name
         assert program.get(CRD, name)["metadata"].get("deletionTimestamp") is None
 
-    def test_a_crd_may_be_created_because_a_create_cannot_be_restricted_by_name(self, program: KubeClient, admin: KubeClient):
+    def test_a_crd_may_be_created_because_a_create_cannot_be_restricted_by_name(
+        self, program: KubeClient, admin: KubeClient
+    ):
         crd = {
             "apiVersion": "apiextensions.k8s.io/v1",
             "kind": "CustomResourceDefinition",
@@ -192,19 +209,29 @@ class TestWhatTheProgramDoesIsAllowed:
                 "group": "example.com",
                 "scope": "Namespaced",
                 "names": {"plural": "widgets", "singular": "widget", "kind": "Widget"},
-                "versions": [{"name": "v1", "served": True, "storage": True, "schema": {"openAPIV3Schema": {"type": "object"}}}],
+                "versions": [
+                    {"name": "v1", "served": True, "storage": True, "schema": {"openAPIV3Schema": {"type": "object"}}}
+                ],
             },
         }
 
-        program.request("POST", CRD.collection_path(), params={"dryRun": "All"}, body=crd, content_type="application/json")
+        program.request(
+            "POST", CRD.collection_path(), params={"dryRun": "All"}, body=crd, content_type="application/json"
+        )
 
         assert admin.get_or_none(CRD, "widgets.example.com") is None
 
-    def test_the_workspace_agent_may_review_a_token_as_pko_v2_requires(self, program: KubeClient, program_identity: TestIdentity):
+    def test_the_workspace_agent_may_review_a_token_as_pko_v2_requires(
+        self, program: KubeClient, program_identity: TestIdentity
+    ):
         review = program.request(
             "POST",
             "/apis/authentication.k8s.io/v1/tokenreviews",
-            body={"apiVersion": "authentication.k8s.io/v1", "kind": "TokenReview", "spec": {"token": program_identity.token}},
+            body={
+                "apiVersion": "authentication.k8s.io/v1",
+                "kind": "TokenReview",
+                "spec": {"token": program_identity.token},
+            },
             content_type="application/json",
         )
 
@@ -272,7 +299,11 @@ NEVER = {
     "create a Kustomization outside flux-system": Attempt(
         "POST",
         "/apis/kustomize.toolkit.fluxcd.io/v1/namespaces/ai-system/kustomizations",
-        body={"apiVersion": "kustomize.toolkit.fluxcd.io/v1", "kind": "Kustomization", "metadata": {"name": "deploy-probe"}},
+        body={
+            "apiVersion": "kustomize.toolkit.fluxcd.io/v1",
+            "kind": "Kustomization",
+            "metadata": {"name": "deploy-probe"},
+        },
         content_type="application/json",
         params={"dryRun": "All"},
     ),

@@ -85,7 +85,9 @@ def granted(objects: Iterable[Mapping[str, Any]], *, named: bool = False) -> set
 
 def watched(settings: TriggerSettings) -> set[tuple[str, str, str | None]]:
     targets = watch_targets(
-        system_namespace=settings.system_namespace, target_namespaces=settings.target_namespaces, gateway_namespace=settings.gateway_namespace
+        system_namespace=settings.system_namespace,
+        target_namespaces=settings.target_namespaces,
+        gateway_namespace=settings.gateway_namespace,
     )
     return {(t.kind.group, t.kind.plural, t.namespace) for t in targets}
 
@@ -101,16 +103,26 @@ class TestTheManifests:
         assert deployment["metadata"]["namespace"] == NAMESPACE and deployment["spec"]["replicas"] == 1
         assert pod["serviceAccountName"] == ACCOUNT
         assert pod["securityContext"]["runAsNonRoot"] is True and pod["securityContext"]["runAsUser"] != 0
-        assert container["securityContext"] == {"allowPrivilegeEscalation": False, "readOnlyRootFilesystem": True, "capabilities": {"drop": ["ALL"]}}
+        assert container["securityContext"] == {
+            "allowPrivilegeEscalation": False,
+            "readOnlyRootFilesystem": True,
+            "capabilities": {"drop": ["ALL"]},
+        }
         assert container["image"] == "registry.example.com/magicstick/reconcile-trigger:CHANGEME"
-        assert deployment["spec"]["selector"]["matchLabels"].items() <= deployment["spec"]["template"]["metadata"]["labels"].items()
+        assert (
+            deployment["spec"]["selector"]["matchLabels"].items()
+            <= deployment["spec"]["template"]["metadata"]["labels"].items()
+        )
 
     def test_its_flags_request_runs_of_the_stack_stack_yaml_defines_in_the_programs_namespaces(self):
         stack = the_one(documents("stack.yaml"), "Stack")
         config = stack["spec"]["config"]
         settings = deployed_settings()
 
-        assert (settings.stack_namespace, settings.stack_name) == (stack["metadata"]["namespace"], stack["metadata"]["name"])
+        assert (settings.stack_namespace, settings.stack_name) == (
+            stack["metadata"]["namespace"],
+            stack["metadata"]["name"],
+        )
         assert settings.system_namespace == config["magicstick:systemNamespace"]
         assert settings.gateway_namespace == config["magicstick:gatewayNamespace"]
         assert settings.target_namespaces == ("ai",)
@@ -136,7 +148,9 @@ class TestTheManifests:
         assert {p.verb for p in granted(rbac) if p != EVENT_CREATION} == READS
         assert reads == watched(deployed_settings())
         for group, resource, namespace in reads:
-            assert {p.verb for p in granted(rbac) if (p.group, p.resource, p.namespace) == (group, resource, namespace)} == READS
+            assert {
+                p.verb for p in granted(rbac) if (p.group, p.resource, p.namespace) == (group, resource, namespace)
+            } == READS
 
     def test_its_one_write_on_no_named_object_is_creating_events_in_the_stacks_namespace(self):
         writes = {p for p in granted(documents(RBAC)) if p.verb not in READS}
@@ -148,7 +162,15 @@ class TestTheManifests:
         named = [(rule, namespace) for rule, namespace in bound_rules(documents(RBAC)) if rule.get("resourceNames")]
 
         assert named == [
-            ({"apiGroups": ["pulumi.com"], "resources": ["stacks"], "resourceNames": [STACK_NAME], "verbs": ["get", "patch"]}, NAMESPACE)
+            (
+                {
+                    "apiGroups": ["pulumi.com"],
+                    "resources": ["stacks"],
+                    "resourceNames": [STACK_NAME],
+                    "verbs": ["get", "patch"],
+                },
+                NAMESPACE,
+            )
         ]
 
     def test_no_rule_grants_secrets_wildcards_or_escalation(self):
@@ -208,7 +230,9 @@ def test_the_trigger_watches_everything_it_watches_and_requests_runs_as_its_serv
     magicstick, _ = stacks
     settings = deployed_settings()
     targets = watch_targets(
-        system_namespace=settings.system_namespace, target_namespaces=settings.target_namespaces, gateway_namespace=settings.gateway_namespace
+        system_namespace=settings.system_namespace,
+        target_namespaces=settings.target_namespaces,
+        gateway_namespace=settings.gateway_namespace,
     )
     name = f"rbac-trigger-{hashlib.sha256(request.node.nodeid.encode()).hexdigest()[:10]}"
     serving_watches(admin, targets)
@@ -219,7 +243,9 @@ def test_the_trigger_watches_everything_it_watches_and_requests_runs_as_its_serv
         before = len(trigger.requests)
 
         created = admin.apply(CONFIG_MAP, config_map(FLUX_NAMESPACE, name, {"k": "v"}), field_manager=LOADER)
-        eventually(trigger, lambda: len(trigger.requests) > before, what=f"a request for ConfigMap {version_of(created)}")
+        eventually(
+            trigger, lambda: len(trigger.requests) > before, what=f"a request for ConfigMap {version_of(created)}"
+        )
 
         assert [(str(w.target), w.failures) for w in trigger.watchers if w.failures and not w.unserved] == []
         assert {w.target.kind.group for w in trigger.watchers if w.unserved} <= {"resource.k8s.io"}
@@ -231,7 +257,9 @@ def test_the_trigger_watches_everything_it_watches_and_requests_runs_as_its_serv
             admin.delete(CONFIG_MAP, name, FLUX_NAMESPACE)
 
 
-def test_it_may_request_a_run_of_the_stack_magicstick_but_not_of_another_stack(as_trigger: KubeClient, stacks: tuple[StackRef, StackRef]):
+def test_it_may_request_a_run_of_the_stack_magicstick_but_not_of_another_stack(
+    as_trigger: KubeClient, stacks: tuple[StackRef, StackRef]
+):
     magicstick, other = stacks
 
     patched = request_run(as_trigger, magicstick, "2026-01-01T00:00:00.000001Z")
@@ -243,18 +271,40 @@ def test_it_may_request_a_run_of_the_stack_magicstick_but_not_of_another_stack(a
 
 
 def refusal(namespace: str) -> Refusal:
-    return Refusal("ModelActivation in " + namespace, Verb.LIST, "modelactivations.appliance.magicstick.dev", namespace, "forbidden")
+    return Refusal(
+        "ModelActivation in " + namespace,
+        Verb.LIST,
+        "modelactivations.appliance.magicstick.dev",
+        namespace,
+        "forbidden",
+    )
 
 
-def test_it_may_create_an_event_on_the_stack_in_the_stacks_namespace_and_nowhere_else(as_trigger: KubeClient, stacks: tuple[StackRef, StackRef]):
+def test_it_may_create_an_event_on_the_stack_in_the_stacks_namespace_and_nowhere_else(
+    as_trigger: KubeClient, stacks: tuple[StackRef, StackRef]
+):
     magicstick, _ = stacks
-    body = forbidden_event(stack=magicstick, stack_uid=None, refusal=refusal("default"), now=datetime.now(UTC), instance="rbac-test")
-    elsewhere = {**body, "metadata": {**body["metadata"], "namespace": FLUX_NAMESPACE}, "regarding": {**body["regarding"], "namespace": FLUX_NAMESPACE}}
+    body = forbidden_event(
+        stack=magicstick, stack_uid=None, refusal=refusal("default"), now=datetime.now(UTC), instance="rbac-test"
+    )
+    elsewhere = {
+        **body,
+        "metadata": {**body["metadata"], "namespace": FLUX_NAMESPACE},
+        "regarding": {**body["regarding"], "namespace": FLUX_NAMESPACE},
+    }
 
-    created = as_trigger.request("POST", EVENT.collection_path(NAMESPACE), params={"dryRun": "All"}, body=body, content_type="application/json")
+    created = as_trigger.request(
+        "POST", EVENT.collection_path(NAMESPACE), params={"dryRun": "All"}, body=body, content_type="application/json"
+    )
     assert created["reason"] == "WatchForbidden"
     with pytest.raises(Forbidden):
-        as_trigger.request("POST", EVENT.collection_path(FLUX_NAMESPACE), params={"dryRun": "All"}, body=elsewhere, content_type="application/json")
+        as_trigger.request(
+            "POST",
+            EVENT.collection_path(FLUX_NAMESPACE),
+            params={"dryRun": "All"},
+            body=elsewhere,
+            content_type="application/json",
+        )
 
 
 def test_a_kind_it_may_not_list_fails_readiness_naming_it_and_puts_one_event_on_the_stack(
@@ -266,25 +316,37 @@ def test_a_kind_it_may_not_list_fails_readiness_naming_it_and_puts_one_event_on_
     settings = deployed_settings()
     refused = WatchTarget(MODEL_ACTIVATION, "default")
     targets = (
-        *watch_targets(system_namespace=settings.system_namespace, target_namespaces=settings.target_namespaces, gateway_namespace=settings.gateway_namespace),
+        *watch_targets(
+            system_namespace=settings.system_namespace,
+            target_namespaces=settings.target_namespaces,
+            gateway_namespace=settings.gateway_namespace,
+        ),
         refused,
     )
     instance = f"rbac-{hashlib.sha256(request.node.nodeid.encode()).hexdigest()[:10]}"
-    trigger = ReconcileTrigger(access=trigger_access, stack=magicstick, targets=targets, timing=FAST, instance=instance).start()
+    trigger = ReconcileTrigger(
+        access=trigger_access, stack=magicstick, targets=targets, timing=FAST, instance=instance
+    ).start()
     try:
         (watcher,) = [w for w in trigger.watchers if w.target == refused]
         eventually(trigger, lambda: trigger.events, what="an Event on the Stack")
-        eventually(trigger, lambda: watcher.failures >= FAST.watch.forbidden_after + 3, what="more refusals after the Event")
+        eventually(
+            trigger, lambda: watcher.failures >= FAST.watch.forbidden_after + 3, what="more refusals after the Event"
+        )
         readiness = trigger.readiness()
     finally:
         trigger.stop()
 
     assert len(readiness.problems) == 1, readiness.problems
     (problem,) = readiness.problems
-    assert problem.startswith("watch ModelActivation in default: forbidden to list modelactivations.appliance.magicstick.dev in namespace default")
+    assert problem.startswith(
+        "watch ModelActivation in default: forbidden to list modelactivations.appliance.magicstick.dev in namespace default"
+    )
     assert f'User "{USER}" cannot list resource "modelactivations"' in problem
     events = [e for e in admin.list(EVENT, namespace=NAMESPACE) if e.get("reportingInstance") == instance]
-    assert [(e["reason"], e["type"], e["regarding"]["name"]) for e in events] == [("WatchForbidden", "Warning", STACK_NAME)]
+    assert [(e["reason"], e["type"], e["regarding"]["name"]) for e in events] == [
+        ("WatchForbidden", "Warning", STACK_NAME)
+    ]
     assert events[0]["regarding"]["uid"] == admin.get(STACK, magicstick.name, magicstick.namespace)["metadata"]["uid"]
 
 
@@ -300,7 +362,11 @@ WRITES: Final = [
     ("POST", STACK.collection_path(NAMESPACE), "creating a Stack"),
     ("POST", CONFIG_MAP.collection_path(NAMESPACE), "a ConfigMap in ai-system"),
     ("PATCH", "/apis/appliance.magicstick.dev/v1alpha1/namespaces/ai-system/modelactivations/any", "a ModelActivation"),
-    ("PATCH", "/apis/appliance.magicstick.dev/v1alpha1/namespaces/ai-system/modelactivations/any/status", "a ModelActivation's status"),
+    (
+        "PATCH",
+        "/apis/appliance.magicstick.dev/v1alpha1/namespaces/ai-system/modelactivations/any/status",
+        "a ModelActivation's status",
+    ),
     ("PATCH", "/apis/kustomize.toolkit.fluxcd.io/v1/namespaces/flux-system/kustomizations/any", "a Kustomization"),
     ("DELETE", "/api/v1/namespaces/ai/pods/any", "a model Pod"),
     ("PATCH", "/api/v1/nodes/any", "a Node"),
@@ -309,15 +375,32 @@ WRITES: Final = [
 
 
 @pytest.mark.parametrize(("method", "path", "what"), WRITES, ids=[what for _, _, what in WRITES])
-def test_it_can_write_nothing_else(as_trigger: KubeClient, stacks: tuple[StackRef, StackRef], method: str, path: str, what: str):
-    body: dict[str, Any] = {"apiVersion": "pulumi.com/v1", "kind": "Stack", "metadata": {"name": STACK_NAME, "namespace": NAMESPACE}}
+def test_it_can_write_nothing_else(
+    as_trigger: KubeClient, stacks: tuple[StackRef, StackRef], method: str, path: str, what: str
+):
+    body: dict[str, Any] = {
+        "apiVersion": "pulumi.com/v1",
+        "kind": "Stack",
+        "metadata": {"name": STACK_NAME, "namespace": NAMESPACE},
+    }
     with pytest.raises(Forbidden):
-        as_trigger.request(method, path, params={"dryRun": "All"} if method != "GET" else None, body=None if method == "GET" else body, content_type=MERGE if method == "PATCH" else "application/json")
+        as_trigger.request(
+            method,
+            path,
+            params={"dryRun": "All"} if method != "GET" else None,
+            body=None if method == "GET" else body,
+            content_type=MERGE if method == "PATCH" else "application/json",
+        )
 
 
-def test_the_request_is_recorded_under_the_triggers_own_field_manager(as_trigger: KubeClient, admin: KubeClient, stacks: tuple[StackRef, StackRef]):
+def test_the_request_is_recorded_under_the_triggers_own_field_manager(
+    as_trigger: KubeClient, admin: KubeClient, stacks: tuple[StackRef, StackRef]
+):
     magicstick, _ = stacks
     request_run(as_trigger, magicstick, "2026-01-01T00:00:00.000003Z")
 
-    managers = {entry["manager"] for entry in admin.get(STACK, magicstick.name, magicstick.namespace)["metadata"]["managedFields"]}
+    managers = {
+        entry["manager"]
+        for entry in admin.get(STACK, magicstick.name, magicstick.namespace)["metadata"]["managedFields"]
+    }
     assert "magicstick-reconcile-trigger" in managers

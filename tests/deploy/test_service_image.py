@@ -73,7 +73,9 @@ def test_each_services_readme_builds_its_console_script_and_exposes_the_port_it_
     assert arguments["PORT"] == str(port)
 
 
-@pytest.mark.parametrize("path", ["README.md", "deploy/stack.yaml", "deploy/reconcile-trigger.yaml", *(readme for readme, _, _ in SERVICES)])
+@pytest.mark.parametrize(
+    "path", ["README.md", "deploy/stack.yaml", "deploy/reconcile-trigger.yaml", *(readme for readme, _, _ in SERVICES)]
+)
 def test_every_containerfile_the_documents_name_exists(path):
     named = set(re.findall(r"[\w./-]*Containerfile[\w.-]*", (REPOSITORY_ROOT / path).read_text()))
 

@@ -36,7 +36,9 @@ from tests.planning.models.world import local_model, platform
 TARGET: Final = "team-x"
 """A namespace the deployed RBAC grants nothing in."""
 
-ROLE: Final = ResourceKind(group="rbac.authorization.k8s.io", version="v1", kind="Role", plural="roles", namespaced=True)
+ROLE: Final = ResourceKind(
+    group="rbac.authorization.k8s.io", version="v1", kind="Role", plural="roles", namespaced=True
+)
 ROLE_BINDING: Final = ResourceKind(
     group="rbac.authorization.k8s.io", version="v1", kind="RoleBinding", plural="rolebindings", namespaced=True
 )
@@ -86,7 +88,9 @@ def pods_readable_in_team_x(admin: KubeClient, program_identity: object) -> Iter
     }
     admin.apply(ROLE, role, field_manager=LOADER)
     admin.apply(ROLE_BINDING, binding, field_manager=LOADER)
-    wait_until_rbac_says(admin, user=SERVICE_ACCOUNT_USER, verb="list", group="", resource="pods", namespace=TARGET, allowed=True)
+    wait_until_rbac_says(
+        admin, user=SERVICE_ACCOUNT_USER, verb="list", group="", resource="pods", namespace=TARGET, allowed=True
+    )
     yield
     admin.delete(ROLE_BINDING, PODS_ONLY, TARGET)
     admin.delete(ROLE, PODS_ONLY, TARGET)
@@ -123,11 +127,16 @@ def test_a_model_activation_targeting_a_namespace_the_program_may_not_read_is_re
     assert refused.permission == "list models.kubeai.org in namespace team-x"
 
 
-def test_a_captured_snapshot_file_records_the_unreadable_namespace(program_access: KubeAccess, activation_in_team_x: str):
+def test_a_captured_snapshot_file_records_the_unreadable_namespace(
+    program_access: KubeAccess, activation_in_team_x: str
+):
     document = capture(program_access, system_namespace=SYSTEM_NAMESPACE)
 
     (recorded,) = json.loads(document["metadata"]["annotations"][UNREADABLE_ANNOTATION])
-    assert UnreadableNamespace.from_wire(recorded, "capture") == read_snapshot(program_access, system_namespace=SYSTEM_NAMESPACE).unreadable[0]
+    assert (
+        UnreadableNamespace.from_wire(recorded, "capture")
+        == read_snapshot(program_access, system_namespace=SYSTEM_NAMESPACE).unreadable[0]
+    )
     assert recorded["namespace"] == TARGET
 
 
@@ -150,10 +159,19 @@ def test_a_refused_read_in_a_namespace_every_run_needs_still_stops_the_read(
     admin.delete(ROLE_BINDING, "magicstick-program", "ai")
     try:
         wait_until_rbac_says(
-            admin, user=SERVICE_ACCOUNT_USER, verb="list", group="resource.k8s.io", resource="resourceclaims", namespace="ai", allowed=False
+            admin,
+            user=SERVICE_ACCOUNT_USER,
+            verb="list",
+            group="resource.k8s.io",
+            resource="resourceclaims",
+            namespace="ai",
+            allowed=False,
         )
         # The first read in `ai`: the shared GPU claim, as the server serves resource.k8s.io/v1.
-        with pytest.raises(SnapshotReadError, match=r"reading ResourceClaim \(resource.k8s.io/v1\) in namespace ai failed: 403 Forbidden"):
+        with pytest.raises(
+            SnapshotReadError,
+            match=r"reading ResourceClaim \(resource.k8s.io/v1\) in namespace ai failed: 403 Forbidden",
+        ):
             read_snapshot(program_access, system_namespace=SYSTEM_NAMESPACE)
     finally:
         apply_all(admin, [o for o in documents("rbac.yaml") if o["kind"] == "RoleBinding"])
@@ -176,7 +194,11 @@ WIRING: Final = "planning wires planning/unreadable.py into planning/models/plan
 
 
 def in_team_x(name: str, *, status: dict[str, Any] | None = None) -> dict[str, Any]:
-    spec = {"type": "local", "targetNamespace": TARGET, "local": {"preset": "qwen2505bcpu", "computeTarget": "cpu", "engine": "VLLM"}}
+    spec = {
+        "type": "local",
+        "targetNamespace": TARGET,
+        "local": {"preset": "qwen2505bcpu", "computeTarget": "cpu", "engine": "VLLM"},
+    }
     return runtime("ModelActivation", name, spec, status=status)
 
 
@@ -216,6 +238,8 @@ def test_a_model_declared_before_its_namespace_became_unreadable_stays_declared_
 
 
 def test_an_object_in_a_namespace_that_was_read_is_not_held():
-    result = plan(snapshot=Snapshot.from_objects(with_flux([*platform(), in_team_x("in-team-x")])), catalogs=CATALOGS, now=NOW)
+    result = plan(
+        snapshot=Snapshot.from_objects(with_flux([*platform(), in_team_x("in-team-x")])), catalogs=CATALOGS, now=NOW
+    )
     assert status_of(result, "ModelActivation", "in-team-x")["reason"] != NAMESPACE_UNREADABLE
     assert declared_in(result, TARGET) == ["Model/in-team-x"]

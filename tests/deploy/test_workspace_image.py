@@ -30,7 +30,9 @@ WORKSPACE_CONTAINERFILE = (DEPLOY_DIR / "workspace" / "Containerfile").relative_
 CONSTRAINTS = DEPLOY_DIR / "workspace" / "constraints.txt"
 PYPROJECT = REPO_ROOT / "pyproject.toml"
 PULUMI_YAML = REPO_ROOT / "Pulumi.yaml"
-BASE_IMAGE = re.compile(r"(?:docker\.io/)?pulumi/pulumi-python-(?P<python>3\.\d+):(?P<pulumi>\d+\.\d+\.\d+)(?:@sha256:[0-9a-f]{64})?")
+BASE_IMAGE = re.compile(
+    r"(?:docker\.io/)?pulumi/pulumi-python-(?P<python>3\.\d+):(?P<pulumi>\d+\.\d+\.\d+)(?:@sha256:[0-9a-f]{64})?"
+)
 LOCK_COMMAND = re.compile(r"^#\s+(?P<command>pip-compile .*)$", re.MULTILINE)
 PIN = re.compile(r"^(?P<name>[A-Za-z0-9][A-Za-z0-9._-]*)==(?P<version>[^\s;\\]+)")
 
@@ -90,7 +92,9 @@ class TestTheLockFile:
         pins = locked()
 
         assert canonicalize_name(requirement.name) in pins, requirement
-        assert requirement.specifier.contains(pins[canonicalize_name(requirement.name)].version, prereleases=True), requirement
+        assert requirement.specifier.contains(pins[canonicalize_name(requirement.name)].version, prereleases=True), (
+            requirement
+        )
 
     @pytest.mark.parametrize("requirement", [r for r in runtime_requirements() if r.extras], ids=str)
     def test_what_the_extras_of_a_runtime_dependency_require_is_locked_too(self, requirement):
@@ -122,7 +126,10 @@ class TestTheLockFile:
 
     def test_it_holds_no_test_only_package(self):
         runtime = {canonicalize_name(r.name) for r in runtime_requirements()}
-        test_only = {canonicalize_name(Requirement(text).name) for text in pyproject()["project"]["optional-dependencies"]["test"]}
+        test_only = {
+            canonicalize_name(Requirement(text).name)
+            for text in pyproject()["project"]["optional-dependencies"]["test"]
+        }
 
         assert set(locked()) & (test_only - runtime) == set()
 
@@ -149,12 +156,20 @@ class TestTheContainerfile:
         assert match["python"] == header["python"]
 
     def test_the_constraint_pins_the_pulumi_sdk_to_the_cli_of_the_base_image(self):
-        pins = [Requirement(line) for line in CONSTRAINTS.read_text().splitlines() if line.strip() and not line.startswith("#")]
+        pins = [
+            Requirement(line)
+            for line in CONSTRAINTS.read_text().splitlines()
+            if line.strip() and not line.startswith("#")
+        ]
 
         assert [(p.name, str(p.specifier)) for p in pins] == [("pulumi", f"=={locked()['pulumi'].version}")]
 
     def test_it_installs_exactly_requirements_lock_with_require_hashes(self):
-        with_a_file = [command for command in pip_installs() if "-r" in command or any(w.startswith("--requirement") for w in command)]
+        with_a_file = [
+            command
+            for command in pip_installs()
+            if "-r" in command or any(w.startswith("--requirement") for w in command)
+        ]
 
         assert len(with_a_file) == 1
         (command,) = with_a_file
@@ -185,8 +200,12 @@ class TestTheContainerfile:
 
     def test_pip_reaches_no_index_when_it_runs_pulumi_install_as_the_operator_does_at_the_pods_start(self):
         sequence = instructions()
-        no_index = [n for n, i in enumerate(sequence) if i.keyword == "ENV" and re.search(r"\bPIP_NO_INDEX=1\b", i.arguments)]
-        install = [n for n, i in enumerate(sequence) if i.keyword == "RUN" and ["pulumi", "install"] in shell_commands(i)]
+        no_index = [
+            n for n, i in enumerate(sequence) if i.keyword == "ENV" and re.search(r"\bPIP_NO_INDEX=1\b", i.arguments)
+        ]
+        install = [
+            n for n, i in enumerate(sequence) if i.keyword == "RUN" and ["pulumi", "install"] in shell_commands(i)
+        ]
 
         assert no_index and install
         assert no_index[0] < install[0]

@@ -101,9 +101,15 @@ class PulumiProject:
         return self.root / "state"
 
     @classmethod
-    def create(cls, root: Path, *, stack: str = "e2e", source: Path = REPO_ROOT, passphrase: str | None = None) -> PulumiProject:
+    def create(
+        cls, root: Path, *, stack: str = "e2e", source: Path = REPO_ROOT, passphrase: str | None = None
+    ) -> PulumiProject:
         """A new project under `root` with an initialised stack and the provider plugin installed."""
-        project = cls(root=root, stack=stack, source=source) if passphrase is None else cls(root=root, stack=stack, source=source, passphrase=passphrase)
+        project = (
+            cls(root=root, stack=stack, source=source)
+            if passphrase is None
+            else cls(root=root, stack=stack, source=source, passphrase=passphrase)
+        )
         project.project_dir.mkdir(parents=True)
         project.backend_dir.mkdir()
         shutil.copy2(source / "Pulumi.yaml", project.project_dir / "Pulumi.yaml")
@@ -115,7 +121,9 @@ class PulumiProject:
 
     def install_provider(self) -> None:
         version = toolchain.versions().pulumi_kubernetes.removeprefix("v")
-        self.pulumi("plugin", "install", "resource", "kubernetes", version, "--file", str(toolchain.kubernetes_provider()))
+        self.pulumi(
+            "plugin", "install", "resource", "kubernetes", version, "--file", str(toolchain.kubernetes_provider())
+        )
 
     def environment(self) -> dict[str, str]:
         cli = toolchain.pulumi()
@@ -159,10 +167,16 @@ class PulumiProject:
             timeout=COMMAND_TIMEOUT,
             check=False,
         )
-        logged = tuple(json.loads(line) for line in event_log.read_text().splitlines() if line.strip()) if events and event_log.exists() else ()
+        logged = (
+            tuple(json.loads(line) for line in event_log.read_text().splitlines() if line.strip())
+            if events and event_log.exists()
+            else ()
+        )
         if check and result.returncode != 0:
             raise PulumiFailed(args, result)
-        return Run(args=tuple(args), returncode=result.returncode, stdout=result.stdout, stderr=result.stderr, events=logged)
+        return Run(
+            args=tuple(args), returncode=result.returncode, stdout=result.stdout, stderr=result.stderr, events=logged
+        )
 
     def config_set(self, values: Mapping[str, str], *, secret: Sequence[str] = ()) -> None:
         for key, value in values.items():

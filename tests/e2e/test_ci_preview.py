@@ -32,9 +32,13 @@ NOW: Final = "2026-01-01T12:00:00Z"
 MAGICSTICK: Final = REPO_ROOT / "venv" / "bin" / "magicstick"
 
 
-def magicstick(*args: str, kubeconfig: Path | None = None, ok: tuple[int, ...] = (0,)) -> subprocess.CompletedProcess[str]:
+def magicstick(
+    *args: str, kubeconfig: Path | None = None, ok: tuple[int, ...] = (0,)
+) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, **({"KUBECONFIG": str(kubeconfig)} if kubeconfig else {})}
-    done = subprocess.run([str(MAGICSTICK), *args], env=env, capture_output=True, text=True, check=False, stdin=subprocess.DEVNULL)
+    done = subprocess.run(
+        [str(MAGICSTICK), *args], env=env, capture_output=True, text=True, check=False, stdin=subprocess.DEVNULL
+    )
     assert done.returncode in ok, f"magicstick {' '.join(args)} exited with {done.returncode}:\n{done.stderr[-3000:]}"
     return done
 
@@ -45,11 +49,24 @@ def edit(kube: KubeClient) -> None:
 
     def patch(kind: str, name: str, spec: dict[str, Any]) -> None:
         current = kube.get(kinds[kind], name, "ai-system")
-        body = {"apiVersion": current["apiVersion"], "kind": kind, "metadata": {"name": name, "namespace": "ai-system"}, "spec": spec}
+        body = {
+            "apiVersion": current["apiVersion"],
+            "kind": kind,
+            "metadata": {"name": name, "namespace": "ai-system"},
+            "spec": spec,
+        }
         kube.apply(kinds[kind], body, field_manager="user-edit")
 
-    patch("ModelActivation", "qwen2505bcpu", {"type": "local", "local": {"preset": "qwen2505bcpu", "memoryRequiredMi": 6144}})
-    patch("AppInstance", "openclaw-default", {"application": "openclaw", "access": {"authentication": "sso", "role": "user", "exposure": "local"}})
+    patch(
+        "ModelActivation",
+        "qwen2505bcpu",
+        {"type": "local", "local": {"preset": "qwen2505bcpu", "memoryRequiredMi": 6144}},
+    )
+    patch(
+        "AppInstance",
+        "openclaw-default",
+        {"application": "openclaw", "access": {"authentication": "sso", "role": "user", "exposure": "local"}},
+    )
     patch("ModuleActivation", "dashboard", {"module": "dashboard", "enabled": False})
 
 
@@ -68,7 +85,14 @@ def preview_steps(run: Run) -> list[dict[str, Any]]:
 
 
 @pytest.fixture(scope="module")
-def world(project: PulumiProject, kube: KubeClient, demo: list[dict], ollama: OllamaDouble, engine_cluster: ClusterInfo, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+def world(
+    project: PulumiProject,
+    kube: KubeClient,
+    demo: list[dict],
+    ollama: OllamaDouble,
+    engine_cluster: ClusterInfo,
+    tmp_path_factory: pytest.TempPathFactory,
+) -> dict[str, Any]:
     """The demo converged, captured, edited and captured again, rendered and diffed, previewed, then updated."""
     project.pulumi("up", "--yes", "--skip-preview")
     load_demo(kube, demo)
@@ -78,13 +102,20 @@ def world(project: PulumiProject, kube: KubeClient, demo: list[dict], ollama: Ol
     magicstick("snapshot", "--out", str(scratch / "before.yaml"), kubeconfig=kubeconfig)
     edit(kube)
     magicstick("snapshot", "--out", str(scratch / "after.yaml"), kubeconfig=kubeconfig)
-    magicstick("render", "--snapshot", str(scratch / "before.yaml"), "--out", str(scratch / "out" / "live-base"), "--now", NOW)
-    magicstick("render", "--snapshot", str(scratch / "after.yaml"), "--out", str(scratch / "out" / "live-head"), "--now", NOW)
+    magicstick(
+        "render", "--snapshot", str(scratch / "before.yaml"), "--out", str(scratch / "out" / "live-base"), "--now", NOW
+    )
+    magicstick(
+        "render", "--snapshot", str(scratch / "after.yaml"), "--out", str(scratch / "out" / "live-head"), "--now", NOW
+    )
     diff = magicstick("diff", str(scratch / "out" / "live-base"), str(scratch / "out" / "live-head"), ok=(0, 1))
     preview_text = project.pulumi("preview", "--diff")
     preview_json = project.pulumi("preview", "--json")
     update = project.pulumi("up", "--yes", "--skip-preview", events=True)
-    head = {str(path.relative_to(scratch / "out" / "live-head")): path.read_text() for path in (scratch / "out" / "live-head").rglob("*.yaml")}
+    head = {
+        str(path.relative_to(scratch / "out" / "live-head")): path.read_text()
+        for path in (scratch / "out" / "live-head").rglob("*.yaml")
+    }
     return {"diff": diff.stdout, "head": head, "preview_text": preview_text, "preview": preview_json, "update": update}
 
 
@@ -94,7 +125,9 @@ def test_the_preview_lists_exactly_the_operations_the_following_up_performs(worl
     assert previewed == changes(world["update"])
 
 
-def test_magicstick_diff_and_pulumi_preview_agree_on_which_objects_change_but_a_spec_that_belongs_to_its_user(world: dict[str, Any]):
+def test_magicstick_diff_and_pulumi_preview_agree_on_which_objects_change_but_a_spec_that_belongs_to_its_user(
+    world: dict[str, Any],
+):
     """A seeded ModuleActivation's spec is its user's once created: the program declares it as
     it finds it, with `ignore_changes` on spec, so the engine leaves it alone while the two renders,
     made from the cluster before and after the user's edit, differ."""
@@ -102,7 +135,10 @@ def test_magicstick_diff_and_pulumi_preview_agree_on_which_objects_change_but_a_
     rendered = diff_paths(world["diff"])
     assert previewed <= rendered
     assert rendered - previewed == {"resources/moduleactivation.ai-system.dashboard.yaml"}
-    assert "appliance.magicstick.dev/seeded: 'true'" in world["head"]["resources/moduleactivation.ai-system.dashboard.yaml"]
+    assert (
+        "appliance.magicstick.dev/seeded: 'true'"
+        in world["head"]["resources/moduleactivation.ai-system.dashboard.yaml"]
+    )
 
 
 def test_the_preview_diff_text_names_each_changed_resource(world: dict[str, Any]):

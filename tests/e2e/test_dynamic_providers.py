@@ -123,7 +123,11 @@ def publish_host_evidence(kube: KubeClient, documents: list[JsonObject], node: s
         pci_devices=tuple(seen["pciDevices"]),
         observed_at=seen["observedAt"],
     )
-    body = {"apiVersion": "v1", "kind": "Node", "metadata": {"name": node, "annotations": {HOST_EVIDENCE_ANNOTATION: json.dumps(document)}}}
+    body = {
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {"name": node, "annotations": {HOST_EVIDENCE_ANNOTATION: json.dumps(document)}},
+    }
     kube.apply(NODE, body, field_manager=HOST_EVIDENCE_TIMER, force=True)
     return document
 
@@ -146,13 +150,18 @@ def evict_model_pod(kube: KubeClient, documents: list[JsonObject], name: str = E
         "labels": dict(pod["metadata"]["labels"]),
         "ownerReferences": [{**owner, "uid": model["metadata"]["uid"]}],
     }
-    kube.apply(POD, {"apiVersion": "v1", "kind": "Pod", "metadata": metadata, "spec": pod["spec"]}, field_manager=KUBEAI)
+    kube.apply(
+        POD, {"apiVersion": "v1", "kind": "Pod", "metadata": metadata, "spec": pod["spec"]}, field_manager=KUBEAI
+    )
     write_status_as(kube, pod, pod["status"], field_manager=KUBELET)
     return kube.get(POD, name, namespace)
 
 
 def _finished(job: Mapping[str, Any]) -> bool:
-    return any(c.get("type") in ("Complete", "Failed") and c.get("status") == "True" for c in (job.get("status") or {}).get("conditions") or ())
+    return any(
+        c.get("type") in ("Complete", "Failed") and c.get("status") == "True"
+        for c in (job.get("status") or {}).get("conditions") or ()
+    )
 
 
 def image_digest_of(engine: str) -> str:
@@ -172,12 +181,28 @@ def finish_validation_jobs(kube: KubeClient, namespace: str = SYSTEM_NAMESPACE) 
         engine = job["metadata"]["labels"][ENGINE_LABEL]
         (container,) = job["spec"]["template"]["spec"]["containers"]
         image = container["image"]
-        owner = {"apiVersion": "batch/v1", "kind": "Job", "name": name, "uid": job["metadata"]["uid"], "controller": True, "blockOwnerDeletion": True}
+        owner = {
+            "apiVersion": "batch/v1",
+            "kind": "Job",
+            "name": name,
+            "uid": job["metadata"]["uid"],
+            "controller": True,
+            "blockOwnerDeletion": True,
+        }
         pod = {
             "apiVersion": "v1",
             "kind": "Pod",
-            "metadata": {"name": f"{name}-v4l1d", "namespace": namespace, "labels": {"job-name": name}, "ownerReferences": [owner]},
-            "spec": {"automountServiceAccountToken": False, "restartPolicy": "Never", "containers": [{"name": container["name"], "image": image}]},
+            "metadata": {
+                "name": f"{name}-v4l1d",
+                "namespace": namespace,
+                "labels": {"job-name": name},
+                "ownerReferences": [owner],
+            },
+            "spec": {
+                "automountServiceAccountToken": False,
+                "restartPolicy": "Never",
+                "containers": [{"name": container["name"], "image": image}],
+            },
         }
         kube.apply(POD, pod, field_manager=JOB_CONTROLLER)
         terminated = {"exitCode": 0, "reason": "Completed", "message": json.dumps(VALIDATION_REPORTS[engine])}
@@ -191,18 +216,43 @@ def finish_validation_jobs(kube: KubeClient, namespace: str = SYSTEM_NAMESPACE) 
         }
         kube.apply(
             POD,
-            {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": pod["metadata"]["name"], "namespace": namespace}, "status": {"phase": "Succeeded", "containerStatuses": [ran]}},
+            {
+                "apiVersion": "v1",
+                "kind": "Pod",
+                "metadata": {"name": pod["metadata"]["name"], "namespace": namespace},
+                "status": {"phase": "Succeeded", "containerStatuses": [ran]},
+            },
             field_manager=KUBELET,
             subresource="status",
         )
         # The target condition first, then the terminal one: the API server refuses Complete
         # without SuccessCriteriaMet, and a finished Job without startTime and completionTime.
         conditions = [
-            {"type": kind, "status": "True", "reason": "CompletionsReached", "lastTransitionTime": "2026-01-01T11:59:00Z"}
+            {
+                "type": kind,
+                "status": "True",
+                "reason": "CompletionsReached",
+                "lastTransitionTime": "2026-01-01T11:59:00Z",
+            }
             for kind in ("SuccessCriteriaMet", "Complete")
         ]
-        status = {"startTime": "2026-01-01T11:58:00Z", "completionTime": "2026-01-01T11:59:00Z", "succeeded": 1, "conditions": conditions}
-        kube.apply(JOB, {"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": name, "namespace": namespace}, "status": status}, field_manager=JOB_CONTROLLER, subresource="status")
+        status = {
+            "startTime": "2026-01-01T11:58:00Z",
+            "completionTime": "2026-01-01T11:59:00Z",
+            "succeeded": 1,
+            "conditions": conditions,
+        }
+        kube.apply(
+            JOB,
+            {
+                "apiVersion": "batch/v1",
+                "kind": "Job",
+                "metadata": {"name": name, "namespace": namespace},
+                "status": status,
+            },
+            field_manager=JOB_CONTROLLER,
+            subresource="status",
+        )
         finished += 1
     return finished
 
@@ -288,7 +338,9 @@ def converged(evicted: JsonObject, project: PulumiProject, kube: KubeClient, oll
     return converge_scenario(project, kube, ollama)
 
 
-def test_every_dynamic_provider_the_demo_leaves_out_is_served_by_the_engine_and_reports_no_problem(converged: list[Run]):
+def test_every_dynamic_provider_the_demo_leaves_out_is_served_by_the_engine_and_reports_no_problem(
+    converged: list[Run],
+):
     served = {resource_type(urn) for run in converged for urn in run.operations()}
     assert set(DYNAMIC_TYPES.values()) <= served, sorted(set(DYNAMIC_TYPES.values()) - served)
     for what, type_ in DYNAMIC_TYPES.items():
@@ -328,8 +380,12 @@ def test_the_direct_runtime_applied_its_stage_config_map_service_and_deployment(
     assert [c["image"] for c in deployment["spec"]["template"]["spec"]["containers"]] == [REALTIME_IMAGE]
 
 
-def test_the_gpu_validation_run_ran_each_engine_in_its_job_and_recorded_the_verdicts_and_the_images(converged: list[Run], kube: KubeClient):
-    outputs = [out for _urn, op, out in steps_of(converged, DYNAMIC_TYPES["GPU validation run"]) if op in ("create", "update")]
+def test_the_gpu_validation_run_ran_each_engine_in_its_job_and_recorded_the_verdicts_and_the_images(
+    converged: list[Run], kube: KubeClient
+):
+    outputs = [
+        out for _urn, op, out in steps_of(converged, DYNAMIC_TYPES["GPU validation run"]) if op in ("create", "update")
+    ]
     assert outputs[-1]["complete"] is True
     assert outputs[-1]["stages"] == {engine: Stage.PASSED.value for engine in VALIDATION_ENGINES}
     for engine in VALIDATION_ENGINES:
@@ -341,7 +397,10 @@ def test_the_gpu_validation_run_ran_each_engine_in_its_job_and_recorded_the_verd
     assert {e.engine: (e.stage, e.image_id.rsplit("@", 1)[-1]) for e in record.engines} == {
         engine: (Stage.PASSED, image_digest_of(engine.lower())) for engine in VALIDATION_ENGINES
     }
-    assert record.host.node == STRIX_HALO_NODE and record.host.node_uid == kube.get(NODE, STRIX_HALO_NODE)["metadata"]["uid"]
+    assert (
+        record.host.node == STRIX_HALO_NODE
+        and record.host.node_uid == kube.get(NODE, STRIX_HALO_NODE)["metadata"]["uid"]
+    )
     images = kube.get(CONFIG_MAP, RUNTIME_IMAGES_CONFIG_MAP, RUNTIME_IMAGES_NAMESPACE)
     published = read_runtime_images(images["data"][RUNTIME_IMAGES_KEY])
     assert {engine: image.rsplit("@", 1)[-1] for engine, image in published.items()} == {
@@ -353,7 +412,12 @@ def test_the_stale_kustomization_was_removed_under_its_uid_and_its_removal_then_
     converged: list[Run], kube: KubeClient, project: PulumiProject
 ):
     (removal,) = created(converged, DYNAMIC_TYPES["stale removal"])
-    assert (removal["kind"], removal["namespace"], removal["name"], removal["outcome"]) == ("Kustomization", "flux-system", STALE, "Removed")
+    assert (removal["kind"], removal["namespace"], removal["name"], removal["outcome"]) == (
+        "Kustomization",
+        "flux-system",
+        STALE,
+        "Removed",
+    )
     assert kube.get_or_none(KUSTOMIZATION, STALE, "flux-system") is None
     assert _deleted(converged, DYNAMIC_TYPES["stale removal"])
     assert DYNAMIC_TYPES["stale removal"] not in state_types(project)

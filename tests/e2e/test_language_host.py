@@ -16,7 +16,18 @@ from typing import Final
 from tests import toolchain
 from tests.e2e.engine import REPO_ROOT
 
-SCANNED: Final = ("tests", "benchmarks", "scripts", "cli", "program", "providers", "components", "services", ".ci", "deploy")
+SCANNED: Final = (
+    "tests",
+    "benchmarks",
+    "scripts",
+    "cli",
+    "program",
+    "providers",
+    "components",
+    "services",
+    ".ci",
+    "deploy",
+)
 INLINE: Final = re.compile(r"automation\._server|LanguageServer\(|[\"'\s]--client[=\"'\s]")
 """What running a program without its language host looks like: the Automation API's inline
 server, or `pulumi ... --client=ADDRESS` (`kubectl version --client` is another command's flag)."""
@@ -30,14 +41,20 @@ def test_the_language_host_beside_the_cli_answers_with_its_version_and_its_stamp
     assert answered.stdout.strip() == toolchain.versions().pulumi
     stamp = Path(f"{host}.stamp").read_text().splitlines()
     sources = [line for line in stamp if line.startswith("source=")]
-    assert len(sources) == 1 and re.fullmatch(r"source=(proxy \S+@\S+|archive \S+\.tar\.gz sha256=[0-9a-f]{64})", sources[0]), stamp
+    assert len(sources) == 1 and re.fullmatch(
+        r"source=(proxy \S+@\S+|archive \S+\.tar\.gz sha256=[0-9a-f]{64})", sources[0]
+    ), stamp
 
 
 def test_no_code_runs_a_program_through_an_inline_language_server_or_the_clis_client_flag():
     found = []
     for top in SCANNED:
         for path in sorted((REPO_ROOT / top).rglob("*")):
-            if path.is_file() and (path.suffix in {".py", ".sh", ".yaml"} or path.parent.name == ".ci") and path != Path(__file__):
+            if (
+                path.is_file()
+                and (path.suffix in {".py", ".sh", ".yaml"} or path.parent.name == ".ci")
+                and path != Path(__file__)
+            ):
                 for number, line in enumerate(path.read_text(errors="replace").splitlines(), 1):
                     if INLINE.search(line) and "kubectl" not in line:
                         found.append(f"{path.relative_to(REPO_ROOT)}:{number}: {line.strip()}")

@@ -55,7 +55,9 @@ def fresh_checkout(target: Path) -> Path:
     """The files git would commit, as they are in the working tree, copied to `target`."""
     listed = subprocess.run(
         ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
-        cwd=REPO_ROOT, capture_output=True, check=True,
+        cwd=REPO_ROOT,
+        capture_output=True,
+        check=True,
     ).stdout.decode()
     for name in filter(None, listed.split("\0")):
         source = REPO_ROOT / name
@@ -80,7 +82,9 @@ class Workstation:
 
 
 def _environment(home: Path, state: Path) -> dict[str, str]:
-    keep = {key: value for key, value in os.environ.items() if not key.startswith(("PULUMI_", "KUBECONFIG", "VIRTUAL_ENV"))}
+    keep = {
+        key: value for key, value in os.environ.items() if not key.startswith(("PULUMI_", "KUBECONFIG", "VIRTUAL_ENV"))
+    }
     return {
         **keep,
         "PATH": f"{toolchain.pulumi().parent}{os.pathsep}{keep.get('PATH', '')}",
@@ -97,8 +101,14 @@ def _environment(home: Path, state: Path) -> dict[str, str]:
 
 def _shell(line: str, cwd: Path, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        ["bash", "-c", line], cwd=cwd, env=env, stdin=subprocess.DEVNULL,
-        capture_output=True, text=True, timeout=COMMAND_TIMEOUT, check=False,
+        ["bash", "-c", line],
+        cwd=cwd,
+        env=env,
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=COMMAND_TIMEOUT,
+        check=False,
     )
 
 
@@ -113,7 +123,22 @@ def workstation(engine_cluster: ClusterInfo, demo: list[dict], tmp_path_factory:
     shutil.copy(engine_cluster.kubeconfig_path(ADMIN_USER), home / ".kube" / "config")
     env = _environment(home, state)
     provider = toolchain.versions().pulumi_kubernetes.removeprefix("v")
-    installed = _shell(shlex.join(["pulumi", "plugin", "install", "resource", "kubernetes", provider, "--file", str(toolchain.kubernetes_provider())]), checkout, env)
+    installed = _shell(
+        shlex.join(
+            [
+                "pulumi",
+                "plugin",
+                "install",
+                "resource",
+                "kubernetes",
+                provider,
+                "--file",
+                str(toolchain.kubernetes_provider()),
+            ]
+        ),
+        checkout,
+        env,
+    )
     assert installed.returncode == 0, installed.stdout + installed.stderr
     commands = workstation_commands(README.read_text())
     results = []
@@ -126,13 +151,22 @@ def workstation(engine_cluster: ClusterInfo, demo: list[dict], tmp_path_factory:
 
 def test_the_readme_gives_a_workstation_stack_init_config_set_preview_diff_and_up():
     commands = [line.split("#")[0].split() for line in workstation_commands(README.read_text())]
-    assert [words[:2] for words in commands] == [["pulumi", "stack"], ["pulumi", "config"], ["pulumi", "preview"], ["pulumi", "up"]]
+    assert [words[:2] for words in commands] == [
+        ["pulumi", "stack"],
+        ["pulumi", "config"],
+        ["pulumi", "preview"],
+        ["pulumi", "up"],
+    ]
     assert commands[0] == ["pulumi", "stack", "init", STACK]
     assert commands[2] == ["pulumi", "preview", "--diff"]
 
 
 def test_every_workstation_command_of_the_readme_succeeds_in_a_fresh_checkout(workstation: Workstation):
-    failed = [(line, result.returncode, (result.stdout + result.stderr)[-4000:]) for line, result in zip(workstation.commands, workstation.results, strict=False) if result.returncode != 0]
+    failed = [
+        (line, result.returncode, (result.stdout + result.stderr)[-4000:])
+        for line, result in zip(workstation.commands, workstation.results, strict=False)
+        if result.returncode != 0
+    ]
     assert not failed, failed
     assert len(workstation.results) == len(workstation.commands)
 
@@ -142,11 +176,19 @@ def test_pulumi_creates_the_checkouts_venv_from_requirements_txt_as_the_readme_s
     python = workstation.checkout / "venv" / "bin" / "python"
     assert python.is_file()
     # Isolated (-I) and from the home: only the venv's own installation can find the package.
-    imported = subprocess.run([str(python), "-I", "-c", "import program; print(program.__file__)"], cwd=workstation.home, capture_output=True, text=True, check=True)
+    imported = subprocess.run(
+        [str(python), "-I", "-c", "import program; print(program.__file__)"],
+        cwd=workstation.home,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     assert Path(imported.stdout.strip()).is_relative_to(workstation.checkout)
 
 
-def test_the_preview_shows_the_programs_resources_to_create_and_the_up_applies_them(workstation: Workstation, kube: KubeClient):
+def test_the_preview_shows_the_programs_resources_to_create_and_the_up_applies_them(
+    workstation: Workstation, kube: KubeClient
+):
     assert re.search(r"\+ \d+ to create", workstation.output("pulumi preview --diff"))
     served = {crd["metadata"]["name"] for crd in kube.list(CRD)}
     ours = {crd["metadata"]["name"] for crd in load_committed_crds()}

@@ -40,7 +40,13 @@ EARLIER_STATUS_TYPE = "pulumi-python:dynamic/magicstick:Status"
 
 
 @pytest.fixture(scope="module")
-def project(engine_cluster: ClusterInfo, kube: KubeClient, demo: list[dict], ollama: OllamaDouble, tmp_path_factory: pytest.TempPathFactory) -> PulumiProject:
+def project(
+    engine_cluster: ClusterInfo,
+    kube: KubeClient,
+    demo: list[dict],
+    ollama: OllamaDouble,
+    tmp_path_factory: pytest.TempPathFactory,
+) -> PulumiProject:
     """The demo in the cluster, as the earlier release left it, and a stack with the same passphrase."""
     install_crds(engine_cluster, [REPO_ROOT / "api" / "crds"])
     load_demo(kube, demo)
@@ -72,11 +78,17 @@ def test_a_preview_from_an_earlier_release_state_replaces_nothing_deletes_nothin
     assert replaced == []
     objects = [step for step in steps if resource_type(step["urn"]).startswith("kubernetes:")]
     assert [step["urn"] for step in objects if step["op"] == "delete"] == []
-    created = [identity(step["newState"].get("outputs") or step["newState"]["inputs"]) for step in objects if step["op"] == "create"]
+    created = [
+        identity(step["newState"].get("outputs") or step["newState"]["inputs"])
+        for step in objects
+        if step["op"] == "create"
+    ]
     assert set(created) & {identity(body) for _, body in left} == set()
 
 
-def _import(state: Path, project: PulumiProject, engine_cluster: ClusterInfo, kube: KubeClient) -> list[tuple[str, dict]]:
+def _import(
+    state: Path, project: PulumiProject, engine_cluster: ClusterInfo, kube: KubeClient
+) -> list[tuple[str, dict]]:
     """The objects the release left applied again, and its state imported as this workstation's."""
     kubeconfig = str(engine_cluster.kubeconfig_path(ADMIN_USER))
     left = applied_objects(json.loads(state.read_text()))
@@ -96,7 +108,9 @@ def test_an_up_from_an_earlier_release_state_moves_the_statuses_into_batches_and
     deleted by its own provider, which touches no object, and the batches are created; then the
     stack converges with no `Status` left and every runtime object's status written."""
     _import(state, project, engine_cluster, kube)
-    earlier = {r["urn"] for r in json.loads(state.read_text())["deployment"]["resources"] if r["type"] == EARLIER_STATUS_TYPE}
+    earlier = {
+        r["urn"] for r in json.loads(state.read_text())["deployment"]["resources"] if r["type"] == EARLIER_STATUS_TYPE
+    }
     assert earlier, "the earlier release wrote statuses one resource per object"
 
     upgrade = project.pulumi("up", "--yes", "--skip-preview", events=True)
@@ -104,7 +118,10 @@ def test_an_up_from_an_earlier_release_state_moves_the_statuses_into_batches_and
     steps = changes(upgrade)
     assert {urn for urn, op in steps.items() if resource_type(urn) == EARLIER_STATUS_TYPE} == earlier
     assert all(steps[urn] == "delete" for urn in earlier)
-    assert {logical_name(urn) for urn, op in steps.items() if resource_type(urn) == STATUS_TYPE and op == "create"} >= {"statuses/appliance/0", "statuses/modelactivation/0"}
+    assert {logical_name(urn) for urn, op in steps.items() if resource_type(urn) == STATUS_TYPE and op == "create"} >= {
+        "statuses/appliance/0",
+        "statuses/modelactivation/0",
+    }
     runs = converge(project, kube, ollama)
     assert changes(runs[-1]) == {}
     kept = [r for r in project.export()["deployment"]["resources"] if r["type"] == EARLIER_STATUS_TYPE]

@@ -51,7 +51,11 @@ def applied_objects(exported: dict) -> list[tuple[str, dict]]:
     applied = []
     for resource in exported["deployment"]["resources"]:
         outputs = resource.get("outputs") or {}
-        if not resource["type"].startswith("kubernetes:") or "metadata" not in outputs or outputs.get("kind") == "CustomResourceDefinition":
+        if (
+            not resource["type"].startswith("kubernetes:")
+            or "metadata" not in outputs
+            or outputs.get("kind") == "CustomResourceDefinition"
+        ):
             continue
         body = without_server_fields({key: value for key, value in outputs.items() if not key.startswith("__")})
         applied.append((str(outputs.get("__fieldManager") or "pulumi-kubernetes"), body))
@@ -66,12 +70,17 @@ def identity(body: dict) -> ObjectIdentity:
 def without_machine_fields(exported: dict) -> dict:
     """`exported` without each resource's MACHINE_FIELDS. Pure."""
     deployment = exported["deployment"]
-    resources = [{key: value for key, value in resource.items() if key not in MACHINE_FIELDS} for resource in deployment.get("resources") or ()]
+    resources = [
+        {key: value for key, value in resource.items() if key not in MACHINE_FIELDS}
+        for resource in deployment.get("resources") or ()
+    ]
     return {**exported, "deployment": {**deployment, "resources": resources}}
 
 
 def release_commit() -> str:
-    return subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=REPO_ROOT, capture_output=True, text=True, check=True).stdout.strip()
+    return subprocess.run(
+        ["git", "rev-parse", "--short", "HEAD"], cwd=REPO_ROOT, capture_output=True, text=True, check=True
+    ).stdout.strip()
 
 
 def export_converged_demo() -> dict:
@@ -80,7 +89,10 @@ def export_converged_demo() -> dict:
     documents = demo_documents()
     with running_cluster(controllers=GARBAGE_COLLECTION) as cluster, tempfile.TemporaryDirectory() as scratch:
         kubeconfig = cluster.kubeconfig_path(ADMIN_USER)
-        with open_client(KubeAccess(kubeconfig=str(kubeconfig))) as kube, running_ollama(proxyable_host_address(), port=MODEL_SERVER_PORT) as ollama:
+        with (
+            open_client(KubeAccess(kubeconfig=str(kubeconfig))) as kube,
+            running_ollama(proxyable_host_address(), port=MODEL_SERVER_PORT) as ollama,
+        ):
             prepare_cluster(cluster, kube, documents)
             project = PulumiProject.create(Path(scratch), passphrase=FIXTURE_PASSPHRASE)
             project.config_set({"magicstick:kubeconfig": str(kubeconfig)})

@@ -66,7 +66,11 @@ def upstream_crds_of(documents: list[JsonObject]) -> list[Path]:
     """The vendored files of the upstream CRDs `documents` list (ours excluded). A CRD that is
     not vendored is an error: the suite never stands in for a CRD."""
     vendored = _vendored_crd_files()
-    names = [d["metadata"]["name"] for d in documents if d["kind"] == CRD.kind and not d["metadata"]["name"].endswith(f".{OWN_GROUP}")]
+    names = [
+        d["metadata"]["name"]
+        for d in documents
+        if d["kind"] == CRD.kind and not d["metadata"]["name"].endswith(f".{OWN_GROUP}")
+    ]
     missing = [name for name in names if name not in vendored]
     if missing:
         raise LookupError(f"no vendored CRD for {', '.join(missing)} in {VENDORED_CRDS}")
@@ -124,17 +128,36 @@ def play_ollama(client: KubeClient, ollama: OllamaDouble, namespace: str = MODEL
             continue
         ollama.tags.add(tag_of(url.removeprefix(OLLAMA_URL)))
         name = model["metadata"]["name"]
-        pods = [pod for pod in client.list(POD, namespace=namespace) if (pod["metadata"].get("labels") or {}).get("model") == name]
+        pods = [
+            pod
+            for pod in client.list(POD, namespace=namespace)
+            if (pod["metadata"].get("labels") or {}).get("model") == name
+        ]
         if any(_serves(pod, ollama) for pod in pods):
             continue
         for pod in pods:
             client.delete(POD, pod["metadata"]["name"], namespace)
-        owner = {"apiVersion": "kubeai.org/v1", "kind": "Model", "name": name, "uid": model["metadata"]["uid"], "controller": True}
-        container = {"name": "server", "image": "registry.example.com/ollama:CHANGEME", "ports": [{"name": "http", "containerPort": ollama.port}]}
+        owner = {
+            "apiVersion": "kubeai.org/v1",
+            "kind": "Model",
+            "name": name,
+            "uid": model["metadata"]["uid"],
+            "controller": True,
+        }
+        container = {
+            "name": "server",
+            "image": "registry.example.com/ollama:CHANGEME",
+            "ports": [{"name": "http", "containerPort": ollama.port}],
+        }
         pod = {
             "apiVersion": "v1",
             "kind": "Pod",
-            "metadata": {"name": f"{name}-0", "namespace": namespace, "labels": {"model": name}, "ownerReferences": [owner]},
+            "metadata": {
+                "name": f"{name}-0",
+                "namespace": namespace,
+                "labels": {"model": name},
+                "ownerReferences": [owner],
+            },
             "spec": {"automountServiceAccountToken": False, "containers": [container]},
         }
         client.apply(POD, pod, field_manager=KUBEAI)
@@ -150,7 +173,9 @@ def play_ollama(client: KubeClient, ollama: OllamaDouble, namespace: str = MODEL
 
 
 def _serves(pod: Mapping[str, Any], ollama: OllamaDouble) -> bool:
-    ports = [port.get("containerPort") for container in pod["spec"]["containers"] for port in container.get("ports") or ()]
+    ports = [
+        port.get("containerPort") for container in pod["spec"]["containers"] for port in container.get("ports") or ()
+    ]
     return (pod.get("status") or {}).get("podIP") == ollama.host and ollama.port in ports
 
 
@@ -171,4 +196,3 @@ def play_controllers(client: KubeClient, ollama: OllamaDouble) -> int:
     written += play_platform(client)
     written += play_kubeai(client, MODEL_NAMESPACE)
     return written
-

@@ -51,9 +51,15 @@ def proxy_certificate(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, P
 @pytest.fixture
 def faulty(cluster: ClusterInfo, proxy_certificate: tuple[Path, Path], tmp_path: Path) -> Iterator[Faulty]:
     cert_file, key_file = proxy_certificate
-    with FaultProxy(upstream=cluster.url, upstream_tls=cluster.ssl_context(), cert_file=cert_file, key_file=key_file) as proxy:
+    with FaultProxy(
+        upstream=cluster.url, upstream_tls=cluster.ssl_context(), cert_file=cert_file, key_file=key_file
+    ) as proxy:
         kubeconfig = write_kubeconfig(
-            tmp_path / "proxy-kubeconfig.yaml", server=proxy.url, ca_file=cert_file, user=ADMIN_USER, token=cluster.admin_token
+            tmp_path / "proxy-kubeconfig.yaml",
+            server=proxy.url,
+            ca_file=cert_file,
+            user=ADMIN_USER,
+            token=cluster.admin_token,
         )
         access = KubeAccess(kubeconfig=str(kubeconfig), timeout_seconds=CLIENT_TIMEOUT, retry=INSTANT)
         sleeps: list[float] = []

@@ -174,10 +174,16 @@ class FaultProxy:
 
     def written(self, path: str) -> list[dict]:
         """Every object a successful write to `path` returned, in order: the versions it stored."""
-        return [json.loads(e.body) for e in self.exchanges if e.method != "GET" and e.path == path and e.upstream in (200, 201)]
+        return [
+            json.loads(e.body)
+            for e in self.exchanges
+            if e.method != "GET" and e.path == path and e.upstream in (200, 201)
+        ]
 
     def __enter__(self) -> FaultProxy:
-        threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.05}, name="fault-proxy", daemon=True).start()
+        threading.Thread(
+            target=self._server.serve_forever, kwargs={"poll_interval": 0.05}, name="fault-proxy", daemon=True
+        ).start()
         return self
 
     def __exit__(self, *_: object) -> None:
@@ -243,7 +249,11 @@ class _Handler(BaseHTTPRequestHandler):
         action = self.server.proxy._choose(self.command, path)
         if isinstance(action, Answer):
             self._record(path, action, received=action.code)
-            body_sent = json.dumps(action.status).encode() if action.status is not None else _status_body(action.code, self.command, path)
+            body_sent = (
+                json.dumps(action.status).encode()
+                if action.status is not None
+                else _status_body(action.code, self.command, path)
+            )
             self._send(action.code, body_sent, retry_after=action.retry_after)
         elif isinstance(action, WatchError):
             self._record(path, action, received=200)
@@ -264,7 +274,9 @@ class _Handler(BaseHTTPRequestHandler):
             answer = self._forward(body)
             delivered = not isinstance(action, (Reset, Hold))
             kept = answer.content if self.command != "GET" else b""
-            self._record(path, action, received=answer.status_code if delivered else None, upstream=answer.status_code, body=kept)
+            self._record(
+                path, action, received=answer.status_code if delivered else None, upstream=answer.status_code, body=kept
+            )
             if isinstance(action, Hold):
                 self._hold()
             elif isinstance(action, Reset) and action.stage is ResetStage.AFTER_FORWARD:
@@ -273,16 +285,32 @@ class _Handler(BaseHTTPRequestHandler):
                 content_type = answer.headers.get("content-type")
                 self._send(answer.status_code, answer.content, content_type=content_type, cut=isinstance(action, Reset))
 
-    def _record(self, path: str, action: Action | None, *, received: int | None = None, upstream: int | None = None, body: bytes = b"") -> None:
+    def _record(
+        self,
+        path: str,
+        action: Action | None,
+        *,
+        received: int | None = None,
+        upstream: int | None = None,
+        body: bytes = b"",
+    ) -> None:
         """Kept before the client sees anything, so a count never lags the client's attempts."""
-        self.server.proxy._record(Exchange(self.command, path, urlsplit(self.path).query, action, received, upstream, body))
+        self.server.proxy._record(
+            Exchange(self.command, path, urlsplit(self.path).query, action, received, upstream, body)
+        )
 
     def _forward(self, body: bytes) -> httpx.Response:
         headers = {k: v for k, v in self.headers.items() if k.lower() in FORWARDED_HEADERS}
         return self.server.proxy._upstream.request(self.command, self.path, headers=headers, content=body or None)
 
     def _send(
-        self, code: int, body: bytes, *, content_type: str | None = "application/json", retry_after: str | None = None, cut: bool = False
+        self,
+        code: int,
+        body: bytes,
+        *,
+        content_type: str | None = "application/json",
+        retry_after: str | None = None,
+        cut: bool = False,
     ) -> None:
         self.send_response(code)
         self.send_header("Content-Type", content_type or "application/json")
@@ -310,7 +338,9 @@ class _Handler(BaseHTTPRequestHandler):
     def _stall(self, path: str, action: Stall, body: bytes) -> None:
         headers = {k: v for k, v in self.headers.items() if k.lower() in FORWARDED_HEADERS}
         upstream = self.server.proxy._upstream
-        answer = upstream.send(upstream.build_request(self.command, self.path, headers=headers, content=body or None), stream=True)
+        answer = upstream.send(
+            upstream.build_request(self.command, self.path, headers=headers, content=body or None), stream=True
+        )
         try:
             self._record(path, action, received=answer.status_code, upstream=answer.status_code)
             self._start_chunks(answer.status_code, answer.headers.get("content-type") or "application/json")
@@ -365,7 +395,10 @@ def too_large_resource_version(*, requested: int, current: int) -> dict[str, Any
         "status": "Failure",
         "message": f"Timeout: Too large resource version: {requested}, current: {current}",
         "reason": "Timeout",
-        "details": {"causes": [{"reason": "ResourceVersionTooLarge", "message": "Too large resource version"}], "retryAfterSeconds": 1},
+        "details": {
+            "causes": [{"reason": "ResourceVersionTooLarge", "message": "Too large resource version"}],
+            "retryAfterSeconds": 1,
+        },
         "code": 504,
     }
 
@@ -415,5 +448,3 @@ def write_kubeconfig(path: Path, *, server: str, ca_file: Path, user: str, token
     path.write_text(yaml.safe_dump(document, sort_keys=False))
     path.chmod(0o600)
     return path
-
-

@@ -27,8 +27,12 @@ def config_maps(namespace: str) -> str:
     return f"/api/v1/namespaces/{namespace}/configmaps"
 
 
-def test_retry_after_is_honoured_up_to_the_policys_longest_wait_and_other_answers_back_off(faulty: Faulty, namespace: str):
-    access = KubeAccess(kubeconfig=faulty.access.kubeconfig, timeout_seconds=faulty.access.timeout_seconds, retry=POLICY)
+def test_retry_after_is_honoured_up_to_the_policys_longest_wait_and_other_answers_back_off(
+    faulty: Faulty, namespace: str
+):
+    access = KubeAccess(
+        kubeconfig=faulty.access.kubeconfig, timeout_seconds=faulty.access.timeout_seconds, retry=POLICY
+    )
     faulty.proxy.plan(
         Fault("GET", config_maps(namespace), Answer(429, retry_after="3"), on=(1,)),
         Fault("GET", config_maps(namespace), Answer(429, retry_after="120"), on=(2,)),
@@ -41,12 +45,17 @@ def test_retry_after_is_honoured_up_to_the_policys_longest_wait_and_other_answer
     assert faulty.proxy.count("GET", config_maps(namespace)) == 4
 
 
-def test_a_page_that_fails_is_asked_again_with_the_same_token_and_the_list_is_whole(faulty: Faulty, admin: KubeClient, namespace: str):
+def test_a_page_that_fails_is_asked_again_with_the_same_token_and_the_list_is_whole(
+    faulty: Faulty, admin: KubeClient, namespace: str
+):
     names = [f"page-{index}" for index in range(3)]
     for name in names:
         body = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name, "namespace": namespace}}
         admin.apply(CONFIG_MAP, body, field_manager="test")
-    faulty.proxy.plan(Fault("GET", config_maps(namespace), Reset(), on=(2,)), Fault("GET", config_maps(namespace), Answer(503), on=(4,)))
+    faulty.proxy.plan(
+        Fault("GET", config_maps(namespace), Reset(), on=(2,)),
+        Fault("GET", config_maps(namespace), Answer(503), on=(4,)),
+    )
 
     listed = faulty.client.list(CONFIG_MAP, namespace=namespace, page_size=1)
 

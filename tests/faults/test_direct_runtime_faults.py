@@ -48,7 +48,9 @@ def test_an_outage_is_an_unavailable_problem_after_the_policys_attempts_and_appl
 
     problem = result.outs["problem"]
     assert (problem["reason"], problem["persistence"]) == ("RealtimeApiUnavailable", "Temporary")
-    assert problem["message"].startswith(f"apply ConfigMap/{namespace}/{NAME}-stages: ") and answer in problem["message"]
+    assert (
+        problem["message"].startswith(f"apply ConfigMap/{namespace}/{NAME}-stages: ") and answer in problem["message"]
+    )
     assert faulty.proxy.count("PATCH", path) == ATTEMPTS
     assert result.outs["applied"] == []
     assert faulty.proxy.count("PATCH", rf"/api.*/namespaces/{namespace}/(services|deployments)/.*") == 0
@@ -80,9 +82,16 @@ def test_the_outage_problem_leaves_the_activation_starting_not_degraded(
     faulty.proxy.plan(Fault("PATCH", first_path(namespace, DirectRuntimeKind.REALTIME), Answer(503), on=None))
     provider = through_proxy(DirectRuntimeProvider())
     outputs = provider.create(provider.check({}, inputs(namespace, runtime_objects(namespace, NAME))).inputs).outs
-    planned = {"phase": "Ready", "reason": "Ready", "message": "The realtime runtime is ready.", "observedGeneration": 1}
+    planned = {
+        "phase": "Ready",
+        "reason": "Ready",
+        "message": "The realtime runtime is ready.",
+        "observedGeneration": 1,
+    }
 
-    status = status_with_problems(planned, problems_of({f"realtime/{namespace}/{NAME}": outputs["problem"]}), previous={}, now=NOW)
+    status = status_with_problems(
+        planned, problems_of({f"realtime/{namespace}/{NAME}": outputs["problem"]}), previous={}, now=NOW
+    )
 
     assert (status["phase"], status["reason"]) == ("Starting", "RealtimeApiUnavailable")
     assert "503 ServiceUnavailable" in status["message"]

@@ -35,7 +35,9 @@ def _tokens(faulty: Faulty, namespace: str) -> list[bool]:
     return ["continue=" in e.query for e in faulty.proxy.exchanges if e.method == "GET" and e.path == _path(namespace)]
 
 
-def test_an_expired_continue_token_lists_again_from_the_first_page_and_returns_every_object(faulty: Faulty, admin: KubeClient, namespace: str):
+def test_an_expired_continue_token_lists_again_from_the_first_page_and_returns_every_object(
+    faulty: Faulty, admin: KubeClient, namespace: str
+):
     names = _models(admin, namespace)
     faulty.proxy.plan(Fault("GET", _path(namespace), Answer(410), on=(2,)))
 
@@ -45,7 +47,9 @@ def test_an_expired_continue_token_lists_again_from_the_first_page_and_returns_e
     assert _tokens(faulty, namespace) == [False, True, False, True, True], "page 1, page 2 expired; then pages 1, 2, 3"
 
 
-def test_a_continue_token_that_keeps_expiring_raises_gone_after_the_bounded_relists(faulty: Faulty, admin: KubeClient, namespace: str):
+def test_a_continue_token_that_keeps_expiring_raises_gone_after_the_bounded_relists(
+    faulty: Faulty, admin: KubeClient, namespace: str
+):
     _models(admin, namespace)
     faulty.proxy.plan(Fault("GET", _path(namespace), Answer(410), on=tuple(range(2, 2 * (RELISTS + 1) + 1, 2))))
 

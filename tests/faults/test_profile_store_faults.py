@@ -39,7 +39,12 @@ def store_path(ref: ProfileStoreRef) -> str:
 def bootstrapped(admin: KubeClient, namespace: str, document: dict = BEFORE) -> ProfileStoreRef:
     """The store as Flux creates it, holding an entry and a key that are not the program's."""
     ref = ProfileStoreRef(namespace=namespace)
-    body = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": ref.name, "namespace": namespace}, "data": {ref.key: serialise(document)}}
+    body = {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {"name": ref.name, "namespace": namespace},
+        "data": {ref.key: serialise(document)},
+    }
     admin.apply(CONFIG_MAP, body, field_manager="kustomize-controller")
     return ref
 
@@ -55,7 +60,9 @@ def stored_document(admin: KubeClient, ref: ProfileStoreRef) -> dict:
     return read_document(admin.get(CONFIG_MAP, ref.name, ref.namespace), key=ref.key)
 
 
-def test_a_409_storm_shorter_than_the_attempts_lands_the_entry_once_beside_the_foreign_one(faulty: Faulty, admin: KubeClient, namespace: str):
+def test_a_409_storm_shorter_than_the_attempts_lands_the_entry_once_beside_the_foreign_one(
+    faulty: Faulty, admin: KubeClient, namespace: str
+):
     ref = bootstrapped(admin, namespace)
     faulty.proxy.plan(Fault("PATCH", store_path(ref), Answer(409), on=(1, 2, 3, 4)))
 
@@ -80,10 +87,15 @@ def test_a_409_storm_longer_than_the_attempts_gives_up_contended_and_leaves_the_
     assert faulty.proxy.count("GET", store_path(ref)) == DEFAULT_ATTEMPTS
     assert landed(faulty, ref) == []
     after = admin.get(CONFIG_MAP, ref.name, namespace)
-    assert (after["data"], after["metadata"]["resourceVersion"]) == (before["data"], before["metadata"]["resourceVersion"])
+    assert (after["data"], after["metadata"]["resourceVersion"]) == (
+        before["data"],
+        before["metadata"]["resourceVersion"],
+    )
 
 
-def test_other_writers_landing_between_each_read_and_write_lose_no_entry(faulty: Faulty, admin: KubeClient, namespace: str):
+def test_other_writers_landing_between_each_read_and_write_lose_no_entry(
+    faulty: Faulty, admin: KubeClient, namespace: str
+):
     ref = bootstrapped(admin, namespace)
     others = {f"magicstick-other-{index}": {**PROFILE, "imageName": f"other-{index}"} for index in (1, 2, 3)}
     queue = iter(others.items())
@@ -102,7 +114,10 @@ def test_other_writers_landing_between_each_read_and_write_lose_no_entry(faulty:
     everything = {**BEFORE, "resourceProfiles": {**FOREIGN, **others, OURS: PROFILE}}
     assert landed(faulty, ref) == [everything]
     versions += landed(faulty, ref)
-    kept = [set(earlier["resourceProfiles"]) <= set(later["resourceProfiles"]) for earlier, later in itertools.pairwise(versions)]
+    kept = [
+        set(earlier["resourceProfiles"]) <= set(later["resourceProfiles"])
+        for earlier, later in itertools.pairwise(versions)
+    ]
     assert kept == [True] * 4, "every version keeps every entry of the one before"
     assert stored_document(admin, ref) == everything
 
@@ -142,7 +157,9 @@ def test_a_write_whose_answer_is_lost_is_not_written_twice_and_the_store_holds_t
     assert stored_document(admin, ref) == AFTER
 
 
-def test_a_created_store_whose_answer_is_lost_is_read_again_and_holds_only_our_entry(faulty: Faulty, admin: KubeClient, namespace: str):
+def test_a_created_store_whose_answer_is_lost_is_read_again_and_holds_only_our_entry(
+    faulty: Faulty, admin: KubeClient, namespace: str
+):
     ref = ProfileStoreRef(namespace=namespace)
     faulty.proxy.plan(Fault("POST", CONFIG_MAP.collection_path(namespace), Reset(ResetStage.AFTER_FORWARD)))
 
@@ -177,6 +194,7 @@ def test_the_provider_under_a_failing_server_stops_after_the_policys_attempts_na
     assert "503 ServiceUnavailable" in answer
     assert faulty.proxy.count("PATCH", store_path(ref)) == ATTEMPTS
     assert faulty.proxy.count("GET", store_path(ref)) == 1
-    assert admin.get(CONFIG_MAP, ref.name, namespace)["metadata"]["resourceVersion"] == before["metadata"]["resourceVersion"]
-
-
+    assert (
+        admin.get(CONFIG_MAP, ref.name, namespace)["metadata"]["resourceVersion"]
+        == before["metadata"]["resourceVersion"]
+    )

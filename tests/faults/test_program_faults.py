@@ -32,12 +32,18 @@ def instant_observe(monkeypatch: pytest.MonkeyPatch) -> None:
 
 def run_step(faulty: Faulty, system_namespace: str, monitor: RecordingMonitor) -> dict[str, Mapping[str, Any]]:
     """The inputs of every resource the step declared, by URN."""
-    config = {"kubeconfig": str(faulty.access.kubeconfig), "systemNamespace": system_namespace, "now": "2026-01-01T00:00:00Z"}
+    config = {
+        "kubeconfig": str(faulty.access.kubeconfig),
+        "systemNamespace": system_namespace,
+        "now": "2026-01-01T00:00:00Z",
+    }
     _, run = run_offline(program.run, config, monitor=monitor)
     return {registration.urn: registration.inputs for registration in run.registrations}
 
 
-def test_a_step_through_transient_faults_declares_what_a_step_without_them_declares(faulty: Faulty, world: str, instant_observe):
+def test_a_step_through_transient_faults_declares_what_a_step_without_them_declares(
+    faulty: Faulty, world: str, instant_observe
+):
     undisturbed = run_step(faulty, world, RecordingMonitor())
     once: dict[str, Action] = {
         NODES: Answer(429, retry_after="0"),
@@ -57,8 +63,16 @@ def test_a_step_through_transient_faults_declares_what_a_step_without_them_decla
 
 
 FAILING_READS: dict[str, tuple[str, Action, str]] = {
-    "moduleactivations-503": (MODULE_ACTIVATIONS, Answer(503), r"reading ModuleActivation .* failed: 503 ServiceUnavailable"),
-    "model-pods-reset": (PODS_IN_AI, Reset(), r"reading Pod \(v1\) in namespace ai failed: cannot reach .*Server disconnected"),
+    "moduleactivations-503": (
+        MODULE_ACTIVATIONS,
+        Answer(503),
+        r"reading ModuleActivation .* failed: 503 ServiceUnavailable",
+    ),
+    "model-pods-reset": (
+        PODS_IN_AI,
+        Reset(),
+        r"reading Pod \(v1\) in namespace ai failed: cannot reach .*Server disconnected",
+    ),
 }
 
 

@@ -27,16 +27,27 @@ SERVICE_ACCOUNT = ResourceKind(group="", version="v1", kind="ServiceAccount", pl
 
 
 def status_inputs(namespace: str) -> dict:
-    return {"apiVersion": "appliance.magicstick.dev/v1alpha1", "kind": "ModuleActivation", "namespace": namespace, "name": "basis", "status": READY}
+    return {
+        "apiVersion": "appliance.magicstick.dev/v1alpha1",
+        "kind": "ModuleActivation",
+        "namespace": namespace,
+        "name": "basis",
+        "status": READY,
+    }
 
 
 def status_path(namespace: str) -> str:
     return MODULE_ACTIVATION.object_path("basis", namespace) + "/status"
 
 
-def test_a_status_write_through_a_500_and_a_reset_lands_once(faulty: Faulty, own_crds, admin: KubeClient, namespace: str):
+def test_a_status_write_through_a_500_and_a_reset_lands_once(
+    faulty: Faulty, own_crds, admin: KubeClient, namespace: str
+):
     load(admin, [in_namespace(activation("basis"), namespace)])
-    faulty.proxy.plan(Fault("PATCH", status_path(namespace), Answer(500), on=(1,)), Fault("PATCH", status_path(namespace), Reset(), on=(2,)))
+    faulty.proxy.plan(
+        Fault("PATCH", status_path(namespace), Answer(500), on=(1,)),
+        Fault("PATCH", status_path(namespace), Reset(), on=(2,)),
+    )
 
     assert write_status(faulty.client, StatusTarget.from_inputs(status_inputs(namespace))) is True
 
@@ -44,9 +55,18 @@ def test_a_status_write_through_a_500_and_a_reset_lands_once(faulty: Faulty, own
     assert admin.get(MODULE_ACTIVATION, "basis", namespace)["status"] == READY
 
 
-@pytest.mark.parametrize(("code", "answer", "attempts"), [(500, "500 InternalError", ATTEMPTS), (409, "409 Conflict", 1)], ids=["500", "409"])
+@pytest.mark.parametrize(
+    ("code", "answer", "attempts"), [(500, "500 InternalError", ATTEMPTS), (409, "409 Conflict", 1)], ids=["500", "409"]
+)
 def test_a_status_write_the_server_keeps_refusing_stops_after_the_policys_attempts_and_writes_nothing(
-    faulty: Faulty, own_crds, admin: KubeClient, namespace: str, through_proxy: Callable, code: int, answer: str, attempts: int
+    faulty: Faulty,
+    own_crds,
+    admin: KubeClient,
+    namespace: str,
+    through_proxy: Callable,
+    code: int,
+    answer: str,
+    attempts: int,
 ):
     load(admin, [in_namespace(activation("basis"), namespace)])
     faulty.proxy.plan(Fault("PATCH", status_path(namespace), Answer(code), on=None))
@@ -76,11 +96,21 @@ def stale_kustomization(admin: KubeClient) -> dict:
     body = {
         "apiVersion": "kustomize.toolkit.fluxcd.io/v1",
         "kind": "Kustomization",
-        "metadata": {"name": STALE, "namespace": "flux-system", "labels": {"app.kubernetes.io/managed-by": "magicstick"}},
+        "metadata": {
+            "name": STALE,
+            "namespace": "flux-system",
+            "labels": {"app.kubernetes.io/managed-by": "magicstick"},
+        },
         "spec": {"interval": "10m0s", "prune": True, "sourceRef": {"kind": "GitRepository", "name": "flux-system"}},
     }
     created = admin.apply(KUSTOMIZATION, body, field_manager="earlier-operator")
-    return {"apiVersion": body["apiVersion"], "kind": "Kustomization", "namespace": "flux-system", "name": STALE, "uid": created["metadata"]["uid"]}
+    return {
+        "apiVersion": body["apiVersion"],
+        "kind": "Kustomization",
+        "namespace": "flux-system",
+        "name": STALE,
+        "uid": created["metadata"]["uid"],
+    }
 
 
 STALE_PATH = KUSTOMIZATION.object_path(STALE, "flux-system")
@@ -118,12 +148,27 @@ def recovery_inputs(admin: KubeClient, namespace: str) -> dict:
     account = {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "default", "namespace": namespace}}
     admin.apply(SERVICE_ACCOUNT, account, field_manager="test-loader")
     spec = {"automountServiceAccountToken": False, "containers": [{"name": "server", "image": "ollama/ollama:example"}]}
-    body = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "model-qwen-0", "namespace": namespace}, "spec": spec}
+    body = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": "model-qwen-0", "namespace": namespace},
+        "spec": spec,
+    }
     metadata = admin.apply(POD, body, field_manager="test-loader")["metadata"]
-    return PodRecoveryProvider().check(
-        {},
-        {"namespace": namespace, "pod": metadata["name"], "podUID": metadata["uid"], "resourceVersion": metadata["resourceVersion"], "attempt": 1.0},
-    ).inputs
+    return (
+        PodRecoveryProvider()
+        .check(
+            {},
+            {
+                "namespace": namespace,
+                "pod": metadata["name"],
+                "podUID": metadata["uid"],
+                "resourceVersion": metadata["resourceVersion"],
+                "attempt": 1.0,
+            },
+        )
+        .inputs
+    )
 
 
 def test_a_pod_deletion_the_server_keeps_failing_stops_after_the_policys_attempts_naming_the_answer(
@@ -158,7 +203,13 @@ def test_an_alias_whose_pod_proxy_answers_503_is_the_resources_problem_after_one
     faulty: Faulty, namespace: str, through_proxy: Callable
 ):
     provider = through_proxy(OllamaAliasProvider())
-    alias = {"namespace": namespace, "pods": ["model-qwen-0"], "source": "qwen2.5:0.5b", "alias": "qwen2505bcpu", "port": 8000}
+    alias = {
+        "namespace": namespace,
+        "pods": ["model-qwen-0"],
+        "source": "qwen2.5:0.5b",
+        "alias": "qwen2505bcpu",
+        "port": 8000,
+    }
     inputs = provider.check({}, alias).inputs
     tags = proxy_path(namespace, "model-qwen-0", "api/tags", port=8000)
     faulty.proxy.plan(Fault("GET", tags, Answer(503), on=None))

@@ -40,7 +40,9 @@ def test_the_too_large_resource_version_status_is_the_servers(admin_client: http
     ],
     ids=["list of a custom resource", "watch of a core kind"],
 )
-def test_the_forbidden_status_is_the_servers(cluster: ClusterInfo, namespace: str, verb: str, plural: str, group: str, params: dict):
+def test_the_forbidden_status_is_the_servers(
+    cluster: ClusterInfo, namespace: str, verb: str, plural: str, group: str, params: dict
+):
     version = f"apis/{group}/v1alpha1" if group else "api/v1"
     with cluster.client(READER_USER) as reader:
         answer = reader.get(f"/{version}/namespaces/{namespace}/{plural}", params=params)

@@ -44,15 +44,24 @@ def test_every_list_that_fails_once_is_retried_once_and_the_snapshot_is_the_faul
 
 
 PERSISTENT: dict[str, tuple[Action, str]] = {
-    "429": (Answer(429, retry_after="0"), "429 TooManyRequests: fault injected by the test proxy into GET /api/v1/nodes"),
+    "429": (
+        Answer(429, retry_after="0"),
+        "429 TooManyRequests: fault injected by the test proxy into GET /api/v1/nodes",
+    ),
     "500": (Answer(500), "500 InternalError: fault injected"),
     "503": (Answer(503), "503 ServiceUnavailable: fault injected"),
-    "reset": (Reset(), "cannot reach https://127.0.0.1:[0-9]+: HTTP protocol error: Server disconnected without sending a response"),
+    "reset": (
+        Reset(),
+        "cannot reach https://127.0.0.1:[0-9]+: HTTP protocol error: Server disconnected without sending a response",
+    ),
     "cut-body": (
         Reset(ResetStage.MID_BODY),
         "cannot reach https://127.0.0.1:[0-9]+: HTTP protocol error: peer closed connection without sending complete message body",
     ),
-    "timeout": (Hold(), f"cannot reach https://127.0.0.1:[0-9]+: timed out after {CLIENT_TIMEOUT:g} s \\(waiting for the answer\\)"),
+    "timeout": (
+        Hold(),
+        f"cannot reach https://127.0.0.1:[0-9]+: timed out after {CLIENT_TIMEOUT:g} s \\(waiting for the answer\\)",
+    ),
 }
 
 
@@ -73,7 +82,9 @@ def test_a_list_failing_past_the_retry_budget_stops_the_read_naming_the_kind_and
 def test_a_discovery_failing_past_the_retry_budget_is_a_failed_read_not_an_absent_kind(faulty: Faulty, world: str):
     faulty.proxy.plan(Fault("GET", KUBEAI_DISCOVERY, Answer(503), on=None))
 
-    with pytest.raises(SnapshotReadError, match=r"^reading Model \(kubeai.org/v1\) in namespace ai failed: 503 ServiceUnavailable"):
+    with pytest.raises(
+        SnapshotReadError, match=r"^reading Model \(kubeai.org/v1\) in namespace ai failed: 503 ServiceUnavailable"
+    ):
         read_snapshot(faulty.access, system_namespace=world)
 
     assert faulty.proxy.count("GET", KUBEAI_DISCOVERY) == ATTEMPTS
@@ -95,13 +106,17 @@ def test_a_server_fault_in_a_target_namespace_stops_the_read(faulty: Faulty, wor
     pods = targeting(world, admin)
     faulty.proxy.plan(Fault("GET", pods, Answer(503), on=None))
 
-    with pytest.raises(SnapshotReadError, match=rf"^reading Pod \(v1\) in namespace {TARGET} failed: 503 ServiceUnavailable"):
+    with pytest.raises(
+        SnapshotReadError, match=rf"^reading Pod \(v1\) in namespace {TARGET} failed: 503 ServiceUnavailable"
+    ):
         read_snapshot(faulty.access, system_namespace=world)
 
     assert faulty.proxy.count("GET", pods) == ATTEMPTS
 
 
-def test_a_refusal_in_a_target_namespace_is_recorded_once_and_the_read_goes_on(faulty: Faulty, world: str, admin: KubeClient):
+def test_a_refusal_in_a_target_namespace_is_recorded_once_and_the_read_goes_on(
+    faulty: Faulty, world: str, admin: KubeClient
+):
     pods = targeting(world, admin)
     faulty.proxy.plan(Fault("GET", pods, Answer(403), on=None))
 
@@ -120,13 +135,19 @@ def test_a_refused_list_of_runtime_deployments_in_a_target_namespace_is_recorded
 
     snapshot = read_snapshot(faulty.access, system_namespace=world)
 
-    assert [(u.namespace, u.kind, u.resource, u.verb) for u in snapshot.unreadable] == [(TARGET, "Deployment", "deployments.apps", "list")]
+    assert [(u.namespace, u.kind, u.resource, u.verb) for u in snapshot.unreadable] == [
+        (TARGET, "Deployment", "deployments.apps", "list")
+    ]
     assert [p for p in snapshot.pods if p.meta.namespace == TARGET] == []
     assert faulty.proxy.count("GET", f"/api/v1/namespaces/{TARGET}/configmaps") == 0, "nothing more is listed there"
 
 
-def test_a_refused_list_of_runtime_deployments_in_a_namespace_every_run_needs_stops_the_read(faulty: Faulty, world: str):
+def test_a_refused_list_of_runtime_deployments_in_a_namespace_every_run_needs_stops_the_read(
+    faulty: Faulty, world: str
+):
     faulty.proxy.plan(Fault("GET", "/apis/apps/v1/namespaces/ai/deployments", Answer(403), on=None))
 
-    with pytest.raises(SnapshotReadError, match=r"^reading Deployment \(apps/v1\) in namespace ai failed: 403 Forbidden"):
+    with pytest.raises(
+        SnapshotReadError, match=r"^reading Deployment \(apps/v1\) in namespace ai failed: 403 Forbidden"
+    ):
         read_snapshot(faulty.access, system_namespace=world)

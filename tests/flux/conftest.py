@@ -42,7 +42,9 @@ def git_source(tmp_path_factory: pytest.TempPathFactory) -> Iterator[GitSource]:
 
 
 @pytest.fixture(scope="module")
-def flux(flux_cluster: ClusterInfo, flux_admin: KubeClient, tmp_path_factory: pytest.TempPathFactory) -> Iterator[FluxControllers]:
+def flux(
+    flux_cluster: ClusterInfo, flux_admin: KubeClient, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[FluxControllers]:
     """source-, kustomize- and helm-controller running against the suite's API server."""
     with running_flux(flux_cluster, tmp_path_factory.mktemp("flux")) as controllers:
         yield controllers

@@ -65,7 +65,11 @@ def _argv(name: str, *, metrics: int, health: int, storage: int, storage_path: P
         "--requeue-dependency=5s",
     ]
     if name == "source-controller":
-        argv += [f"--storage-path={storage_path}", f"--storage-addr=127.0.0.1:{storage}", f"--storage-adv-addr=127.0.0.1:{storage}"]
+        argv += [
+            f"--storage-path={storage_path}",
+            f"--storage-addr=127.0.0.1:{storage}",
+            f"--storage-adv-addr=127.0.0.1:{storage}",
+        ]
     if name == "kustomize-controller":
         argv.append(f"--concurrent={KUSTOMIZE_WORKERS}")
     return argv
@@ -79,7 +83,11 @@ def running_flux(cluster: ClusterInfo, workdir: Path) -> Iterator[FluxController
     `--requeue-dependency=5s` (Flux's default is 30 s): a Kustomization whose dependency is not
     Ready looks again after five seconds, so a test of the entrypoint's order waits seconds, not
     minutes, for each link."""
-    environment = {**os.environ, "KUBECONFIG": str(cluster.kubeconfig_path(ADMIN_USER)), "RUNTIME_NAMESPACE": "flux-system"}
+    environment = {
+        **os.environ,
+        "KUBECONFIG": str(cluster.kubeconfig_path(ADMIN_USER)),
+        "RUNTIME_NAMESPACE": "flux-system",
+    }
     storage = workdir / "artifacts"
     storage.mkdir(parents=True, exist_ok=True)
     deadline = time.monotonic() + STARTUP_SECONDS
@@ -87,7 +95,12 @@ def running_flux(cluster: ClusterInfo, workdir: Path) -> Iterator[FluxController
         processes: dict[str, ChildProcess] = {}
         for name in FLUX_CONTROLLERS:
             metrics, health, artifacts = free_ports(3)
-            process = launch(name, _argv(name, metrics=metrics, health=health, storage=artifacts, storage_path=storage), workdir, env=environment)
+            process = launch(
+                name,
+                _argv(name, metrics=metrics, health=health, storage=artifacts, storage_path=storage),
+                workdir,
+                env=environment,
+            )
             stack.callback(process.stop)
             processes[name] = process
             with httpx.Client(base_url=f"http://127.0.0.1:{health}", timeout=2.0) as probe:

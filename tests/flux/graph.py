@@ -25,8 +25,12 @@ from tests.support.watching import watch_until
 from tests.toolchain import REPO_ROOT
 from tests.toolchain import flux as flux_cli
 
-GIT_REPOSITORY: Final = ResourceKind(group="source.toolkit.fluxcd.io", version="v1", kind="GitRepository", plural="gitrepositories", namespaced=True)
-OCI_REPOSITORY: Final = ResourceKind(group="source.toolkit.fluxcd.io", version="v1", kind="OCIRepository", plural="ocirepositories", namespaced=True)
+GIT_REPOSITORY: Final = ResourceKind(
+    group="source.toolkit.fluxcd.io", version="v1", kind="GitRepository", plural="gitrepositories", namespaced=True
+)
+OCI_REPOSITORY: Final = ResourceKind(
+    group="source.toolkit.fluxcd.io", version="v1", kind="OCIRepository", plural="ocirepositories", namespaced=True
+)
 FLUX_NAMESPACE: Final = "flux-system"
 SOURCE_NAME: Final = "flux-system"
 SINGLE_NODE_ENTRYPOINT: Final = "./magic-cluster/flux/entrypoints/single-node"
@@ -63,14 +67,25 @@ def flux_command(kubeconfig: Path, *arguments: str) -> str:
     command = [str(flux_cli()), f"--kubeconfig={kubeconfig}", "--namespace", FLUX_NAMESPACE, *arguments]
     completed = subprocess.run(command, capture_output=True, text=True, timeout=FLUX_SECONDS + 30, check=False)
     if completed.returncode != 0:
-        raise AssertionError(f"{' '.join(command[1:])} failed ({completed.returncode}):\n{completed.stdout}{completed.stderr}")
+        raise AssertionError(
+            f"{' '.join(command[1:])} failed ({completed.returncode}):\n{completed.stdout}{completed.stderr}"
+        )
     return completed.stdout + completed.stderr
 
 
 def create_source(kubeconfig: Path, source: GitSource) -> str:
     """`flux create source git flux-system`, naming the served tree, as deploy/README.md gives it;
     the command returns once source-controller has fetched the branch. Its output."""
-    return flux_command(kubeconfig, "create", "source", "git", SOURCE_NAME, f"--url={source.url}", f"--branch={source.branch}", "--interval=1m")
+    return flux_command(
+        kubeconfig,
+        "create",
+        "source",
+        "git",
+        SOURCE_NAME,
+        f"--url={source.url}",
+        f"--branch={source.branch}",
+        "--interval=1m",
+    )
 
 
 def bootstrap(kubeconfig: Path, source: GitSource, path: str = SINGLE_NODE_ENTRYPOINT) -> str:
@@ -78,13 +93,22 @@ def bootstrap(kubeconfig: Path, source: GitSource, path: str = SINGLE_NODE_ENTRY
     deploy/README.md gives (what `flux bootstrap` writes, without a Git push); their output."""
     created = create_source(kubeconfig, source)
     return created + flux_command(
-        kubeconfig, "create", "kustomization", SOURCE_NAME, f"--source=GitRepository/{SOURCE_NAME}", f"--path={path}", "--prune=true", "--interval=10m"
+        kubeconfig,
+        "create",
+        "kustomization",
+        SOURCE_NAME,
+        f"--source=GitRepository/{SOURCE_NAME}",
+        f"--path={path}",
+        "--prune=true",
+        "--interval=10m",
     )
 
 
 def built(path: str) -> list[dict[str, Any]]:
     """What `kubectl kustomize` builds of a path of the repository (as kustomize-controller would)."""
-    output = subprocess.run(["kubectl", "kustomize", str(REPO_ROOT / path)], capture_output=True, text=True, check=True).stdout
+    output = subprocess.run(
+        ["kubectl", "kustomize", str(REPO_ROOT / path)], capture_output=True, text=True, check=True
+    ).stdout
     return [document for document in yaml.safe_load_all(output) if document]
 
 
@@ -108,13 +132,20 @@ def wait_until_ready_is(
     return watch_until(client, kind, namespace, name, done, seconds, explain=flux.log_tails)
 
 
-def wait_until_applied(client: KubeClient, flux: FluxControllers, name: str, revision: str, *, seconds: float = FLUX_SECONDS) -> dict[str, Any]:
+def wait_until_applied(
+    client: KubeClient, flux: FluxControllers, name: str, revision: str, *, seconds: float = FLUX_SECONDS
+) -> dict[str, Any]:
     """The Kustomization once Flux has applied `revision` of its source and found it Ready (the
     last status write of a successful reconciliation records lastAppliedRevision)."""
 
     def done(obj: dict[str, Any]) -> bool:
         ready = Ready.of(obj)
-        return ready is not None and ready.current and is_true(ready) and (obj.get("status") or {}).get("lastAppliedRevision") == revision
+        return (
+            ready is not None
+            and ready.current
+            and is_true(ready)
+            and (obj.get("status") or {}).get("lastAppliedRevision") == revision
+        )
 
     return watch_until(client, KUSTOMIZATION, FLUX_NAMESPACE, name, done, seconds, explain=flux.log_tails)
 

@@ -41,7 +41,9 @@ WAITS_FOR: Final = {
 
 
 @pytest.fixture(scope="module")
-def bootstrapped(flux: FluxControllers, flux_cluster: ClusterInfo, flux_admin: KubeClient, git_source: GitSource) -> dict:
+def bootstrapped(
+    flux: FluxControllers, flux_cluster: ClusterInfo, flux_admin: KubeClient, git_source: GitSource
+) -> dict:
     """The cluster once Flux has applied the entrypoint at the served commit."""
     output = bootstrap(flux_cluster.kubeconfig_path(ADMIN_USER), git_source)
     assert f"fetched revision: {git_source.revision}" in output, output
@@ -52,7 +54,9 @@ def test_flux_applies_the_entrypoint_at_the_served_commit(bootstrapped: dict, gi
     assert "Applied revision: " + git_source.revision in str(Ready.of(bootstrapped))
 
 
-def test_the_entrypoints_git_repository_never_repoints_the_bootstrapped_one(bootstrapped: dict, flux_admin: KubeClient, git_source: GitSource) -> None:
+def test_the_entrypoints_git_repository_never_repoints_the_bootstrapped_one(
+    bootstrapped: dict, flux_admin: KubeClient, git_source: GitSource
+) -> None:
     repository = flux_admin.get(GIT_REPOSITORY, "flux-system", FLUX_NAMESPACE)
     assert repository["spec"]["url"] == git_source.url
     assert repository["status"]["artifact"]["revision"] == git_source.revision
@@ -68,10 +72,16 @@ def test_every_kustomization_of_the_graph_is_applied(bootstrapped: dict, flux_ad
     assert set(GRAPH) <= names
 
 
-def test_node_feature_discoverys_chart_fails_on_its_unreachable_source(bootstrapped: dict, flux: FluxControllers, flux_admin: KubeClient) -> None:
-    source = wait_until_ready_is(flux_admin, flux, OCI_REPOSITORY, "node-feature-discovery", failed_with("OCIArtifactPullFailed"))
+def test_node_feature_discoverys_chart_fails_on_its_unreachable_source(
+    bootstrapped: dict, flux: FluxControllers, flux_admin: KubeClient
+) -> None:
+    source = wait_until_ready_is(
+        flux_admin, flux, OCI_REPOSITORY, "node-feature-discovery", failed_with("OCIArtifactPullFailed")
+    )
     assert "registry.k8s.io" in str(Ready.of(source))
-    release = wait_until_ready_is(flux_admin, flux, HELM_RELEASE, "node-feature-discovery", failed_with("SourceNotReady"))
+    release = wait_until_ready_is(
+        flux_admin, flux, HELM_RELEASE, "node-feature-discovery", failed_with("SourceNotReady")
+    )
     message = Ready.of(release)
     assert message is not None and "OCIRepository 'flux-system/node-feature-discovery' is not ready" in message.message
 
@@ -85,11 +95,17 @@ def test_node_feature_discovery_waits_for_its_release_and_the_rest_of_the_graph_
     for name, dependency in WAITS_FOR.items():
         waiting = wait_until_ready_is(flux_admin, flux, KUSTOMIZATION, name, failed_with("DependencyNotReady"))
         assert f"dependency 'flux-system/{dependency}' is not ready" in str(Ready.of(waiting)), name
-        assert "lastAppliedRevision" not in waiting["status"], f"{name} applied something before its dependencies were Ready"
+        assert "lastAppliedRevision" not in waiting["status"], (
+            f"{name} applied something before its dependencies were Ready"
+        )
 
 
-def test_nothing_behind_node_feature_discovery_is_applied(bootstrapped: dict, flux: FluxControllers, flux_admin: KubeClient) -> None:
-    wait_until_ready_is(flux_admin, flux, KUSTOMIZATION, "pulumi-kubernetes-operator", failed_with("DependencyNotReady"))
+def test_nothing_behind_node_feature_discovery_is_applied(
+    bootstrapped: dict, flux: FluxControllers, flux_admin: KubeClient
+) -> None:
+    wait_until_ready_is(
+        flux_admin, flux, KUSTOMIZATION, "pulumi-kubernetes-operator", failed_with("DependencyNotReady")
+    )
     releases = {r["metadata"]["name"] for r in flux_admin.list(HELM_RELEASE, namespace=FLUX_NAMESPACE)}
     assert releases == {"node-feature-discovery"}
 

@@ -61,13 +61,19 @@ FIRST_LINKS: Final = frozenset({"node-feature-discovery", "pulumi-kubernetes-ope
 TEST_MANAGER: Final = "magicstick-tests"
 REQUESTED_MODULES: Final = tuple(sorted({*UNREACHABLE_RELEASES, "odysseus"} - {"basis", "litellm"}))
 """Modules the test requests by ModuleActivation; basis and litellm come from the default Appliance/local."""
-PERSISTENT_VOLUME_CLAIM: Final = ResourceKind(group="", version="v1", kind="PersistentVolumeClaim", plural="persistentvolumeclaims", namespaced=True)
+PERSISTENT_VOLUME_CLAIM: Final = ResourceKind(
+    group="", version="v1", kind="PersistentVolumeClaim", plural="persistentvolumeclaims", namespaced=True
+)
 
 
 def _later_links() -> list[dict[str, Any]]:
     """The entrypoint's magicstick-operator and magicstick-appliance Kustomizations, the
     operator's dependencies on the first two links removed."""
-    kustomizations = {d["metadata"]["name"]: d for d in built("magic-cluster/flux/entrypoints/base") if d["kind"] == KUSTOMIZATION.kind}
+    kustomizations = {
+        d["metadata"]["name"]: d
+        for d in built("magic-cluster/flux/entrypoints/base")
+        if d["kind"] == KUSTOMIZATION.kind
+    }
     operator, appliance = kustomizations["magicstick-operator"], kustomizations["magicstick-appliance"]
     assert {d["name"] for d in operator["spec"]["dependsOn"]} == FIRST_LINKS
     del operator["spec"]["dependsOn"]
@@ -87,7 +93,9 @@ def _up(project: PulumiProject) -> None:
 
 
 @pytest.fixture(scope="module")
-def operator_applied(flux: FluxControllers, flux_cluster: ClusterInfo, flux_admin: KubeClient, git_source: GitSource) -> dict[str, Any]:
+def operator_applied(
+    flux: FluxControllers, flux_cluster: ClusterInfo, flux_admin: KubeClient, git_source: GitSource
+) -> dict[str, Any]:
     """The cluster once Flux has applied `./deploy` through the entrypoint's magicstick-operator."""
     install_crds(flux_cluster, CHART_CRDS)
     create_source(flux_cluster.kubeconfig_path(ADMIN_USER), git_source)
@@ -100,13 +108,22 @@ def operator_applied(flux: FluxControllers, flux_cluster: ClusterInfo, flux_admi
 
 @pytest.fixture(scope="module")
 def appliance_applied(
-    operator_applied: dict[str, Any], flux: FluxControllers, flux_cluster: ClusterInfo, flux_admin: KubeClient, git_source: GitSource, project: PulumiProject
+    operator_applied: dict[str, Any],
+    flux: FluxControllers,
+    flux_cluster: ClusterInfo,
+    flux_admin: KubeClient,
+    git_source: GitSource,
+    project: PulumiProject,
 ) -> dict[str, Any]:
     """Appliance/local once the program's first run has installed its CRD and `flux reconcile`
     (as deploy/README.md tells a user) has applied it."""
     kubeconfig = flux_cluster.kubeconfig_path(ADMIN_USER)
     waiting = wait_until_ready_is(
-        flux_admin, flux, KUSTOMIZATION, "magicstick-appliance", lambda ready: ready.status == "False" and ready.reason != "DependencyNotReady"
+        flux_admin,
+        flux,
+        KUSTOMIZATION,
+        "magicstick-appliance",
+        lambda ready: ready.status == "False" and ready.reason != "DependencyNotReady",
     )
     _up(project)
     reconciled = flux_command(kubeconfig, "reconcile", "kustomization", "magicstick-appliance")
@@ -116,7 +133,13 @@ def appliance_applied(
 
 
 @pytest.fixture(scope="module")
-def modules_reconciled(appliance_applied: dict[str, Any], flux: FluxControllers, flux_admin: KubeClient, git_source: GitSource, project: PulumiProject) -> None:
+def modules_reconciled(
+    appliance_applied: dict[str, Any],
+    flux: FluxControllers,
+    flux_admin: KubeClient,
+    git_source: GitSource,
+    project: PulumiProject,
+) -> None:
     """The program's second run, with every module whose chart is unreachable requested and
     odysseus (a module without charts), and Flux's reconciliation of the Kustomizations it
     generated."""
@@ -152,7 +175,9 @@ def reported(modules_reconciled: None, flux_admin: KubeClient, project: PulumiPr
     return flux_admin.get(APPLIANCE, "local", "ai-system")["status"]
 
 
-def test_flux_applies_the_programs_install_from_deploy(operator_applied: dict[str, Any], flux_admin: KubeClient) -> None:
+def test_flux_applies_the_programs_install_from_deploy(
+    operator_applied: dict[str, Any], flux_admin: KubeClient
+) -> None:
     assert flux_admin.get_or_none(STACK, "magicstick", "ai-system") is not None
     assert flux_admin.get_or_none(SERVICE_ACCOUNT, "magicstick-program", "ai-system") is not None
     state = flux_admin.get(PERSISTENT_VOLUME_CLAIM, "magicstick-state", "ai-system")
@@ -165,8 +190,15 @@ def test_the_appliance_waits_for_the_crd_the_programs_first_run_installs(applian
     assert appliance_applied["appliance"]["spec"]["source"]["name"] == "flux-system"
 
 
-def test_the_generated_kustomizations_reconcile_against_the_served_source(modules_reconciled: None, flux_admin: KubeClient, git_source: GitSource) -> None:
-    generated = {k["metadata"]["name"]: k for k in flux_admin.list(KUSTOMIZATION, namespace=FLUX_NAMESPACE, label_selector="app.kubernetes.io/managed-by=magicstick")}
+def test_the_generated_kustomizations_reconcile_against_the_served_source(
+    modules_reconciled: None, flux_admin: KubeClient, git_source: GitSource
+) -> None:
+    generated = {
+        k["metadata"]["name"]: k
+        for k in flux_admin.list(
+            KUSTOMIZATION, namespace=FLUX_NAMESPACE, label_selector="app.kubernetes.io/managed-by=magicstick"
+        )
+    }
     expected = {kustomization_of(module) for module in (*UNREACHABLE_RELEASES, "odysseus")}
     assert expected <= set(generated), sorted(expected - set(generated))
     for name in sorted(expected):
@@ -186,9 +218,13 @@ def test_each_unreachable_chart_fails_on_its_source(modules_reconciled: None, fl
     assert set(reasons.values()) <= SOURCE_FAILURE_REASONS, reasons
 
 
-def test_a_release_behind_a_failed_one_in_its_own_base_waits_for_it(modules_reconciled: None, flux: FluxControllers, flux_admin: KubeClient) -> None:
+def test_a_release_behind_a_failed_one_in_its_own_base_waits_for_it(
+    modules_reconciled: None, flux: FluxControllers, flux_admin: KubeClient
+) -> None:
     for (namespace, name), dependency in WAITING_RELEASES.items():
-        waiting = wait_until_ready_is(flux_admin, flux, HELM_RELEASE, name, failed_with("DependencyNotReady"), namespace=namespace)
+        waiting = wait_until_ready_is(
+            flux_admin, flux, HELM_RELEASE, name, failed_with("DependencyNotReady"), namespace=namespace
+        )
         assert f"dependency 'flux-system/{dependency}' is not ready" in str(Ready.of(waiting))
 
 
@@ -200,9 +236,21 @@ def test_the_appliance_names_each_failed_release_in_its_module(reported: dict[st
             assert f"HelmRelease {namespace}/{name} failed (" in modules[module]["message"], (module, modules[module])
 
 
-def test_kubectl_shows_the_failed_release_in_the_appliances_module_status(reported: dict[str, Any], flux_cluster: ClusterInfo) -> None:
+def test_kubectl_shows_the_failed_release_in_the_appliances_module_status(
+    reported: dict[str, Any], flux_cluster: ClusterInfo
+) -> None:
     """The command deploy/README.md gives a user to read a module's status."""
-    command = ["kubectl", f"--kubeconfig={flux_cluster.kubeconfig_path(ADMIN_USER)}", "-n", "ai-system", "get", "appliance", "local", "-o", "jsonpath={.status.modules.basis.message}"]
+    command = [
+        "kubectl",
+        f"--kubeconfig={flux_cluster.kubeconfig_path(ADMIN_USER)}",
+        "-n",
+        "ai-system",
+        "get",
+        "appliance",
+        "local",
+        "-o",
+        "jsonpath={.status.modules.basis.message}",
+    ]
     shown = subprocess.run(command, capture_output=True, text=True, check=True).stdout
     assert shown == reported["modules"]["basis"]["message"]
     assert "HelmRelease flux-system/envoy-gateway failed (SourceNotReady)" in shown
@@ -215,7 +263,9 @@ def test_a_module_without_charts_is_ready_and_the_appliance_is_degraded(reported
     assert ready["status"] == "False" and all(module in ready["message"] for module in UNREACHABLE_RELEASES), ready
 
 
-def test_dependents_of_a_failed_module_wait_without_a_kustomization(reported: dict[str, Any], flux_admin: KubeClient) -> None:
+def test_dependents_of_a_failed_module_wait_without_a_kustomization(
+    reported: dict[str, Any], flux_admin: KubeClient
+) -> None:
     for module, kustomization in (("dashboard", "platform-dashboard"), ("model-catalog", "app-model-catalog")):
         assert reported["modules"][module]["phase"] == "WaitingForModules", reported["modules"][module]
         assert flux_admin.get_or_none(KUSTOMIZATION, kustomization, FLUX_NAMESPACE) is None, kustomization

@@ -13,7 +13,11 @@ IN_REPOSITORY_SOURCE = ("GitRepository", "flux-system")
 
 
 def _releases(path: str) -> dict[tuple[str, str], dict[str, Any]]:
-    return {(d["metadata"]["namespace"], d["metadata"]["name"]): d for d in built(path.removeprefix("./")) if d["kind"] == "HelmRelease"}
+    return {
+        (d["metadata"]["namespace"], d["metadata"]["name"]): d
+        for d in built(path.removeprefix("./"))
+        if d["kind"] == "HelmRelease"
+    }
 
 
 def _source(release: dict[str, Any]) -> tuple[str, str]:

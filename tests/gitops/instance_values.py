@@ -84,8 +84,14 @@ def program_releases() -> list[RenderedRelease]:
         releases.append(_release(f"demo:{object_name}", applications[application], object_name, values))
     for application, examples in SEED_VALUES.items():
         for index, values in enumerate(examples):
-            releases.append(_release(f"seed:{application}-{index}", applications[application], f"{application}-seed", values))
+            releases.append(
+                _release(f"seed:{application}-{index}", applications[application], f"{application}-seed", values)
+            )
     for entry in applications.values():
-        releases.append(_release(f"minimal:{entry.name}", entry, f"{entry.name}-minimal", {"name": "minimal", "model": "qwen2505bcpu"}))
+        releases.append(
+            _release(
+                f"minimal:{entry.name}", entry, f"{entry.name}-minimal", {"name": "minimal", "model": "qwen2505bcpu"}
+            )
+        )
         releases.append(_release(f"empty:{entry.name}", entry, f"{entry.name}-empty", {}))
     return releases

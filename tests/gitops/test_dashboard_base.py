@@ -65,12 +65,18 @@ SETTINGS: Final = {
 BUILDS: Final = {"defaults": None, "settings": SETTINGS}
 
 KINDS: Final = {
-    ("v1", "ServiceAccount"): ResourceKind(group="", version="v1", kind="ServiceAccount", plural="serviceaccounts", namespaced=True),
+    ("v1", "ServiceAccount"): ResourceKind(
+        group="", version="v1", kind="ServiceAccount", plural="serviceaccounts", namespaced=True
+    ),
     ("rbac.authorization.k8s.io/v1", "ClusterRole"): ResourceKind(
         group="rbac.authorization.k8s.io", version="v1", kind="ClusterRole", plural="clusterroles", namespaced=False
     ),
     ("rbac.authorization.k8s.io/v1", "ClusterRoleBinding"): ResourceKind(
-        group="rbac.authorization.k8s.io", version="v1", kind="ClusterRoleBinding", plural="clusterrolebindings", namespaced=False
+        group="rbac.authorization.k8s.io",
+        version="v1",
+        kind="ClusterRoleBinding",
+        plural="clusterrolebindings",
+        namespaced=False,
     ),
     ("apps/v1", "Deployment"): DEPLOYMENT,
     ("v1", "Service"): SERVICE,
@@ -141,7 +147,11 @@ def grants(rules: Iterable[Mapping[str, Any]]) -> set[Grant]:
 
 def bound_rules(found: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Every rule of the base bound to the dashboard's ServiceAccount, whatever role holds it."""
-    roles = {(o["kind"], o["metadata"].get("namespace"), o["metadata"]["name"]): o for o in found if o["kind"] in {"Role", "ClusterRole"}}
+    roles = {
+        (o["kind"], o["metadata"].get("namespace"), o["metadata"]["name"]): o
+        for o in found
+        if o["kind"] in {"Role", "ClusterRole"}
+    }
     rules: list[dict[str, Any]] = []
     for binding in (o for o in found if o["kind"] in {"RoleBinding", "ClusterRoleBinding"}):
         if {"kind": "ServiceAccount", "name": ACCOUNT, "namespace": NAMESPACE} not in binding["subjects"]:
@@ -200,9 +210,18 @@ def test_the_dashboard_accepts_every_flag_it_is_given_and_reads_them_as_written(
     given = flags(found)
     read = deployed_settings(settings)
 
-    assert (read.issuer, read.audience, read.jwks_uri, read.token_header) == (given["issuer"], given["audience"], given["jwks-uri"], given["token-header"])
+    assert (read.issuer, read.audience, read.jwks_uri, read.token_header) == (
+        given["issuer"],
+        given["audience"],
+        given["jwks-uri"],
+        given["token-header"],
+    )
     assert (str(read.listen), read.system_namespace, read.kubeconfig) == (given["listen"], NAMESPACE, None)
-    assert (read.claims.subject, read.claims.roles, read.claims.groups) == (given["subject-claim"], given["roles-claim"], given["groups-claim"])
+    assert (read.claims.subject, read.claims.roles, read.claims.groups) == (
+        given["subject-claim"],
+        given["roles-claim"],
+        given["groups-claim"],
+    )
 
 
 @pytest.mark.parametrize("settings", BUILDS.values(), ids=BUILDS.keys())
@@ -216,16 +235,28 @@ def test_it_verifies_tokens_for_the_issuer_and_client_the_route_signs_in_with(se
 @pytest.mark.parametrize("settings", BUILDS.values(), ids=BUILDS.keys())
 def test_its_issuer_audience_and_key_set_are_those_the_access_guard_gets_from_the_same_settings(settings):
     given = flags(objects(settings))
-    program = AccessSettings() if settings is None else AccessSettings(oidc_issuer=settings["oidc_issuer"], oidc_client_id=settings["oidc_client_id"])
+    program = (
+        AccessSettings()
+        if settings is None
+        else AccessSettings(oidc_issuer=settings["oidc_issuer"], oidc_client_id=settings["oidc_client_id"])
+    )
 
-    assert (given["issuer"], given["audience"], given["jwks-uri"]) == (program.oidc_issuer, program.oidc_client_id, program.jwks_uri)
+    assert (given["issuer"], given["audience"], given["jwks-uri"]) == (
+        program.oidc_issuer,
+        program.oidc_client_id,
+        program.jwks_uri,
+    )
 
 
 def test_its_claim_names_are_the_programs_own():
     given = flags(objects())
     program = AccessSettings()
 
-    assert (given["subject-claim"], given["roles-claim"], given["groups-claim"]) == (program.subject_claim, program.roles_claim, program.groups_claim)
+    assert (given["subject-claim"], given["roles-claim"], given["groups-claim"]) == (
+        program.subject_claim,
+        program.roles_claim,
+        program.groups_claim,
+    )
 
 
 @pytest.mark.parametrize("settings", BUILDS.values(), ids=BUILDS.keys())
@@ -252,11 +283,16 @@ def test_the_route_signs_in_on_the_dashboard_itself_and_sends_to_its_port():
     (service_port,) = service["spec"]["ports"]
     (container_port,) = container(found)["ports"]
 
-    assert policy["spec"]["targetRefs"] == [{"group": "gateway.networking.k8s.io", "kind": "HTTPRoute", "name": route["metadata"]["name"]}]
+    assert policy["spec"]["targetRefs"] == [
+        {"group": "gateway.networking.k8s.io", "kind": "HTTPRoute", "name": route["metadata"]["name"]}
+    ]
     assert (backend["name"], backend["port"]) == (service["metadata"]["name"], service_port["port"])
     assert service_port["targetPort"] == container_port["name"] == "http"
     assert container_port["containerPort"] == PORT == int(flags(found)["listen"].rsplit(":", 1)[1])
-    assert service["spec"]["selector"].items() <= the_one(found, "Deployment")["spec"]["template"]["metadata"]["labels"].items()
+    assert (
+        service["spec"]["selector"].items()
+        <= the_one(found, "Deployment")["spec"]["template"]["metadata"]["labels"].items()
+    )
 
 
 def test_its_probes_ask_healthz_on_the_port_it_listens_on():
@@ -323,17 +359,31 @@ def test_the_impersonator_role_holds_exactly_those_two_rules_and_nothing_else():
     assert role["metadata"]["name"] == "magicstick-dashboard-impersonator"
     assert role["rules"] == [
         {"apiGroups": [""], "resources": ["users"], "verbs": ["impersonate"]},
-        {"apiGroups": [""], "resources": ["groups"], "resourceNames": sorted(ROLE_GROUPS.values()), "verbs": ["impersonate"]},
+        {
+            "apiGroups": [""],
+            "resources": ["groups"],
+            "resourceNames": sorted(ROLE_GROUPS.values()),
+            "verbs": ["impersonate"],
+        },
     ]
     assert "aggregationRule" not in role
 
 
 def test_no_rule_bound_to_it_grants_a_wildcard_escalation_secrets_or_another_kind_of_identity():
     for rule in bound_rules(objects()):
-        everything = [*rule.get("apiGroups", []), *rule.get("resources", []), *rule.get("verbs", []), *rule.get("resourceNames", [])]
+        everything = [
+            *rule.get("apiGroups", []),
+            *rule.get("resources", []),
+            *rule.get("verbs", []),
+            *rule.get("resourceNames", []),
+        ]
         assert not any("*" in value for value in everything), rule
-        assert not {"escalate", "bind", "create", "update", "patch", "delete", "get", "list", "watch"} & set(rule["verbs"]), rule
-        assert not {"secrets", "serviceaccounts", "userextras", "uids", "serviceaccounts/token"} & set(rule["resources"]), rule
+        assert not {"escalate", "bind", "create", "update", "patch", "delete", "get", "list", "watch"} & set(
+            rule["verbs"]
+        ), rule
+        assert not {"secrets", "serviceaccounts", "userextras", "uids", "serviceaccounts/token"} & set(
+            rule["resources"]
+        ), rule
         assert "nonResourceURLs" not in rule
         assert rule["apiGroups"] == [""], "uids and userextras are authentication.k8s.io's"
         assert not any(name.startswith("system:") for name in rule.get("resourceNames", [])), rule
@@ -343,7 +393,11 @@ def test_the_binding_names_only_the_dashboards_service_account():
     binding = the_one(objects(), "ClusterRoleBinding")
 
     assert binding["subjects"] == [{"kind": "ServiceAccount", "name": ACCOUNT, "namespace": NAMESPACE}]
-    assert binding["roleRef"] == {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "magicstick-dashboard-impersonator"}
+    assert binding["roleRef"] == {
+        "apiGroup": "rbac.authorization.k8s.io",
+        "kind": "ClusterRole",
+        "name": "magicstick-dashboard-impersonator",
+    }
 
 
 # --- schemas -----------------------------------------------------------------------------------
@@ -370,7 +424,9 @@ def admin(cluster: ClusterInfo) -> Iterator[KubeClient]:
 @pytest.mark.parametrize("settings", BUILDS.values(), ids=BUILDS.keys())
 def test_every_object_of_the_base_passes_a_server_side_dry_run(settings, admin: KubeClient):
     for obj in objects(settings):
-        answered = admin.apply(KINDS[(obj["apiVersion"], obj["kind"])], obj, field_manager="kustomize-controller", dry_run=True)
+        answered = admin.apply(
+            KINDS[(obj["apiVersion"], obj["kind"])], obj, field_manager="kustomize-controller", dry_run=True
+        )
         assert answered["metadata"]["name"] == obj["metadata"]["name"]
 
 
@@ -398,13 +454,19 @@ def as_dashboard(cluster: ClusterInfo, account: TestIdentity, headers: Iterable[
     """A SelfSubjectReview as the ServiceAccount sending these impersonation headers."""
     review = {"apiVersion": "authentication.k8s.io/v1", "kind": "SelfSubjectReview"}
     with cluster.client(account) as client:
-        return client.post("/apis/authentication.k8s.io/v1/selfsubjectreviews", json=review, headers=httpx.Headers(list(headers)))
+        return client.post(
+            "/apis/authentication.k8s.io/v1/selfsubjectreviews", json=review, headers=httpx.Headers(list(headers))
+        )
 
 
 @pytest.mark.parametrize("role", ROLES)
-def test_the_dashboard_acts_as_a_signed_in_user_with_the_groups_of_their_role_and_every_lower_one(role, cluster: ClusterInfo, dashboard: TestIdentity):
+def test_the_dashboard_acts_as_a_signed_in_user_with_the_groups_of_their_role_and_every_lower_one(
+    role, cluster: ClusterInfo, dashboard: TestIdentity
+):
     held = [ROLE_GROUPS[r] for r in ROLES[ROLES.index(role) :]]
-    answer = as_dashboard(cluster, dashboard, [("Impersonate-User", "oidc:alice"), *(("Impersonate-Group", g) for g in held)])
+    answer = as_dashboard(
+        cluster, dashboard, [("Impersonate-User", "oidc:alice"), *(("Impersonate-Group", g) for g in held)]
+    )
 
     assert answer.status_code in (200, 201), answer.text
     user = answer.json()["status"]["userInfo"]
@@ -416,14 +478,20 @@ def test_the_dashboard_acts_as_a_signed_in_user_with_the_groups_of_their_role_an
     "headers",
     [
         [("Impersonate-User", "oidc:alice"), ("Impersonate-Group", "system:masters")],
-        [("Impersonate-User", "oidc:alice"), ("Impersonate-Group", "magicstick:viewers"), ("Impersonate-Group", "magicstick:auditors")],
+        [
+            ("Impersonate-User", "oidc:alice"),
+            ("Impersonate-Group", "magicstick:viewers"),
+            ("Impersonate-Group", "magicstick:auditors"),
+        ],
         [("Impersonate-User", f"system:serviceaccount:{NAMESPACE}:magicstick-program")],
         [("Impersonate-User", "oidc:alice"), ("Impersonate-Extra-scopes", "view")],
         [("Impersonate-User", "oidc:alice"), ("Impersonate-Uid", "0b7e3a44-0000-4000-8000-000000000000")],
     ],
     ids=["system-masters", "a-group-outside-the-four", "a-service-account", "user-extras", "a-uid"],
 )
-def test_the_dashboard_may_not_impersonate_anything_beyond_users_and_the_four_groups(headers, cluster: ClusterInfo, dashboard: TestIdentity):
+def test_the_dashboard_may_not_impersonate_anything_beyond_users_and_the_four_groups(
+    headers, cluster: ClusterInfo, dashboard: TestIdentity
+):
     answer = as_dashboard(cluster, dashboard, headers)
 
     assert answer.status_code == 403, answer.text
@@ -433,16 +501,29 @@ def test_the_dashboard_may_not_impersonate_anything_beyond_users_and_the_four_gr
 def rules_review(client: httpx.Client, headers: Iterable[tuple[str, str]] = ()) -> set[tuple[str, ...]]:
     """What the API server says the caller (or whom it impersonates) may do in the namespace:
     each resource grant, and each (verb, non-resource URL)."""
-    review = {"apiVersion": "authorization.k8s.io/v1", "kind": "SelfSubjectRulesReview", "spec": {"namespace": NAMESPACE}}
-    answer = client.post("/apis/authorization.k8s.io/v1/selfsubjectrulesreviews", json=review, headers=httpx.Headers(list(headers)))
+    review = {
+        "apiVersion": "authorization.k8s.io/v1",
+        "kind": "SelfSubjectRulesReview",
+        "spec": {"namespace": NAMESPACE},
+    }
+    answer = client.post(
+        "/apis/authorization.k8s.io/v1/selfsubjectrulesreviews", json=review, headers=httpx.Headers(list(headers))
+    )
     assert answer.status_code in (200, 201), answer.text
     status = answer.json()["status"]
     assert status.get("incomplete") is not True, status
-    urls = {(verb, url) for rule in status.get("nonResourceRules") or () for verb in rule["verbs"] for url in rule["nonResourceURLs"]}
+    urls = {
+        (verb, url)
+        for rule in status.get("nonResourceRules") or ()
+        for verb in rule["verbs"]
+        for url in rule["nonResourceURLs"]
+    }
     return {*grants(status.get("resourceRules") or ()), *urls}
 
 
-def test_as_itself_the_dashboard_may_do_nothing_beyond_what_every_service_account_may_but_impersonate(cluster: ClusterInfo, dashboard: TestIdentity):
+def test_as_itself_the_dashboard_may_do_nothing_beyond_what_every_service_account_may_but_impersonate(
+    cluster: ClusterInfo, dashboard: TestIdentity
+):
     """Compared with a ServiceAccount of the same namespace that nothing is bound to."""
     baseline_headers = [
         ("Impersonate-User", f"system:serviceaccount:{NAMESPACE}:magicstick-dashboard-unbound"),
@@ -469,7 +550,11 @@ def test_only_the_shared_gateways_envoy_proxies_reach_the_dashboards_port():
     assert policy["spec"]["policyTypes"] == ["Ingress"]
     assert source["podSelector"]["matchLabels"] == envoy_proxy_labels(settings)
     assert source["namespaceSelector"]["matchExpressions"] == [
-        {"key": NAMESPACE_NAME_LABEL, "operator": "In", "values": sorted({ENVOY_GATEWAY_NAMESPACE, settings.gateway_namespace})}
+        {
+            "key": NAMESPACE_NAME_LABEL,
+            "operator": "In",
+            "values": sorted({ENVOY_GATEWAY_NAMESPACE, settings.gateway_namespace}),
+        }
     ]
     container_port = deployment["spec"]["template"]["spec"]["containers"][0]["ports"][0]["containerPort"]
     assert rule["ports"] == [{"protocol": "TCP", "port": container_port}]

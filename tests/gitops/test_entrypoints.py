@@ -63,7 +63,11 @@ def test_the_operator_kustomization_installs_the_program_from_deploy_and_never_w
 def test_the_pulumi_state_volume_of_deploy_is_never_pruned_by_flux():
     (state,) = of_kind(build("deploy"), "PersistentVolumeClaim")
     patches = kustomizations(ENTRYPOINTS[0])["magicstick-operator"]["spec"]["patches"]
-    patched = [yaml.safe_load(p["patch"]) for p in patches if p["target"] == {"kind": "PersistentVolumeClaim", "name": state["metadata"]["name"]}]
+    patched = [
+        yaml.safe_load(p["patch"])
+        for p in patches
+        if p["target"] == {"kind": "PersistentVolumeClaim", "name": state["metadata"]["name"]}
+    ]
     assert [p["metadata"]["annotations"]["kustomize.toolkit.fluxcd.io/prune"] for p in patched] == ["disabled"]
 
 
@@ -71,7 +75,12 @@ def test_the_neutral_graph_installs_no_vendor_gpu_operator():
     gpu_paths = {entry.path for entry in load_catalogs().modules.entries if entry.hardware_provider}
     paths = {k["spec"]["path"] for k in kustomizations(ENTRYPOINTS[0]).values()}
     assert paths.isdisjoint(gpu_paths)
-    built = [o for k in kustomizations(ENTRYPOINTS[0]).values() if k["spec"]["path"].startswith("./magic-cluster") for o in build(in_repository(k["spec"]["path"]))]
+    built = [
+        o
+        for k in kustomizations(ENTRYPOINTS[0]).values()
+        if k["spec"]["path"].startswith("./magic-cluster")
+        for o in build(in_repository(k["spec"]["path"]))
+    ]
     charts = {r["spec"].get("chart", {}).get("spec", {}).get("chart") for r in of_kind(built, "HelmRelease")}
     assert charts.isdisjoint({"gpu-operator", "gpu-operator-charts", "intel-device-plugins-operator"})
 
@@ -94,7 +103,13 @@ def test_every_kustomization_of_the_graph_reads_the_appliance_default_source_whi
 @pytest.fixture(scope="module")
 def default_appliance() -> dict:
     graph = kustomizations(ENTRYPOINTS[0])
-    shipped = [o for k in graph.values() if k["spec"]["path"] != "./deploy" for o in build(in_repository(k["spec"]["path"])) if o["kind"] == "Appliance"]
+    shipped = [
+        o
+        for k in graph.values()
+        if k["spec"]["path"] != "./deploy"
+        for o in build(in_repository(k["spec"]["path"]))
+        if o["kind"] == "Appliance"
+    ]
     (appliance,) = shipped
     return appliance
 
@@ -113,7 +128,11 @@ def test_the_default_appliance_is_the_gpu_neutral_workstation_with_the_four_defa
 
 def test_the_default_appliance_reads_the_source_the_graph_provides(default_appliance):
     source = SourceRef()
-    assert default_appliance["spec"]["source"] == {"kind": source.kind, "name": source.name, "namespace": source.namespace}
+    assert default_appliance["spec"]["source"] == {
+        "kind": source.kind,
+        "name": source.name,
+        "namespace": source.namespace,
+    }
 
 
 def test_the_default_appliance_validates_against_the_program_own_crd(default_appliance, tmp_path):
@@ -147,14 +166,18 @@ def overlay_checkout(tmp_path_factory) -> Path:
 def test_the_overlay_repository_includes_this_tree_at_its_vendor_path(overlay_checkout):
     objects = build(overlay_checkout / "clusters" / "appliance")
     (own,) = [r for r in of_kind(objects, "GitRepository") if r["metadata"]["name"] == "flux-system"]
-    assert own["spec"]["include"] == [{"repository": {"name": "magicstick-public"}, "fromPath": ".", "toPath": "vendor/magicstick"}]
+    assert own["spec"]["include"] == [
+        {"repository": {"name": "magicstick-public"}, "fromPath": ".", "toPath": "vendor/magicstick"}
+    ]
     registry = upstream_registry()
     for obj in [o for o in objects if is_flux(o)]:
         assert registry.errors(obj) == [], obj["metadata"]["name"]
 
 
 def test_the_overlay_repository_patches_the_appliance_path_to_its_own_overlay(overlay_checkout):
-    graph = {k["metadata"]["name"]: k for k in of_kind(build(overlay_checkout / "clusters" / "appliance"), "Kustomization")}
+    graph = {
+        k["metadata"]["name"]: k for k in of_kind(build(overlay_checkout / "clusters" / "appliance"), "Kustomization")
+    }
     path = graph["magicstick-appliance"]["spec"]["path"]
     assert path == "./deployments/example/infra-cluster/appliance"
     (appliance,) = of_kind(build(overlay_checkout / path.removeprefix("./")), "Appliance")
@@ -162,6 +185,8 @@ def test_the_overlay_repository_patches_the_appliance_path_to_its_own_overlay(ov
 
 
 def test_the_overlay_repository_reads_the_public_graph_from_the_public_source(overlay_checkout):
-    graph = {k["metadata"]["name"]: k for k in of_kind(build(overlay_checkout / "clusters" / "appliance"), "Kustomization")}
+    graph = {
+        k["metadata"]["name"]: k for k in of_kind(build(overlay_checkout / "clusters" / "appliance"), "Kustomization")
+    }
     public = set(kustomizations(ENTRYPOINTS[0])) - {"magicstick-appliance"}
     assert {graph[name]["spec"]["sourceRef"]["name"] for name in public} == {"magicstick-public"}

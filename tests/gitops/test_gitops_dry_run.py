@@ -43,9 +43,18 @@ FIELD_MANAGER = "kustomize-controller"
 
 def _gateway_chart() -> list[dict]:
     (basis,) = [e for e in module_entries() if e.name == "basis"]
-    (gateway,) = [r for r in of_kind(build(in_repository(basis.path)), "HelmRelease") if r["metadata"]["name"] == "magicstick-gateway"]
+    (gateway,) = [
+        r
+        for r in of_kind(build(in_repository(basis.path)), "HelmRelease")
+        if r["metadata"]["name"] == "magicstick-gateway"
+    ]
     spec = gateway["spec"]
-    return render_chart(in_repository(spec["chart"]["spec"]["chart"]), spec["values"], release="magicstick-gateway", namespace=spec["targetNamespace"])
+    return render_chart(
+        in_repository(spec["chart"]["spec"]["chart"]),
+        spec["values"],
+        release="magicstick-gateway",
+        namespace=spec["targetNamespace"],
+    )
 
 
 def _every_object() -> list[tuple[str, dict]]:
@@ -56,7 +65,10 @@ def _every_object() -> list[tuple[str, dict]]:
         found += [(entry.name, obj) for obj in flux_build(in_repository(entry.path))]
     found += [("basis gateway chart", obj) for obj in _gateway_chart()]
     for release in program_releases():
-        found += [(release.label, obj) for obj in render_chart(release.chart, release.values, release=release.release, namespace=release.namespace)]
+        found += [
+            (release.label, obj)
+            for obj in render_chart(release.chart, release.values, release=release.release, namespace=release.namespace)
+        ]
     return found
 
 
@@ -101,7 +113,9 @@ def _discovered(cluster: ClusterInfo, discovery: Discovery, api_version: str) ->
         with cluster.client() as http:
             answer = http.get(path)
         answer.raise_for_status()
-        discovery[api_version] = {r["kind"]: (r["name"], r["namespaced"]) for r in answer.json()["resources"] if "/" not in r["name"]}
+        discovery[api_version] = {
+            r["kind"]: (r["name"], r["namespaced"]) for r in answer.json()["resources"] if "/" not in r["name"]
+        }
     return discovery[api_version]
 
 

@@ -47,7 +47,9 @@ def test_every_chart_renders_the_values_the_program_releases_it_with(release):
 def test_every_chart_renders_its_catalog_output_kind_named_after_the_release(release):
     application = release.application
     outputs = [
-        o for o in _render(release) if (o["apiVersion"], o["kind"]) == (application.output_api_version, application.output_kind)
+        o
+        for o in _render(release)
+        if (o["apiVersion"], o["kind"]) == (application.output_api_version, application.output_kind)
     ]
     assert [o["metadata"]["name"] for o in outputs] == [_backend_owner(release)]
 
@@ -82,7 +84,9 @@ def test_the_odysseus_chart_renders_the_backend_service_on_the_catalog_port(rele
     assert [p["port"] for p in service["spec"]["ports"]] == [release.application.backend_port]
 
 
-@pytest.mark.parametrize("release", [r for r in RELEASES if r.application.name == "kubeopencode"], ids=lambda r: r.label)
+@pytest.mark.parametrize(
+    "release", [r for r in RELEASES if r.application.name == "kubeopencode"], ids=lambda r: r.label
+)
 def test_the_kubeopencode_agent_serves_on_the_catalog_port_behind_its_server_service(release):
     (agent,) = [o for o in _render(release) if o["kind"] == "Agent"]
     assert release.application.backend_service.format(release=release.release) == f"{agent['metadata']['name']}-server"

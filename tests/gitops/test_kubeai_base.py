@@ -57,7 +57,9 @@ def test_every_flux_object_of_the_base_validates_against_the_upstream_schema(bui
 
 def test_the_helm_release_reads_every_store_optionally_and_pins_its_chart(built):
     (release,) = of_kind(built, "HelmRelease")
-    assert release["metadata"]["namespace"] == PROFILE_STORE_NAMESPACE == OFFLOADING_NAMESPACE == RUNTIME_IMAGES_NAMESPACE
+    assert (
+        release["metadata"]["namespace"] == PROFILE_STORE_NAMESPACE == OFFLOADING_NAMESPACE == RUNTIME_IMAGES_NAMESPACE
+    )
     assert release["spec"]["valuesFrom"] == [
         {"kind": "ConfigMap", "name": PROFILE_STORE_CONFIG_MAP, "valuesKey": PROFILE_STORE_KEY, "optional": True},
         {"kind": "ConfigMap", "name": OFFLOADING_CONFIG_MAP, "valuesKey": OFFLOADING_KEY, "optional": True},
@@ -69,7 +71,11 @@ def test_the_helm_release_reads_every_store_optionally_and_pins_its_chart(built)
 
 @pytest.mark.parametrize(
     ("name", "empty"),
-    [(PROFILE_STORE_CONFIG_MAP, {"resourceProfiles": {}}), (OFFLOADING_CONFIG_MAP, {"resourceProfiles": {}}), (RUNTIME_IMAGES_CONFIG_MAP, {})],
+    [
+        (PROFILE_STORE_CONFIG_MAP, {"resourceProfiles": {}}),
+        (OFFLOADING_CONFIG_MAP, {"resourceProfiles": {}}),
+        (RUNTIME_IMAGES_CONFIG_MAP, {}),
+    ],
 )
 def test_each_store_is_bootstrapped_empty_with_the_metadata_the_program_creates_it_with(built, name, empty):
     (store,) = [o for o in of_kind(built, "ConfigMap") if o["metadata"]["name"] == name]

@@ -111,10 +111,18 @@ def test_the_release_lives_beside_the_catalog_and_runs_the_proxy_where_key_secre
 def test_the_release_reads_the_defaults_then_the_catalog_so_the_catalog_wins(litellm):
     release = one(litellm, "HelmRelease")
     defaults, catalog = release["spec"]["valuesFrom"]
-    assert catalog == {"kind": "ConfigMap", "name": MODEL_CATALOG_CONFIG_MAP, "valuesKey": LITELLM_VALUES_KEY, "optional": True}
+    assert catalog == {
+        "kind": "ConfigMap",
+        "name": MODEL_CATALOG_CONFIG_MAP,
+        "valuesKey": LITELLM_VALUES_KEY,
+        "optional": True,
+    }
     shipped = one(litellm, "ConfigMap", defaults["name"])
     assert shipped["metadata"]["namespace"] == release["metadata"]["namespace"]
-    assert yaml.safe_load(shipped["data"][defaults["valuesKey"]]) == {"proxy_config": {"model_list": []}, "extraEnvVars": []}
+    assert yaml.safe_load(shipped["data"][defaults["valuesKey"]]) == {
+        "proxy_config": {"model_list": []},
+        "extraEnvVars": [],
+    }
     inline = release["spec"]["values"]
     assert "extraEnvVars" not in inline and "model_list" not in inline.get("proxy_config", {})
     assert inline["proxyConfigMap"]["create"] is True
@@ -124,14 +132,25 @@ def test_the_proxy_config_litellm_gets_is_the_catalogs_model_list_with_keys_as_r
     external = runtime(
         "ModelActivation",
         "gpt",
-        {"type": "external", "targetNamespace": "ai", "external": {"model": "openai/gpt-4o-mini", "apiBase": "https://api.example.com/v1",
-                                                                    "apiKeySecretRef": {"name": "example-api-key", "key": "api-key"}}},
+        {
+            "type": "external",
+            "targetNamespace": "ai",
+            "external": {
+                "model": "openai/gpt-4o-mini",
+                "apiBase": "https://api.example.com/v1",
+                "apiKeySecretRef": {"name": "example-api-key", "key": "api-key"},
+            },
+        },
     )
     planned = plan_of(*platform(), external, local_model("m"), observed_model("m", ready=1, all_=1), pod("m-0", "m"))
     data = thaw(planned.model_catalog.config_map.body)["data"]
     release = one(litellm, "HelmRelease")
     defaults = one(litellm, "ConfigMap", release["spec"]["valuesFrom"][0]["name"])
-    values = merged(yaml.safe_load(defaults["data"]["values.yaml"]), yaml.safe_load(data[LITELLM_VALUES_KEY]), release["spec"]["values"])
+    values = merged(
+        yaml.safe_load(defaults["data"]["values.yaml"]),
+        yaml.safe_load(data[LITELLM_VALUES_KEY]),
+        release["spec"]["values"],
+    )
     config = values["proxy_config"]
     assert [m["model_name"] for m in config["model_list"]] == json.loads(data[MODEL_CATALOG_KEY]) == ["gpt", "m"]
     assert config["general_settings"]["master_key"] == "os.environ/PROXY_MASTER_KEY"
@@ -144,7 +163,11 @@ def test_the_proxy_config_litellm_gets_is_the_catalogs_model_list_with_keys_as_r
 
 def test_the_catalog_is_bootstrapped_empty_in_the_programs_format_and_left_to_the_program(model_catalog):
     (catalog,) = model_catalog
-    assert (catalog["kind"], catalog["metadata"]["name"], catalog["metadata"]["namespace"]) == ("ConfigMap", MODEL_CATALOG_CONFIG_MAP, NS)
+    assert (catalog["kind"], catalog["metadata"]["name"], catalog["metadata"]["namespace"]) == (
+        "ConfigMap",
+        MODEL_CATALOG_CONFIG_MAP,
+        NS,
+    )
     assert catalog["data"] == EMPTY_CATALOG_DATA
     assert catalog["metadata"]["labels"] == {FLUX_WATCH_LABEL: FLUX_WATCH_VALUE}
     assert catalog["metadata"]["annotations"] == {

@@ -83,7 +83,9 @@ def test_every_chart_a_module_base_installs_is_pinned_to_one_version(entry):
         if chart is not None and chart["sourceRef"]["kind"] == "HelmRepository":
             assert PINNED.match(chart.get("version", "")), f"{release['metadata']['name']}: {chart.get('version')!r}"
     for source in of_kind(objects, "OCIRepository") + of_kind(objects, "GitRepository"):
-        assert PINNED.match(source["spec"]["ref"].get("tag", "")), f"{source['metadata']['name']}: {source['spec']['ref']}"
+        assert PINNED.match(source["spec"]["ref"].get("tag", "")), (
+            f"{source['metadata']['name']}: {source['spec']['ref']}"
+        )
 
 
 @pytest.mark.parametrize("entry", MODULES, ids=_id)

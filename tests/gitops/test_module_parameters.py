@@ -24,7 +24,9 @@ def _source_text(entry: ModuleEntry) -> str:
 @pytest.mark.parametrize("case", SUBSTITUTED, ids=_id)
 def test_a_declared_variable_is_read_by_its_base_quoted_with_the_catalog_default(case):
     entry, parameter = case
-    assert f'"${{{parameter.variable}:={parameter.default}}}"' in _source_text(entry), f"{entry.path} does not read {parameter.variable}"
+    assert f'"${{{parameter.variable}:={parameter.default}}}"' in _source_text(entry), (
+        f"{entry.path} does not read {parameter.variable}"
+    )
 
 
 @pytest.mark.parametrize("entry", module_entries(), ids=lambda e: e.name)

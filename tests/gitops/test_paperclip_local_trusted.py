@@ -41,7 +41,11 @@ def test_a_proxy_in_the_pod_exposes_the_loopback_listener_on_the_pod_ip_only() -
     (proxy,) = [s for s in spec["sidecars"] if s["name"] == "loopback-proxy"]
     settings = env(proxy)
     assert settings["LISTEN_HOST"] == {"fieldRef": {"fieldPath": "status.podIP"}}
-    assert (settings["LISTEN_PORT"], settings["TARGET_HOST"], settings["TARGET_PORT"]) == (str(PORT), "127.0.0.1", str(PORT))
+    assert (settings["LISTEN_PORT"], settings["TARGET_HOST"], settings["TARGET_PORT"]) == (
+        str(PORT),
+        "127.0.0.1",
+        str(PORT),
+    )
     assert proxy["securityContext"]["allowPrivilegeEscalation"] is False
     assert proxy["securityContext"]["readOnlyRootFilesystem"] is True
     assert "ports" not in proxy, "the main container already declares the Service's port"

@@ -49,7 +49,13 @@ def start_proxy(listen_port: int, target_port: int) -> subprocess.Popen:
     (proxy,) = instance()["spec"]["sidecars"]
     node = shutil.which("node")
     assert node, "the tests need Node.js (the Debian package nodejs) to run the proxy as rendered"
-    environment = {**os.environ, "LISTEN_HOST": POD_IP, "LISTEN_PORT": str(listen_port), "TARGET_HOST": "127.0.0.1", "TARGET_PORT": str(target_port)}
+    environment = {
+        **os.environ,
+        "LISTEN_HOST": POD_IP,
+        "LISTEN_PORT": str(listen_port),
+        "TARGET_HOST": "127.0.0.1",
+        "TARGET_PORT": str(target_port),
+    }
     command = [node, *proxy["command"][1:]]
     process = subprocess.Popen(command, env=environment, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     _wait_listening(process, POD_IP, listen_port)

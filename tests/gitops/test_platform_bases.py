@@ -63,14 +63,20 @@ def gateway_objects() -> list[dict]:
     gateway_release = release(base("basis"), "magicstick-gateway")
     chart = in_repository(gateway_release["spec"]["chart"]["spec"]["chart"])
     return render_chart(
-        chart, gateway_release["spec"]["values"], release="magicstick-gateway", namespace=gateway_release["spec"]["targetNamespace"]
+        chart,
+        gateway_release["spec"]["values"],
+        release="magicstick-gateway",
+        namespace=gateway_release["spec"]["targetNamespace"],
     )
 
 
 def test_the_shared_gateway_is_where_the_program_attaches_its_routes(gateway_objects):
     settings = AccessSettings()
     (gateway,) = of_kind(gateway_objects, "Gateway")
-    assert (gateway["metadata"]["namespace"], gateway["metadata"]["name"]) == (settings.gateway_namespace, settings.gateway_name)
+    assert (gateway["metadata"]["namespace"], gateway["metadata"]["name"]) == (
+        settings.gateway_namespace,
+        settings.gateway_name,
+    )
     if settings.gateway_listener is not None:
         assert settings.gateway_listener in {listener["name"] for listener in gateway["spec"]["listeners"]}
 
@@ -78,7 +84,11 @@ def test_the_shared_gateway_is_where_the_program_attaches_its_routes(gateway_obj
 def test_the_shared_gateway_takes_its_parameters_from_the_envoy_proxy_the_program_declares(gateway_objects):
     (gateway,) = of_kind(gateway_objects, "Gateway")
     group = ENVOY_PROXY_API_VERSION.split("/")[0]
-    assert gateway["spec"]["infrastructure"]["parametersRef"] == {"group": group, "kind": "EnvoyProxy", "name": ENVOY_PROXY_NAME}
+    assert gateway["spec"]["infrastructure"]["parametersRef"] == {
+        "group": group,
+        "kind": "EnvoyProxy",
+        "name": ENVOY_PROXY_NAME,
+    }
 
 
 def test_no_base_declares_the_envoy_proxy_the_program_owns(gateway_objects):

@@ -61,7 +61,9 @@ def _used_variables() -> dict[str, list[str]]:
 
 
 def _documented_variables() -> set[str]:
-    return set(re.findall(r"^\|\s*`([A-Za-z_][A-Za-z0-9_]*)`\s*\|", CONFIGURATION.read_text(encoding="utf-8"), re.MULTILINE))
+    return set(
+        re.findall(r"^\|\s*`([A-Za-z_][A-Za-z0-9_]*)`\s*\|", CONFIGURATION.read_text(encoding="utf-8"), re.MULTILINE)
+    )
 
 
 def test_every_variable_the_tree_reads_is_documented_in_the_configuration_reference():

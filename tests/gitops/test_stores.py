@@ -52,9 +52,30 @@ def _empty_history(text: str) -> bool:
 
 
 STORES = (
-    Store("kubeai", PROFILE_STORE_CONFIG_MAP, PROFILE_STORE_NAMESPACE, PROFILE_STORE_KEY, _json_equals({"resourceProfiles": {}}), STORE_LABELS),
-    Store("kubeai", OFFLOADING_CONFIG_MAP, OFFLOADING_NAMESPACE, OFFLOADING_KEY, _json_equals({"resourceProfiles": {}}), STORE_LABELS),
-    Store("kubeai", RUNTIME_IMAGES_CONFIG_MAP, RUNTIME_IMAGES_NAMESPACE, RUNTIME_IMAGES_KEY, _json_equals({}), STORE_LABELS),
+    Store(
+        "kubeai",
+        PROFILE_STORE_CONFIG_MAP,
+        PROFILE_STORE_NAMESPACE,
+        PROFILE_STORE_KEY,
+        _json_equals({"resourceProfiles": {}}),
+        STORE_LABELS,
+    ),
+    Store(
+        "kubeai",
+        OFFLOADING_CONFIG_MAP,
+        OFFLOADING_NAMESPACE,
+        OFFLOADING_KEY,
+        _json_equals({"resourceProfiles": {}}),
+        STORE_LABELS,
+    ),
+    Store(
+        "kubeai",
+        RUNTIME_IMAGES_CONFIG_MAP,
+        RUNTIME_IMAGES_NAMESPACE,
+        RUNTIME_IMAGES_KEY,
+        _json_equals({}),
+        STORE_LABELS,
+    ),
     Store("amd-gpu", HISTORY_CONFIG_MAP, PlanSettings().system_namespace, HISTORY_KEY, _empty_history, HISTORY_LABELS),
 )
 

@@ -34,9 +34,7 @@ REPOSITORY: Final = Path(__file__).resolve().parents[2]
 KUBECTL: Final = shutil.which("kubectl")
 ENTRYPOINTS: Final = ("magic-cluster/flux/entrypoints/base", "magic-cluster/flux/entrypoints/single-node")
 DEMO_OVERLAY: Final = "examples/demo/infra-cluster/flux-bootstrap"
-FLUX_GROUPS: Final = frozenset(
-    {"source.toolkit.fluxcd.io", "helm.toolkit.fluxcd.io", "kustomize.toolkit.fluxcd.io"}
-)
+FLUX_GROUPS: Final = frozenset({"source.toolkit.fluxcd.io", "helm.toolkit.fluxcd.io", "kustomize.toolkit.fluxcd.io"})
 VARIABLE: Final = re.compile(r"\$\{(?P<name>[_a-zA-Z][_a-zA-Z0-9]*)(?::?[=-](?P<default>[^}]*))?\}")
 BARE_VARIABLE: Final = re.compile(r"(?<!\$)\$[_a-zA-Z]")
 """`$name` without braces: Flux would substitute it too, silently."""
@@ -97,7 +95,9 @@ def flux_build(path: str | Path, settings: Mapping[str, str] | None = None) -> l
     return substitute(build(path), settings)
 
 
-def flux_build_kustomization(kustomization: Mapping[str, Any], settings: Mapping[str, str] | None = None) -> list[JsonObject]:
+def flux_build_kustomization(
+    kustomization: Mapping[str, Any], settings: Mapping[str, str] | None = None
+) -> list[JsonObject]:
     """What kustomize-controller applies for a Flux Kustomization: its path built with its
     `spec.patches` (Flux adds them to the generated kustomization.yaml), then substituted with
     `settings` and its inline `postBuild.substitute`, which win."""
@@ -109,12 +109,22 @@ def flux_build_kustomization(kustomization: Mapping[str, Any], settings: Mapping
         return flux_build(path, variables)
     assert KUBECTL is not None, "kubectl (with kustomize) is needed; see README, Tests"
     with tempfile.TemporaryDirectory(prefix="magicstick-flux-build-") as directory:
-        overlay = {"apiVersion": "kustomize.config.k8s.io/v1beta1", "kind": "Kustomization", "resources": [os.path.relpath(path, directory)], "patches": patches}
+        overlay = {
+            "apiVersion": "kustomize.config.k8s.io/v1beta1",
+            "kind": "Kustomization",
+            "resources": [os.path.relpath(path, directory)],
+            "patches": patches,
+        }
         (Path(directory) / "kustomization.yaml").write_text(yaml.safe_dump(overlay, sort_keys=False))
         answer = subprocess.run(
-            [KUBECTL, "kustomize", "--load-restrictor", "LoadRestrictionsNone", directory], capture_output=True, text=True, check=False
+            [KUBECTL, "kustomize", "--load-restrictor", "LoadRestrictionsNone", directory],
+            capture_output=True,
+            text=True,
+            check=False,
         )
-    assert answer.returncode == 0, f"kubectl kustomize {path} with the patches of {kustomization['metadata']['name']}: {answer.stderr}"
+    assert answer.returncode == 0, (
+        f"kubectl kustomize {path} with the patches of {kustomization['metadata']['name']}: {answer.stderr}"
+    )
     return substitute([doc for doc in yaml.safe_load_all(answer.stdout) if doc], variables)
 
 

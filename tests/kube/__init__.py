@@ -25,9 +25,7 @@ def admin_access(cluster: ClusterInfo, **options: Any) -> KubeAccess:
     return KubeAccess(kubeconfig=str(cluster.kubeconfig_path(ADMIN_USER)), **options)
 
 
-def kubeconfig(
-    *, name: str, server: str, user: Mapping[str, Any], ca_file: Path | None = None
-) -> dict[str, Any]:
+def kubeconfig(*, name: str, server: str, user: Mapping[str, Any], ca_file: Path | None = None) -> dict[str, Any]:
     """A one-context kubeconfig document whose cluster, user and context are all called `name`."""
     cluster: dict[str, Any] = {"server": server}
     if ca_file is not None:
@@ -62,10 +60,7 @@ def exec_plugin(directory: Path, *, stdout: str, stderr: str = "", exit_code: in
     """An executable that prints `stdout` and `stderr` and exits with `exit_code`."""
     script = directory / "credential-plugin"
     script.write_text(
-        "#!/bin/sh\n"
-        f"printf '%s' {_shell_quote(stdout)}\n"
-        f"printf '%s' {_shell_quote(stderr)} >&2\n"
-        f"exit {exit_code}\n"
+        f"#!/bin/sh\nprintf '%s' {_shell_quote(stdout)}\nprintf '%s' {_shell_quote(stderr)} >&2\nexit {exit_code}\n"
     )
     script.chmod(0o755)
     return script

@@ -27,7 +27,10 @@ def refusal(access: KubeAccess, namespace: str) -> Forbidden:
 
 def exec_document(cluster: ClusterInfo, plugin: Path, *, api_version: str) -> dict:
     return kubeconfig(
-        name="exec", server=cluster.url, ca_file=cluster.ca_file, user={"exec": {"apiVersion": api_version, "command": str(plugin)}}
+        name="exec",
+        server=cluster.url,
+        ca_file=cluster.ca_file,
+        user={"exec": {"apiVersion": api_version, "command": str(plugin)}},
     )
 
 
@@ -37,8 +40,13 @@ class TestBearerToken:
         assert f'User "{READER_USER}"' in denied.message
 
     def test_an_unknown_token_raises_unauthorized(self, cluster, namespace):
-        document = kubeconfig(name="stranger", server=cluster.url, ca_file=cluster.ca_file, user={"token": "not-a-token"})
-        with pytest.raises(Unauthorized) as raised, open_client(KubeAccess(kubeconfig=as_yaml(document), retry=ONCE)) as client:
+        document = kubeconfig(
+            name="stranger", server=cluster.url, ca_file=cluster.ca_file, user={"token": "not-a-token"}
+        )
+        with (
+            pytest.raises(Unauthorized) as raised,
+            open_client(KubeAccess(kubeconfig=as_yaml(document), retry=ONCE)) as client,
+        ):
             client.list(CONFIG_MAP, namespace=namespace)
         assert (raised.value.code, raised.value.reason) == (401, "Unauthorized")
 
@@ -149,8 +157,9 @@ class TestInClusterServiceAccount:
 
     def test_without_the_service_host_variable_it_raises_kube_config_error(self, mounted, monkeypatch):
         monkeypatch.delenv("KUBERNETES_SERVICE_HOST")
-        with pytest.raises(KubeConfigError, match="KUBERNETES_SERVICE_HOST"), open_client(
-            KubeAccess(service_account_dir=str(mounted))
+        with (
+            pytest.raises(KubeConfigError, match="KUBERNETES_SERVICE_HOST"),
+            open_client(KubeAccess(service_account_dir=str(mounted))),
         ):
             pass
 

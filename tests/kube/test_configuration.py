@@ -47,7 +47,9 @@ class TestKubeconfigSources:
             "client-key-data": base64.b64encode(certificate.key_file.read_bytes()).decode(),
         }
         document = kubeconfig(name="json", server=cluster.url, user=inline)
-        document["clusters"][0]["cluster"]["certificate-authority-data"] = base64.b64encode(cluster.ca_file.read_bytes()).decode()
+        document["clusters"][0]["cluster"]["certificate-authority-data"] = base64.b64encode(
+            cluster.ca_file.read_bytes()
+        ).decode()
         contents = json.dumps(document)
         assert "\n" not in contents
         assert len(contents) > 4096
@@ -62,7 +64,9 @@ class TestContexts:
             assert namespace in namespace_names(KubeAccess(kubeconfig=as_yaml(document), context="right", retry=ONCE))
 
     def test_without_a_context_the_current_context_is_used(self, cluster):
-        wrong_token = kubeconfig(name="stale", server=cluster.url, ca_file=cluster.ca_file, user={"token": "not-a-token"})
+        wrong_token = kubeconfig(
+            name="stale", server=cluster.url, ca_file=cluster.ca_file, user={"token": "not-a-token"}
+        )
         document = merged(admin_document(cluster, "right"), wrong_token, current="stale")
         with pytest.raises(Unauthorized), open_client(KubeAccess(kubeconfig=as_yaml(document), retry=ONCE)) as client:
             client.list(CONFIG_MAP, namespace="default")
@@ -74,19 +78,28 @@ class TestContexts:
 
     def test_a_kubeconfig_without_a_current_context_needs_a_named_one(self, cluster):
         document = {**admin_document(cluster), "current-context": None}
-        with pytest.raises(KubeConfigError, match="no current-context"), open_client(KubeAccess(kubeconfig=as_yaml(document))):
+        with (
+            pytest.raises(KubeConfigError, match="no current-context"),
+            open_client(KubeAccess(kubeconfig=as_yaml(document))),
+        ):
             pass
 
     def test_a_context_naming_an_undefined_user_raises_kube_config_error(self, cluster):
         document = admin_document(cluster)
         document["contexts"][0]["context"]["user"] = "ghost"
-        with pytest.raises(KubeConfigError, match="user 'ghost'"), open_client(KubeAccess(kubeconfig=as_yaml(document))):
+        with (
+            pytest.raises(KubeConfigError, match="user 'ghost'"),
+            open_client(KubeAccess(kubeconfig=as_yaml(document))),
+        ):
             pass
 
     def test_a_context_naming_an_undefined_cluster_raises_kube_config_error(self, cluster):
         document = admin_document(cluster)
         document["contexts"][0]["context"]["cluster"] = "ghost"
-        with pytest.raises(KubeConfigError, match="cluster 'ghost'"), open_client(KubeAccess(kubeconfig=as_yaml(document))):
+        with (
+            pytest.raises(KubeConfigError, match="cluster 'ghost'"),
+            open_client(KubeAccess(kubeconfig=as_yaml(document))),
+        ):
             pass
 
 
@@ -164,7 +177,9 @@ def _concurrent_first_parses_failing(*, prime: str, runs: int) -> int:
     """How many of `runs` fresh processes saw a first kubeconfig parse fail when 16 threads made it at once."""
     failing = 0
     for _ in range(runs):
-        result = subprocess.run([sys.executable, "-c", RACE.format(prime=prime)], capture_output=True, text=True, timeout=60, check=True)
+        result = subprocess.run(
+            [sys.executable, "-c", RACE.format(prime=prime)], capture_output=True, text=True, timeout=60, check=True
+        )
         failing += int(result.stdout.strip()) > 0
     return failing
 

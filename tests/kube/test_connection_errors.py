@@ -49,7 +49,9 @@ class TestTheMessageNamesTheServerAndTheCause:
             error = failure_listing_config_maps(access_to(f"https://127.0.0.1:{port}"))
         assert str(error) == f"GET {PATH}: cannot reach https://127.0.0.1:{port}: connection refused"
         assert (error.url, error.failure, error.cause) == (
-            f"https://127.0.0.1:{port}", ConnectionFailure.REFUSED, "connection refused"
+            f"https://127.0.0.1:{port}",
+            ConnectionFailure.REFUSED,
+            "connection refused",
         )
 
     def test_an_unknown_host_name_reads_host_name_not_resolved(self):
@@ -67,7 +69,9 @@ class TestTheMessageNamesTheServerAndTheCause:
     def test_an_untrusted_server_certificate_is_tried_once_whatever_the_policy_allows(self, tmp_path):
         waits: list[float] = []
         with one_connection_server(tls_handshake(self_signed_certificate(tmp_path, "127.0.0.1"))) as port:
-            with open_client(access_to(f"https://127.0.0.1:{port}", retry=RetryPolicy(attempts=4)), sleep=waits.append) as client:
+            with open_client(
+                access_to(f"https://127.0.0.1:{port}", retry=RetryPolicy(attempts=4)), sleep=waits.append
+            ) as client:
                 with pytest.raises(KubeConnectionError):
                     client.list(CONFIG_MAP, namespace="default")
                 assert (client.requests, waits) == (1, [])
@@ -110,7 +114,11 @@ def _raised_from(error: httpx.TransportError, cause: BaseException) -> httpx.Tra
     [
         (httpx.WriteTimeout("timed out"), ConnectionFailure.TIMEOUT, "timed out after 10 s (sending the request)"),
         (httpx.ReadTimeout("timed out"), ConnectionFailure.TIMEOUT, "timed out after 10 s (waiting for the answer)"),
-        (httpx.PoolTimeout("timed out"), ConnectionFailure.TIMEOUT, "timed out after 10 s (waiting for a free connection)"),
+        (
+            httpx.PoolTimeout("timed out"),
+            ConnectionFailure.TIMEOUT,
+            "timed out after 10 s (waiting for a free connection)",
+        ),
         (
             _raised_from(httpx.ReadError("reset"), ConnectionResetError(104, "Connection reset by peer")),
             ConnectionFailure.NETWORK,
@@ -121,12 +129,17 @@ def _raised_from(error: httpx.TransportError, cause: BaseException) -> httpx.Tra
             ConnectionFailure.TLS_FAILED,
             "TLS handshake failed: EOF occurred in violation of protocol",
         ),
-        (httpx.UnsupportedProtocol("Request URL has an unsupported protocol 'ftp://'."), ConnectionFailure.NETWORK,
-         "UnsupportedProtocol: Request URL has an unsupported protocol 'ftp://'."),
+        (
+            httpx.UnsupportedProtocol("Request URL has an unsupported protocol 'ftp://'."),
+            ConnectionFailure.NETWORK,
+            "UnsupportedProtocol: Request URL has an unsupported protocol 'ftp://'.",
+        ),
     ],  # fmt: skip
 )
 def test_every_transport_failure_becomes_a_sentence_about_the_server(error, failure, cause):
-    unreachable = connection_error(error, method="GET", path=PATH, url="https://10.0.0.1:6443", timeout=httpx.Timeout(10.0))
+    unreachable = connection_error(
+        error, method="GET", path=PATH, url="https://10.0.0.1:6443", timeout=httpx.Timeout(10.0)
+    )
     assert (unreachable.failure, unreachable.cause) == (failure, cause)
     assert unreachable.message == f"cannot reach https://10.0.0.1:6443: {cause}"
 

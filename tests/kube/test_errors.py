@@ -49,7 +49,9 @@ class TestServerStatus:
 
     def test_a_stale_update_raises_conflict(self, client, admin_client, namespace):
         path = CONFIG_MAP.object_path("store", namespace)
-        admin_client.post(CONFIG_MAP.collection_path(namespace), json=config_map("store", {"a": "1"})).raise_for_status()
+        admin_client.post(
+            CONFIG_MAP.collection_path(namespace), json=config_map("store", {"a": "1"})
+        ).raise_for_status()
         read = client.get(CONFIG_MAP, "store", namespace)
         client.request("PUT", path, body={**read, "data": {"a": "2"}}, content_type="application/json")
         with pytest.raises(Conflict) as raised:
@@ -68,7 +70,9 @@ class TestServerStatus:
 
     def test_applying_an_invalid_object_raises_invalid_naming_the_field(self, client, namespace):
         with pytest.raises(Invalid) as raised:
-            client.apply(KUSTOMIZATION, kustomization(namespace, "broken", source_kind="Nope"), field_manager=FIELD_MANAGER)
+            client.apply(
+                KUSTOMIZATION, kustomization(namespace, "broken", source_kind="Nope"), field_manager=FIELD_MANAGER
+            )
         assert (raised.value.code, raised.value.reason) == (422, "Invalid")
         assert 'spec.sourceRef.kind: Unsupported value: "Nope"' in raised.value.message
 
@@ -82,4 +86,7 @@ class TestServerStatus:
     def test_the_error_text_holds_method_path_code_reason_and_message(self, client, namespace):
         with pytest.raises(KubeError) as raised:
             client.get(CONFIG_MAP, "x", namespace)
-        assert str(raised.value) == f'GET /api/v1/namespaces/{namespace}/configmaps/x: 404 NotFound: configmaps "x" not found'
+        assert (
+            str(raised.value)
+            == f'GET /api/v1/namespaces/{namespace}/configmaps/x: 404 NotFound: configmaps "x" not found'
+        )

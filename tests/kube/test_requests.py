@@ -41,12 +41,16 @@ def seven_config_maps(admin_client, namespace) -> list[str]:
     names = [f"entry-{index}" for index in range(7)]
     for index, name in enumerate(names):
         labels = {"parity": "even" if index % 2 == 0 else "odd"}
-        admin_client.post(CONFIG_MAP.collection_path(namespace), json=config_map(name, namespace, {}, labels)).raise_for_status()
+        admin_client.post(
+            CONFIG_MAP.collection_path(namespace), json=config_map(name, namespace, {}, labels)
+        ).raise_for_status()
     return names
 
 
 class TestList:
-    def test_seven_objects_in_pages_of_three_take_exactly_three_list_requests(self, client, namespace, seven_config_maps):
+    def test_seven_objects_in_pages_of_three_take_exactly_three_list_requests(
+        self, client, namespace, seven_config_maps
+    ):
         before = client.requests
         items = client.list(CONFIG_MAP, namespace=namespace, page_size=3)
         assert sorted(item["metadata"]["name"] for item in items) == seven_config_maps
@@ -89,7 +93,9 @@ class TestApply:
         assert second["metadata"]["resourceVersion"] == first["metadata"]["resourceVersion"]
 
     def test_a_dry_run_apply_answers_the_result_and_stores_nothing(self, client, namespace):
-        answered = client.apply(CONFIG_MAP, config_map("dry", namespace, {"a": "1"}), field_manager=FIELD_MANAGER, dry_run=True)
+        answered = client.apply(
+            CONFIG_MAP, config_map("dry", namespace, {"a": "1"}), field_manager=FIELD_MANAGER, dry_run=True
+        )
         assert answered["data"] == {"a": "1"}
         assert client.get_or_none(CONFIG_MAP, "dry", namespace) is None
 

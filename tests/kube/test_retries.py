@@ -34,7 +34,14 @@ OK = {"kind": "ConfigMap", "apiVersion": "v1", "metadata": {"name": "x"}}
 
 
 def status(code: int, reason: str, message: str) -> dict:
-    return {"kind": "Status", "apiVersion": "v1", "status": "Failure", "code": code, "reason": reason, "message": message}
+    return {
+        "kind": "Status",
+        "apiVersion": "v1",
+        "status": "Failure",
+        "code": code,
+        "reason": reason,
+        "message": message,
+    }
 
 
 def scripted(*answers: httpx.Response) -> Callable[[httpx.Request], httpx.Response]:
@@ -43,7 +50,9 @@ def scripted(*answers: httpx.Response) -> Callable[[httpx.Request], httpx.Respon
     return lambda request: next(remaining)
 
 
-def client_over(handler: Callable[[httpx.Request], httpx.Response], waits: list[float], retry: RetryPolicy = POLICY) -> KubeClient:
+def client_over(
+    handler: Callable[[httpx.Request], httpx.Response], waits: list[float], retry: RetryPolicy = POLICY
+) -> KubeClient:
     http = httpx.Client(transport=httpx.MockTransport(handler), base_url="https://kube.example.local")
     return KubeClient(http, retry=retry, sleep=waits.append)
 
@@ -107,7 +116,11 @@ class TestRetriedAnswers:
         client = client_over(lambda request: unavailable(), waits)
         with pytest.raises(ServerError) as raised:
             client.request("GET", "/api/v1/namespaces/default/configmaps/x")
-        assert (raised.value.code, raised.value.reason, raised.value.message) == (503, "ServiceUnavailable", "etcd is restarting")
+        assert (raised.value.code, raised.value.reason, raised.value.message) == (
+            503,
+            "ServiceUnavailable",
+            "etcd is restarting",
+        )
         assert (client.requests, waits) == (4, [0.5, 1.0, 2.0])
 
     def test_throttling_that_persists_raises_too_many_requests(self):
@@ -126,7 +139,9 @@ class TestAnswersNeverRetried:
         waits: list[float] = []
         client = client_over(lambda request: httpx.Response(code, json=status(code, reason, "no")), waits)
         with pytest.raises(error):
-            client.request("PATCH", "/api/v1/namespaces/default/configmaps/x", body={}, content_type="application/apply-patch+yaml")
+            client.request(
+                "PATCH", "/api/v1/namespaces/default/configmaps/x", body={}, content_type="application/apply-patch+yaml"
+            )
         assert (client.requests, waits) == (1, [])
 
 

@@ -17,7 +17,9 @@ def access_trusting(cluster, ca_file, **options) -> KubeAccess:
 
 
 def without_ca(cluster) -> KubeAccess:
-    return KubeAccess(kubeconfig=as_yaml(kubeconfig(name="tls", server=cluster.url, user={"token": cluster.admin_token})))
+    return KubeAccess(
+        kubeconfig=as_yaml(kubeconfig(name="tls", server=cluster.url, user={"token": cluster.admin_token}))
+    )
 
 
 class TestVerification:
@@ -46,8 +48,9 @@ class TestVerification:
 
 class TestUnusableCertificateAuthority:
     def test_a_missing_ca_file_raises_kube_config_error_naming_it(self, cluster, tmp_path):
-        with pytest.raises(KubeConfigError, match="absent-ca.crt"), open_client(
-            access_trusting(cluster, tmp_path / "absent-ca.crt")
+        with (
+            pytest.raises(KubeConfigError, match="absent-ca.crt"),
+            open_client(access_trusting(cluster, tmp_path / "absent-ca.crt")),
         ):
             pass
 

@@ -62,7 +62,18 @@ def clean_shared_namespaces(own_crds: ClusterInfo, admin: KubeClient) -> None:
     for namespace in SHARED_NAMESPACES:
         delete_all(
             admin,
-            [*APPLIANCE_KINDS.values(), KUSTOMIZATION, CONFIG_MAP, NODE_FEATURE, KUBEAI_MODEL, POD, HELM_RELEASE, HTTP_ROUTE, REFERENCE_GRANT, SECURITY_POLICY],
+            [
+                *APPLIANCE_KINDS.values(),
+                KUSTOMIZATION,
+                CONFIG_MAP,
+                NODE_FEATURE,
+                KUBEAI_MODEL,
+                POD,
+                HELM_RELEASE,
+                HTTP_ROUTE,
+                REFERENCE_GRANT,
+                SECURITY_POLICY,
+            ],
             namespace,
         )
     for node in admin.list(NODE):

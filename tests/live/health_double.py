@@ -55,7 +55,9 @@ def _handler(double: HealthDouble) -> type[BaseHTTPRequestHandler]:
 
 
 @contextmanager
-def running_health(host: str, *, status: int = 200, body: bytes = b"", unresponsive: bool = False) -> Iterator[HealthDouble]:
+def running_health(
+    host: str, *, status: int = 200, body: bytes = b"", unresponsive: bool = False
+) -> Iterator[HealthDouble]:
     """A HealthDouble listening on a random port of `host` until the block ends."""
     double = HealthDouble(status=status, body=body, unresponsive=unresponsive)
     with serving(double, _handler(double), host=host, name="health-double"):

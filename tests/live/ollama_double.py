@@ -161,13 +161,18 @@ class Releasable(Protocol):
 
 
 @contextmanager
-def serving(double: Releasable, handler: type[BaseHTTPRequestHandler], *, host: str, port: int = 0, name: str) -> Iterator[None]:
+def serving(
+    double: Releasable, handler: type[BaseHTTPRequestHandler], *, host: str, port: int = 0, name: str
+) -> Iterator[None]:
     """Serve `handler` on `port` of `host` (0: a random one) in a thread until the block ends;
     `double` learns its address, and its held answers are released at the end."""
     server = ThreadingHTTPServer((host, port), handler)
     double.host, double.port = host, int(server.server_address[1])
     thread = threading.Thread(
-        target=server.serve_forever, kwargs={"poll_interval": SHUTDOWN_POLL_SECONDS}, name=f"{name}-{double.port}", daemon=True
+        target=server.serve_forever,
+        kwargs={"poll_interval": SHUTDOWN_POLL_SECONDS},
+        name=f"{name}-{double.port}",
+        daemon=True,
     )
     thread.start()
     try:

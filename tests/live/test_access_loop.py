@@ -47,7 +47,9 @@ from tests.live.world import (
 )
 
 SYSTEM = "ai-system"
-SETTINGS = PlanSettings(system_namespace=SYSTEM, access=AccessSettings(guard_image="registry.example.com/magicstick/access-guard:0.1.0"))
+SETTINGS = PlanSettings(
+    system_namespace=SYSTEM, access=AccessSettings(guard_image="registry.example.com/magicstick/access-guard:0.1.0")
+)
 """The demo's settings with an access guard image an administrator has built and set."""
 INSTANCES = ("openclaw-default", "paperclip-default")
 START = datetime(2026, 1, 1, tzinfo=UTC)
@@ -86,7 +88,11 @@ def _observe_and_plan(access: KubeAccess, now: datetime) -> Plan:
 
 
 def _play_controllers(client: KubeClient) -> int:
-    played = mark_kustomizations_ready(client) + mark_helm_releases_ready(client, SYSTEM) + accept_gateway_objects(client, SYSTEM)
+    played = (
+        mark_kustomizations_ready(client)
+        + mark_helm_releases_ready(client, SYSTEM)
+        + accept_gateway_objects(client, SYSTEM)
+    )
     return played + roll_out_deployments(client, SYSTEM)
 
 
@@ -99,7 +105,9 @@ def _converge(client: KubeClient, access: KubeAccess) -> tuple[Plan, dict[str, D
         applied = engine_apply(client, current, applied)
         written = write_planned_statuses(client, current)
         marked = _play_controllers(client)
-        unchanged = previous is not None and current.objects == previous.objects and current.statuses == previous.statuses
+        unchanged = (
+            previous is not None and current.objects == previous.objects and current.statuses == previous.statuses
+        )
         if unchanged and written == 0 and marked == 0:
             return current, applied, rounds
         previous = current
@@ -122,8 +130,15 @@ def test_every_instance_reaches_its_access_guard_on_a_real_api_server_and_the_co
         assert routes and all(rule.get("backendRefs") for r in routes for rule in r.body["spec"]["rules"]), name
         stored_routes = [admin.get(HTTP_ROUTE, r.name, SYSTEM) for r in routes]
         assert all(rule.get("backendRefs") for r in stored_routes for rule in r["spec"]["rules"]), name
-        services = {(ref["namespace"], ref["name"]) for r in stored_routes for rule in r["spec"]["rules"] for ref in rule["backendRefs"]}
-        assert services == {("ai", name)}, "each instance reaches the Service its own release renders, never a shared one"
+        services = {
+            (ref["namespace"], ref["name"])
+            for r in stored_routes
+            for rule in r["spec"]["rules"]
+            for ref in rule["backendRefs"]
+        }
+        assert services == {("ai", name)}, (
+            "each instance reaches the Service its own release renders, never a shared one"
+        )
         assert status["url"].startswith("https://"), name
 
     (policy,) = [o for o in converged.objects if o.kind == "SecurityPolicy" and o.name.startswith("openclaw-default")]
@@ -131,7 +146,10 @@ def test_every_instance_reaches_its_access_guard_on_a_real_api_server_and_the_co
     planned_spec = thaw(policy.body["spec"])
     assert stored["spec"] != planned_spec, "the server adds the CRD's defaults to what was applied"
     assert stored["spec"]["oidc"]["refreshToken"] is True and "refreshToken" not in planned_spec["oidc"]
-    assert stored["metadata"]["annotations"][SPEC_HASH_ANNOTATION] == policy.body["metadata"]["annotations"][SPEC_HASH_ANNOTATION]
+    assert (
+        stored["metadata"]["annotations"][SPEC_HASH_ANNOTATION]
+        == policy.body["metadata"]["annotations"][SPEC_HASH_ANNOTATION]
+    )
 
     final = _observe_and_plan(admin_access, START + timedelta(days=1))
     assert final.objects == converged.objects
@@ -152,7 +170,10 @@ def test_an_instance_is_reconciling_while_flux_has_not_observed_the_new_generati
     _, applied, _ = _converge(admin, admin_access)
 
     (openclaw,) = [o for o in scenario if o["metadata"]["name"] == "openclaw-default"]
-    load(admin, [{**openclaw, "spec": {**openclaw["spec"], "values": {**openclaw["spec"]["values"], "model": "qwen3635b"}}}])
+    load(
+        admin,
+        [{**openclaw, "spec": {**openclaw["spec"], "values": {**openclaw["spec"]["values"], "model": "qwen3635b"}}}],
+    )
     for minute in (100, 101):
         edited = _observe_and_plan(admin_access, START + timedelta(minutes=minute))
         applied = engine_apply(admin, edited, applied)
@@ -161,7 +182,11 @@ def test_an_instance_is_reconciling_while_flux_has_not_observed_the_new_generati
     release = admin.get(HELM_RELEASE, "openclaw-default", SYSTEM)
     assert (release["metadata"]["generation"], release["status"]["observedGeneration"]) == (2, 1)
     status = admin.get(APP_INSTANCE, "openclaw-default", SYSTEM)["status"]
-    assert (status["phase"], status["reason"], status["conditions"][0]["status"]) == ("Reconciling", "Reconciling", "False")
+    assert (status["phase"], status["reason"], status["conditions"][0]["status"]) == (
+        "Reconciling",
+        "Reconciling",
+        "False",
+    )
     assert "generation 2" in status["message"]
 
     _converge(admin, admin_access)
@@ -181,7 +206,9 @@ def test_the_later_of_two_instances_asking_for_one_hostname_is_in_conflict_on_a_
     load(admin, [{**openclaw, "metadata": {**openclaw["metadata"], "name": "openclaw-second"}}])
 
     snapshot = read_snapshot(admin_access, system_namespace=SYSTEM)
-    assert all(o.meta.creation_timestamp for o in snapshot.of_kind("AppInstance", SYSTEM)), "the reader keeps creationTimestamp"
+    assert all(o.meta.creation_timestamp for o in snapshot.of_kind("AppInstance", SYSTEM)), (
+        "the reader keeps creationTimestamp"
+    )
     converged, _, _ = _converge(admin, admin_access)
 
     second = admin.get(APP_INSTANCE, "openclaw-second", SYSTEM)["status"]

@@ -46,7 +46,9 @@ def test_every_rendered_status_is_accepted_through_the_status_subresource(clean_
     statuses = _rendered(tmp_path, "status")
     assert statuses
     for document in statuses:
-        accepted = admin.apply(kind_of(document), document, field_manager="magicstick-status", dry_run=True, subresource="status")
+        accepted = admin.apply(
+            kind_of(document), document, field_manager="magicstick-status", dry_run=True, subresource="status"
+        )
         assert accepted["status"]["phase"] == document["status"]["phase"]
 
 

@@ -46,7 +46,12 @@ HOST = HostIdentity(node="halo", node_uid="uid-halo", boot_id="boot-1", fingerpr
 
 
 def inputs(
-    namespace: str, run_id: str = "run-1", *, host: HostIdentity = HOST, host_current: bool = True, current: HostIdentity | None = None
+    namespace: str,
+    run_id: str = "run-1",
+    *,
+    host: HostIdentity = HOST,
+    host_current: bool = True,
+    current: HostIdentity | None = None,
 ) -> dict[str, Any]:
     return {
         "runId": run_id,
@@ -92,7 +97,9 @@ def stages(found: RunRecord) -> dict[str, str]:
     return {e.engine: e.stage.value for e in found.engines}
 
 
-def finish_job(client: KubeClient, namespace: str, name: str, *, image: str, report: dict | None, failed: str | None = None) -> None:
+def finish_job(
+    client: KubeClient, namespace: str, name: str, *, image: str, report: dict | None, failed: str | None = None
+) -> None:
     """Play the Job controller and the kubelet: the Job's Pod ran `image` and left `report`."""
     account = {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "default", "namespace": namespace}}
     client.apply(SERVICE_ACCOUNT, account, field_manager=CONTROLLER)
@@ -102,11 +109,19 @@ def finish_job(client: KubeClient, namespace: str, name: str, *, image: str, rep
             "apiVersion": "v1",
             "kind": "Pod",
             "metadata": {"name": f"{name}-x1", "namespace": namespace, "labels": {"job-name": name}},
-            "spec": {"automountServiceAccountToken": False, "restartPolicy": "Never", "containers": [{"name": "validation", "image": image}]},
+            "spec": {
+                "automountServiceAccountToken": False,
+                "restartPolicy": "Never",
+                "containers": [{"name": "validation", "image": image}],
+            },
         },
         field_manager=CONTROLLER,
     )
-    terminated = {"exitCode": 0 if failed is None else 1, "reason": "Completed", "message": json.dumps(report) if report else ""}
+    terminated = {
+        "exitCode": 0 if failed is None else 1,
+        "reason": "Completed",
+        "message": json.dumps(report) if report else "",
+    }
     client.apply(
         POD,
         {
@@ -130,10 +145,19 @@ def finish_job(client: KubeClient, namespace: str, name: str, *, image: str, rep
         field_manager="kubelet",
         subresource="status",
     )
-    status = {"startTime": "2026-01-01T00:00:00Z", "conditions": _finished_conditions(failed), ("failed" if failed else "succeeded"): 1}
+    status = {
+        "startTime": "2026-01-01T00:00:00Z",
+        "conditions": _finished_conditions(failed),
+        ("failed" if failed else "succeeded"): 1,
+    }
     if not failed:
         status["completionTime"] = "2026-01-01T00:10:00Z"
-    client.apply(JOB, {"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": name, "namespace": namespace}, "status": status}, field_manager=CONTROLLER, subresource="status")
+    client.apply(
+        JOB,
+        {"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": name, "namespace": namespace}, "status": status},
+        field_manager=CONTROLLER,
+        subresource="status",
+    )
 
 
 def _finished_conditions(failed: str | None) -> list[dict[str, str]]:
@@ -143,18 +167,36 @@ def _finished_conditions(failed: str | None) -> list[dict[str, str]]:
     finished Job without startTime (a Complete one without completionTime too)."""
     at = "2026-01-01T00:10:00Z"
     if failed:
-        return [{"type": kind, "status": "True", "reason": failed, "lastTransitionTime": at} for kind in ("FailureTarget", "Failed")]
+        return [
+            {"type": kind, "status": "True", "reason": failed, "lastTransitionTime": at}
+            for kind in ("FailureTarget", "Failed")
+        ]
     reason = "CompletionsReached"
-    return [{"type": kind, "status": "True", "reason": reason, "lastTransitionTime": at} for kind in ("SuccessCriteriaMet", "Complete")]
+    return [
+        {"type": kind, "status": "True", "reason": reason, "lastTransitionTime": at}
+        for kind in ("SuccessCriteriaMet", "Complete")
+    ]
 
 
 OLLAMA_PASSES = {"gpuBuffersMi": 768, "arithmetic": True, "cpuFallback": False}
 
 
-@pytest.mark.parametrize("engine", [EngineRun("OLlama", OLLAMA_IMAGE, 900), EngineRun("VLLM", VLLM_IMAGE, 1800)], ids=["ollama", "vllm"])
-def test_each_validation_job_passes_a_server_side_dry_run_and_carries_no_forbidden_setting(namespace, admin: KubeClient, engine):
-    body = validation_job(run_id="run-1", engine=engine, node="halo", namespace=namespace, security=PodSecurity(1000, (44,)))
-    answered = admin.request("POST", JOB.collection_path(namespace), params={"dryRun": "All", "fieldManager": "test"}, body=body, content_type="application/json")
+@pytest.mark.parametrize(
+    "engine", [EngineRun("OLlama", OLLAMA_IMAGE, 900), EngineRun("VLLM", VLLM_IMAGE, 1800)], ids=["ollama", "vllm"]
+)
+def test_each_validation_job_passes_a_server_side_dry_run_and_carries_no_forbidden_setting(
+    namespace, admin: KubeClient, engine
+):
+    body = validation_job(
+        run_id="run-1", engine=engine, node="halo", namespace=namespace, security=PodSecurity(1000, (44,))
+    )
+    answered = admin.request(
+        "POST",
+        JOB.collection_path(namespace),
+        params={"dryRun": "All", "fieldManager": "test"},
+        body=body,
+        content_type="application/json",
+    )
     assert jobs(admin, namespace) == []
     spec = answered["spec"]
     assert (spec["backoffLimit"], spec["activeDeadlineSeconds"]) == (0, engine.timeout_seconds)
@@ -191,18 +233,31 @@ def test_twenty_concurrent_history_writers_lose_no_record(namespace, admin: Kube
     with ThreadPoolExecutor(max_workers=WRITERS) as pool:
         written = sorted(pool.map(writer, range(WRITERS)))
     stored = admin.get(CONFIG_MAP, HISTORY_CONFIG_MAP, namespace)
-    assert sorted(read_history(stored["data"][HISTORY_KEY]).runs) == written == sorted(f"run-{i}" for i in range(WRITERS))
+    assert (
+        sorted(read_history(stored["data"][HISTORY_KEY]).runs) == written == sorted(f"run-{i}" for i in range(WRITERS))
+    )
 
 
 def test_the_history_bootstrap_creates_an_absent_store_and_never_resets_one(namespace, admin: KubeClient):
     assert bootstrap_history(admin, namespace, bound=4) is True
-    put_run(admin, namespace, RunRecord("kept", "strix-halo", "1", HOST, "2026-01-01T00:00:00Z", (EngineRun("OLlama", OLLAMA_IMAGE, 900),)))
+    put_run(
+        admin,
+        namespace,
+        RunRecord("kept", "strix-halo", "1", HOST, "2026-01-01T00:00:00Z", (EngineRun("OLlama", OLLAMA_IMAGE, 900),)),
+    )
     assert bootstrap_history(admin, namespace, bound=4) is False
     assert read_run(admin, namespace, "kept") is not None
 
 
-def test_the_history_provider_reports_an_unreadable_store_and_leaves_it_untouched(namespace, admin: KubeClient, admin_access: KubeAccess):
-    broken = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": HISTORY_CONFIG_MAP, "namespace": namespace}, "data": {HISTORY_KEY: "{oops"}}
+def test_the_history_provider_reports_an_unreadable_store_and_leaves_it_untouched(
+    namespace, admin: KubeClient, admin_access: KubeAccess
+):
+    broken = {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {"name": HISTORY_CONFIG_MAP, "namespace": namespace},
+        "data": {HISTORY_KEY: "{oops"},
+    }
     admin.apply(CONFIG_MAP, broken, field_manager="someone")
     assert admin_access.kubeconfig is not None
     history = configured(GpuValidationHistoryProvider(), kubeconfig_config(admin_access.kubeconfig))
@@ -211,7 +266,9 @@ def test_the_history_provider_reports_an_unreadable_store_and_leaves_it_untouche
     assert admin.get(CONFIG_MAP, HISTORY_CONFIG_MAP, namespace)["data"][HISTORY_KEY] == "{oops"
 
 
-def test_a_request_is_recorded_before_its_first_job_which_runs_alone(namespace, admin: KubeClient, admin_access: KubeAccess):
+def test_a_request_is_recorded_before_its_first_job_which_runs_alone(
+    namespace, admin: KubeClient, admin_access: KubeAccess
+):
     outs = provider(admin_access).create(inputs(namespace)).outs
     assert outs["problem"] == {}
     assert outs["stages"] == {"OLlama": "Running", "VLLM": "Pending"}
@@ -221,7 +278,9 @@ def test_a_request_is_recorded_before_its_first_job_which_runs_alone(namespace, 
     assert found.host == HOST and found.engine("OLlama").job == job_name("run-1", "OLlama")
 
 
-def test_a_restart_mid_run_picks_up_the_recorded_request_and_starts_no_second_job(namespace, admin: KubeClient, admin_access: KubeAccess):
+def test_a_restart_mid_run_picks_up_the_recorded_request_and_starts_no_second_job(
+    namespace, admin: KubeClient, admin_access: KubeAccess
+):
     provider(admin_access).create(inputs(namespace))
     before = record(namespace, admin)
     # The program restarted and lost its state: a fresh provider process creates the resource again.
@@ -231,14 +290,19 @@ def test_a_restart_mid_run_picks_up_the_recorded_request_and_starts_no_second_jo
     assert record(namespace, admin) == before
 
 
-def test_a_restart_between_recording_and_creating_the_job_creates_it_once(namespace, admin: KubeClient, admin_access: KubeAccess):
+def test_a_restart_between_recording_and_creating_the_job_creates_it_once(
+    namespace, admin: KubeClient, admin_access: KubeAccess
+):
     starting = RunRecord(
         "run-1",
         "strix-halo",
         "1",
         HOST,
         "2026-01-01T00:00:00Z",
-        (EngineRun("OLlama", OLLAMA_IMAGE, 900, stage=Stage.STARTING, job=job_name("run-1", "OLlama")), EngineRun("VLLM", VLLM_IMAGE, 1800)),
+        (
+            EngineRun("OLlama", OLLAMA_IMAGE, 900, stage=Stage.STARTING, job=job_name("run-1", "OLlama")),
+            EngineRun("VLLM", VLLM_IMAGE, 1800),
+        ),
     )
     put_run(admin, namespace, starting)
     for _ in range(2):
@@ -263,10 +327,14 @@ def test_a_finished_job_gives_its_verdict_from_the_pod_publishes_the_digest_and_
     assert read_runtime_images(images) == {"OLlama": f"registry.example.com/magicstick/ollama-rocm-validation@{DIGEST}"}
 
 
-def test_cpu_fallback_and_a_deadline_are_failures_and_the_run_completes(namespace, admin: KubeClient, admin_access: KubeAccess):
+def test_cpu_fallback_and_a_deadline_are_failures_and_the_run_completes(
+    namespace, admin: KubeClient, admin_access: KubeAccess
+):
     validation = provider(admin_access)
     outs = validation.create(inputs(namespace)).outs
-    finish_job(admin, namespace, job_name("run-1", "OLlama"), image=OLLAMA_IMAGE, report={**OLLAMA_PASSES, "cpuFallback": True})
+    finish_job(
+        admin, namespace, job_name("run-1", "OLlama"), image=OLLAMA_IMAGE, report={**OLLAMA_PASSES, "cpuFallback": True}
+    )
     outs = validation.update("id", outs, inputs(namespace)).outs
     finish_job(admin, namespace, job_name("run-1", "VLLM"), image=VLLM_IMAGE, report=None, failed="DeadlineExceeded")
     outs = validation.update("id", outs, inputs(namespace)).outs
@@ -277,7 +345,9 @@ def test_cpu_fallback_and_a_deadline_are_failures_and_the_run_completes(namespac
     assert admin.get_or_none(CONFIG_MAP, RUNTIME_IMAGES_CONFIG_MAP, namespace) is None
 
 
-def test_a_job_that_vanished_mid_run_is_reported_interrupted_and_never_run_again(namespace, admin: KubeClient, admin_access: KubeAccess):
+def test_a_job_that_vanished_mid_run_is_reported_interrupted_and_never_run_again(
+    namespace, admin: KubeClient, admin_access: KubeAccess
+):
     validation = provider(admin_access)
     outs = validation.create(inputs(namespace)).outs
     delete_job(admin, namespace, job_name("run-1", "OLlama"))
@@ -286,7 +356,9 @@ def test_a_job_that_vanished_mid_run_is_reported_interrupted_and_never_run_again
     assert jobs(admin, namespace) == [job_name("run-1", "VLLM")]
 
 
-def test_changed_host_evidence_starts_no_new_job_and_marks_what_did_not_run(namespace, admin: KubeClient, admin_access: KubeAccess):
+def test_changed_host_evidence_starts_no_new_job_and_marks_what_did_not_run(
+    namespace, admin: KubeClient, admin_access: KubeAccess
+):
     validation = provider(admin_access)
     outs = validation.create(inputs(namespace)).outs
     finish_job(admin, namespace, job_name("run-1", "OLlama"), image=OLLAMA_IMAGE, report=OLLAMA_PASSES)
@@ -300,7 +372,9 @@ def test_changed_host_evidence_starts_no_new_job_and_marks_what_did_not_run(name
     assert record(namespace, admin).host == HOST
 
 
-def test_stale_evidence_without_a_change_of_host_waits_and_starts_nothing(namespace, admin: KubeClient, admin_access: KubeAccess):
+def test_stale_evidence_without_a_change_of_host_waits_and_starts_nothing(
+    namespace, admin: KubeClient, admin_access: KubeAccess
+):
     outs = provider(admin_access).create(inputs(namespace, host_current=False)).outs
     assert outs["stages"] == {} and outs["problem"] == {}
     assert read_run(admin, namespace, "run-1") is None
@@ -308,14 +382,21 @@ def test_stale_evidence_without_a_change_of_host_waits_and_starts_nothing(namesp
 
 
 def test_an_unreadable_history_blocks_new_runs(namespace, admin: KubeClient, admin_access: KubeAccess):
-    broken = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": HISTORY_CONFIG_MAP, "namespace": namespace}, "data": {HISTORY_KEY: "[]"}}
+    broken = {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {"name": HISTORY_CONFIG_MAP, "namespace": namespace},
+        "data": {HISTORY_KEY: "[]"},
+    }
     admin.apply(CONFIG_MAP, broken, field_manager="someone")
     outs = provider(admin_access).create(inputs(namespace)).outs
     assert outs["problem"]["reason"] == ProblemReason.VALIDATION_HISTORY_UNAVAILABLE
     assert jobs(admin, namespace) == []
 
 
-def test_deleting_the_run_deletes_its_jobs_and_keeps_its_history(namespace, admin: KubeClient, admin_access: KubeAccess):
+def test_deleting_the_run_deletes_its_jobs_and_keeps_its_history(
+    namespace, admin: KubeClient, admin_access: KubeAccess
+):
     validation = provider(admin_access)
     validation.create(inputs(namespace))
     validation.delete("id", inputs(namespace))
@@ -326,10 +407,18 @@ def test_deleting_the_run_deletes_its_jobs_and_keeps_its_history(namespace, admi
 
 def test_the_runtime_images_store_keeps_keys_it_does_not_own(namespace, admin: KubeClient):
     foreign = {"modelServers": {"VLLM": {"images": {"default": "vllm/vllm-openai:v0.9"}}}, "other": 1}
-    store = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": RUNTIME_IMAGES_CONFIG_MAP, "namespace": namespace}, "data": {RUNTIME_IMAGES_KEY: json.dumps(foreign)}}
+    store = {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {"name": RUNTIME_IMAGES_CONFIG_MAP, "namespace": namespace},
+        "data": {RUNTIME_IMAGES_KEY: json.dumps(foreign)},
+    }
     admin.apply(CONFIG_MAP, store, field_manager="kustomize-controller")
     assert put_runtime_image(admin, "VLLM", f"r/v@{DIGEST}", namespace=namespace) is True
     assert put_runtime_image(admin, "VLLM", f"r/v@{DIGEST}", namespace=namespace) is False
     document = json.loads(admin.get(CONFIG_MAP, RUNTIME_IMAGES_CONFIG_MAP, namespace)["data"][RUNTIME_IMAGES_KEY])
-    assert document["modelServers"]["VLLM"]["images"] == {"default": "vllm/vllm-openai:v0.9", "amd-gpu": f"r/v@{DIGEST}"}
+    assert document["modelServers"]["VLLM"]["images"] == {
+        "default": "vllm/vllm-openai:v0.9",
+        "amd-gpu": f"r/v@{DIGEST}",
+    }
     assert document["other"] == 1

@@ -28,15 +28,33 @@ def _written(client: KubeClient, namespace: str, obj: dict[str, Any], status: di
     stored["metadata"].pop("generation", None)
     stored["metadata"].pop("uid", None)
     load(client, [stored])
-    target = StatusTarget(api_version=obj["apiVersion"], kind=obj["kind"], namespace=namespace, name=obj["metadata"]["name"], status=status)
+    target = StatusTarget(
+        api_version=obj["apiVersion"],
+        kind=obj["kind"],
+        namespace=namespace,
+        name=obj["metadata"]["name"],
+        status=status,
+    )
     assert write_status(client, target) is True
 
 
-def kubectl_wait(cluster: ClusterInfo, namespace: str, resource: str, condition: str, *, timeout: str = "60s") -> subprocess.CompletedProcess[str]:
+def kubectl_wait(
+    cluster: ClusterInfo, namespace: str, resource: str, condition: str, *, timeout: str = "60s"
+) -> subprocess.CompletedProcess[str]:
     """`kubectl wait --for=condition=<condition>`; a timeout of 0s checks once without waiting."""
     assert KUBECTL is not None, "kubectl is needed; see README, Tests"
     return subprocess.run(
-        [KUBECTL, "--kubeconfig", str(cluster.kubeconfig_path(ADMIN_USER)), "-n", namespace, "wait", f"--for=condition={condition}", f"--timeout={timeout}", resource],
+        [
+            KUBECTL,
+            "--kubeconfig",
+            str(cluster.kubeconfig_path(ADMIN_USER)),
+            "-n",
+            namespace,
+            "wait",
+            f"--for=condition={condition}",
+            f"--timeout={timeout}",
+            resource,
+        ],
         capture_output=True,
         text=True,
         check=False,
@@ -44,9 +62,13 @@ def kubectl_wait(cluster: ClusterInfo, namespace: str, resource: str, condition:
     )
 
 
-def test_kubectl_waits_for_ready_on_a_module_activation_whose_status_the_program_wrote(own_crds, namespace, admin: KubeClient):
+def test_kubectl_waits_for_ready_on_a_module_activation_whose_status_the_program_wrote(
+    own_crds, namespace, admin: KubeClient
+):
     basis = activation("basis")
-    _written(admin, namespace, basis, _planned("ModuleActivation", "basis", appliance(), basis, *ready_modules("basis")))
+    _written(
+        admin, namespace, basis, _planned("ModuleActivation", "basis", appliance(), basis, *ready_modules("basis"))
+    )
 
     waited = kubectl_wait(own_crds, namespace, "moduleactivation/basis", "Ready")
 
@@ -73,8 +95,14 @@ def test_kubectl_waits_for_reconciling_on_an_appliance_waiting_for_its_modules(o
 
 def test_kubectl_does_not_take_a_ready_written_for_an_older_generation(own_crds, namespace, admin: KubeClient):
     basis = activation("basis")
-    _written(admin, namespace, basis, _planned("ModuleActivation", "basis", appliance(), basis, *ready_modules("basis")))
-    edited = {**basis, "metadata": {"name": "basis", "namespace": namespace}, "spec": {**basis["spec"], "enabled": False}}
+    _written(
+        admin, namespace, basis, _planned("ModuleActivation", "basis", appliance(), basis, *ready_modules("basis"))
+    )
+    edited = {
+        **basis,
+        "metadata": {"name": "basis", "namespace": namespace},
+        "spec": {**basis["spec"], "enabled": False},
+    }
     load(admin, [edited])
     assert admin.get(MODULE_ACTIVATION, "basis", namespace)["metadata"]["generation"] == 2
 

@@ -55,7 +55,9 @@ def _observe_and_plan(access: KubeAccess, namespace: str, now: datetime) -> Plan
     )
 
 
-def test_the_loop_converges_and_the_converged_run_writes_nothing(clean_shared_namespaces, namespace, admin, admin_access):
+def test_the_loop_converges_and_the_converged_run_writes_nothing(
+    clean_shared_namespaces, namespace, admin, admin_access
+):
     ensure_namespace(admin, "ai")
     delete_all(admin, [KUBEAI_MODEL, POD], "ai")
     load(admin, _scenario(namespace))
@@ -69,7 +71,9 @@ def test_the_loop_converges_and_the_converged_run_writes_nothing(clean_shared_na
         written = write_planned_statuses(admin, current)
         marked = mark_kustomizations_ready(admin) + play_kubeai(admin, "ai")
         publish_model_catalog(admin, namespace, [m.name for m in current.models.models])
-        unchanged = previous is not None and current.objects == previous.objects and current.statuses == previous.statuses
+        unchanged = (
+            previous is not None and current.objects == previous.objects and current.statuses == previous.statuses
+        )
         if unchanged and written == 0 and marked == 0:
             break
         previous = current

@@ -46,7 +46,11 @@ def bootstrap_manifest(ref: ProfileStoreRef) -> dict:
     return {
         "apiVersion": "v1",
         "kind": "ConfigMap",
-        "metadata": {"name": ref.name, "namespace": ref.namespace, "annotations": {FLUX_SSA_ANNOTATION: IF_NOT_PRESENT}},
+        "metadata": {
+            "name": ref.name,
+            "namespace": ref.namespace,
+            "annotations": {FLUX_SSA_ANNOTATION: IF_NOT_PRESENT},
+        },
         "data": {ref.key: json.dumps({"resourceProfiles": {}})},
     }
 
@@ -71,10 +75,15 @@ def put(client: KubeClient, ref: ProfileStoreRef, name: str, body: dict, **optio
     return put_profile(client, ref, name, body, store=OFFLOADING_STORE, **options)
 
 
-def test_twenty_concurrent_writers_lose_no_entry_and_leave_the_foreign_one(namespace, admin: KubeClient, admin_access: KubeAccess):
+def test_twenty_concurrent_writers_lose_no_entry_and_leave_the_foreign_one(
+    namespace, admin: KubeClient, admin_access: KubeAccess
+):
     ref = store_in(namespace)
     flux_apply(admin, {**bootstrap_manifest(ref), "data": {ref.key: json.dumps({"resourceProfiles": FOREIGN})}})
-    wanted = {f"magicstick-offload-w{index}": {**OFFLOAD_PROFILE, "requests": {"memory": f"{1024 + index}Mi"}} for index in range(WRITERS)}
+    wanted = {
+        f"magicstick-offload-w{index}": {**OFFLOAD_PROFILE, "requests": {"memory": f"{1024 + index}Mi"}}
+        for index in range(WRITERS)
+    }
     start = threading.Barrier(WRITERS)
 
     def writer(name: str) -> bool:
@@ -88,7 +97,9 @@ def test_twenty_concurrent_writers_lose_no_entry_and_leave_the_foreign_one(names
     assert read_profiles(stored(admin, ref)) == {**FOREIGN, **wanted}
 
 
-def test_bootstrap_creates_an_absent_store_with_an_empty_map_and_the_if_not_present_annotation(namespace, admin: KubeClient):
+def test_bootstrap_creates_an_absent_store_with_an_empty_map_and_the_if_not_present_annotation(
+    namespace, admin: KubeClient
+):
     ref = store_in(namespace)
     assert bootstrap_store(admin, ref, store=OFFLOADING_STORE) is True
     created = stored(admin, ref)
@@ -137,11 +148,15 @@ def test_a_forced_apply_without_if_not_present_would_reset_the_store(namespace, 
     assert read_profiles(stored(admin, ref)) == {}
 
 
-def test_the_provider_writes_its_entry_and_reports_a_full_store_as_a_problem(namespace, admin: KubeClient, admin_access: KubeAccess):
+def test_the_provider_writes_its_entry_and_reports_a_full_store_as_a_problem(
+    namespace, admin: KubeClient, admin_access: KubeAccess
+):
     ref = store_in(namespace)
     assert admin_access.kubeconfig is not None
     provider = configured(OffloadingProfileProvider(), kubeconfig_config(admin_access.kubeconfig))
-    inputs = provider.check({}, {"namespace": namespace, "profileName": "magicstick-offload-a", "profile": OFFLOAD_PROFILE}).inputs
+    inputs = provider.check(
+        {}, {"namespace": namespace, "profileName": "magicstick-offload-a", "profile": OFFLOAD_PROFILE}
+    ).inputs
     assert (inputs["configMap"], inputs["key"]) == (ref.name, ref.key)
     assert provider.create(inputs).outs["problem"] == {}
     assert read_profiles(stored(admin, ref)) == {"magicstick-offload-a": OFFLOAD_PROFILE}

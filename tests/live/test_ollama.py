@@ -59,6 +59,7 @@ SOURCE = "qwen2.5:0.5b"
 ALIAS = "qwen2505bcpu"
 NOW = datetime(2026, 3, 4, 5, 6, 7, 890, tzinfo=UTC)
 
+
 def ready_pod(client: KubeClient, namespace: str, name: str, *, ip: str, port: int) -> str:
     """Create a model Pod declaring `port` and report it Running and Ready at `ip`, as the kubelet would."""
     client.apply(
@@ -100,7 +101,9 @@ def pod_for(client: KubeClient, namespace: str, double: OllamaDouble, name: str 
 
 
 def test_the_proxy_path_names_the_namespace_the_pod_its_port_and_the_ollama_path():
-    assert proxy_path("ai", "model-qwen-0", "api/tags") == "/api/v1/namespaces/ai/pods/model-qwen-0:11434/proxy/api/tags"
+    assert (
+        proxy_path("ai", "model-qwen-0", "api/tags") == "/api/v1/namespaces/ai/pods/model-qwen-0:11434/proxy/api/tags"
+    )
 
 
 def test_the_proxy_path_defaults_to_ollamas_port_and_takes_another():
@@ -194,7 +197,11 @@ def test_every_pod_gets_the_alias_from_its_own_ollama(namespace, admin: KubeClie
     assert result.aliased == ("model-qwen-0", "model-qwen-1", "model-qwen-2")
     assert result.copied == ("model-qwen-0", "model-qwen-2")
     assert result.complete(pods)
-    assert {name: double.copies for name, double in doubles.items()} == {"model-qwen-0": 1, "model-qwen-1": 0, "model-qwen-2": 1}
+    assert {name: double.copies for name, double in doubles.items()} == {
+        "model-qwen-0": 1,
+        "model-qwen-1": 0,
+        "model-qwen-2": 1,
+    }
     assert all("qwen2505bcpu:latest" in double.tags for double in doubles.values())
 
 
@@ -461,7 +468,9 @@ def test_the_provider_waits_for_the_source_then_creates_the_alias_once_reads_it_
     assert "qwen2505bcpu:latest" in double.tags
 
 
-def test_reading_after_the_alias_vanished_shows_a_change_to_apply(namespace, admin: KubeClient, admin_access, start_ollama):
+def test_reading_after_the_alias_vanished_shows_a_change_to_apply(
+    namespace, admin: KubeClient, admin_access, start_ollama
+):
     provider = _configured(admin_access)
     double = start_ollama(tags=[SOURCE])
     pod = pod_for(admin, namespace, double)
@@ -488,7 +497,11 @@ def test_a_configured_provider_reads_and_deletes_an_alias_whose_state_names_a_ku
     read = provider.read(f"{namespace}/qwen2505bcpu:latest", old_state)
     provider.delete(read.id, old_state)
 
-    assert {key: value for key, value in read.outs.items() if key != "problem"} == {**inputs, "aliased": [pod], "waiting": []}
+    assert {key: value for key, value in read.outs.items() if key != "problem"} == {
+        **inputs,
+        "aliased": [pod],
+        "waiting": [],
+    }
     assert problem_from(read.outs["problem"]) is None
     assert dict(double.calls) == {"GET /api/tags": 1}
 
@@ -505,11 +518,46 @@ def _failed(error: KubeError) -> AliasResult:
 @pytest.mark.parametrize(
     ("error", "reason"),
     [
-        (OllamaUnavailable(method="GET", path=_PROXY, code=503, reason="ServiceUnavailable", message="error trying to reach service"), ProblemReason.OLLAMA_UNREACHABLE),
-        (KubeConnectionError(method="GET", path=_PROXY, url="https://127.0.0.1:6443", failure=ConnectionFailure.TIMEOUT, cause="timed out after 3 s (waiting for the answer)"), ProblemReason.OLLAMA_UNREACHABLE),
-        (KubeConnectionError(method="GET", path=_PROXY, url="https://127.0.0.1:6443", failure=ConnectionFailure.REFUSED, cause="connection refused"), ProblemReason.CLUSTER_UNREACHABLE),
-        (Forbidden(method="GET", path=_PROXY, code=403, reason="Forbidden", message="pods \"model-qwen-0\" is forbidden"), ProblemReason.OLLAMA_ALIAS_REFUSED),
-        (KubeError(method="GET", path=_PROXY, code=400, reason="BadRequest", message="address not allowed"), ProblemReason.OLLAMA_ALIAS_REFUSED),
+        (
+            OllamaUnavailable(
+                method="GET",
+                path=_PROXY,
+                code=503,
+                reason="ServiceUnavailable",
+                message="error trying to reach service",
+            ),
+            ProblemReason.OLLAMA_UNREACHABLE,
+        ),
+        (
+            KubeConnectionError(
+                method="GET",
+                path=_PROXY,
+                url="https://127.0.0.1:6443",
+                failure=ConnectionFailure.TIMEOUT,
+                cause="timed out after 3 s (waiting for the answer)",
+            ),
+            ProblemReason.OLLAMA_UNREACHABLE,
+        ),
+        (
+            KubeConnectionError(
+                method="GET",
+                path=_PROXY,
+                url="https://127.0.0.1:6443",
+                failure=ConnectionFailure.REFUSED,
+                cause="connection refused",
+            ),
+            ProblemReason.CLUSTER_UNREACHABLE,
+        ),
+        (
+            Forbidden(
+                method="GET", path=_PROXY, code=403, reason="Forbidden", message='pods "model-qwen-0" is forbidden'
+            ),
+            ProblemReason.OLLAMA_ALIAS_REFUSED,
+        ),
+        (
+            KubeError(method="GET", path=_PROXY, code=400, reason="BadRequest", message="address not allowed"),
+            ProblemReason.OLLAMA_ALIAS_REFUSED,
+        ),
     ],
     ids=["5xx", "timeout", "api-server-refused", "forbidden", "address-not-allowed"],
 )
@@ -522,7 +570,11 @@ def test_a_failed_pod_becomes_a_temporary_problem_with_a_typed_reason(error, rea
 
 def test_a_timeout_names_the_pod_proxy_not_the_api_servers_address():
     error = KubeConnectionError(
-        method="GET", path=_PROXY, url="https://127.0.0.1:6443", failure=ConnectionFailure.TIMEOUT, cause="timed out after 3 s (waiting for the answer)"
+        method="GET",
+        path=_PROXY,
+        url="https://127.0.0.1:6443",
+        failure=ConnectionFailure.TIMEOUT,
+        cause="timed out after 3 s (waiting for the answer)",
     )
     assert alias_problem(_failed(error)).message == (
         "Pod model-qwen-0: GET api/tags through the API server's pod proxy: timed out after 3 s (waiting for the answer)"

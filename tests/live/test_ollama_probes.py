@@ -38,13 +38,19 @@ LOADED: Final = ({"name": SOURCE, "model": SOURCE, "size": 512 * MIB, "size_vram
 NEVER: Final = 600.0
 """A bound no test reaches: the run ends through the other limit first."""
 
+
 def ollama_model(client: KubeClient, namespace: str, name: str = "qwen") -> str:
     """A KubeAI Model of engine OLlama; returns its UID."""
     body = {
         "apiVersion": "kubeai.org/v1",
         "kind": "Model",
         "metadata": {"name": name, "namespace": namespace},
-        "spec": {"url": f"ollama://{SOURCE}", "engine": "OLlama", "features": ["TextGeneration"], "resourceProfile": "cpu:1"},
+        "spec": {
+            "url": f"ollama://{SOURCE}",
+            "engine": "OLlama",
+            "features": ["TextGeneration"],
+            "resourceProfile": "cpu:1",
+        },
     }
     return str(client.apply(KUBEAI_MODEL, body, field_manager=LOADER)["metadata"]["uid"])
 
@@ -91,7 +97,9 @@ def test_the_production_limits_are_one_short_attempt_per_pod_and_a_budget_per_ru
     assert (bounded.timeout_seconds, bounded.retry.attempts, bounded.kubeconfig) == (3.0, 1, "/nowhere")
 
 
-def test_every_ready_pod_is_asked_its_tags_and_its_loaded_models_once_per_run(namespace, admin, admin_access, start_ollama):
+def test_every_ready_pod_is_asked_its_tags_and_its_loaded_models_once_per_run(
+    namespace, admin, admin_access, start_ollama
+):
     doubles = {f"qwen-{i}": start_ollama(tags=[SOURCE], loaded=LOADED) for i in range(3)}
     objects = pods_of(admin, namespace, doubles)
 
@@ -106,15 +114,24 @@ def test_every_ready_pod_is_asked_its_tags_and_its_loaded_models_once_per_run(na
 def test_an_unresponsive_pod_is_asked_once_and_reported_unreachable_while_the_others_answer(
     namespace, admin, admin_access, start_ollama
 ):
-    doubles = {"qwen-0": start_ollama(tags=[SOURCE]), "qwen-1": start_ollama(unresponsive=True), "qwen-2": start_ollama(tags=[SOURCE])}
+    doubles = {
+        "qwen-0": start_ollama(tags=[SOURCE]),
+        "qwen-1": start_ollama(unresponsive=True),
+        "qwen-2": start_ollama(tags=[SOURCE]),
+    }
     objects = pods_of(admin, namespace, doubles)
 
     seen = observe(admin_access, objects, ProbeLimits(timeout_seconds=1.0, budget_seconds=NEVER))
 
     assert doubles["qwen-1"].calls == Counter({"GET /api/tags": 1})
     assert seen["qwen-1"].probe is OllamaProbe.UNREACHABLE
-    assert seen["qwen-1"].error == "GET api/tags through the API server's pod proxy: timed out after 1 s (waiting for the answer)"
-    assert [(seen[p].probe, seen[p].tags) for p in ("qwen-0", "qwen-2")] == [(OllamaProbe.ANSWERED, frozenset({SOURCE}))] * 2
+    assert (
+        seen["qwen-1"].error
+        == "GET api/tags through the API server's pod proxy: timed out after 1 s (waiting for the answer)"
+    )
+    assert [(seen[p].probe, seen[p].tags) for p in ("qwen-0", "qwen-2")] == [
+        (OllamaProbe.ANSWERED, frozenset({SOURCE}))
+    ] * 2
 
 
 def test_pods_still_unanswered_when_the_budget_runs_out_are_reported_not_observed_and_asked_nothing_more(
@@ -182,13 +199,23 @@ ALIASED: Final = frozenset({"m:latest"})
 
 
 def test_a_model_whose_pod_does_not_answer_is_degraded_naming_the_pod_and_the_cause():
-    dead = OllamaObservation(namespace="ai", pod="m-1", error="GET api/tags through the API server's pod proxy: timed out after 3 s (waiting for the answer)", probe=OllamaProbe.UNREACHABLE)
+    dead = OllamaObservation(
+        namespace="ai",
+        pod="m-1",
+        error="GET api/tags through the API server's pod proxy: timed out after 3 s (waiting for the answer)",
+        probe=OllamaProbe.UNREACHABLE,
+    )
     status = ollama_status(OllamaObservation(namespace="ai", pod="m-0", tags=ALIASED), dead)
 
     assert (status["phase"], status["reason"]) == ("Degraded", "OllamaUnreachable")
-    assert status["message"].startswith("Ollama does not answer on m-1: GET api/tags through the API server's pod proxy: timed out after 3 s")
+    assert status["message"].startswith(
+        "Ollama does not answer on m-1: GET api/tags through the API server's pod proxy: timed out after 3 s"
+    )
 
 
 def test_a_model_whose_pods_all_answer_is_not_degraded():
-    status = ollama_status(OllamaObservation(namespace="ai", pod="m-0", tags=ALIASED), OllamaObservation(namespace="ai", pod="m-1", tags=ALIASED))
+    status = ollama_status(
+        OllamaObservation(namespace="ai", pod="m-0", tags=ALIASED),
+        OllamaObservation(namespace="ai", pod="m-1", tags=ALIASED),
+    )
     assert status["phase"] == "Ready"

@@ -158,14 +158,24 @@ INSTANCES = "appinstances.appliance.magicstick.dev"
 HOSTS = "hostoperations.appliance.magicstick.dev"
 
 VIOLATIONS: Final[dict[tuple[str, str, str], Violation]] = {
-    (MODELS, "spec", "exactly the section matching type is required: local for local, external for external"): Violation(
-        "ModelActivation", {"type": "local"}
-    ),
-    (MODELS, "spec.external", "apiBase must use https:// when apiKeySecretRef is set: an API key is never sent in clear text"): Violation(
+    (
+        MODELS,
+        "spec",
+        "exactly the section matching type is required: local for local, external for external",
+    ): Violation("ModelActivation", {"type": "local"}),
+    (
+        MODELS,
+        "spec.external",
+        "apiBase must use https:// when apiKeySecretRef is set: an API key is never sent in clear text",
+    ): Violation(
         "ModelActivation",
         {
             "type": "external",
-            "external": {"model": "openai/example", "apiBase": "http://api.example.com/v1", "apiKeySecretRef": {"name": "k", "key": "api-key"}},
+            "external": {
+                "model": "openai/example",
+                "apiBase": "http://api.example.com/v1",
+                "apiKeySecretRef": {"name": "k", "key": "api-key"},
+            },
         },
     ),
     (MODELS, "spec.local", "engine VLLM accepts kvCacheType auto, or fp8 on nvidia-gpu or amd-gpu"): Violation(
@@ -184,7 +194,8 @@ VIOLATIONS: Final[dict[tuple[str, str, str], Violation]] = {
         "ModelActivation", local(engine="OLlama", vllm={"visionAttention": "auto"})
     ),
     (MODELS, "spec.local", "realtime settings require engine VLLM"): Violation(
-        "ModelActivation", local(engine="OLlama", computeTarget="nvidia-gpu", realtime={"profile": "omni-cuda", "gpuNode": "worker-1"})
+        "ModelActivation",
+        local(engine="OLlama", computeTarget="nvidia-gpu", realtime={"profile": "omni-cuda", "gpuNode": "worker-1"}),
     ),
     (MODELS, "spec.local", "freetoken settings require engine FreeToken"): Violation(
         "ModelActivation", local(freetoken={"gpuCount": 1})
@@ -201,9 +212,15 @@ VIOLATIONS: Final[dict[tuple[str, str, str], Violation]] = {
     (INSTANCES, "spec.access.sharing", "sharing mode all requires empty users and groups"): Violation(
         "AppInstance", instance(sharing={"mode": "all", "users": ["id-1"]})
     ),
-    (HOSTS, "spec", "spec is immutable"): Violation("HostOperation", host("reboot", requestID="request-2"), old=host("reboot")),
-    (HOSTS, "spec", "acknowledgeDisruption must be true"): Violation("HostOperation", host("reboot", acknowledgeDisruption=False)),
-    (HOSTS, "spec", "planId is required for this action"): Violation("HostOperation", host("configure-network", **NETWORK_REF)),
+    (HOSTS, "spec", "spec is immutable"): Violation(
+        "HostOperation", host("reboot", requestID="request-2"), old=host("reboot")
+    ),
+    (HOSTS, "spec", "acknowledgeDisruption must be true"): Violation(
+        "HostOperation", host("reboot", acknowledgeDisruption=False)
+    ),
+    (HOSTS, "spec", "planId is required for this action"): Violation(
+        "HostOperation", host("configure-network", **NETWORK_REF)
+    ),
     (HOSTS, "spec", "gpuMemory is required for configure-gpu-memory and rejected otherwise"): Violation(
         "HostOperation", host("reboot", **GPU_MEMORY)
     ),
@@ -211,10 +228,15 @@ VIOLATIONS: Final[dict[tuple[str, str, str], Violation]] = {
         "HostOperation", host("configure-gpu-memory", **PLAN, **GPU_MEMORY, experimentConsent=False)
     ),
     (HOSTS, "spec", "configure-gpu-memory cannot use the mixed-system experimentMode"): Violation(
-        "HostOperation", host("configure-gpu-memory", **PLAN, **GPU_MEMORY, experimentConsent=True, experimentMode="mixed-system")
+        "HostOperation",
+        host("configure-gpu-memory", **PLAN, **GPU_MEMORY, experimentConsent=True, experimentMode="mixed-system"),
     ),
-    (HOSTS, "spec", "prepare-gpu requires an explicit experimentConsent"): Violation("HostOperation", host("prepare-gpu", **PLAN)),
-    (HOSTS, "spec", "networkRef is only accepted for configure-network"): Violation("HostOperation", host("reboot", **NETWORK_REF)),
+    (HOSTS, "spec", "prepare-gpu requires an explicit experimentConsent"): Violation(
+        "HostOperation", host("prepare-gpu", **PLAN)
+    ),
+    (HOSTS, "spec", "networkRef is only accepted for configure-network"): Violation(
+        "HostOperation", host("reboot", **NETWORK_REF)
+    ),
     (HOSTS, "spec", "clear-model-cache accepts no hardware, network or experiment fields"): Violation(
         "HostOperation", host("clear-model-cache", planId="cache-plan-1", experimentConsent=True)
     ),
@@ -231,12 +253,19 @@ def harness() -> CelValidator:
 
 
 def body(kind: str, spec: Mapping[str, Any], namespace: str, name: str = "case") -> dict[str, Any]:
-    return {"apiVersion": API_VERSION, "kind": kind, "metadata": {"name": name, "namespace": namespace}, "spec": dict(spec)}
+    return {
+        "apiVersion": API_VERSION,
+        "kind": kind,
+        "metadata": {"name": name, "namespace": namespace},
+        "spec": dict(spec),
+    }
 
 
 def dry_run_create(client: httpx.Client, obj: Mapping[str, Any]) -> httpx.Response:
     namespace = obj["metadata"]["namespace"]
-    return client.post(f"{GROUP_PATH}/namespaces/{namespace}/{PLURALS[obj['kind']]}", params=STRICT_DRY_RUN, json=dict(obj))
+    return client.post(
+        f"{GROUP_PATH}/namespaces/{namespace}/{PLURALS[obj['kind']]}", params=STRICT_DRY_RUN, json=dict(obj)
+    )
 
 
 def object_path(obj: Mapping[str, Any]) -> str:
@@ -246,15 +275,21 @@ def object_path(obj: Mapping[str, Any]) -> str:
 
 def created(client: httpx.Client, obj: Mapping[str, Any]) -> dict[str, Any]:
     """`obj` stored (a real create), as the server answered it."""
-    response = client.post(f"{GROUP_PATH}/namespaces/{obj['metadata']['namespace']}/{PLURALS[obj['kind']]}", json=dict(obj))
+    response = client.post(
+        f"{GROUP_PATH}/namespaces/{obj['metadata']['namespace']}/{PLURALS[obj['kind']]}", json=dict(obj)
+    )
     assert response.status_code == 201, response.text
     return dict(response.json())
 
 
-def dry_run_update(client: httpx.Client, stored: Mapping[str, Any], *, spec: Mapping[str, Any], labels: Mapping[str, str] | None = None) -> httpx.Response:
+def dry_run_update(
+    client: httpx.Client, stored: Mapping[str, Any], *, spec: Mapping[str, Any], labels: Mapping[str, str] | None = None
+) -> httpx.Response:
     """A dry-run replace (PUT) of `stored` with `spec`, at its resourceVersion."""
     metadata = {**stored["metadata"], **({"labels": dict(labels)} if labels else {})}
-    return client.put(object_path(stored), params=STRICT_DRY_RUN, json={**stored, "metadata": metadata, "spec": dict(spec)})
+    return client.put(
+        object_path(stored), params=STRICT_DRY_RUN, json={**stored, "metadata": metadata, "spec": dict(spec)}
+    )
 
 
 def refusal(response: httpx.Response) -> tuple[str, list[dict[str, Any]]]:
@@ -291,24 +326,32 @@ def test_every_violating_case_names_a_rule_of_our_crds():
 
 
 @pytest.mark.parametrize("kind", sorted(BASES))
-def test_the_valid_base_of_each_kind_with_rules_is_accepted_by_the_server(own_crds, admin_client: httpx.Client, kind: str):
+def test_the_valid_base_of_each_kind_with_rules_is_accepted_by_the_server(
+    own_crds, admin_client: httpx.Client, kind: str
+):
     response = dry_run_create(admin_client, body(kind, BASES[kind], "ai-system"))
     assert response.status_code == 201, response.text
 
 
 @pytest.mark.parametrize("rule", RULES, ids=str)
-def test_an_object_breaking_a_rule_is_refused_with_422_and_the_rules_message(own_crds, admin_client: httpx.Client, namespace: str, rule: Rule):
+def test_an_object_breaking_a_rule_is_refused_with_422_and_the_rules_message(
+    own_crds, admin_client: httpx.Client, namespace: str, rule: Rule
+):
     case = VIOLATIONS.get(rule.key)
     assert case is not None, f"no case in VIOLATIONS breaks the rule {rule.key!r} (rule: {rule.rule})"
     assert case.kind == rule.kind
     if case.old is None:
         response = dry_run_create(admin_client, body(case.kind, case.spec, namespace))
     else:
-        response = dry_run_update(admin_client, created(admin_client, body(case.kind, case.old, namespace)), spec=case.spec)
+        response = dry_run_update(
+            admin_client, created(admin_client, body(case.kind, case.old, namespace)), spec=case.spec
+        )
 
     message, causes = refusal(response)
     assert rule.message in message
-    assert [c for c in causes if c["field"] != NO_FIELD and not rule.field.fullmatch(c["field"])] == [], "another field refused"
+    assert [c for c in causes if c["field"] != NO_FIELD and not rule.field.fullmatch(c["field"])] == [], (
+        "another field refused"
+    )
     assert [c for c in causes if rule.message in c["message"]], causes
     others = [other for other in RULES if other.key != rule.key and other.message in message]
     assert others == [], f"the case breaks other rules too: {[str(o) for o in others]}"
@@ -323,8 +366,14 @@ def test_an_update_that_keeps_a_host_operations_spec_is_accepted(own_crds, admin
 
 def our_examples() -> list[Any]:
     """The documented examples, our objects in the demo snapshot, and the golden renders."""
-    found = [pytest.param(document, id=f"examples {document['kind']}/{document['metadata']['name']}") for document in EXAMPLES]
-    sources = [REPOSITORY_ROOT / "examples" / "demo" / "snapshot.yaml", *sorted((REPOSITORY_ROOT / "tests" / "golden").glob("*/resources/*.yaml"))]
+    found = [
+        pytest.param(document, id=f"examples {document['kind']}/{document['metadata']['name']}")
+        for document in EXAMPLES
+    ]
+    sources = [
+        REPOSITORY_ROOT / "examples" / "demo" / "snapshot.yaml",
+        *sorted((REPOSITORY_ROOT / "tests" / "golden").glob("*/resources/*.yaml")),
+    ]
     for path in sources:
         for document in yaml.safe_load_all(Path(path).read_text(encoding="utf-8")):
             if isinstance(document, dict) and document.get("apiVersion") == API_VERSION and "spec" in document:
@@ -334,7 +383,9 @@ def our_examples() -> list[Any]:
 
 
 @pytest.mark.parametrize("document", our_examples())
-def test_every_documented_and_rendered_object_of_ours_is_accepted_by_the_server(own_crds, admin_client: httpx.Client, document):
+def test_every_documented_and_rendered_object_of_ours_is_accepted_by_the_server(
+    own_crds, admin_client: httpx.Client, document
+):
     response = dry_run_create(admin_client, without_server_fields(document))
     assert response.status_code == 201, response.text
 
@@ -348,6 +399,9 @@ def test_the_cel_python_harness_finds_exactly_the_rule_the_server_enforces(key: 
     the server refuses above, it must find that rule broken and no other."""
     case = VIOLATIONS[key]
     old = body(case.kind, case.old, "ai-system") if case.old is not None else None
-    found = {(v.rule.crd, v.rule.path, v.rule.message) for v in harness().violations(body(case.kind, case.spec, "ai-system"), old=old)}
+    found = {
+        (v.rule.crd, v.rule.path, v.rule.message)
+        for v in harness().violations(body(case.kind, case.spec, "ai-system"), old=old)
+    }
     assert found == {key}
     assert harness().violations(body(case.kind, BASES[case.kind], "ai-system")) == []

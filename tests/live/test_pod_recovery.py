@@ -38,7 +38,9 @@ def create_model(client: KubeClient, namespace: str, name: str = "qwen") -> dict
     return client.apply(MODEL, body, field_manager=LOADER)
 
 
-def create_model_pod(client: KubeClient, namespace: str, model: dict[str, Any], name: str = "model-qwen-0", phase: str = "Failed") -> dict:
+def create_model_pod(
+    client: KubeClient, namespace: str, model: dict[str, Any], name: str = "model-qwen-0", phase: str = "Failed"
+) -> dict:
     """A Pod the Model controls, in `phase` as a kubelet would have reported it."""
     client.apply(
         SERVICE_ACCOUNT,
@@ -79,7 +81,11 @@ def the_terminal_pod(client: KubeClient, namespace: str, model: dict[str, Any]) 
 
 def touch(client: KubeClient, namespace: str, name: str) -> None:
     """Change the Pod after it was observed, as a kubelet or another controller might."""
-    body = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": namespace, "labels": {"touched": "yes"}}}
+    body = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": name, "namespace": namespace, "labels": {"touched": "yes"}},
+    }
     client.apply(POD, body, field_manager="someone-else")
 
 
@@ -186,13 +192,17 @@ def test_a_conflict_is_a_permanent_problem_with_the_servers_answer_and_the_next_
 
     problem = created.outs["problem"]
     assert (problem["reason"], problem["persistence"]) == ("PodRecoveryConflict", "Permanent")
-    assert problem["message"].startswith("409 Conflict: ") and "ResourceVersion in the precondition" in problem["message"]
+    assert (
+        problem["message"].startswith("409 Conflict: ") and "ResourceVersion in the precondition" in problem["message"]
+    )
     assert provider.diff(created.id, created.outs, inputs).changes is False
     replanned = provider.check({}, _inputs(namespace, the_terminal_pod(admin, namespace, model))).inputs
     assert provider.diff(created.id, created.outs, replanned).replaces == ["resourceVersion"]
 
 
-def test_a_deletion_the_api_server_refuses_is_a_temporary_problem_and_the_attempt_is_made_again(namespace, admin: KubeClient, cluster):
+def test_a_deletion_the_api_server_refuses_is_a_temporary_problem_and_the_attempt_is_made_again(
+    namespace, admin: KubeClient, cluster
+):
     model = create_model(admin, namespace)
     create_model_pod(admin, namespace, model)
     observed = the_terminal_pod(admin, namespace, model)
@@ -218,7 +228,9 @@ def test_a_deleted_pod_has_no_problem(namespace, admin: KubeClient, admin_access
     assert (created.outs["outcome"], created.outs["problem"]) == ("Deleted", {})
 
 
-def test_reading_or_deleting_an_attempt_whose_state_names_a_kubeconfig_absent_here_touches_nothing(namespace, admin: KubeClient, admin_access):
+def test_reading_or_deleting_an_attempt_whose_state_names_a_kubeconfig_absent_here_touches_nothing(
+    namespace, admin: KubeClient, admin_access
+):
     model = create_model(admin, namespace)
     create_model_pod(admin, namespace, model)
     observed = the_terminal_pod(admin, namespace, model)

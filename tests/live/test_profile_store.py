@@ -32,7 +32,7 @@ from tests.providers.engine import LEGACY_ACCESS, configured, kubeconfig_config
 WRITERS = 20
 FOREIGN = {"nvidia-gpu-l4": {"imageName": "nvidia-gpu", "limits": {"nvidia.com/gpu": "1"}, "requests": {"cpu": "6"}}}
 CPU_PROFILE = {"imageName": "cpu", "requests": {"cpu": "2", "memory": "16Mi"}, "limits": {"cpu": "4"}}
-CONFLICTS_METRIC = re.compile(r'^apiserver_request_total\{(?P<labels>[^}]*)\} (?P<value>\S+)$', re.MULTILINE)
+CONFLICTS_METRIC = re.compile(r"^apiserver_request_total\{(?P<labels>[^}]*)\} (?P<value>\S+)$", re.MULTILINE)
 
 
 def store_in(namespace: str) -> ProfileStoreRef:
@@ -40,7 +40,12 @@ def store_in(namespace: str) -> ProfileStoreRef:
 
 
 def store_data(client: KubeClient, ref: ProfileStoreRef, data: dict[str, str]) -> None:
-    config_map = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": ref.name, "namespace": ref.namespace}, "data": data}
+    config_map = {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {"name": ref.name, "namespace": ref.namespace},
+        "data": data,
+    }
     load(client, [config_map], field_manager="kustomize-controller")
 
 
@@ -87,7 +92,9 @@ def test_twenty_concurrent_writers_all_land_their_profiles_and_the_foreign_entry
     assert configmap_conflicts(admin_client) - conflicts_before >= 1
 
 
-def test_writers_racing_to_create_an_absent_store_all_land_their_profiles(namespace, admin: KubeClient, admin_access: KubeAccess):
+def test_writers_racing_to_create_an_absent_store_all_land_their_profiles(
+    namespace, admin: KubeClient, admin_access: KubeAccess
+):
     ref = store_in(namespace)
     racers = 8
     start = threading.Barrier(racers)
@@ -105,7 +112,9 @@ def test_writers_racing_to_create_an_absent_store_all_land_their_profiles(namesp
 def test_an_absent_store_is_created_holding_only_our_entry(namespace, admin: KubeClient):
     ref = store_in(namespace)
     assert put_profile(admin, ref, "magicstick-cpu-4", CPU_PROFILE) is True
-    assert stored(admin, ref)["data"] == {"values.json": serialise({"resourceProfiles": {"magicstick-cpu-4": CPU_PROFILE}})}
+    assert stored(admin, ref)["data"] == {
+        "values.json": serialise({"resourceProfiles": {"magicstick-cpu-4": CPU_PROFILE}})
+    }
 
 
 def test_putting_an_identical_profile_writes_nothing(namespace, admin: KubeClient):
@@ -118,7 +127,9 @@ def test_putting_an_identical_profile_writes_nothing(namespace, admin: KubeClien
 
 def test_other_keys_of_the_config_map_and_of_the_values_document_are_kept(namespace, admin: KubeClient):
     ref = store_in(namespace)
-    flux_bootstrap(admin, ref, {"resourceProfiles": {}, "modelAutoscaling": {"interval": "10s"}}, **{"README": "owned by Flux"})
+    flux_bootstrap(
+        admin, ref, {"resourceProfiles": {}, "modelAutoscaling": {"interval": "10s"}}, **{"README": "owned by Flux"}
+    )
     put_profile(admin, ref, "magicstick-cpu-4", CPU_PROFILE)
     after = stored(admin, ref)
     assert after["data"]["README"] == "owned by Flux"
@@ -152,7 +163,9 @@ def test_removing_a_profile_from_an_absent_store_succeeds_and_creates_nothing(na
 def test_a_malformed_store_is_refused_and_left_untouched(namespace, admin: KubeClient):
     ref = store_in(namespace)
     store_data(admin, ref, {"values.json": "{oops"})
-    with pytest.raises(MalformedProfileStore, match=f"ConfigMap {namespace}/magicstick-runtime-profiles key values.json"):
+    with pytest.raises(
+        MalformedProfileStore, match=f"ConfigMap {namespace}/magicstick-runtime-profiles key values.json"
+    ):
         put_profile(admin, ref, "magicstick-cpu-4", CPU_PROFILE)
     assert stored(admin, ref)["data"] == {"values.json": "{oops"}
 
@@ -167,7 +180,9 @@ def configured_provider(access: KubeAccess) -> RuntimeProfileProvider:
     return configured(RuntimeProfileProvider(), kubeconfig_config(access.kubeconfig))
 
 
-def test_the_provider_creates_updates_reads_and_deletes_its_entry(namespace, admin: KubeClient, admin_access: KubeAccess):
+def test_the_provider_creates_updates_reads_and_deletes_its_entry(
+    namespace, admin: KubeClient, admin_access: KubeAccess
+):
     ref = store_in(namespace)
     flux_bootstrap(admin, ref, {"resourceProfiles": FOREIGN})
     provider = configured_provider(admin_access)
@@ -188,7 +203,9 @@ def test_the_provider_creates_updates_reads_and_deletes_its_entry(namespace, adm
     assert read_profiles(stored(admin, ref)) == FOREIGN
 
 
-def test_the_provider_adopts_an_identical_existing_entry_without_writing(namespace, admin: KubeClient, admin_access: KubeAccess):
+def test_the_provider_adopts_an_identical_existing_entry_without_writing(
+    namespace, admin: KubeClient, admin_access: KubeAccess
+):
     ref = store_in(namespace)
     flux_bootstrap(admin, ref, {"resourceProfiles": {**FOREIGN, "magicstick-cpu-4": CPU_PROFILE}})
     version = stored(admin, ref)["metadata"]["resourceVersion"]
@@ -196,7 +213,9 @@ def test_the_provider_adopts_an_identical_existing_entry_without_writing(namespa
     assert stored(admin, ref)["metadata"]["resourceVersion"] == version
 
 
-def test_a_refresh_of_an_entry_removed_by_someone_else_reports_it_gone(namespace, admin: KubeClient, admin_access: KubeAccess):
+def test_a_refresh_of_an_entry_removed_by_someone_else_reports_it_gone(
+    namespace, admin: KubeClient, admin_access: KubeAccess
+):
     ref = store_in(namespace)
     provider = configured_provider(admin_access)
     created = provider.create(provider_inputs(namespace, CPU_PROFILE))
@@ -248,7 +267,9 @@ class RivalAfterEveryRead:
         return getattr(self._client, name)
 
 
-def test_a_full_store_is_the_entrys_problem_not_an_error_and_the_write_is_tried_again(namespace, admin: KubeClient, admin_access: KubeAccess):
+def test_a_full_store_is_the_entrys_problem_not_an_error_and_the_write_is_tried_again(
+    namespace, admin: KubeClient, admin_access: KubeAccess
+):
     ref = store_in(namespace)
     others = {f"magicstick-other-{index}": CPU_PROFILE for index in range(MAX_CPU_PROFILES)}
     flux_bootstrap(admin, ref, {"resourceProfiles": {**FOREIGN, **others}})
@@ -277,7 +298,9 @@ def test_a_malformed_store_is_the_entrys_problem_left_untouched_and_the_write_la
 
     problem = created.outs["problem"]
     assert problem["reason"] == "ProfileStoreMalformed"
-    assert problem["message"].startswith(f"ConfigMap {namespace}/magicstick-runtime-profiles key values.json is not valid JSON")
+    assert problem["message"].startswith(
+        f"ConfigMap {namespace}/magicstick-runtime-profiles key values.json is not valid JSON"
+    )
     assert stored(admin, ref)["data"] == {"values.json": "{oops"}
     assert provider.diff(created.id, created.outs, inputs).changes is True
 
@@ -310,7 +333,10 @@ def test_a_store_contended_on_every_attempt_is_the_entrys_problem_and_keeps_ever
     assert (problem["reason"], problem["persistence"]) == ("ProfileStoreContended", "Temporary")
     assert f"before each of {DEFAULT_ATTEMPTS} attempts" in problem["message"]
     (rival,) = rivals
-    assert read_profiles(stored(admin, ref)) == {**FOREIGN, **{f"magicstick-rival-{n}": CPU_PROFILE for n in range(1, rival.rival_writes + 1)}}
+    assert read_profiles(stored(admin, ref)) == {
+        **FOREIGN,
+        **{f"magicstick-rival-{n}": CPU_PROFILE for n in range(1, rival.rival_writes + 1)},
+    }
     assert provider.diff(created.id, created.outs, inputs).changes is True
 
 
@@ -326,7 +352,9 @@ def test_a_store_the_api_server_refuses_to_show_is_the_entrys_problem_with_the_s
     assert provider.diff(created.id, created.outs, inputs).changes is True
 
 
-def test_deleting_an_entry_from_a_malformed_store_succeeds_and_leaves_the_store_untouched(namespace, admin: KubeClient, admin_access: KubeAccess):
+def test_deleting_an_entry_from_a_malformed_store_succeeds_and_leaves_the_store_untouched(
+    namespace, admin: KubeClient, admin_access: KubeAccess
+):
     ref = store_in(namespace)
     store_data(admin, ref, {"values.json": "{oops"})
     configured_provider(admin_access).delete("id", provider_inputs(namespace, CPU_PROFILE))

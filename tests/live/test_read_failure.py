@@ -31,7 +31,12 @@ def _role(*, with_kustomizations: bool) -> dict:
     ]
     if with_kustomizations:
         rules.append({"apiGroups": ["kustomize.toolkit.fluxcd.io"], "resources": ["kustomizations"], "verbs": _READ})
-    return {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole", "metadata": {"name": ROLE}, "rules": rules}
+    return {
+        "apiVersion": "rbac.authorization.k8s.io/v1",
+        "kind": "ClusterRole",
+        "metadata": {"name": ROLE},
+        "rules": rules,
+    }
 
 
 def _binding() -> dict:
@@ -53,17 +58,33 @@ def reader_role(admin):
 
 
 def _run_program(cluster: ClusterInfo, namespace: str, monitor: RecordingMonitor):
-    config = {"kubeconfig": str(cluster.kubeconfig_path(READER_USER)), "systemNamespace": namespace, "now": "2026-01-01T00:00:00Z"}
+    config = {
+        "kubeconfig": str(cluster.kubeconfig_path(READER_USER)),
+        "systemNamespace": namespace,
+        "now": "2026-01-01T00:00:00Z",
+    }
     return run_offline(program.run, config, monitor=monitor)
 
 
 def test_a_permission_revoked_between_runs_stops_the_next_run_before_any_resource_is_declared(
     clean_shared_namespaces, cluster: ClusterInfo, namespace, admin, reader_role
 ):
-    load(admin, [dict(o, metadata={**o["metadata"], "namespace": namespace}) for o in (appliance({"basis": True}), activation("kubeai"))])
+    load(
+        admin,
+        [
+            dict(o, metadata={**o["metadata"], "namespace": namespace})
+            for o in (appliance({"basis": True}), activation("kubeai"))
+        ],
+    )
     admin.apply(CLUSTER_ROLE, _role(with_kustomizations=True), field_manager="test-rbac")
     admin.apply(CLUSTER_ROLE_BINDING, _binding(), field_manager="test-rbac")
-    kustomizations = {"user": READER_USER, "verb": "list", "group": "kustomize.toolkit.fluxcd.io", "resource": "kustomizations", "namespace": "flux-system"}
+    kustomizations = {
+        "user": READER_USER,
+        "verb": "list",
+        "group": "kustomize.toolkit.fluxcd.io",
+        "resource": "kustomizations",
+        "namespace": "flux-system",
+    }
     wait_until_rbac_says(admin, allowed=True, **kustomizations)
 
     _, run = _run_program(cluster, namespace, RecordingMonitor())
@@ -73,6 +94,8 @@ def test_a_permission_revoked_between_runs_stops_the_next_run_before_any_resourc
     admin.apply(CLUSTER_ROLE, _role(with_kustomizations=False), field_manager="test-rbac")
     wait_until_rbac_says(admin, allowed=False, **kustomizations)
     monitor = RecordingMonitor()
-    with pytest.raises(SnapshotReadError, match=r"reading Kustomization .* in namespace flux-system failed: 403 Forbidden"):
+    with pytest.raises(
+        SnapshotReadError, match=r"reading Kustomization .* in namespace flux-system failed: 403 Forbidden"
+    ):
         _run_program(cluster, namespace, monitor)
     assert monitor.registrations == []

@@ -64,7 +64,9 @@ OPENCLAW_CRD = {
 """What installing the OpenClaw operator module brings: the demo shows it served."""
 
 
-def test_the_live_snapshot_of_a_cluster_loaded_with_the_demo_equals_the_demo_file(clean_shared_namespaces, admin, admin_access, cluster, tmp_path):
+def test_the_live_snapshot_of_a_cluster_loaded_with_the_demo_equals_the_demo_file(
+    clean_shared_namespaces, admin, admin_access, cluster, tmp_path
+):
     (tmp_path / "openclaw-crd.yaml").write_text(yaml.safe_dump(OPENCLAW_CRD))
     install_crds(cluster, [tmp_path / "openclaw-crd.yaml"])
     load(admin, _demo_objects())
@@ -74,7 +76,9 @@ def test_the_live_snapshot_of_a_cluster_loaded_with_the_demo_equals_the_demo_fil
     assert _comparable(live, from_file.served_crds) == _comparable(from_file, from_file.served_crds)
 
 
-def test_a_captured_snapshot_file_renders_the_same_view_as_the_live_read(clean_shared_namespaces, admin, admin_access, tmp_path, cluster: ClusterInfo):
+def test_a_captured_snapshot_file_renders_the_same_view_as_the_live_read(
+    clean_shared_namespaces, admin, admin_access, tmp_path, cluster: ClusterInfo
+):
     load(admin, _demo_objects())
     out = tmp_path / "captured.yaml"
     code = main(["snapshot", "--out", str(out), "--kubeconfig", admin_access.kubeconfig])
@@ -115,8 +119,12 @@ def test_the_number_of_requests_does_not_grow_with_the_number_of_objects(own_crd
     assert _requests_of_one_read(admin_access, namespace) == with_one_model
 
 
-def test_the_snapshot_command_exits_2_with_one_line_when_the_cluster_refuses_a_read(cluster: ClusterInfo, own_crds, tmp_path, capsys):
-    code = main(["snapshot", "--out", str(tmp_path / "s.yaml"), "--kubeconfig", str(cluster.kubeconfig_path(READER_USER))])
+def test_the_snapshot_command_exits_2_with_one_line_when_the_cluster_refuses_a_read(
+    cluster: ClusterInfo, own_crds, tmp_path, capsys
+):
+    code = main(
+        ["snapshot", "--out", str(tmp_path / "s.yaml"), "--kubeconfig", str(cluster.kubeconfig_path(READER_USER))]
+    )
     err = capsys.readouterr().err
     assert code == 2
     assert len(err.strip().splitlines()) == 1
@@ -124,18 +132,33 @@ def test_the_snapshot_command_exits_2_with_one_line_when_the_cluster_refuses_a_r
     assert not (tmp_path / "s.yaml").exists()
 
 
-def test_the_reader_takes_kubeais_release_and_configuration_and_no_other_config_map_of_its_namespace(clean_shared_namespaces, admin, admin_access, cluster):
+def test_the_reader_takes_kubeais_release_and_configuration_and_no_other_config_map_of_its_namespace(
+    clean_shared_namespaces, admin, admin_access, cluster
+):
     kubeai_labels = {"app.kubernetes.io/name": "kubeai", "app.kubernetes.io/instance": "kubeai"}
     load(
         admin,
         [
-            {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "kubeai-config", "namespace": "ai", "labels": kubeai_labels}, "data": {"system.yaml": "modelServers: {}\n"}},
-            {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "someone-elses", "namespace": "ai"}, "data": {"x": "y"}},
+            {
+                "apiVersion": "v1",
+                "kind": "ConfigMap",
+                "metadata": {"name": "kubeai-config", "namespace": "ai", "labels": kubeai_labels},
+                "data": {"system.yaml": "modelServers: {}\n"},
+            },
+            {
+                "apiVersion": "v1",
+                "kind": "ConfigMap",
+                "metadata": {"name": "someone-elses", "namespace": "ai"},
+                "data": {"x": "y"},
+            },
             {
                 "apiVersion": "helm.toolkit.fluxcd.io/v2",
                 "kind": "HelmRelease",
                 "metadata": {"name": "kubeai", "namespace": "flux-system"},
-                "spec": {"interval": "30m", "chart": {"spec": {"chart": "kubeai", "sourceRef": {"kind": "HelmRepository", "name": "kubeai"}}}},
+                "spec": {
+                    "interval": "30m",
+                    "chart": {"spec": {"chart": "kubeai", "sourceRef": {"kind": "HelmRepository", "name": "kubeai"}}},
+                },
             },
         ],
     )

@@ -63,8 +63,18 @@ def target(own_crds: object, namespace: str, admin: KubeClient) -> str:
     """A target namespace: a ModelActivation in the test's namespace (the system namespace) names it."""
     name = f"t-{namespace}"[:63].rstrip("-")
     ensure_namespace(admin, name)
-    spec = {"type": "local", "enabled": True, "targetNamespace": name, "local": {"preset": "qwen2505bcpu", "computeTarget": "cpu", "engine": "VLLM"}}
-    body = {"apiVersion": API_VERSION, "kind": "ModelActivation", "metadata": {"name": "direct", "namespace": namespace}, "spec": spec}
+    spec = {
+        "type": "local",
+        "enabled": True,
+        "targetNamespace": name,
+        "local": {"preset": "qwen2505bcpu", "computeTarget": "cpu", "engine": "VLLM"},
+    }
+    body = {
+        "apiVersion": API_VERSION,
+        "kind": "ModelActivation",
+        "metadata": {"name": "direct", "namespace": namespace},
+        "spec": spec,
+    }
     admin.apply(MODEL_ACTIVATION, body, field_manager=LOADER)
     return name
 
@@ -87,17 +97,33 @@ def a_deployment(client: KubeClient, namespace: str, name: str, *, runtime: str 
         "spec": {"replicas": replicas, "selector": {"matchLabels": selector}, "template": template},
     }
     generation = client.apply(DEPLOYMENT, body, field_manager=LOADER)["metadata"]["generation"]
-    status = {"observedGeneration": generation, "replicas": replicas, "updatedReplicas": replicas, "readyReplicas": replicas, "availableReplicas": replicas}
+    status = {
+        "observedGeneration": generation,
+        "replicas": replicas,
+        "updatedReplicas": replicas,
+        "readyReplicas": replicas,
+        "availableReplicas": replicas,
+    }
     client.apply(
         DEPLOYMENT,
-        {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": name, "namespace": namespace}, "status": status},
+        {
+            "apiVersion": "apps/v1",
+            "kind": "Deployment",
+            "metadata": {"name": name, "namespace": namespace},
+            "status": status,
+        },
         field_manager=DEPLOYMENT_CONTROLLER,
         subresource="status",
     )
 
 
 def a_config_map(client: KubeClient, namespace: str, name: str, *, runtime: str | None) -> None:
-    body = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name, "namespace": namespace, "labels": labels(runtime)}, "data": {"k": "v"}}
+    body = {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {"name": name, "namespace": namespace, "labels": labels(runtime)},
+        "data": {"k": "v"},
+    }
     client.apply(CONFIG_MAP, body, field_manager=LOADER)
 
 
@@ -130,7 +156,10 @@ def a_pod(
         "conditions": [{"type": "Ready", "status": "True" if ready else "False"}],
     }
     client.apply(
-        POD, {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": namespace}, "status": status}, field_manager=KUBELET, subresource="status"
+        POD,
+        {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": namespace}, "status": status},
+        field_manager=KUBELET,
+        subresource="status",
     )
 
 
@@ -139,7 +168,9 @@ def realtime() -> dict[str, str]:
 
 
 def names_in(objects: list[dict[str, Any]], namespace: str) -> list[str]:
-    return sorted(f"{o['kind']}/{o['metadata']['name']}" for o in objects if o["metadata"].get("namespace") == namespace)
+    return sorted(
+        f"{o['kind']}/{o['metadata']['name']}" for o in objects if o["metadata"].get("namespace") == namespace
+    )
 
 
 # --- what is listed ----------------------------------------------------------------------------
@@ -160,14 +191,21 @@ def test_the_reader_lists_the_labelled_deployments_pods_and_config_maps_of_a_tar
     assert names_in(live.objects, target) == ["ConfigMap/omni-stages", "Deployment/omni", "Pod/omni-0"]
 
 
-def test_a_runtime_deployment_reads_into_a_workload_with_its_rollout(namespace: str, target: str, admin: KubeClient, admin_access: KubeAccess):
+def test_a_runtime_deployment_reads_into_a_workload_with_its_rollout(
+    namespace: str, target: str, admin: KubeClient, admin_access: KubeAccess
+):
     a_deployment(admin, target, "tokens", runtime="freetoken", replicas=2)
 
     snapshot = read_snapshot(admin_access, system_namespace=namespace, probes=UNBOUNDED)
 
     (workload,) = [w for w in snapshot.workloads if w.meta.namespace == target]
     assert (workload.meta.name, workload.meta.labels[RUNTIME_LABEL]) == ("tokens", "freetoken")
-    assert (workload.observed_generation, workload.replicas, workload.updated_replicas, workload.available_replicas) == (
+    assert (
+        workload.observed_generation,
+        workload.replicas,
+        workload.updated_replicas,
+        workload.available_replicas,
+    ) == (
         workload.meta.generation,
         2,
         2,
@@ -192,7 +230,9 @@ def _requests_of_one_namespace(access: KubeAccess, namespace: str) -> int:
         return client.requests
 
 
-def test_the_lists_of_a_target_namespace_do_not_grow_with_the_number_of_runtime_objects(target: str, admin: KubeClient, admin_access: KubeAccess):
+def test_the_lists_of_a_target_namespace_do_not_grow_with_the_number_of_runtime_objects(
+    target: str, admin: KubeClient, admin_access: KubeAccess
+):
     a_deployment(admin, target, "omni-0", runtime="realtime")
     a_pod(admin, target, "omni-0-0", pod_labels=realtime())
     a_config_map(admin, target, "omni-0", runtime="realtime")
@@ -204,13 +244,17 @@ def test_the_lists_of_a_target_namespace_do_not_grow_with_the_number_of_runtime_
 
     assert _requests_of_one_namespace(admin_access, target) == with_one_of_each
     lists = len(namespace_reads(target))
-    assert with_one_of_each - lists == len({(r.kind.group, r.kind.version) for r in namespace_reads(target)}), "one discovery per API group"
+    assert with_one_of_each - lists == len({(r.kind.group, r.kind.version) for r in namespace_reads(target)}), (
+        "one discovery per API group"
+    )
 
 
 # --- the health of realtime Pods ---------------------------------------------------------------
 
 
-def test_a_ready_realtime_pod_is_asked_its_health_once_through_the_pod_proxy(target: str, admin: KubeClient, admin_access: KubeAccess, start_health: StartHealth):
+def test_a_ready_realtime_pod_is_asked_its_health_once_through_the_pod_proxy(
+    target: str, admin: KubeClient, admin_access: KubeAccess, start_health: StartHealth
+):
     double = start_health()
     a_pod(admin, target, "omni-0", pod_labels=realtime(), double=double)
 
@@ -220,7 +264,9 @@ def test_a_ready_realtime_pod_is_asked_its_health_once_through_the_pod_proxy(tar
     assert double.calls == Counter({"GET /health": 1})
 
 
-def test_a_health_answer_in_plain_text_is_healthy(target: str, admin: KubeClient, admin_access: KubeAccess, start_health: StartHealth):
+def test_a_health_answer_in_plain_text_is_healthy(
+    target: str, admin: KubeClient, admin_access: KubeAccess, start_health: StartHealth
+):
     a_pod(admin, target, "omni-0", pod_labels=realtime(), double=start_health(body=b"OK"))
 
     (seen,) = observe_health(admin_access, admin.list(POD, namespace=target), limits=UNBOUNDED)
@@ -228,7 +274,9 @@ def test_a_health_answer_in_plain_text_is_healthy(target: str, admin: KubeClient
     assert seen.healthy is True
 
 
-def test_a_health_answer_that_is_not_2xx_is_unhealthy_with_the_status(target: str, admin: KubeClient, admin_access: KubeAccess, start_health: StartHealth):
+def test_a_health_answer_that_is_not_2xx_is_unhealthy_with_the_status(
+    target: str, admin: KubeClient, admin_access: KubeAccess, start_health: StartHealth
+):
     double = start_health(status=503, body=b"engine is not running")
     a_pod(admin, target, "omni-0", pod_labels=realtime(), double=double)
 
@@ -245,9 +293,14 @@ def test_a_realtime_pod_that_does_not_answer_in_time_is_unhealthy_with_the_cause
     double = start_health(unresponsive=True)
     a_pod(admin, target, "omni-0", pod_labels=realtime(), double=double)
 
-    (seen,) = observe_health(admin_access, admin.list(POD, namespace=target), limits=ProbeLimits(timeout_seconds=1.0, budget_seconds=NEVER))
+    (seen,) = observe_health(
+        admin_access, admin.list(POD, namespace=target), limits=ProbeLimits(timeout_seconds=1.0, budget_seconds=NEVER)
+    )
 
-    assert (seen.healthy, seen.error) == (False, "GET health through the API server's pod proxy: timed out after 1 s (waiting for the answer)")
+    assert (seen.healthy, seen.error) == (
+        False,
+        "GET health through the API server's pod proxy: timed out after 1 s (waiting for the answer)",
+    )
     assert double.calls == Counter({"GET /health": 1})
 
 
@@ -258,7 +311,9 @@ def test_a_realtime_pod_still_unanswered_when_the_budget_runs_out_has_no_health_
     a_pod(admin, target, "omni-0", pod_labels=realtime(), double=answering)
     a_pod(admin, target, "omni-1", pod_labels=realtime(), double=hung)
 
-    seen = observe_health(admin_access, admin.list(POD, namespace=target), limits=ProbeLimits(timeout_seconds=NEVER, budget_seconds=1.0))
+    seen = observe_health(
+        admin_access, admin.list(POD, namespace=target), limits=ProbeLimits(timeout_seconds=NEVER, budget_seconds=1.0)
+    )
 
     assert seen == (HealthObservation(namespace=target, pod="omni-0", healthy=True),)
 
@@ -270,7 +325,11 @@ def test_no_more_realtime_pods_are_asked_at_once_than_the_parallelism_allows(
     for index, double in enumerate(doubles):
         a_pod(admin, target, f"omni-{index}", pod_labels=realtime(), double=double)
 
-    seen = observe_health(admin_access, admin.list(POD, namespace=target), limits=ProbeLimits(timeout_seconds=NEVER, budget_seconds=1.0, parallelism=2))
+    seen = observe_health(
+        admin_access,
+        admin.list(POD, namespace=target),
+        limits=ProbeLimits(timeout_seconds=NEVER, budget_seconds=1.0, parallelism=2),
+    )
 
     assert seen == ()
     assert sum(sum(d.calls.values()) for d in doubles) == 2
@@ -318,7 +377,9 @@ def test_a_captured_snapshot_file_keeps_the_health_observations(
 # --- pure ------------------------------------------------------------------------------------
 
 
-def pod_object(name: str, *, pod_labels: dict[str, str], containers: list[dict[str, Any]], ready: bool = True) -> dict[str, Any]:
+def pod_object(
+    name: str, *, pod_labels: dict[str, str], containers: list[dict[str, Any]], ready: bool = True
+) -> dict[str, Any]:
     return {
         "apiVersion": "v1",
         "kind": "Pod",

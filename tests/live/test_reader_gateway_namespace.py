@@ -29,7 +29,9 @@ def test_routes_policies_and_the_guard_are_read_in_the_gateway_namespace_only():
     assert not {("HTTPRoute", SYSTEM), ("SecurityPolicy", SYSTEM)} & by_namespace
 
 
-def test_the_guard_deployment_in_another_gateway_namespace_is_read_and_other_deployments_are_not(namespace, admin: KubeClient):
+def test_the_guard_deployment_in_another_gateway_namespace_is_read_and_other_deployments_are_not(
+    namespace, admin: KubeClient
+):
     admin.apply(DEPLOYMENT, guard_deployment(namespace), field_manager=LOADER)
     other = guard_deployment(namespace)
     other["metadata"] = {"name": "unrelated", "namespace": namespace, "labels": {"app": "unrelated"}}

@@ -48,9 +48,15 @@ def stack_object(name: str) -> dict[str, Any]:
         "metadata": {
             "name": name,
             "namespace": NS,
-            "annotations": {"kubectl.kubernetes.io/last-applied-configuration": '{"spec":{"config":{"magicstick:domain":"x"}}}'},
+            "annotations": {
+                "kubectl.kubernetes.io/last-applied-configuration": '{"spec":{"config":{"magicstick:domain":"x"}}}'
+            },
         },
-        "spec": {"stack": "organization/magicstick/appliance", "projectRepo": "https://git.example.com/CHANGEME/x.git", "branch": "main"},
+        "spec": {
+            "stack": "organization/magicstick/appliance",
+            "projectRepo": "https://git.example.com/CHANGEME/x.git",
+            "branch": "main",
+        },
     }
 
 
@@ -58,7 +64,12 @@ def stack_object(name: str) -> dict[str, Any]:
 def operator_stack(clean_shared_namespaces, admin: KubeClient) -> Iterator[str]:
     """Stack ai-system/magicstick with the status PKO writes after a succeeded update; deleted afterwards."""
     admin.apply(STACK, stack_object("magicstick"), field_manager=LOADER)
-    status = {"apiVersion": "pulumi.com/v1", "kind": "Stack", "metadata": {"name": "magicstick", "namespace": NS}, "status": STATUS}
+    status = {
+        "apiVersion": "pulumi.com/v1",
+        "kind": "Stack",
+        "metadata": {"name": "magicstick", "namespace": NS},
+        "status": STATUS,
+    }
     admin.apply(STACK, status, field_manager=CONTROLLER, subresource="status")
     yield "magicstick"
     with contextlib.suppress(NotFound):
@@ -75,7 +86,9 @@ def test_the_snapshot_holds_the_stack_with_its_status_and_without_its_spec_or_an
     assert found.meta.generation == 1
 
 
-def test_the_live_read_gives_the_operator_status_a_snapshot_file_of_the_same_stack_gives(operator_stack, admin_access, admin):
+def test_the_live_read_gives_the_operator_status_a_snapshot_file_of_the_same_stack_gives(
+    operator_stack, admin_access, admin
+):
     from_file = Snapshot.from_objects([{**admin.get(STACK, operator_stack, NS), "spec": {}}])
 
     live = read_snapshot(admin_access, system_namespace=NS).generic("Stack", NS, operator_stack)

@@ -29,7 +29,9 @@ def resource_slice() -> dict:
             "driver": "gpu.amd.com",
             "nodeName": "gpu-1",
             "pool": {"name": "gpu-1", "generation": 1, "resourceSliceCount": 1},
-            "devices": [{"name": "gpu-0", "attributes": {"resource.kubernetes.io/pciBusID": {"string": "0000:c3:00.0"}}}],
+            "devices": [
+                {"name": "gpu-0", "attributes": {"resource.kubernetes.io/pciBusID": {"string": "0000:c3:00.0"}}}
+            ],
         },
     }
 
@@ -39,7 +41,9 @@ def unmanaged_claim() -> dict:
     return {**body, "metadata": {"name": UNMANAGED_CLAIM, "namespace": DEFAULT_MODEL_NAMESPACE}}
 
 
-def test_a_server_serving_dra_but_not_admission_policies_gives_a_snapshot_serving_resource_claims_only(clean_shared_namespaces, admin_access):
+def test_a_server_serving_dra_but_not_admission_policies_gives_a_snapshot_serving_resource_claims_only(
+    clean_shared_namespaces, admin_access
+):
     snapshot = read_snapshot(admin_access, system_namespace=NS)
 
     assert snapshot.served_apis == frozenset({"resourceclaims.resource.k8s.io/v1"})
@@ -49,7 +53,9 @@ def test_a_server_serving_dra_but_not_admission_policies_gives_a_snapshot_servin
 def test_the_reader_reads_every_resource_slice_and_only_the_resource_claim_the_program_manages(
     clean_shared_namespaces, admin: KubeClient, admin_access
 ):
-    managed = thaw(shared_claim(namespace=DEFAULT_MODEL_NAMESPACE, node="gpu-1", slots=2, field_manager="magicstick").body)
+    managed = thaw(
+        shared_claim(namespace=DEFAULT_MODEL_NAMESPACE, node="gpu-1", slots=2, field_manager="magicstick").body
+    )
     admin.apply(RESOURCE_SLICE, resource_slice(), field_manager="gpu.amd.com")
     admin.apply(RESOURCE_CLAIM, managed, field_manager="magicstick")
     admin.apply(RESOURCE_CLAIM, unmanaged_claim(), field_manager="someone")
@@ -60,7 +66,11 @@ def test_the_reader_reads_every_resource_slice_and_only_the_resource_claim_the_p
         admin.delete(RESOURCE_CLAIM, SHARED_CLAIM, DEFAULT_MODEL_NAMESPACE)
         admin.delete(RESOURCE_SLICE, SLICE)
 
-    read = [(o.kind, o.meta.namespace, o.meta.name) for o in snapshot.generated if o.kind in ("ResourceClaim", "ResourceSlice")]
+    read = [
+        (o.kind, o.meta.namespace, o.meta.name)
+        for o in snapshot.generated
+        if o.kind in ("ResourceClaim", "ResourceSlice")
+    ]
     assert read == [("ResourceClaim", DEFAULT_MODEL_NAMESPACE, SHARED_CLAIM), ("ResourceSlice", None, SLICE)]
     (slice_,) = [o for o in snapshot.generated if o.kind == "ResourceSlice"]
     assert slice_.spec["driver"] == "gpu.amd.com"

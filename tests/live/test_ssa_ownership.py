@@ -38,7 +38,12 @@ def _suspend_as_a_person_would(client: KubeClient, name: str) -> None:
 
 def _planned() -> DesiredObject:
     return module_kustomization(
-        entry=CATALOGS.modules.get("kubeai"), dependencies=(), source=SourceRef(), suspend=False, activation="kubeai", field_manager=PROGRAM
+        entry=CATALOGS.modules.get("kubeai"),
+        dependencies=(),
+        source=SourceRef(),
+        suspend=False,
+        activation="kubeai",
+        field_manager=PROGRAM,
     )
 
 

@@ -19,14 +19,24 @@ def _kustomization(client: KubeClient) -> dict:
     body = {
         "apiVersion": "kustomize.toolkit.fluxcd.io/v1",
         "kind": "Kustomization",
-        "metadata": {"name": NAME, "namespace": "flux-system", "labels": {"app.kubernetes.io/managed-by": "magicstick", "appliance.magicstick.dev/module": "litellm"}},
+        "metadata": {
+            "name": NAME,
+            "namespace": "flux-system",
+            "labels": {"app.kubernetes.io/managed-by": "magicstick", "appliance.magicstick.dev/module": "litellm"},
+        },
         "spec": {"interval": "10m0s", "prune": True, "sourceRef": {"kind": "GitRepository", "name": "flux-system"}},
     }
     return client.apply(KUSTOMIZATION, body, field_manager="earlier-operator")
 
 
 def _inputs(uid: str) -> dict:
-    return {"apiVersion": "kustomize.toolkit.fluxcd.io/v1", "kind": "Kustomization", "namespace": "flux-system", "name": NAME, "uid": uid}
+    return {
+        "apiVersion": "kustomize.toolkit.fluxcd.io/v1",
+        "kind": "Kustomization",
+        "namespace": "flux-system",
+        "name": NAME,
+        "uid": uid,
+    }
 
 
 @pytest.fixture

@@ -28,8 +28,16 @@ def _activations(admin: KubeClient, namespace: str, names: list[str]) -> None:
 
 
 def _batch(namespace: str, statuses: dict[str, dict[str, Any]]) -> dict[str, Any]:
-    members = {f"{namespace}/{name}": {"namespace": namespace, "name": name, "status": encode_status(status)} for name, status in statuses.items()}
-    return {"apiVersion": "appliance.magicstick.dev/v1alpha1", "kind": "ModuleActivation", "members": members, "problem": None}
+    members = {
+        f"{namespace}/{name}": {"namespace": namespace, "name": name, "status": encode_status(status)}
+        for name, status in statuses.items()
+    }
+    return {
+        "apiVersion": "appliance.magicstick.dev/v1alpha1",
+        "kind": "ModuleActivation",
+        "members": members,
+        "problem": None,
+    }
 
 
 def _provider(access: KubeAccess) -> StatusBatchProvider:
@@ -47,7 +55,9 @@ def _versions(admin: KubeClient, namespace: str, names: list[str]) -> dict[str, 
     return {name: admin.get(MODULE_ACTIVATION, name, namespace)["metadata"]["resourceVersion"] for name in names}
 
 
-def test_create_writes_every_member_under_the_status_field_manager(own_crds, namespace, admin: KubeClient, admin_access):
+def test_create_writes_every_member_under_the_status_field_manager(
+    own_crds, namespace, admin: KubeClient, admin_access
+):
     names = ["basis", "litellm"]
     _activations(admin, namespace, names)
     provider = _provider(admin_access)
@@ -88,7 +98,9 @@ def test_a_converged_batch_writes_nothing(own_crds, namespace, admin: KubeClient
     assert _versions(admin, namespace, names) == before
 
 
-def test_a_member_the_schema_refuses_is_its_own_permanent_problem_and_the_others_are_written(own_crds, namespace, admin: KubeClient, admin_access):
+def test_a_member_the_schema_refuses_is_its_own_permanent_problem_and_the_others_are_written(
+    own_crds, namespace, admin: KubeClient, admin_access
+):
     names = ["basis", "litellm", "kubeai"]
     _activations(admin, namespace, names)
     provider = _provider(admin_access)
@@ -100,7 +112,9 @@ def test_a_member_the_schema_refuses_is_its_own_permanent_problem_and_the_others
     problem = created.outs["writeProblems"][f"{namespace}/litellm"]
     assert (problem["reason"], problem["persistence"]) == ("StatusWriteInvalid", "Permanent")
     assert set(created.outs["writeProblems"]) == {f"{namespace}/litellm"}
-    assert created.outs["problem"]["message"].startswith(f"1 of 3 statuses not written: {namespace}/litellm: StatusWriteInvalid: 422 Invalid")
+    assert created.outs["problem"]["message"].startswith(
+        f"1 of 3 statuses not written: {namespace}/litellm: StatusWriteInvalid: 422 Invalid"
+    )
     assert admin.get(MODULE_ACTIVATION, "basis", namespace)["status"] == READY
     assert admin.get(MODULE_ACTIVATION, "kubeai", namespace)["status"] == READY
     assert provider.diff(created.id, created.outs, inputs).changes is False
@@ -124,7 +138,17 @@ def test_read_records_every_members_live_status_so_a_status_changed_by_someone_e
     provider = _provider(admin_access)
     inputs = _checked(provider, _batch(namespace, dict.fromkeys(names, READY)))
     created = provider.create(inputs)
-    admin.apply(MODULE_ACTIVATION, {"apiVersion": "appliance.magicstick.dev/v1alpha1", "kind": "ModuleActivation", "metadata": {"name": "m2", "namespace": namespace}, "status": WAITING}, field_manager=STATUS_FIELD_MANAGER, subresource="status")
+    admin.apply(
+        MODULE_ACTIVATION,
+        {
+            "apiVersion": "appliance.magicstick.dev/v1alpha1",
+            "kind": "ModuleActivation",
+            "metadata": {"name": "m2", "namespace": namespace},
+            "status": WAITING,
+        },
+        field_manager=STATUS_FIELD_MANAGER,
+        subresource="status",
+    )
 
     read = provider.read(created.id, created.outs)
 
@@ -143,11 +167,21 @@ def test_delete_leaves_every_status_where_it_is(own_crds, namespace, admin: Kube
     assert admin.get(MODULE_ACTIVATION, "basis", namespace)["status"] == READY
 
 
-def test_the_status_resource_of_an_earlier_release_is_deleted_without_touching_its_object(own_crds, namespace, admin: KubeClient, admin_access):
+def test_the_status_resource_of_an_earlier_release_is_deleted_without_touching_its_object(
+    own_crds, namespace, admin: KubeClient, admin_access
+):
     _activations(admin, namespace, ["basis"])
     assert admin_access.kubeconfig is not None
     earlier = configured(StatusProvider(), kubeconfig_config(admin_access.kubeconfig))
-    written = earlier.create({"apiVersion": "appliance.magicstick.dev/v1alpha1", "kind": "ModuleActivation", "namespace": namespace, "name": "basis", "status": READY})
+    written = earlier.create(
+        {
+            "apiVersion": "appliance.magicstick.dev/v1alpha1",
+            "kind": "ModuleActivation",
+            "namespace": namespace,
+            "name": "basis",
+            "status": READY,
+        }
+    )
     version = admin.get(MODULE_ACTIVATION, "basis", namespace)["metadata"]["resourceVersion"]
     earlier.delete(written.id, written.outs)
     provider = _provider(admin_access)

@@ -33,7 +33,9 @@ def _activation_in(namespace: str, name: str = "basis") -> dict:
 READY = {"phase": "Ready", "observedGeneration": 1, "message": "Kustomization platform-basis is ready."}
 
 
-def test_the_status_is_written_with_its_own_field_manager_and_observed_generation(own_crds, namespace, admin: KubeClient):
+def test_the_status_is_written_with_its_own_field_manager_and_observed_generation(
+    own_crds, namespace, admin: KubeClient
+):
     load(admin, [_activation_in(namespace)])
     assert write_status(admin, _target(namespace, READY)) is True
     stored = admin.get(MODULE_ACTIVATION, "basis", namespace)
@@ -93,7 +95,9 @@ def _configured(access: KubeAccess) -> StatusProvider:
     return configured(StatusProvider(), kubeconfig_config(access.kubeconfig))
 
 
-def test_the_provider_creates_updates_reads_and_deletes_without_touching_the_object(own_crds, namespace, admin: KubeClient, admin_access):
+def test_the_provider_creates_updates_reads_and_deletes_without_touching_the_object(
+    own_crds, namespace, admin: KubeClient, admin_access
+):
     load(admin, [_activation_in(namespace)])
     provider = _configured(admin_access)
     inputs = _inputs(namespace, {**READY, "observedGeneration": 1.0})
@@ -158,23 +162,42 @@ def test_a_provider_never_configured_reaches_the_cluster_that_KUBECONFIG_names(
 
 
 ROLE = ResourceKind(group="rbac.authorization.k8s.io", version="v1", kind="Role", plural="roles", namespaced=True)
-ROLE_BINDING = ResourceKind(group="rbac.authorization.k8s.io", version="v1", kind="RoleBinding", plural="rolebindings", namespaced=True)
+ROLE_BINDING = ResourceKind(
+    group="rbac.authorization.k8s.io", version="v1", kind="RoleBinding", plural="rolebindings", namespaced=True
+)
 PLANNED_READY = {
     "phase": "Ready",
     "reason": "Ready",
     "message": "Kustomization platform-basis is ready.",
     "observedGeneration": 1,
     "conditions": [
-        {"type": "Ready", "status": "True", "reason": "Ready", "message": "Kustomization platform-basis is ready.", "lastTransitionTime": "2026-01-01T00:00:00Z"}
+        {
+            "type": "Ready",
+            "status": "True",
+            "reason": "Ready",
+            "message": "Kustomization platform-basis is ready.",
+            "lastTransitionTime": "2026-01-01T00:00:00Z",
+        }
     ],
 }
-STORE_FULL = problem_output(ProblemReason.PROFILE_STORE_FULL, "cannot add resource profile 'magicstick-cpu-4': the limit is 64")
+STORE_FULL = problem_output(
+    ProblemReason.PROFILE_STORE_FULL, "cannot add resource profile 'magicstick-cpu-4': the limit is 64"
+)
 
 
 def _reader_may_only_get_activations(admin: KubeClient, namespace: str) -> None:
     """The reader may read ModuleActivations in `namespace`, and nothing more: no status writes."""
     rule = {"apiGroups": ["appliance.magicstick.dev"], "resources": ["moduleactivations"], "verbs": ["get"]}
-    admin.apply(ROLE, {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role", "metadata": {"name": "reader", "namespace": namespace}, "rules": [rule]}, field_manager="test-rbac")
+    admin.apply(
+        ROLE,
+        {
+            "apiVersion": "rbac.authorization.k8s.io/v1",
+            "kind": "Role",
+            "metadata": {"name": "reader", "namespace": namespace},
+            "rules": [rule],
+        },
+        field_manager="test-rbac",
+    )
     subject = {"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": READER_USER}
     binding = {
         "apiVersion": "rbac.authorization.k8s.io/v1",
@@ -184,10 +207,20 @@ def _reader_may_only_get_activations(admin: KubeClient, namespace: str) -> None:
         "subjects": [subject],
     }
     admin.apply(ROLE_BINDING, binding, field_manager="test-rbac")
-    wait_until_rbac_says(admin, user=READER_USER, verb="get", group="appliance.magicstick.dev", resource="moduleactivations", namespace=namespace, allowed=True)
+    wait_until_rbac_says(
+        admin,
+        user=READER_USER,
+        verb="get",
+        group="appliance.magicstick.dev",
+        resource="moduleactivations",
+        namespace=namespace,
+        allowed=True,
+    )
 
 
-def test_a_status_write_refused_with_403_is_the_writes_problem_not_an_error_and_is_tried_again(own_crds, namespace, admin: KubeClient, cluster):
+def test_a_status_write_refused_with_403_is_the_writes_problem_not_an_error_and_is_tried_again(
+    own_crds, namespace, admin: KubeClient, cluster
+):
     load(admin, [_activation_in(namespace)])
     _reader_may_only_get_activations(admin, namespace)
     provider = configured(StatusProvider(), kubeconfig_config(str(cluster.kubeconfig_path(READER_USER))))
@@ -225,14 +258,24 @@ def test_a_problem_of_the_objects_dynamic_resources_is_written_as_its_degraded_s
     load(admin, [_activation_in(namespace)])
     provider = _configured(admin_access)
 
-    created = provider.create({**_inputs(namespace, PLANNED_READY), "problems": {"runtime-profile/magicstick-cpu-4": STORE_FULL}})
+    created = provider.create(
+        {**_inputs(namespace, PLANNED_READY), "problems": {"runtime-profile/magicstick-cpu-4": STORE_FULL}}
+    )
 
     assert created.outs["problem"] == {}
     status = admin.get(MODULE_ACTIVATION, "basis", namespace)["status"]
-    assert (status["phase"], status["reason"], status["message"]) == ("Degraded", "ProfileStoreFull", STORE_FULL["message"])
+    assert (status["phase"], status["reason"], status["message"]) == (
+        "Degraded",
+        "ProfileStoreFull",
+        STORE_FULL["message"],
+    )
     ready, reconciling = status["conditions"]
     assert (ready["status"], ready["reason"], ready["message"]) == ("False", "ProfileStoreFull", STORE_FULL["message"])
-    assert (reconciling["type"], reconciling["status"], reconciling["reason"]) == ("Reconciling", "True", "ProfileStoreFull")
+    assert (reconciling["type"], reconciling["status"], reconciling["reason"]) == (
+        "Reconciling",
+        "True",
+        "ProfileStoreFull",
+    )
 
 
 def test_a_temporary_problem_that_persists_is_counted_on_the_next_run_and_its_clearing_restores_the_planned_status(
@@ -247,10 +290,15 @@ def test_a_temporary_problem_that_persists_is_counted_on_the_next_run_and_its_cl
     assert provider.diff(created.id, created.outs, failing).changes is True
     again = provider.update(created.id, created.outs, failing)
     record = again.outs["retries"]["runtime-profile/magicstick-cpu-4"]
-    assert (record["attempts"], record["since"]) == (2, created.outs["retries"]["runtime-profile/magicstick-cpu-4"]["since"])
+    assert (record["attempts"], record["since"]) == (
+        2,
+        created.outs["retries"]["runtime-profile/magicstick-cpu-4"]["since"],
+    )
     assert admin.get(MODULE_ACTIVATION, "basis", namespace)["status"]["message"].endswith(", 2 attempts)")
 
-    cleared = provider.check({}, {**_inputs(namespace, PLANNED_READY), "problems": {"runtime-profile/magicstick-cpu-4": None}}).inputs
+    cleared = provider.check(
+        {}, {**_inputs(namespace, PLANNED_READY), "problems": {"runtime-profile/magicstick-cpu-4": None}}
+    ).inputs
     assert provider.diff(created.id, created.outs, cleared).changes is True
     provider.update(created.id, created.outs, cleared)
     assert admin.get(MODULE_ACTIVATION, "basis", namespace)["status"] == PLANNED_READY

@@ -37,7 +37,9 @@ LOADER = "test-loader"
 NAMESPACE = ResourceKind(group="", version="v1", kind="Namespace", plural="namespaces", namespaced=False)
 FLUX = "kustomize-controller"
 _SERVER_METADATA = ("uid", "resourceVersion", "generation", "creationTimestamp", "managedFields", "selfLink")
-DEVICE_CONFIG = ResourceKind(group="amd.com", version="v1alpha1", kind="DeviceConfig", plural="deviceconfigs", namespaced=True)
+DEVICE_CONFIG = ResourceKind(
+    group="amd.com", version="v1alpha1", kind="DeviceConfig", plural="deviceconfigs", namespaced=True
+)
 _KINDS: dict[tuple[str, str], ResourceKind] = {
     (k.api_version, k.kind): k
     for k in (
@@ -86,7 +88,9 @@ def load(client: KubeClient, objects: Iterable[Mapping[str, Any]], *, field_mana
             write_status_as(client, obj, obj["status"], field_manager=field_manager)
 
 
-def write_status_as(client: KubeClient, obj: Mapping[str, Any], status: Mapping[str, Any], *, field_manager: str) -> None:
+def write_status_as(
+    client: KubeClient, obj: Mapping[str, Any], status: Mapping[str, Any], *, field_manager: str
+) -> None:
     metadata = {"name": obj["metadata"]["name"]}
     if obj["metadata"].get("namespace"):
         metadata["namespace"] = obj["metadata"]["namespace"]
@@ -133,15 +137,23 @@ def delete_all(client: KubeClient, kinds: Iterable[ResourceKind], namespace: str
             client.delete(kind, obj["metadata"]["name"], namespace)
 
 
-CLUSTER_ROLE = ResourceKind(group="rbac.authorization.k8s.io", version="v1", kind="ClusterRole", plural="clusterroles", namespaced=False)
+CLUSTER_ROLE = ResourceKind(
+    group="rbac.authorization.k8s.io", version="v1", kind="ClusterRole", plural="clusterroles", namespaced=False
+)
 CLUSTER_ROLE_BINDING = ResourceKind(
-    group="rbac.authorization.k8s.io", version="v1", kind="ClusterRoleBinding", plural="clusterrolebindings", namespaced=False
+    group="rbac.authorization.k8s.io",
+    version="v1",
+    kind="ClusterRoleBinding",
+    plural="clusterrolebindings",
+    namespaced=False,
 )
 _ACCESS_REVIEW = "/apis/authorization.k8s.io/v1/subjectaccessreviews"
 _REVIEW_ATTEMPTS = 2000
 
 
-def wait_until_rbac_says(client: KubeClient, *, user: str, verb: str, group: str, resource: str, namespace: str | None, allowed: bool) -> None:
+def wait_until_rbac_says(
+    client: KubeClient, *, user: str, verb: str, group: str, resource: str, namespace: str | None, allowed: bool
+) -> None:
     """Ask SubjectAccessReviews until the authorizer's cache gives `allowed`; bounded in attempts.
 
     RBAC changes reach the authorizer through an informer a moment after they are written.
@@ -149,7 +161,11 @@ def wait_until_rbac_says(client: KubeClient, *, user: str, verb: str, group: str
     attributes = {"verb": verb, "group": group, "resource": resource}
     if namespace:
         attributes["namespace"] = namespace
-    review = {"apiVersion": "authorization.k8s.io/v1", "kind": "SubjectAccessReview", "spec": {"user": user, "resourceAttributes": attributes}}
+    review = {
+        "apiVersion": "authorization.k8s.io/v1",
+        "kind": "SubjectAccessReview",
+        "spec": {"user": user, "resourceAttributes": attributes},
+    }
     for _ in range(_REVIEW_ATTEMPTS):
         answer = client.request("POST", _ACCESS_REVIEW, body=review, content_type="application/json")
         if bool(answer.get("status", {}).get("allowed")) is allowed:
@@ -186,7 +202,13 @@ def play_kubeai(client: KubeClient, namespace: str) -> int:
                     "namespace": namespace,
                     "labels": {"model": name},
                     "ownerReferences": [
-                        {"apiVersion": "kubeai.org/v1", "kind": "Model", "name": name, "uid": model["metadata"]["uid"], "controller": True}
+                        {
+                            "apiVersion": "kubeai.org/v1",
+                            "kind": "Model",
+                            "name": name,
+                            "uid": model["metadata"]["uid"],
+                            "controller": True,
+                        }
                     ],
                 },
                 "spec": {
@@ -261,7 +283,16 @@ def engine_apply(client: KubeClient, plan: Plan, applied: Mapping[str, DesiredOb
     for profile in plan.models.cpu_profiles:
         put_profile(client, ProfileStoreRef(), profile.name, thaw(profile.body))
     for stale in plan.stale:
-        remove_stale(client, StaleTarget(api_version=stale.api_version, kind=stale.kind, namespace=stale.namespace, name=stale.name, uid=stale.uid))
+        remove_stale(
+            client,
+            StaleTarget(
+                api_version=stale.api_version,
+                kind=stale.kind,
+                namespace=stale.namespace,
+                name=stale.name,
+                uid=stale.uid,
+            ),
+        )
     return declared
 
 
@@ -309,7 +340,9 @@ def accept_gateway_objects(client: KubeClient, namespace: str) -> int:
         for obj in client.list(kind, namespace=namespace):
             generation = obj["metadata"]["generation"]
             entries = (obj.get("status") or {}).get(key) or ()
-            if entries and all(c.get("observedGeneration") == generation for e in entries for c in e.get("conditions") or ()):
+            if entries and all(
+                c.get("observedGeneration") == generation for e in entries for c in e.get("conditions") or ()
+            ):
                 continue
             status = accepted_gateway_status(key, generation)
             write_status_as(client, obj, status, field_manager=ENVOY_GATEWAY)
@@ -329,7 +362,13 @@ def roll_out_deployments(client: KubeClient, namespace: str) -> int:
         if (deployment.get("status") or {}).get("observedGeneration") == generation:
             continue
         replicas = deployment["spec"].get("replicas", 1)
-        status = {"observedGeneration": generation, "replicas": replicas, "updatedReplicas": replicas, "readyReplicas": replicas, "availableReplicas": replicas}
+        status = {
+            "observedGeneration": generation,
+            "replicas": replicas,
+            "updatedReplicas": replicas,
+            "readyReplicas": replicas,
+            "availableReplicas": replicas,
+        }
         write_status_as(client, deployment, status, field_manager=DEPLOYMENT_CONTROLLER)
         rolled += 1
     return rolled

@@ -30,7 +30,9 @@ def kustomize(directory: Path) -> list[JsonObject]:
     kubectl = shutil.which("kubectl")
     if kubectl is None:
         raise FileNotFoundError("kubectl is not on PATH (the machine image has kubectl 1.33)")
-    rendered = subprocess.run([kubectl, "kustomize", str(directory)], capture_output=True, text=True, check=True, timeout=60).stdout
+    rendered = subprocess.run(
+        [kubectl, "kustomize", str(directory)], capture_output=True, text=True, check=True, timeout=60
+    ).stdout
     return [document for document in yaml.safe_load_all(rendered) if document]
 
 
@@ -42,7 +44,13 @@ def _discovered(client: KubeClient, api_version: str, kind: str) -> ResourceKind
         return None
     for resource in listing.get("resources") or ():
         if resource.get("kind") == kind and "/" not in resource["name"]:
-            return ResourceKind(group=group, version=version, kind=kind, plural=resource["name"], namespaced=bool(resource["namespaced"]))
+            return ResourceKind(
+                group=group,
+                version=version,
+                kind=kind,
+                plural=resource["name"],
+                namespaced=bool(resource["namespaced"]),
+            )
     return None
 
 

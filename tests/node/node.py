@@ -104,7 +104,10 @@ class RealNode:
     def log_tail(self, namespace: str, pod: str, *, lines: int = 20) -> str:
         """The last lines each container of the Pod wrote, from the kubelet's log files."""
         found = sorted(self.pod_logs.glob(f"{namespace}_{pod}_*/*/*.log"))
-        return "\n".join(f"{path.relative_to(self.pod_logs)}:\n" + "\n".join(path.read_text(errors="replace").splitlines()[-lines:]) for path in found)
+        return "\n".join(
+            f"{path.relative_to(self.pod_logs)}:\n" + "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
+            for path in found
+        )
 
 
 def _run(*argv: str) -> str:
@@ -126,7 +129,16 @@ def busybox_image(workdir: Path) -> tuple[Path, str]:
     for applet in ("sh", "sleep", "echo", "cat", "test"):
         (binaries / applet).symlink_to("busybox")
     _run("umoci", "repack", "--image", f"{layout}:busybox", str(bundle))
-    _run("umoci", "config", "--image", f"{layout}:busybox", "--config.entrypoint", "/bin/sleep", "--config.cmd", "infinity")
+    _run(
+        "umoci",
+        "config",
+        "--image",
+        f"{layout}:busybox",
+        "--config.entrypoint",
+        "/bin/sleep",
+        "--config.cmd",
+        "infinity",
+    )
     index = json.loads((layout / "index.json").read_text())
     digest = str(index["manifests"][0]["digest"]).removeprefix("sha256:")
     archive = workdir / "busybox.tar"
@@ -167,7 +179,11 @@ def _cni_config() -> str:
                     "bridge": BRIDGE,
                     "isGateway": True,
                     "ipMasq": False,
-                    "ipam": {"type": "host-local", "ranges": [[{"subnet": POD_SUBNET}]], "routes": [{"dst": "0.0.0.0/0"}]},
+                    "ipam": {
+                        "type": "host-local",
+                        "ranges": [[{"subnet": POD_SUBNET}]],
+                        "routes": [{"dst": "0.0.0.0/0"}],
+                    },
                 }
             ],
         }
@@ -182,7 +198,11 @@ def _kubelet_config(cluster: ClusterInfo, socket: Path, workdir: Path, dns: str)
         "failSwapOn": False,
         "failCgroupV1": False,
         "containerRuntimeEndpoint": f"unix://{socket}",
-        "authentication": {"anonymous": {"enabled": False}, "webhook": {"enabled": False}, "x509": {"clientCAFile": str(cluster.client_ca_file)}},
+        "authentication": {
+            "anonymous": {"enabled": False},
+            "webhook": {"enabled": False},
+            "x509": {"clientCAFile": str(cluster.client_ca_file)},
+        },
         "authorization": {"mode": "AlwaysAllow"},
         "port": 0,
         "readOnlyPort": 0,
@@ -220,7 +240,11 @@ def _bind_dns(admin: KubeClient) -> None:
         "kind": "ClusterRole",
         "metadata": {"name": DNS_USER},
         "rules": [
-            {"apiGroups": [""], "resources": ["endpoints", "services", "pods", "namespaces"], "verbs": ["list", "watch"]},
+            {
+                "apiGroups": [""],
+                "resources": ["endpoints", "services", "pods", "namespaces"],
+                "verbs": ["list", "watch"],
+            },
             {"apiGroups": ["discovery.k8s.io"], "resources": ["endpointslices"], "verbs": ["list", "watch"]},
         ],
     }
@@ -277,11 +301,16 @@ def _wait_ready(admin: KubeClient, name: str, kubelet_process: subprocess.Popen[
                     if _ready(event.object):
                         return
         if not seen:
-            raise NodeSetupError(f"node {name} did not become Ready within {READY_SECONDS} s:\n{log.read_text()[-3000:]}")
+            raise NodeSetupError(
+                f"node {name} did not become Ready within {READY_SECONDS} s:\n{log.read_text()[-3000:]}"
+            )
 
 
 def _ready(node: dict[str, Any]) -> bool:
-    return any(c.get("type") == "Ready" and c.get("status") == "True" for c in (node.get("status") or {}).get("conditions") or ())
+    return any(
+        c.get("type") == "Ready" and c.get("status") == "True"
+        for c in (node.get("status") or {}).get("conditions") or ()
+    )
 
 
 def _bind_nodes(admin: KubeClient) -> None:
@@ -297,17 +326,27 @@ def _bind_nodes(admin: KubeClient) -> None:
 
 
 def _delete_pods(admin: KubeClient, name: str) -> None:
-    pods = admin.request("GET", POD.collection_path(), params={"fieldSelector": f"spec.nodeName={name}"}).get("items") or []
+    pods = (
+        admin.request("GET", POD.collection_path(), params={"fieldSelector": f"spec.nodeName={name}"}).get("items")
+        or []
+    )
     for pod in pods:
         metadata = pod["metadata"]
         with contextlib.suppress(Exception):
-            admin.request("DELETE", POD.object_path(metadata["name"], metadata["namespace"]), body={"gracePeriodSeconds": 0}, content_type="application/json")
+            admin.request(
+                "DELETE",
+                POD.object_path(metadata["name"], metadata["namespace"]),
+                body={"gracePeriodSeconds": 0},
+                content_type="application/json",
+            )
 
 
 def _stop_tasks(socket: Path) -> None:
     """Kill and remove every container containerd still runs (a stopped kubelet stops none)."""
     ctr = ("ctr", "--address", str(socket), "-n", "k8s.io")
-    listed = subprocess.run([*ctr, "tasks", "ls", "-q"], capture_output=True, text=True, check=False, timeout=30).stdout.split()
+    listed = subprocess.run(
+        [*ctr, "tasks", "ls", "-q"], capture_output=True, text=True, check=False, timeout=30
+    ).stdout.split()
     for task in listed:
         subprocess.run([*ctr, "tasks", "kill", "-s", "SIGKILL", task], capture_output=True, check=False, timeout=30)
     for task in listed:
@@ -317,17 +356,25 @@ def _stop_tasks(socket: Path) -> None:
 def _leftovers(directory: Path) -> None:
     """What a killed containerd leaves: its shims, mounts below the node, the bridge."""
     subprocess.run(["pkill", "-KILL", "-f", f"containerd-shim-runc-v2 .*{directory}"], check=False)
-    mounts = [line.split()[1] for line in Path("/proc/mounts").read_text().splitlines() if line.split()[1].startswith(str(directory))]
+    mounts = [
+        line.split()[1]
+        for line in Path("/proc/mounts").read_text().splitlines()
+        if line.split()[1].startswith(str(directory))
+    ]
     for mount in sorted(mounts, key=len, reverse=True):
         subprocess.run(["umount", "-l", mount], check=False)
     subprocess.run(["ip", "link", "delete", BRIDGE], check=False, capture_output=True)
 
 
 @contextlib.contextmanager
-def running_node(cluster: ClusterInfo, workdir: Path, *, name: str = "real-node-1", images: Sequence[LocalImage] = ()) -> Iterator[RealNode]:
+def running_node(
+    cluster: ClusterInfo, workdir: Path, *, name: str = "real-node-1", images: Sequence[LocalImage] = ()
+) -> Iterator[RealNode]:
     missing = missing_host_parts()
     if missing:
-        raise NodeSetupError(f"missing on this machine: {', '.join(missing)}; install Debian's containerd runc containernetworking-plugins umoci busybox-static (.ci/run does)")
+        raise NodeSetupError(
+            f"missing on this machine: {', '.join(missing)}; install Debian's containerd runc containernetworking-plugins umoci busybox-static (.ci/run does)"
+        )
     binary = kubelet()
     directory = workdir / "node"
     (directory / "cni").mkdir(parents=True)
@@ -339,11 +386,26 @@ def running_node(cluster: ClusterInfo, workdir: Path, *, name: str = "real-node-
         stack.callback(_leftovers, directory)
         admin = stack.enter_context(open_client(KubeAccess(kubeconfig=str(cluster.kubeconfig_path(ADMIN_USER)))))
         containerd_log = open(directory / "containerd.log", "wb")  # noqa: SIM115 - the process holds it
-        containerd = subprocess.Popen(["containerd", "--config", str(directory / "containerd.toml")], stdout=containerd_log, stderr=subprocess.STDOUT)
+        containerd = subprocess.Popen(
+            ["containerd", "--config", str(directory / "containerd.toml")],
+            stdout=containerd_log,
+            stderr=subprocess.STDOUT,
+        )
         stack.callback(stop_process, containerd, grace_seconds=10)
         _run_until_served(socket, containerd, directory / "containerd.log")
         stack.callback(_stop_tasks, socket)
-        _run("ctr", "--address", str(socket), "-n", "k8s.io", "images", "import", "--base-name", IMAGE_REPOSITORY, str(archive))
+        _run(
+            "ctr",
+            "--address",
+            str(socket),
+            "-n",
+            "k8s.io",
+            "images",
+            "import",
+            "--base-name",
+            IMAGE_REPOSITORY,
+            str(archive),
+        )
         _run("ctr", "--address", str(socket), "-n", "k8s.io", "images", "tag", f"{IMAGE_REPOSITORY}:busybox", image)
         for local in images:
             _import(socket, local)
@@ -352,7 +414,9 @@ def running_node(cluster: ClusterInfo, workdir: Path, *, name: str = "real-node-
         _bind_dns(admin)
         (directory / "Corefile").write_text(_corefile(address, cluster.certificate_kubeconfig_path(DNS_USER)))
         dns_log = open(directory / "coredns.log", "wb")  # noqa: SIM115 - the process holds it
-        dns = subprocess.Popen([str(coredns()), "-conf", str(directory / "Corefile")], stdout=dns_log, stderr=subprocess.STDOUT)
+        dns = subprocess.Popen(
+            [str(coredns()), "-conf", str(directory / "Corefile")], stdout=dns_log, stderr=subprocess.STDOUT
+        )
         stack.callback(stop_process, dns, grace_seconds=5)
         kubeconfig = cluster.certificate_kubeconfig_path(f"system:node:{name}", "system:nodes")
         (directory / "kubelet.yaml").write_text(yaml.safe_dump(_kubelet_config(cluster, socket, directory, address)))
@@ -369,7 +433,11 @@ def running_node(cluster: ClusterInfo, workdir: Path, *, name: str = "real-node-
         proxy_kubeconfig = cluster.certificate_kubeconfig_path("system:kube-proxy")
         (directory / "kube-proxy.yaml").write_text(yaml.safe_dump(_kube_proxy_config(proxy_kubeconfig, name)))
         proxy_log = open(directory / "kube-proxy.log", "wb")  # noqa: SIM115 - the process holds it
-        proxy = subprocess.Popen([str(kube_proxy()), f"--config={directory / 'kube-proxy.yaml'}", "--v=1"], stdout=proxy_log, stderr=subprocess.STDOUT)
+        proxy = subprocess.Popen(
+            [str(kube_proxy()), f"--config={directory / 'kube-proxy.yaml'}", "--v=1"],
+            stdout=proxy_log,
+            stderr=subprocess.STDOUT,
+        )
         stack.callback(_flush_proxy_rules, kube_proxy())
         stack.callback(stop_process, proxy, grace_seconds=10)
         yield RealNode(name=name, image=image, admin=admin, pod_logs=directory / "pod-logs")
@@ -378,7 +446,18 @@ def running_node(cluster: ClusterInfo, workdir: Path, *, name: str = "real-node-
 def _import(socket: Path, image: LocalImage) -> None:
     """The archive's one image, named by its reference (the archive tags it with its digest)."""
     repository = image.reference.rsplit(":", 1)[0]
-    _run("ctr", "--address", str(socket), "-n", "k8s.io", "images", "import", "--base-name", repository, str(image.archive))
+    _run(
+        "ctr",
+        "--address",
+        str(socket),
+        "-n",
+        "k8s.io",
+        "images",
+        "import",
+        "--base-name",
+        repository,
+        str(image.archive),
+    )
     listed = _run("ctr", "--address", str(socket), "-n", "k8s.io", "images", "ls", "-q").split()
     if image.reference not in listed:
         raise NodeSetupError(f"containerd did not list {image.reference} after importing {image.archive}: {listed}")
@@ -394,7 +473,9 @@ def _run_until_served(socket: Path, containerd: subprocess.Popen[bytes], log: Pa
     for _ in range(200):
         if containerd.poll() is not None:
             raise NodeSetupError(f"containerd exited with {containerd.returncode}:\n{log.read_text()[-3000:]}")
-        done = subprocess.run(["ctr", "--address", str(socket), "version"], capture_output=True, check=False, timeout=10)
+        done = subprocess.run(
+            ["ctr", "--address", str(socket), "version"], capture_output=True, check=False, timeout=10
+        )
         if done.returncode == 0:
             return
         with contextlib.suppress(subprocess.TimeoutExpired):

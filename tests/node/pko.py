@@ -56,7 +56,11 @@ def operator_documents(operator: LocalImage) -> list[JsonObject]:
             (container,) = document["spec"]["template"]["spec"]["containers"]
             container["image"] = operator.reference
             container["imagePullPolicy"] = "Never"
-            container["env"] = [*container.get("env", ()), {"name": "AGENT_IMAGE", "value": operator.reference}, {"name": "AGENT_IMAGE_PULL_POLICY", "value": "Never"}]
+            container["env"] = [
+                *container.get("env", ()),
+                {"name": "AGENT_IMAGE", "value": operator.reference},
+                {"name": "AGENT_IMAGE_PULL_POLICY", "value": "Never"},
+            ]
     return documents
 
 
@@ -122,7 +126,15 @@ def demo_world() -> list[JsonObject]:
     return [d for d in demo_documents() if d["kind"] not in (NODE.kind, POD.kind)]
 
 
-def install_and_run(node: RealNode, cluster: ClusterInfo, *, operator: LocalImage, workspace: LocalImage, trigger: LocalImage, state: Path) -> JsonObject:
+def install_and_run(
+    node: RealNode,
+    cluster: ClusterInfo,
+    *,
+    operator: LocalImage,
+    workspace: LocalImage,
+    trigger: LocalImage,
+    state: Path,
+) -> JsonObject:
     """A user's first install, in the README's order: the upstream CRDs and namespaces, the
     program's CRDs and the demo's resources, the operator, the state volume and passphrase, then
     `kubectl apply -k deploy/`. The Stack, once its first update succeeded."""

@@ -17,7 +17,14 @@ FINISHED: Final = ("Succeeded", "Failed")
 _PODS = itertools.count(1)
 
 
-def wait_for(node: RealNode, kind: ResourceKind, namespace: str, name: str, done: Callable[[dict[str, Any]], bool], seconds: float) -> dict[str, Any]:
+def wait_for(
+    node: RealNode,
+    kind: ResourceKind,
+    namespace: str,
+    name: str,
+    done: Callable[[dict[str, Any]], bool],
+    seconds: float,
+) -> dict[str, Any]:
     """The object once `done` holds for it; a failure says what each Pod of the namespace is doing."""
     return watch_until(node.admin, kind, namespace, name, done, seconds, explain=lambda: pod_states(node, namespace))
 
@@ -35,7 +42,10 @@ def pod_states(node: RealNode, namespace: str) -> str:
 
 def deployment_ready(deployment: dict[str, Any]) -> bool:
     snapshot = Snapshot.from_objects([deployment])
-    return bool(snapshot.workloads) and all(w.available_replicas == w.replicas > 0 and w.observed_generation == w.meta.generation for w in snapshot.workloads)
+    return bool(snapshot.workloads) and all(
+        w.available_replicas == w.replicas > 0 and w.observed_generation == w.meta.generation
+        for w in snapshot.workloads
+    )
 
 
 def run_once(node: RealNode, namespace: str, container: dict[str, Any]) -> dict[str, Any]:
@@ -53,4 +63,6 @@ def run_once(node: RealNode, namespace: str, container: dict[str, Any]) -> dict[
         },
     }
     node.admin.create(POD, pod, field_manager="tests")
-    return wait_for(node, POD, namespace, name, lambda p: (p.get("status") or {}).get("phase") in FINISHED, ROLLOUT_SECONDS)
+    return wait_for(
+        node, POD, namespace, name, lambda p: (p.get("status") or {}).get("phase") in FINISHED, ROLLOUT_SECONDS
+    )

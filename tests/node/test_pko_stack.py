@@ -71,10 +71,17 @@ def operated(
     """The Stack once its first update succeeded; afterwards the operator is removed, so later
     modules of the node's cluster see a Stack nobody runs."""
     yield install_and_run(
-        real_node, node_cluster, operator=operator_image, workspace=workspace_image, trigger=service_images["reconcile-trigger"], state=state_dir
+        real_node,
+        node_cluster,
+        operator=operator_image,
+        workspace=workspace_image,
+        trigger=service_images["reconcile-trigger"],
+        state=state_dir,
     )
     with contextlib.suppress(Exception):
-        real_node.admin.request("DELETE", f"/apis/apps/v1/namespaces/{OPERATOR_NAMESPACE}/deployments/{OPERATOR_DEPLOYMENT}")
+        real_node.admin.request(
+            "DELETE", f"/apis/apps/v1/namespaces/{OPERATOR_NAMESPACE}/deployments/{OPERATOR_DEPLOYMENT}"
+        )
 
 
 def _stack(node: RealNode) -> JsonObject:
@@ -91,7 +98,9 @@ def _wait_stack(node: RealNode, done: Callable[[JsonObject], bool], seconds: flo
 
 def _patch_stack(node: RealNode, spec: JsonObject) -> int:
     """`kubectl patch --type merge` of the Stack's spec; the generation it makes."""
-    patched = node.admin.request("PATCH", STACK.object_path(STACK_NAME, PROGRAM_NAMESPACE), body={"spec": spec}, content_type=MERGE_PATCH)
+    patched = node.admin.request(
+        "PATCH", STACK.object_path(STACK_NAME, PROGRAM_NAMESPACE), body={"spec": spec}, content_type=MERGE_PATCH
+    )
     return int(patched["metadata"]["generation"])
 
 
@@ -117,7 +126,9 @@ def _runtime_statuses(node: RealNode) -> dict[str, JsonObject]:
     }
 
 
-def test_the_stacks_first_update_succeeds_and_the_program_writes_the_appliance_status(real_node: RealNode, operated: JsonObject) -> None:
+def test_the_stacks_first_update_succeeds_and_the_program_writes_the_appliance_status(
+    real_node: RealNode, operated: JsonObject
+) -> None:
     assert condition(operated, "Stalled") is None
     appliance = real_node.admin.get(APPLIANCE, "local", PROGRAM_NAMESPACE)
     status = appliance.get("status") or {}
@@ -125,19 +136,27 @@ def test_the_stacks_first_update_succeeds_and_the_program_writes_the_appliance_s
     assert status.get("phase"), status
 
 
-def test_the_workspace_pod_runs_as_magicstick_program_and_lacks_no_permission(real_node: RealNode, operated: JsonObject) -> None:
+def test_the_workspace_pod_runs_as_magicstick_program_and_lacks_no_permission(
+    real_node: RealNode, operated: JsonObject
+) -> None:
     pod = real_node.admin.get(POD, WORKSPACE_POD, PROGRAM_NAMESPACE)
     assert pod["spec"]["serviceAccountName"] == PROGRAM_ACCOUNT
     assert pod["spec"]["nodeName"] == real_node.name
     assert (pod.get("status") or {}).get("phase") == "Running", pod_states(real_node, PROGRAM_NAMESPACE)
-    refused = {name: status for name, status in _runtime_statuses(real_node).items() if "forbidden" in json.dumps(status).lower()}
+    refused = {
+        name: status
+        for name, status in _runtime_statuses(real_node).items()
+        if "forbidden" in json.dumps(status).lower()
+    }
     assert refused == {}
     log = real_node.log_tail(PROGRAM_NAMESPACE, WORKSPACE_POD, lines=100_000)
     assert "objects planned" in log, "the workspace pod's log holds no output of the program's run"
     assert "forbidden" not in log.lower(), [line for line in log.splitlines() if "forbidden" in line.lower()][:5]
 
 
-def test_an_edit_is_applied_through_the_reconcile_trigger_and_the_operator(real_node: RealNode, operated: JsonObject) -> None:
+def test_an_edit_is_applied_through_the_reconcile_trigger_and_the_operator(
+    real_node: RealNode, operated: JsonObject
+) -> None:
     admin = real_node.admin
     activation = admin.get(MODEL_ACTIVATION, EDITED_ACTIVATION, PROGRAM_NAMESPACE)
     value = int((activation["spec"].get("local") or {}).get("maxNumSeqs") or 1) + 1
@@ -155,7 +174,9 @@ def test_an_edit_is_applied_through_the_reconcile_trigger_and_the_operator(real_
     wait_for(real_node, KUBEAI_MODEL, MODEL_NAMESPACE, EDITED_ACTIVATION, shows_edit, EDIT_SECONDS)
 
 
-def test_a_restart_of_the_operator_and_the_workspace_pod_loses_no_state(real_node: RealNode, operated: JsonObject, state_dir: Path) -> None:
+def test_a_restart_of_the_operator_and_the_workspace_pod_loses_no_state(
+    real_node: RealNode, operated: JsonObject, state_dir: Path
+) -> None:
     admin = real_node.admin
     _wait_stack(real_node, succeeded, EDIT_SECONDS)
     before = _state_resources(state_dir)
@@ -172,33 +193,60 @@ def test_a_restart_of_the_operator_and_the_workspace_pod_loses_no_state(real_nod
     assert {urn: after[urn] for urn in before} == before, "a resource was created again"
 
 
-def test_the_resync_reruns_an_unchanged_program_and_its_refresh_takes_back_a_drifted_field(real_node: RealNode, operated: JsonObject) -> None:
+def test_the_resync_reruns_an_unchanged_program_and_its_refresh_takes_back_a_drifted_field(
+    real_node: RealNode, operated: JsonObject
+) -> None:
     admin = real_node.admin
     generation = _patch_stack(real_node, {"resyncFrequencySeconds": RESYNC_SECONDS})
-    resynced_from = _update_name(_wait_stack(real_node, lambda s: succeeded(s) and s["status"].get("observedGeneration") == generation, EDIT_SECONDS))
+    resynced_from = _update_name(
+        _wait_stack(
+            real_node, lambda s: succeeded(s) and s["status"].get("observedGeneration") == generation, EDIT_SECONDS
+        )
+    )
 
     resynced = _wait_stack(real_node, lambda s: succeeded(s) and _update_name(s) != resynced_from, 3 * RESYNC_SECONDS)
     assert resynced["metadata"]["generation"] == generation
 
     namespace, name = DRIFTED
     intended = admin.get(KUSTOMIZATION, name, namespace)["spec"]["interval"]
-    drift = {"apiVersion": "kustomize.toolkit.fluxcd.io/v1", "kind": "Kustomization", "metadata": {"name": name, "namespace": namespace}, "spec": {"interval": "59m"}}
+    drift = {
+        "apiVersion": "kustomize.toolkit.fluxcd.io/v1",
+        "kind": "Kustomization",
+        "metadata": {"name": name, "namespace": namespace},
+        "spec": {"interval": "59m"},
+    }
     admin.apply(KUSTOMIZATION, drift, field_manager="someone-else", force=True)
     wait_for(real_node, KUSTOMIZATION, namespace, name, lambda k: k["spec"]["interval"] == intended, 3 * RESYNC_SECONDS)
 
 
-def test_a_failing_program_stalls_the_stack_and_the_next_good_spec_recovers_it(real_node: RealNode, operated: JsonObject) -> None:
+def test_a_failing_program_stalls_the_stack_and_the_next_good_spec_recovers_it(
+    real_node: RealNode, operated: JsonObject
+) -> None:
     broken = _patch_stack(real_node, {"config": {"magicstick:stackName": "Not_A_Stack_Name"}})
 
-    stalled = _wait_stack(real_node, lambda s: (condition(s, "Stalled") or {}).get("status") == "True" and s["status"].get("observedGeneration") == broken, STALL_SECONDS)
-    assert condition(stalled, "Stalled") == {**stalled_condition(), "lastTransitionTime": condition(stalled, "Stalled")["lastTransitionTime"]}
+    stalled = _wait_stack(
+        real_node,
+        lambda s: (
+            (condition(s, "Stalled") or {}).get("status") == "True" and s["status"].get("observedGeneration") == broken
+        ),
+        STALL_SECONDS,
+    )
+    assert condition(stalled, "Stalled") == {
+        **stalled_condition(),
+        "lastTransitionTime": condition(stalled, "Stalled")["lastTransitionTime"],
+    }
     assert stalled["status"]["lastUpdate"]["state"] == "failed"
     assert "magicstick:stackName" in stalled["status"]["lastUpdate"].get("message", ""), stalled["status"]["lastUpdate"]
 
     fixed = _patch_stack(real_node, {"config": {"magicstick:stackName": STACK_NAME}})
-    recovered = _wait_stack(real_node, lambda s: succeeded(s) and s["status"].get("observedGeneration") == fixed, EDIT_SECONDS)
+    recovered = _wait_stack(
+        real_node, lambda s: succeeded(s) and s["status"].get("observedGeneration") == fixed, EDIT_SECONDS
+    )
     assert condition(recovered, "Stalled") is None
-    assert condition(recovered, "Ready") == {**ready_condition(), "lastTransitionTime": condition(recovered, "Ready")["lastTransitionTime"]}
+    assert condition(recovered, "Ready") == {
+        **ready_condition(),
+        "lastTransitionTime": condition(recovered, "Ready")["lastTransitionTime"],
+    }
     _request_run(real_node)
     last = _update_name(recovered)
     _wait_stack(real_node, lambda s: succeeded(s) and _update_name(s) != last, EDIT_SECONDS)

@@ -14,8 +14,14 @@ SERVICE_ACCOUNT = ResourceKind(group="", version="v1", kind="ServiceAccount", pl
 
 def _run_pod(node: RealNode, namespace: str, script: str) -> dict[str, Any]:
     """A Pod that runs `script` once on the node; its object once it has ended, watched."""
-    node.admin.apply(SERVICE_ACCOUNT, {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "default", "namespace": namespace}}, field_manager="tests")
-    return run_once(node, namespace, {"image": node.image, "imagePullPolicy": "Never", "command": ["/bin/sh", "-c", script]})
+    node.admin.apply(
+        SERVICE_ACCOUNT,
+        {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "default", "namespace": namespace}},
+        field_manager="tests",
+    )
+    return run_once(
+        node, namespace, {"image": node.image, "imagePullPolicy": "Never", "command": ["/bin/sh", "-c", script]}
+    )
 
 
 def _exit_code(pod: dict[str, Any]) -> int:
@@ -29,7 +35,9 @@ def test_a_pod_of_a_locally_built_image_runs_to_completion(real_node: RealNode, 
     assert pod["status"]["podIP"].startswith("10.213.0.")
 
 
-def test_a_command_that_fails_in_the_container_fails_the_pod_with_its_exit_code(real_node: RealNode, node_namespace: str) -> None:
+def test_a_command_that_fails_in_the_container_fails_the_pod_with_its_exit_code(
+    real_node: RealNode, node_namespace: str
+) -> None:
     pod = _run_pod(real_node, node_namespace, "exit 3")
     assert pod["status"]["phase"] == "Failed"
     assert _exit_code(pod) == 3

@@ -40,7 +40,12 @@ def _with_image(document: dict[str, Any], image: LocalImage) -> dict[str, Any]:
 @pytest.fixture(scope="module")
 def trigger_world(real_node: RealNode, node_cluster: ClusterInfo) -> StackRef:
     for namespace in NAMESPACES:
-        if real_node.admin.get_or_none(ResourceKind(group="", version="v1", kind="Namespace", plural="namespaces", namespaced=False), namespace) is None:
+        if (
+            real_node.admin.get_or_none(
+                ResourceKind(group="", version="v1", kind="Namespace", plural="namespaces", namespaced=False), namespace
+            )
+            is None
+        ):
             create_namespace(node_cluster, namespace)
     if real_node.admin.get_or_none(CRD, "stacks.pulumi.com") is None:
         install_crds(node_cluster, [STACK_CRD_FILE, OWN_CRDS])
@@ -51,12 +56,20 @@ def test_the_trigger_deployment_rolls_out_and_requests_a_run_when_a_model_activa
     real_node: RealNode, service_images: dict[str, LocalImage], trigger_world: StackRef
 ) -> None:
     for path in (DEPLOY / "reconcile-trigger-rbac.yaml", DEPLOY / "reconcile-trigger.yaml"):
-        apply_all(real_node.admin, [_with_image(document, service_images["reconcile-trigger"]) for document in documents_of(path)], field_manager="tests")
+        apply_all(
+            real_node.admin,
+            [_with_image(document, service_images["reconcile-trigger"]) for document in documents_of(path)],
+            field_manager="tests",
+        )
 
     rolled_out = wait_for(real_node, DEPLOYMENT, "ai-system", TRIGGER, deployment_ready, ROLLOUT_SECONDS)
     assert rolled_out["status"]["availableReplicas"] == 1
 
-    before = real_node.admin.get(STACK, trigger_world.name, trigger_world.namespace)["metadata"].get("annotations", {}).get("pulumi.com/reconciliation-request")
+    before = (
+        real_node.admin.get(STACK, trigger_world.name, trigger_world.namespace)["metadata"]
+        .get("annotations", {})
+        .get("pulumi.com/reconciliation-request")
+    )
     real_node.admin.apply(MODEL_ACTIVATION, model_activation("ai-system", "edited-on-the-node"), field_manager="tests")
 
     assert stack_request_after(real_node.admin, trigger_world, before, timeout=REQUEST_SECONDS)

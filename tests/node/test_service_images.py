@@ -99,7 +99,9 @@ def test_the_workspace_image_holds_the_locked_packages_the_project_the_pulumi_cl
     assert terminated["exitCode"] == 0, terminated
     lines = terminated["message"].splitlines()
     assert lines[:2] == [versions().pulumi, versions().pulumi]
-    assert any(line.split()[:3] == ["kubernetes", "resource", versions().pulumi_kubernetes.removeprefix("v")] for line in lines), lines
+    assert any(
+        line.split()[:3] == ["kubernetes", "resource", versions().pulumi_kubernetes.removeprefix("v")] for line in lines
+    ), lines
 
 
 def _guard_settings(namespace: str, image: LocalImage) -> AccessSettings:

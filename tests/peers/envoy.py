@@ -81,7 +81,21 @@ class Translation:
 
 def _run(input_file: Path, to: str) -> Any:
     answer = subprocess.run(
-        [str(toolchain.egctl()), "x", "translate", "--from", "gateway-api", "--to", to, "-n", ENVOY_GATEWAY_NAMESPACE, "-o", "json", "-f", str(input_file)],
+        [
+            str(toolchain.egctl()),
+            "x",
+            "translate",
+            "--from",
+            "gateway-api",
+            "--to",
+            to,
+            "-n",
+            ENVOY_GATEWAY_NAMESPACE,
+            "-o",
+            "json",
+            "-f",
+            str(input_file),
+        ],
         capture_output=True,
         text=True,
         check=False,
@@ -103,7 +117,9 @@ def gateway_objects() -> tuple[JsonObject, ...]:
     """The GatewayClass and Gateway the tree's chart renders with its HelmRelease's values."""
     release = yaml.safe_load(GATEWAY_RELEASE.read_text())
     spec = release["spec"]
-    return tuple(template(GATEWAY_CHART, spec["values"], release=spec["releaseName"], namespace=spec["targetNamespace"]))
+    return tuple(
+        template(GATEWAY_CHART, spec["values"], release=spec["releaseName"], namespace=spec["targetNamespace"])
+    )
 
 
 def _cluster_ip(index: int) -> str:
@@ -118,7 +134,12 @@ def backend_services(rendered: Rendered) -> list[JsonObject]:
             for ref in rule.get("backendRefs") or ():
                 wanted[(ref["namespace"], ref["name"])] = ref["port"]
     return [
-        {"apiVersion": "v1", "kind": "Service", "metadata": {"name": name, "namespace": namespace}, "spec": {"type": "ClusterIP", "ports": [{"name": "http", "port": port, "protocol": "TCP"}]}}
+        {
+            "apiVersion": "v1",
+            "kind": "Service",
+            "metadata": {"name": name, "namespace": namespace},
+            "spec": {"type": "ClusterIP", "ports": [{"name": "http", "port": port, "protocol": "TCP"}]},
+        }
         for (namespace, name), port in sorted(wanted.items())
     ]
 
@@ -139,7 +160,9 @@ def _tls_secret_data() -> Mapping[str, str]:
         .add_extension(x509.SubjectAlternativeName([x509.DNSName("*.magicstick.example.local")]), critical=False)
         .sign(key, hashes.SHA256())
     )
-    pem_key = key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption())
+    pem_key = key.private_bytes(
+        serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
+    )
     return {
         "tls.crt": base64.b64encode(certificate.public_bytes(serialization.Encoding.PEM)).decode(),
         "tls.key": base64.b64encode(pem_key).decode(),
@@ -147,15 +170,29 @@ def _tls_secret_data() -> Mapping[str, str]:
 
 
 def _secret(name: str, namespace: str, data: Mapping[str, str], secret_type: str = "Opaque") -> JsonObject:
-    return {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": name, "namespace": namespace}, "type": secret_type, "data": dict(data)}
+    return {
+        "apiVersion": "v1",
+        "kind": "Secret",
+        "metadata": {"name": name, "namespace": namespace},
+        "type": secret_type,
+        "data": dict(data),
+    }
 
 
 def cluster_objects(rendered: Rendered) -> list[JsonObject]:
     """What the cluster holds beside the program's objects: Services and Secrets."""
     gateway = next(obj for obj in gateway_objects() if obj["kind"] == "Gateway")
     namespace = gateway["metadata"]["namespace"]
-    tls_names = {ref["name"] for listener in gateway["spec"]["listeners"] for ref in (listener.get("tls") or {}).get("certificateRefs") or ()}
-    client_secrets = {policy["spec"]["oidc"]["clientSecret"]["name"] for policy in rendered.of_kind("SecurityPolicy") if "oidc" in policy["spec"]}
+    tls_names = {
+        ref["name"]
+        for listener in gateway["spec"]["listeners"]
+        for ref in (listener.get("tls") or {}).get("certificateRefs") or ()
+    }
+    client_secrets = {
+        policy["spec"]["oidc"]["clientSecret"]["name"]
+        for policy in rendered.of_kind("SecurityPolicy")
+        if "oidc" in policy["spec"]
+    }
     secrets = [_secret(name, namespace, _tls_secret_data(), "kubernetes.io/tls") for name in sorted(tls_names)]
     secrets += [_secret(name, namespace, {"client-secret": PLACEHOLDER_SECRET}) for name in sorted(client_secrets)]
     secrets.append(_secret("envoy-oidc-hmac", ENVOY_GATEWAY_NAMESPACE, {"hmac-secret": PLACEHOLDER_SECRET}))
@@ -190,7 +227,10 @@ def judged(rendered: Rendered, translation: Translation) -> list[JsonObject]:
             status = translation.named(key, obj["metadata"]["name"]).get("status") or {}
             entries = []
             for entry in status.get(status_key) or ():
-                conditions = [{**c, "observedGeneration": 1, "lastTransitionTime": "2026-01-01T09:00:00Z"} for c in entry.get("conditions") or ()]
+                conditions = [
+                    {**c, "observedGeneration": 1, "lastTransitionTime": "2026-01-01T09:00:00Z"}
+                    for c in entry.get("conditions") or ()
+                ]
                 entries.append({**entry, "conditions": conditions})
             metadata = {**obj["metadata"], "generation": 1, "resourceVersion": "1000"}
             found.append({**obj, "metadata": metadata, "status": {status_key: entries}})

@@ -36,17 +36,37 @@ def helm(*arguments: str, values: Mapping[str, Any] | None = None) -> HelmAnswer
             values_file = Path(directory) / "values.json"
             values_file.write_text(json.dumps(values))
             command += ["--values", str(values_file)]
-        answer = subprocess.run(command, capture_output=True, text=True, check=False, env={"HOME": directory, "PATH": "/usr/bin:/bin"})
+        answer = subprocess.run(
+            command, capture_output=True, text=True, check=False, env={"HOME": directory, "PATH": "/usr/bin:/bin"}
+        )
     return HelmAnswer(answer.returncode, answer.stdout, answer.stderr)
 
 
 def template(chart: Path, values: Mapping[str, Any], *, release: str, namespace: str) -> list[JsonObject]:
     """Every object `helm template` renders; a failure names the chart and Helm's message."""
-    answer = helm("template", release, str(chart), "--namespace", namespace, "--kube-version", toolchain.versions().kube, values=values)
+    answer = helm(
+        "template",
+        release,
+        str(chart),
+        "--namespace",
+        namespace,
+        "--kube-version",
+        toolchain.versions().kube,
+        values=values,
+    )
     assert answer.returncode == 0, f"helm template {chart.name}: {answer.stderr}"
     return [doc for doc in yaml.safe_load_all(answer.stdout) if doc]
 
 
 def lint(chart: Path, values: Mapping[str, Any], *, namespace: str) -> HelmAnswer:
     """`helm lint --strict`: warnings fail too."""
-    return helm("lint", "--strict", str(chart), "--namespace", namespace, "--kube-version", toolchain.versions().kube, values=values)
+    return helm(
+        "lint",
+        "--strict",
+        str(chart),
+        "--namespace",
+        namespace,
+        "--kube-version",
+        toolchain.versions().kube,
+        values=values,
+    )

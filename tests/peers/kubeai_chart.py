@@ -52,7 +52,10 @@ KUBEAI_DIRECTORY: Final = REPOSITORY_ROOT / "magic-cluster" / "apps" / "ai" / "k
 HELM_RELEASE: Final = KUBEAI_DIRECTORY / "helmrelease.yaml"
 STORES: Final = KUBEAI_DIRECTORY / "stores.yaml"
 MODEL_EXAMPLES: Final = REPOSITORY_ROOT / "examples" / "models"
-STORE_KINDS: Final[Mapping[str, StoreSettings]] = {"RuntimeProfile": RUNTIME_STORE, "OffloadingProfile": OFFLOADING_STORE}
+STORE_KINDS: Final[Mapping[str, StoreSettings]] = {
+    "RuntimeProfile": RUNTIME_STORE,
+    "OffloadingProfile": OFFLOADING_STORE,
+}
 """The program's dynamic resources that write a profile into a store, and that store's settings."""
 STAND_IN: Final = {"apiVersion": "v2", "name": "open-webui", "version": "8.10.0"}
 
@@ -115,7 +118,17 @@ def program_profiles(directory: Path) -> list[Written]:
         for kind in STORE_KINDS:
             for path in sorted((out / "dynamic").glob(f"pulumi-python_dynamic_magicstick_{kind}.*.yaml")):
                 inputs = yaml.safe_load(path.read_text())["inputs"]
-                written.append(Written(kind, label, inputs["namespace"], inputs["configMap"], inputs["key"], inputs["profileName"], inputs["profile"]))
+                written.append(
+                    Written(
+                        kind,
+                        label,
+                        inputs["namespace"],
+                        inputs["configMap"],
+                        inputs["key"],
+                        inputs["profileName"],
+                        inputs["profile"],
+                    )
+                )
     return written
 
 
@@ -130,7 +143,9 @@ def filled_stores(written: Iterable[Written]) -> dict[tuple[str, str], JsonObjec
     for entry in written:
         store = stores[(entry.namespace, entry.config_map)]
         document = read_document(store, key=entry.key)
-        profiles = with_profile(read_profiles(store, key=entry.key), entry.name, entry.profile, max_owned=STORE_KINDS[entry.kind].max_owned)
+        profiles = with_profile(
+            read_profiles(store, key=entry.key), entry.name, entry.profile, max_owned=STORE_KINDS[entry.kind].max_owned
+        )
         if profiles is not None:
             store["data"][entry.key] = serialise({**document, PROFILES_FIELD: profiles})
     return stores

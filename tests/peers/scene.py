@@ -78,8 +78,18 @@ def stored(obj: Mapping[str, Any], *, defaults: bool = False) -> JsonObject:
 
 def established_crd(name: str) -> JsonObject:
     """A served CustomResourceDefinition, as the snapshot reads one."""
-    condition = {"type": "Established", "status": "True", "reason": "InitialNamesAccepted", "message": "the initial names have been accepted"}
-    return {"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition", "metadata": {"name": name}, "status": {"conditions": [condition]}}
+    condition = {
+        "type": "Established",
+        "status": "True",
+        "reason": "InitialNamesAccepted",
+        "message": "the initial names have been accepted",
+    }
+    return {
+        "apiVersion": "apiextensions.k8s.io/v1",
+        "kind": "CustomResourceDefinition",
+        "metadata": {"name": name},
+        "status": {"conditions": [condition]},
+    }
 
 
 def app_instance(application: str, mode: str) -> JsonObject:
@@ -99,15 +109,32 @@ def app_instance(application: str, mode: str) -> JsonObject:
 
 def _flux_ready(obj: Mapping[str, Any]) -> JsonObject:
     found = stored(obj)
-    found["status"] = flux_status("True", reason="ReconciliationSucceeded", message="Applied revision: main@sha1:0123456789abcdef0123456789abcdef01234567", observed_generation=1)
+    found["status"] = flux_status(
+        "True",
+        reason="ReconciliationSucceeded",
+        message="Applied revision: main@sha1:0123456789abcdef0123456789abcdef01234567",
+        observed_generation=1,
+    )
     return found
 
 
 def _deployment_available(obj: Mapping[str, Any]) -> JsonObject:
     found = stored(obj)
     replicas = int(obj["spec"].get("replicas", 1))
-    available = {"type": "Available", "status": "True", "reason": "MinimumReplicasAvailable", "message": "Deployment has minimum availability."}
-    found["status"] = {"observedGeneration": 1, "replicas": replicas, "updatedReplicas": replicas, "readyReplicas": replicas, "availableReplicas": replicas, "conditions": [available]}
+    available = {
+        "type": "Available",
+        "status": "True",
+        "reason": "MinimumReplicasAvailable",
+        "message": "Deployment has minimum availability.",
+    }
+    found["status"] = {
+        "observedGeneration": 1,
+        "replicas": replicas,
+        "updatedReplicas": replicas,
+        "readyReplicas": replicas,
+        "availableReplicas": replicas,
+        "conditions": [available],
+    }
     return found
 
 

@@ -98,7 +98,9 @@ class Schemas:
             assert answer.status_code == 200, f"GET {path}: {answer.status_code}"
             group, _, version = api_version.rpartition("/")
             self._discovered[api_version] = {
-                r["kind"]: ResourceKind(group=group, version=version, kind=r["kind"], plural=r["name"], namespaced=r["namespaced"])
+                r["kind"]: ResourceKind(
+                    group=group, version=version, kind=r["kind"], plural=r["name"], namespaced=r["namespaced"]
+                )
                 for r in answer.json()["resources"]
                 if "/" not in r["name"]
             }

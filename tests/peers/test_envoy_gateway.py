@@ -50,7 +50,11 @@ def judged_scene(tmp_path_factory: pytest.TempPathFactory) -> Judged:
 
     rendered = scene.settle(judge)
     objects = translator_input(rendered)
-    (guard,) = [o for o in objects if o["kind"] == "Service" and (o["metadata"]["namespace"], o["metadata"]["name"]) == GUARD_SERVICE]
+    (guard,) = [
+        o
+        for o in objects
+        if o["kind"] == "Service" and (o["metadata"]["namespace"], o["metadata"]["name"]) == GUARD_SERVICE
+    ]
     return Judged(rendered, translate(objects, directory / "final"), guard["spec"]["clusterIP"])
 
 
@@ -66,7 +70,10 @@ def _hcms(translation: Translation) -> list[tuple[str, Mapping[str, Any]]]:
     for listener in translation.listeners(GATEWAY):
         if not listener["name"].startswith(GATEWAY + "/"):
             continue
-        chains = [*(listener.get("filterChains") or ()), *([listener["defaultFilterChain"]] if "defaultFilterChain" in listener else [])]
+        chains = [
+            *(listener.get("filterChains") or ()),
+            *([listener["defaultFilterChain"]] if "defaultFilterChain" in listener else []),
+        ]
         found += [(listener["name"], f["typedConfig"]) for chain in chains for f in chain["filters"]]
     return found
 
@@ -88,12 +95,18 @@ DEMO_INSTANCES = ("openclaw-default", "paperclip-default")
 
 def test_the_scene_holds_the_demo_and_every_application_in_every_access_mode(judged_scene):
     policies = {p["metadata"]["name"] for p in judged_scene.rendered.of_kind("SecurityPolicy")}
-    expected = {_policy_of(instance_name(a, m)) for a in APPLICATIONS for m in ACCESS_MODES} | {_policy_of(i) for i in DEMO_INSTANCES}
+    expected = {_policy_of(instance_name(a, m)) for a in APPLICATIONS for m in ACCESS_MODES} | {
+        _policy_of(i) for i in DEMO_INSTANCES
+    }
     assert policies == expected
 
 
 def test_every_route_reaches_its_backend_once_the_translator_accepted_its_policy(judged_scene):
-    without = [r["metadata"]["name"] for r in judged_scene.rendered.of_kind("HTTPRoute") if not all(rule.get("backendRefs") for rule in r["spec"]["rules"])]
+    without = [
+        r["metadata"]["name"]
+        for r in judged_scene.rendered.of_kind("HTTPRoute")
+        if not all(rule.get("backendRefs") for rule in r["spec"]["rules"])
+    ]
     assert without == []
 
 
@@ -108,13 +121,23 @@ def test_every_http_route_is_accepted_with_its_references_resolved(judged_scene)
     }
     assert refused == {}
     for route in routes:
-        assert {kind for kind, c in _conditions(route, "parents") if c["status"] == "True"} >= {"Accepted", "ResolvedRefs"}
+        assert {kind for kind, c in _conditions(route, "parents") if c["status"] == "True"} >= {
+            "Accepted",
+            "ResolvedRefs",
+        }
 
 
 def test_every_security_policy_is_accepted(judged_scene):
     policies = judged_scene.translation.of("securityPolicies")
     assert len(policies) == len(judged_scene.rendered.of_kind("SecurityPolicy"))
-    verdicts = {p["metadata"]["name"]: [(c["status"], c.get("reason"), c.get("message")) for kind, c in _conditions(p, "ancestors") if kind == "Accepted"] for p in policies}
+    verdicts = {
+        p["metadata"]["name"]: [
+            (c["status"], c.get("reason"), c.get("message"))
+            for kind, c in _conditions(p, "ancestors")
+            if kind == "Accepted"
+        ]
+        for p in policies
+    }
     assert {name: v for name, v in verdicts.items() if v != [("True", "Accepted", "Policy has been accepted.")]} == {}
 
 
@@ -129,7 +152,9 @@ def test_every_instance_is_ready_on_the_translators_word(judged_scene):
 
 
 def _instance_status(judged_scene: Judged, name: str) -> Mapping[str, Any]:
-    (found,) = [s for s in judged_scene.rendered.statuses if s["kind"] == "AppInstance" and s["metadata"]["name"] == name]
+    (found,) = [
+        s for s in judged_scene.rendered.statuses if s["kind"] == "AppInstance" and s["metadata"]["name"] == name
+    ]
     return found["status"]
 
 
@@ -148,7 +173,11 @@ def test_ext_authz_runs_after_oidc_and_jwt_authentication_on_every_listener(judg
 def test_every_ext_authz_filter_asks_the_access_guard_for_its_instance(judged_scene):
     translation = judged_scene.translation
     endpoints = {
-        e["endpointConfig"]["clusterName"]: [lb["endpoint"]["address"]["socketAddress"] for group in e["endpointConfig"]["endpoints"] for lb in group["lbEndpoints"]]
+        e["endpointConfig"]["clusterName"]: [
+            lb["endpoint"]["address"]["socketAddress"]
+            for group in e["endpointConfig"]["endpoints"]
+            for lb in group["lbEndpoints"]
+        ]
         for e in translation.configs(GATEWAY, "EndpointsConfigDump")["dynamicEndpointConfigs"]
     }
     for _, manager in _hcms(translation):
@@ -160,7 +189,9 @@ def test_every_ext_authz_filter_asks_the_access_guard_for_its_instance(judged_sc
             service = http_filter["typedConfig"]["httpService"]
             assert service["pathPrefix"] == f"/instances/ai-system/{instance}"
             assert service["serverUri"]["uri"].startswith(f"http://{GUARD_SERVICE[1]}.{GUARD_SERVICE[0]}:{GUARD_PORT}/")
-            assert endpoints[service["serverUri"]["cluster"]] == [{"address": judged_scene.guard_ip, "portValue": GUARD_PORT}]
+            assert endpoints[service["serverUri"]["cluster"]] == [
+                {"address": judged_scene.guard_ip, "portValue": GUARD_PORT}
+            ]
 
 
 def test_application_routes_have_no_total_timeout_and_callback_routes_keep_theirs(judged_scene):
@@ -189,7 +220,11 @@ def test_a_selected_sharing_with_an_empty_selection_denies_everyone(judged_scene
 
 def test_a_selected_sharing_allows_only_its_users_and_groups(judged_scene):
     instance = instance_name("openclaw", "selected")
-    (matcher,) = {repr(_rbac(route)): _rbac(route) for name, route in _routes(judged_scene.translation) if name == f"{instance}-local"}.values()
+    (matcher,) = {
+        repr(_rbac(route)): _rbac(route)
+        for name, route in _routes(judged_scene.translation)
+        if name == f"{instance}-local"
+    }.values()
     allowed = [m["onMatch"]["action"]["name"] for m in matcher["matcherList"]["matchers"]]
     assert allowed == ["allow-selected-users", "allow-selected-groups"]
     assert matcher["onNoMatch"]["action"]["typedConfig"]["action"] == "DENY"
@@ -206,7 +241,9 @@ def test_the_programs_reading_of_each_verdict_agrees_with_the_translator(judged_
         answer = judged_scene.translation.named("securityPolicies", policy["metadata"]["name"])
         stored = judged(Rendered((policy,)), judged_scene.translation)[0]
         accepted = all(c["status"] == "True" for kind, c in _conditions(answer, "ancestors") if kind == "Accepted")
-        verdict = security_policy_readiness(_generic(stored), planned_hash=policy["metadata"]["annotations"][SPEC_HASH_ANNOTATION])
+        verdict = security_policy_readiness(
+            _generic(stored), planned_hash=policy["metadata"]["annotations"][SPEC_HASH_ANNOTATION]
+        )
         assert (verdict.readiness is Readiness.READY) == accepted, policy["metadata"]["name"]
     for route in rendered.of_kind("HTTPRoute"):
         stored = judged(Rendered((route,)), judged_scene.translation)[0]
@@ -216,7 +253,10 @@ def test_the_programs_reading_of_each_verdict_agrees_with_the_translator(judged_
 
 def _without_times(status: Mapping[str, Any], key: str) -> list[JsonObject]:
     return [
-        {**entry, "conditions": [{k: v for k, v in c.items() if k != "lastTransitionTime"} for c in entry["conditions"]]}
+        {
+            **entry,
+            "conditions": [{k: v for k, v in c.items() if k != "lastTransitionTime"} for c in entry["conditions"]],
+        }
         for entry in status[key]
     ]
 

@@ -51,7 +51,9 @@ class Rendered:
     objects: tuple[dict, ...]
 
     def system(self) -> dict:
-        (config,) = [o for o in self.objects if (o["kind"], o["metadata"]["name"]) == ("ConfigMap", f"{RELEASE}-config")]
+        (config,) = [
+            o for o in self.objects if (o["kind"], o["metadata"]["name"]) == ("ConfigMap", f"{RELEASE}-config")
+        ]
         return yaml.safe_load(config["data"]["system.yaml"])
 
 
@@ -61,7 +63,9 @@ def rendered(tmp_path_factory: pytest.TempPathFactory) -> Rendered:
     written = program_profiles(directory / "renders")
     values = release_values(filled_stores(written))
     chart = chart_copy(directory / "chart")
-    return Rendered(chart, tuple(written), values, tuple(helm.template(chart, values, release=RELEASE, namespace=NAMESPACE)))
+    return Rendered(
+        chart, tuple(written), values, tuple(helm.template(chart, values, release=RELEASE, namespace=NAMESPACE))
+    )
 
 
 def _written(rendered: Rendered, config_map: str) -> dict[str, dict]:
@@ -107,7 +111,9 @@ def test_the_charts_own_profiles_are_still_there(rendered):
     profiles = rendered.system()["resourceProfiles"]
     assert "cpu" in own
     overridden = set(rendered.values["resourceProfiles"])
-    assert {name: profiles.get(name) for name in own if name not in overridden} == {name: body for name, body in own.items() if name not in overridden}
+    assert {name: profiles.get(name) for name in own if name not in overridden} == {
+        name: body for name, body in own.items() if name not in overridden
+    }
 
 
 def test_kubeai_gets_no_profile_but_the_charts_and_the_programs(rendered):

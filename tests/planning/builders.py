@@ -23,7 +23,13 @@ NS = "ai-system"
 CATALOGS = load_catalogs()
 
 
-def appliance(modules: dict[str, bool] | None = None, *, generation: int = 1, source: dict | None = None, status: dict | None = None) -> dict:
+def appliance(
+    modules: dict[str, bool] | None = None,
+    *,
+    generation: int = 1,
+    source: dict | None = None,
+    status: dict | None = None,
+) -> dict:
     spec: dict[str, Any] = {"profile": "ai-workstation"}
     if source is not None:
         spec["source"] = source
@@ -40,7 +46,9 @@ def appliance(modules: dict[str, bool] | None = None, *, generation: int = 1, so
     return obj
 
 
-def runtime(kind: str, name: str, spec: dict, *, generation: int = 1, labels: dict | None = None, status: dict | None = None) -> dict:
+def runtime(
+    kind: str, name: str, spec: dict, *, generation: int = 1, labels: dict | None = None, status: dict | None = None
+) -> dict:
     metadata: dict[str, Any] = {"name": name, "namespace": NS, "generation": generation, "uid": f"uid-{name}"}
     if labels:
         metadata["labels"] = labels
@@ -55,14 +63,20 @@ def activation(name: str, module: str | None = None, *, enabled: bool = True, **
 
 
 def instance(name: str, application: str, *, enabled: bool = True, **kwargs: Any) -> dict:
-    return runtime("AppInstance", name, {"application": application, "enabled": enabled, "values": {"name": name}}, **kwargs)
+    return runtime(
+        "AppInstance", name, {"application": application, "enabled": enabled, "values": {"name": name}}, **kwargs
+    )
 
 
 def cpu_model(name: str, *, engine: str = "VLLM", enabled: bool = True) -> dict:
     return runtime(
         "ModelActivation",
         name,
-        {"type": "local", "enabled": enabled, "local": {"preset": "qwen2505bcpu", "computeTarget": "cpu", "engine": engine}},
+        {
+            "type": "local",
+            "enabled": enabled,
+            "local": {"preset": "qwen2505bcpu", "computeTarget": "cpu", "engine": engine},
+        },
     )
 
 
@@ -70,7 +84,11 @@ def gpu_model(name: str, target: str = "nvidia-gpu") -> dict:
     return runtime(
         "ModelActivation",
         name,
-        {"type": "local", "enabled": True, "local": {"preset": "qwen2505bcpu", "computeTarget": target, "engine": "VLLM"}},
+        {
+            "type": "local",
+            "enabled": True,
+            "local": {"preset": "qwen2505bcpu", "computeTarget": target, "engine": "VLLM"},
+        },
     )
 
 
@@ -103,9 +121,17 @@ def as_stored(obj: dict | DesiredObject, *, generation: int = 1) -> dict:
     return stored
 
 
-def condition(condition_type: str, status: str, *, reason: str, message: str = "", observed_generation: int | None) -> dict:
+def condition(
+    condition_type: str, status: str, *, reason: str, message: str = "", observed_generation: int | None
+) -> dict:
     """A metav1.Condition as controllers write it; observedGeneration only when given."""
-    found: dict[str, Any] = {"type": condition_type, "status": status, "reason": reason, "message": message, "lastTransitionTime": "2026-01-01T00:00:00Z"}
+    found: dict[str, Any] = {
+        "type": condition_type,
+        "status": status,
+        "reason": reason,
+        "message": message,
+        "lastTransitionTime": "2026-01-01T00:00:00Z",
+    }
     if observed_generation is not None:
         found["observedGeneration"] = observed_generation
     return found
@@ -138,9 +164,19 @@ def kustomization_for(
         "metadata": {
             "name": entry.kustomization,
             "namespace": "flux-system",
-            "labels": labels if labels is not None else {"app.kubernetes.io/managed-by": "magicstick", "appliance.magicstick.dev/module": module},
+            "labels": labels
+            if labels is not None
+            else {"app.kubernetes.io/managed-by": "magicstick", "appliance.magicstick.dev/module": module},
         },
-        "spec": spec if spec is not None else {"interval": "10m0s", "path": entry.path, "prune": True, "suspend": suspend, "sourceRef": {"kind": "GitRepository", "name": "flux-system"}},
+        "spec": spec
+        if spec is not None
+        else {
+            "interval": "10m0s",
+            "path": entry.path,
+            "prune": True,
+            "suspend": suspend,
+            "sourceRef": {"kind": "GitRepository", "name": "flux-system"},
+        },
     }
     if ready is not None:
         observed = generation if observed_generation is None else observed_generation
@@ -173,8 +209,12 @@ def observed_release(
 def gateway_status(key: str, accepted: str, *, reason: str, message: str, observed_generation: int | None) -> dict:
     """Envoy Gateway's status of a policy (`key` ancestors) or route (`key` parents): one Gateway."""
     ref = "ancestorRef" if key == "ancestors" else "parentRef"
-    accepted_condition = condition("Accepted", accepted, reason=reason, message=message, observed_generation=observed_generation)
-    return {key: [{ref: dict(GATEWAY_REF), "controllerName": ENVOY_GATEWAY_CONTROLLER, "conditions": [accepted_condition]}]}
+    accepted_condition = condition(
+        "Accepted", accepted, reason=reason, message=message, observed_generation=observed_generation
+    )
+    return {
+        key: [{ref: dict(GATEWAY_REF), "controllerName": ENVOY_GATEWAY_CONTROLLER, "conditions": [accepted_condition]}]
+    }
 
 
 ACCEPTED_MESSAGES = {"ancestors": "Policy has been accepted.", "parents": "Route is accepted"}
@@ -185,9 +225,13 @@ def accepted_gateway_status(key: str, generation: int) -> dict:
     """What Envoy Gateway writes on a policy (`key` ancestors) or route (`key` parents) it accepted
     at `generation`: Accepted, and for a route ResolvedRefs too, with its own messages
     (tests/peers/test_envoy_gateway.py compares this with what its translator writes)."""
-    status = gateway_status(key, "True", reason="Accepted", message=ACCEPTED_MESSAGES[key], observed_generation=generation)
+    status = gateway_status(
+        key, "True", reason="Accepted", message=ACCEPTED_MESSAGES[key], observed_generation=generation
+    )
     if key == "parents":
-        resolved = condition("ResolvedRefs", "True", reason="ResolvedRefs", message=RESOLVED_MESSAGE, observed_generation=generation)
+        resolved = condition(
+            "ResolvedRefs", "True", reason="ResolvedRefs", message=RESOLVED_MESSAGE, observed_generation=generation
+        )
         status[key][0]["conditions"].append(resolved)
     return status
 
@@ -205,7 +249,9 @@ def accepted_policy(
     `observed_generation` (default: current): CRD defaults, generation, the applied annotations."""
     stored = as_stored(planned, generation=generation)
     observed = generation if observed_generation is None else observed_generation
-    stored["status"] = gateway_status("ancestors", accepted, reason=reason, message=message, observed_generation=observed)
+    stored["status"] = gateway_status(
+        "ancestors", accepted, reason=reason, message=message, observed_generation=observed
+    )
     return stored
 
 
@@ -230,11 +276,19 @@ def ready_modules(*modules: str) -> list[dict]:
     return objects
 
 
-def access_for(application: str = "openclaw", *, instance: str | None = None, exposure: str = "localAndPublic", **overrides: Any) -> InstanceAccess:
+def access_for(
+    application: str = "openclaw", *, instance: str | None = None, exposure: str = "localAndPublic", **overrides: Any
+) -> InstanceAccess:
     """The access inputs of `<application>-default` in namespace ai, as the plan derives them."""
     entry = CATALOGS.applications.get(application)
     instance = instance or f"{application}-default"
-    local, public = hostnames(instance_name="default", application=application, domain="magicstick.example.com", local_domain="magicstick.local", exposure=exposure)
+    local, public = hostnames(
+        instance_name="default",
+        application=application,
+        domain="magicstick.example.com",
+        local_domain="magicstick.local",
+        exposure=exposure,
+    )
     fields: dict[str, Any] = {
         "instance": instance,
         "application": application,
@@ -276,16 +330,28 @@ administrator has built and set (the shipped default is a CHANGEME placeholder).
 
 
 def plan_of(*objects: dict, now: datetime = NOW, flux: bool = True, settings: PlanSettings = SETTINGS) -> Plan:
-    return plan(snapshot=Snapshot.from_objects(with_flux(objects) if flux else objects), catalogs=CATALOGS, now=now, settings=settings)
+    return plan(
+        snapshot=Snapshot.from_objects(with_flux(objects) if flux else objects),
+        catalogs=CATALOGS,
+        now=now,
+        settings=settings,
+    )
 
 
 def running_guard(settings: PlanSettings = SETTINGS, *, available: int = 2, generation: int = 1) -> dict:
     """The access guard's Deployment as planned under `settings`, rolled out by its controller
     for `generation` with `available` replicas available."""
-    planned = next(o for o in guard_objects({}, settings.access, field_manager=settings.field_manager) if o.kind == "Deployment")
+    planned = next(
+        o for o in guard_objects({}, settings.access, field_manager=settings.field_manager) if o.kind == "Deployment"
+    )
     stored = as_stored(planned, generation=generation)
     replicas = stored["spec"]["replicas"]
-    stored["status"] = {"observedGeneration": generation, "replicas": replicas, "updatedReplicas": replicas, "availableReplicas": available}
+    stored["status"] = {
+        "observedGeneration": generation,
+        "replicas": replicas,
+        "updatedReplicas": replicas,
+        "availableReplicas": available,
+    }
     return stored
 
 

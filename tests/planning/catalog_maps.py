@@ -15,7 +15,9 @@ def planned(*objects: dict[str, Any], base: Catalogs = CATALOGS) -> Plan:
     """What a run plans: the base catalogs, overridden by the snapshot's catalog ConfigMaps."""
     snapshot = Snapshot.from_objects(with_flux(objects))
     in_force = catalogs_in_force(snapshot, base, system_namespace=NS)
-    return plan(snapshot=snapshot, catalogs=in_force.catalogs, catalog_problems=in_force.problems, now=NOW, settings=SETTINGS)
+    return plan(
+        snapshot=snapshot, catalogs=in_force.catalogs, catalog_problems=in_force.problems, now=NOW, settings=SETTINGS
+    )
 
 
 def ready_condition(result: Plan) -> dict[str, Any]:

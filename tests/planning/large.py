@@ -25,7 +25,12 @@ def model_activation(index: int, *, long_names: bool = False) -> dict:
     name = _name("model", index, long_names)
     kind = index % 4
     if kind == 3:
-        external = {"model": "openai/gpt-4o-mini", "apiBase": "https://api.example.com/v1", "modelType": "chat", "apiKeySecretRef": {"name": "external-api-key", "key": "api-key"}}
+        external = {
+            "model": "openai/gpt-4o-mini",
+            "apiBase": "https://api.example.com/v1",
+            "modelType": "chat",
+            "apiKeySecretRef": {"name": "external-api-key", "key": "api-key"},
+        }
         return runtime("ModelActivation", name, {"type": "external", "external": external})
     target, engine = (("cpu", "VLLM"), ("cpu", "OLlama"), ("nvidia-gpu", "VLLM"))[kind]
     local = {"preset": "qwen2505bcpu", "computeTarget": target, "engine": engine}

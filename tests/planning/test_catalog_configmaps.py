@@ -110,7 +110,12 @@ def test_a_valid_module_catalog_config_map_adds_a_module_the_plan_then_installs(
 
 
 def test_a_valid_application_catalog_config_map_naming_a_module_of_the_module_config_map_applies_both():
-    objects = (appliance(), instance("team", "odysseus"), module_catalog(modules_with(NOTES)), app_catalog(applications_with(ODYSSEUS_WITH_NOTES)))
+    objects = (
+        appliance(),
+        instance("team", "odysseus"),
+        module_catalog(modules_with(NOTES)),
+        app_catalog(applications_with(ODYSSEUS_WITH_NOTES)),
+    )
     snapshot = Snapshot.from_objects(with_flux(objects))
 
     in_force = catalogs_in_force(snapshot, CATALOGS, system_namespace=NS)
@@ -122,11 +127,26 @@ def test_a_valid_application_catalog_config_map_naming_a_module_of_the_module_co
 
 
 BROKEN_MODULE_CATALOGS = {
-    "YAML error": ("modules:\n  - name: notes\n    path: [unclosed\n", "the document", "line 4, column 1", "invalid YAML"),
+    "YAML error": (
+        "modules:\n  - name: notes\n    path: [unclosed\n",
+        "the document",
+        "line 4, column 1",
+        "invalid YAML",
+    ),
     "not a mapping": ("- notes\n", "the document", "(root)", "expected a mapping"),
     "schema error": (modules_with({**NOTES, "colour": "red"}), "entry 'notes'", "colour", "unknown field"),
-    "missing field": (modules_with({k: v for k, v in NOTES.items() if k != "path"}), "entry 'notes'", "path", "required field is missing"),
-    "cross-entry error": (modules_with({**NOTES, "dependsOn": ["nowhere"]}), "entry 'notes'", "dependsOn", "'nowhere' is not a catalogued module"),
+    "missing field": (
+        modules_with({k: v for k, v in NOTES.items() if k != "path"}),
+        "entry 'notes'",
+        "path",
+        "required field is missing",
+    ),
+    "cross-entry error": (
+        modules_with({**NOTES, "dependsOn": ["nowhere"]}),
+        "entry 'notes'",
+        "dependsOn",
+        "'nowhere' is not a catalogued module",
+    ),
     "cross-file error": (
         modules_with(NOTES, without="openclaw-operator"),
         "entry 'openclaw'",
@@ -155,7 +175,10 @@ def test_an_invalid_module_catalog_config_map_keeps_the_base_and_degrades_the_ap
 def test_a_cross_file_error_names_the_catalog_that_no_longer_agrees():
     result = planned(appliance(), module_catalog(modules_with(without="openclaw-operator")))
 
-    assert "(with it, applications.yaml fails): entry 'openclaw', field requiredModules" in ready_condition(result)["message"]
+    assert (
+        "(with it, applications.yaml fails): entry 'openclaw', field requiredModules"
+        in ready_condition(result)["message"]
+    )
 
 
 def test_a_config_map_without_its_key_is_invalid_and_names_the_keys_it_has():
@@ -171,9 +194,13 @@ def test_an_invalid_application_catalog_config_map_keeps_the_shipped_application
 
     result = planned(appliance(), instance("team", "odysseus"), app_catalog(broken))
 
-    assert status_of(result, "AppInstance", "team")["requiredModules"] == sorted(["odysseus", *CATALOGS.applications.common_modules])
+    assert status_of(result, "AppInstance", "team")["requiredModules"] == sorted(
+        ["odysseus", *CATALOGS.applications.common_modules]
+    )
     message = ready_condition(result)["message"]
-    assert message.startswith(f"ConfigMap {NS}/{APP_CATALOG} key applications.yaml is not applied: entry 'odysseus', field requiredModules")
+    assert message.startswith(
+        f"ConfigMap {NS}/{APP_CATALOG} key applications.yaml is not applied: entry 'odysseus', field requiredModules"
+    )
 
 
 def test_an_application_catalog_that_needs_a_rejected_module_catalog_is_rejected_too_and_both_are_named():
@@ -183,7 +210,10 @@ def test_an_application_catalog_that_needs_a_rejected_module_catalog_is_rejected
 
     message = ready_condition(result)["message"]
     assert f"ConfigMap {NS}/{MODULE_CATALOG} key modules.yaml is not applied: entry 'notes', field colour" in message
-    assert f"ConfigMap {NS}/{APP_CATALOG} key applications.yaml is not applied: entry 'odysseus', field requiredModules: 'notes'" in message
+    assert (
+        f"ConfigMap {NS}/{APP_CATALOG} key applications.yaml is not applied: entry 'odysseus', field requiredModules: 'notes'"
+        in message
+    )
     assert message.index(MODULE_CATALOG) < message.index(APP_CATALOG)
 
 
@@ -217,7 +247,9 @@ def test_a_config_map_takes_precedence_over_the_catalog_directory(tmp_path):
         return found.body["spec"]["path"]
 
     assert basis_path(planned(*objects, base=base)) == "./site/basis"
-    assert basis_path(planned(*objects, module_catalog(yaml.safe_dump(from_config_map)), base=base)) == "./cluster/basis"
+    assert (
+        basis_path(planned(*objects, module_catalog(yaml.safe_dump(from_config_map)), base=base)) == "./cluster/basis"
+    )
 
 
 def test_an_invalid_edit_of_the_module_catalog_keeps_the_kustomization_of_a_module_only_it_defined():

@@ -72,16 +72,46 @@ EDITS = {
     "appliance-source": ("appliance", "Appliance", "local", _set("source", "x"), "Degraded"),
     "module-activation-enabled": ("appliance", "ModuleActivation", "litellm", _set("enabled", "x"), "Failed"),
     "module-activation-module": ("appliance", "ModuleActivation", "litellm", _set("module", 5), "Failed"),
-    "module-activation-undeclared-parameter": ("appliance", "ModuleActivation", "litellm", _set("parameters", {"fooBar": "x"}), "Failed"),
-    "module-activation-parameter-type": ("appliance", "ModuleActivation", "litellm", _set("parameters", {"postgresStorage": "lots"}), "Failed"),
+    "module-activation-undeclared-parameter": (
+        "appliance",
+        "ModuleActivation",
+        "litellm",
+        _set("parameters", {"fooBar": "x"}),
+        "Failed",
+    ),
+    "module-activation-parameter-type": (
+        "appliance",
+        "ModuleActivation",
+        "litellm",
+        _set("parameters", {"postgresStorage": "lots"}),
+        "Failed",
+    ),
     "model-local": ("appliance", "ModelActivation", "qwen2505bcpu", _set("local", "x"), "Failed"),
     "model-engine": ("appliance", "ModelActivation", "qwen2505bcpu", _set("local.engine", "NoSuchEngine"), "Failed"),
     "model-external": ("appliance", "ModelActivation", "gpt", _set("external.modelType", "x"), "Failed"),
     "instance-values": ("appliance", "AppInstance", "openclaw-default", _set("values", "x"), "Failed"),
-    "instance-application": ("appliance", "AppInstance", "openclaw-default", _set("application", "no-such-app"), "Failed"),
-    "only-requester-external-model": ("one-external-model", "ModelActivation", "gpt", _set("external.modelType", "x"), "Failed"),
+    "instance-application": (
+        "appliance",
+        "AppInstance",
+        "openclaw-default",
+        _set("application", "no-such-app"),
+        "Failed",
+    ),
+    "only-requester-external-model": (
+        "one-external-model",
+        "ModelActivation",
+        "gpt",
+        _set("external.modelType", "x"),
+        "Failed",
+    ),
     "only-requester-instance": ("one-instance", "AppInstance", "openclaw-default", _set("values", "x"), "Failed"),
-    "only-requester-instance-application": ("one-instance", "AppInstance", "openclaw-default", _set("application", 5), "Failed"),
+    "only-requester-instance-application": (
+        "one-instance",
+        "AppInstance",
+        "openclaw-default",
+        _set("application", 5),
+        "Failed",
+    ),
     "only-requester-cpu-model": ("one-cpu-model", "ModelActivation", "qwen2505bcpu", _set("local", "x"), "Failed"),
 }
 
@@ -131,7 +161,12 @@ def test_an_invalid_edit_leaves_every_kustomization_running_unsuspended_from_its
 
 @pytest.mark.parametrize(
     "case",
-    ["module-activation-enabled", "only-requester-external-model", "only-requester-instance", "only-requester-cpu-model"],
+    [
+        "module-activation-enabled",
+        "only-requester-external-model",
+        "only-requester-instance",
+        "only-requester-cpu-model",
+    ],
 )
 def test_the_modules_an_invalid_object_requested_stay_requested_and_ready(case):
     world, kind, name, edit, _ = EDITS[case]

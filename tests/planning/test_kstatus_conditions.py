@@ -33,7 +33,11 @@ def test_an_object_waiting_for_something_is_reconciling_with_the_reason_it_waits
 def test_an_object_only_its_user_can_unblock_is_stalled_and_not_reconciling():
     status = status_of(plan_of(appliance(), activation("nonsense")), "ModuleActivation", "nonsense")
     found = conditions_of(status)
-    assert (found["Ready"]["status"], found["Stalled"]["status"], found["Stalled"]["reason"]) == ("False", "True", "UnknownModule")
+    assert (found["Ready"]["status"], found["Stalled"]["status"], found["Stalled"]["reason"]) == (
+        "False",
+        "True",
+        "UnknownModule",
+    )
     assert "Reconciling" not in found
 
 
@@ -67,21 +71,33 @@ def test_every_condition_of_every_kind_carries_the_generation_it_was_computed_fo
     for update in result.statuses:
         generation = update.status["observedGeneration"]
         kinds.add(update.kind)
-        assert [c.get("observedGeneration") for c in update.status["conditions"]] == [generation] * len(update.status["conditions"])
-        assert {"Reconciling", "Stalled"} & set(conditions_of(update.status)) or update.status["phase"] in ("Ready", "Disabled")
+        assert [c.get("observedGeneration") for c in update.status["conditions"]] == [generation] * len(
+            update.status["conditions"]
+        )
+        assert {"Reconciling", "Stalled"} & set(conditions_of(update.status)) or update.status["phase"] in (
+            "Ready",
+            "Disabled",
+        )
     assert {"Appliance", "ModuleActivation", "ModelActivation", "AppInstance"} <= kinds
 
 
 def test_reconciling_keeps_its_transition_time_while_the_reason_it_waits_for_changes():
     first = status_of(plan_of(appliance(), activation("basis"), now=NOW), "ModuleActivation", "basis")
     failing = kustomization_for("basis", "False", reason="BuildFailed", message="x")
-    again = status_of(plan_of(appliance(), activation("basis", status=first), failing, now=LATER), "ModuleActivation", "basis")
+    again = status_of(
+        plan_of(appliance(), activation("basis", status=first), failing, now=LATER), "ModuleActivation", "basis"
+    )
     assert (first["reason"], again["reason"]) == ("Reconciling", "KustomizationFailed")
     assert conditions_of(again)["Reconciling"]["reason"] == "KustomizationFailed"
-    assert conditions_of(again)["Reconciling"]["lastTransitionTime"] == conditions_of(first)["Reconciling"]["lastTransitionTime"]
+    assert (
+        conditions_of(again)["Reconciling"]["lastTransitionTime"]
+        == conditions_of(first)["Reconciling"]["lastTransitionTime"]
+    )
 
 
 def test_a_converged_plan_plans_the_conditions_it_observed():
     first = status_of(plan_of(appliance(), activation("nonsense"), now=NOW), "ModuleActivation", "nonsense")
-    again = status_of(plan_of(appliance(), activation("nonsense", status=first), now=LATER), "ModuleActivation", "nonsense")
+    again = status_of(
+        plan_of(appliance(), activation("nonsense", status=first), now=LATER), "ModuleActivation", "nonsense"
+    )
     assert again["conditions"] == first["conditions"]

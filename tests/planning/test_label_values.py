@@ -19,7 +19,11 @@ from tests.planning.instances.scene import platform
 
 LABEL_VALUE = re.compile(r"(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?")
 _SHORT = st.from_regex(r"[a-z0-9]([-a-z0-9.]{0,61}[a-z0-9])?", fullmatch=True).filter(lambda name: ".." not in name)
-_LONG = st.lists(st.from_regex(r"[a-z0-9]{16,24}", fullmatch=True), min_size=3, max_size=10).map("-".join).filter(lambda name: 63 < len(name) <= 253)
+_LONG = (
+    st.lists(st.from_regex(r"[a-z0-9]{16,24}", fullmatch=True), min_size=3, max_size=10)
+    .map("-".join)
+    .filter(lambda name: 63 < len(name) <= 253)
+)
 SUBDOMAIN = st.one_of(_SHORT, _LONG)
 """A DNS subdomain, as a user may name a ModuleActivation, a ModelActivation or an AppInstance:
 up to the 63 characters a label value holds, or past them."""
@@ -49,7 +53,9 @@ def _bad_label_values(result) -> list[tuple[str, str, str]]:
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(module_activation=SUBDOMAIN, model_activation=SUBDOMAIN, app_instance=SUBDOMAIN)
-def test_every_label_value_the_plan_writes_fits_whatever_the_names(module_activation: str, model_activation: str, app_instance: str):
+def test_every_label_value_the_plan_writes_fits_whatever_the_names(
+    module_activation: str, model_activation: str, app_instance: str
+):
     result = plan_of(
         *platform("openclaw"),
         activation(module_activation, "litellm"),
@@ -64,7 +70,11 @@ def test_a_module_activation_named_past_63_characters_labels_its_kustomization_w
     name = "team-" + "a" * 70
     result = plan_of(*platform("openclaw"), activation(name, "litellm"))
 
-    (kustomization,) = [o for o in result.modules.kustomizations if thaw(o.body)["metadata"]["labels"].get("appliance.magicstick.dev/module") == "litellm"]
+    (kustomization,) = [
+        o
+        for o in result.modules.kustomizations
+        if thaw(o.body)["metadata"]["labels"].get("appliance.magicstick.dev/module") == "litellm"
+    ]
     metadata = thaw(kustomization.body)["metadata"]
     assert len(metadata["labels"][ACTIVATION]) == LABEL_VALUE_LIMIT
     assert metadata["labels"][ACTIVATION].startswith("team-aaa")

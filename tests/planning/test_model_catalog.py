@@ -66,7 +66,12 @@ def appliance_reason(result: Plan) -> str:
 
 
 def git_models(**keys: str) -> dict:
-    return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "ai-external-models", "namespace": NS}, "data": keys}
+    return {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {"name": "ai-external-models", "namespace": NS},
+        "data": keys,
+    }
 
 
 GIT_ENTRY = """
@@ -95,14 +100,25 @@ def test_a_kubeai_model_is_published_exactly_while_its_runtime_is_ready(cluster,
 
 def test_a_published_model_whose_replica_stops_being_ready_is_withdrawn_in_the_same_run():
     first = plan_of(*platform(), local_model("m"), observed_model("m", ready=1, all_=1), pod("m-0", "m"))
-    result = plan_of(*platform(), local_model("m"), observed_model("m", ready=0, all_=1), pod("m-0", "m", ready=False), published(first))
+    result = plan_of(
+        *platform(),
+        local_model("m"),
+        observed_model("m", ready=0, all_=1),
+        pod("m-0", "m", ready=False),
+        published(first),
+    )
     assert ids(result) == []
     assert json.loads(data(result)[MODEL_CATALOG_KEY]) == []
     assert status_of(result, "ModelActivation", "m")["phase"] == "Starting"
 
 
 def test_an_ollama_model_without_its_alias_on_every_ready_pod_is_not_published():
-    result = plan_of(*platform(), local_model("m", engine="OLlama"), observed_model("m", ready=1, all_=1, engine="OLlama"), pod("m-0", "m"))
+    result = plan_of(
+        *platform(),
+        local_model("m", engine="OLlama"),
+        observed_model("m", ready=1, all_=1, engine="OLlama"),
+        pod("m-0", "m"),
+    )
     assert status_of(result, "ModelActivation", "m")["reason"] == "WaitingForOllamaAlias"
     assert ids(result) == []
 
@@ -112,14 +128,24 @@ def test_a_kubeai_model_is_routed_keyless_to_kubeais_openai_endpoint_in_its_name
     assert model_list(result) == [
         {
             "model_name": "m",
-            "litellm_params": {"model": "openai/m", "api_base": "http://kubeai.ai.svc.cluster.local/openai/v1", "api_key": "none"},
+            "litellm_params": {
+                "model": "openai/m",
+                "api_base": "http://kubeai.ai.svc.cluster.local/openai/v1",
+                "api_key": "none",
+            },
             "model_info": {"id": "m", "mode": "chat"},
         }
     ]
 
 
 def test_an_embedding_model_is_routed_in_litellms_embedding_mode():
-    spec = {"url": "hf://example/embed", "engine": "VLLM", "features": ["TextEmbedding"], "scaleDownDelaySeconds": 30, "targetRequests": 100}
+    spec = {
+        "url": "hf://example/embed",
+        "engine": "VLLM",
+        "features": ["TextEmbedding"],
+        "scaleDownDelaySeconds": 30,
+        "targetRequests": 100,
+    }
     result = plan_of(*platform(), local_model("m"), observed_model("m", ready=1, all_=1, spec=spec), pod("m-0", "m"))
     assert model_list(result)[0]["model_info"]["mode"] == "embedding"
 
@@ -158,7 +184,9 @@ def test_a_direct_runtime_is_published_while_it_serves_and_withdrawn_when_it_sto
     serving = plan_with(*world, freetoken_model(), *stored(planned), runtime_pod(planned))
     assert ids(serving) == ["ft"]
     assert model_list(serving)[0]["litellm_params"]["api_key"] == "none"
-    stopped = plan_with(*world, freetoken_model(), *stored(planned, available=0), runtime_pod(planned, ready=False), published(serving))
+    stopped = plan_with(
+        *world, freetoken_model(), *stored(planned, available=0), runtime_pod(planned, ready=False), published(serving)
+    )
     assert ids(stopped) == []
 
 
@@ -195,14 +223,27 @@ def test_git_owned_external_models_are_published_beside_the_activations():
     [
         ("- id: bad\n  apiBase: https://api.example.com/v1\n", "bad", "model"),
         ("- id: bad\n  model: openai/x\n  apiKey: CHANGEME\n", "bad", "(entry)"),
-        ("- id: bad\n  model: openai/x\n  apiBase: http://api.example.com/v1\n  apiKeySecretRef: {name: k, key: k}\n", "bad", "(entry)"),
+        (
+            "- id: bad\n  model: openai/x\n  apiBase: http://api.example.com/v1\n  apiKeySecretRef: {name: k, key: k}\n",
+            "bad",
+            "(entry)",
+        ),
         ("- id: Not_A_Label\n  model: openai/x\n", "Not_A_Label", "id"),
         ("- id: bad\n  model: openai/x\n  modelType: poetry\n", "bad", "modelType"),
         ("- model: openai/x\n", "#0", "id"),
         ("id: bad\n", "(document)", "(document)"),
         ("- id: [unclosed\n", "(document)", "(yaml)"),
     ],
-    ids=["no model", "a plain key", "a key over http", "an id that is no DNS label", "an unknown type", "no id", "not a list", "not yaml"],
+    ids=[
+        "no model",
+        "a plain key",
+        "a key over http",
+        "an id that is no DNS label",
+        "an unknown type",
+        "no id",
+        "not a list",
+        "not yaml",
+    ],
 )
 def test_an_invalid_git_owned_entry_is_skipped_and_reported_naming_its_key_entry_and_field(text, entry, field):
     result = plan_of(*platform(), local_model("m"), git_models(**{"a-good.yaml": GIT_ENTRY, "b-bad.yaml": text}))
@@ -249,15 +290,37 @@ def test_the_catalog_is_labelled_so_flux_reconciles_litellm_when_it_changes():
 
 
 def test_the_same_world_gives_the_same_catalog_bytes():
-    world = (*platform(), external("b"), external("a"), local_model("m"), observed_model("m", ready=1, all_=1), pod("m-0", "m"),
-             git_models(**{"models.yaml": GIT_ENTRY}))
+    world = (
+        *platform(),
+        external("b"),
+        external("a"),
+        local_model("m"),
+        observed_model("m", ready=1, all_=1),
+        pod("m-0", "m"),
+        git_models(**{"models.yaml": GIT_ENTRY}),
+    )
     assert data(plan_of(*world)) == data(plan_of(*reversed(world)))
 
 
 ROUTES = (
-    Route(id="chat", model="openai/chat", api_base="https://api.example.com/v1", api_key=SecretKey("chat-key", "api-key", "ai")),
-    Route(id="local", model="openai/local", model_type="embedding", api_base="http://kubeai.ai.svc.cluster.local/openai/v1"),
-    Route(id="same-key", model="openai/other", api_base="https://api.example.com/v1", api_key=SecretKey("chat-key", "api-key", "ai")),
+    Route(
+        id="chat",
+        model="openai/chat",
+        api_base="https://api.example.com/v1",
+        api_key=SecretKey("chat-key", "api-key", "ai"),
+    ),
+    Route(
+        id="local",
+        model="openai/local",
+        model_type="embedding",
+        api_base="http://kubeai.ai.svc.cluster.local/openai/v1",
+    ),
+    Route(
+        id="same-key",
+        model="openai/other",
+        api_base="https://api.example.com/v1",
+        api_key=SecretKey("chat-key", "api-key", "ai"),
+    ),
 )
 
 
@@ -275,7 +338,9 @@ def test_the_catalog_format_round_trips_and_its_two_keys_list_the_same_models():
 def test_the_shipped_ai_external_models_example_is_published_whole():
     from pathlib import Path
 
-    example = yaml.safe_load((Path(__file__).resolve().parents[2] / "examples" / "external-models" / "ai-external-models.yaml").read_text())
+    example = yaml.safe_load(
+        (Path(__file__).resolve().parents[2] / "examples" / "external-models" / "ai-external-models.yaml").read_text()
+    )
     result = plan_of(*platform(), local_model("m"), example)
     assert catalog(result).problems == ()
     assert ids(result) == ["example-chat", "example-embedding", "example-lan-model"]

@@ -46,7 +46,9 @@ def test_an_unset_declared_parameter_is_substituted_with_its_catalog_default():
 def test_the_shared_settings_stay_beside_the_module_parameters():
     result = plan_of(appliance(), litellm({"postgresStorage": "7Gi"}))
     post_build = kustomization_of(result, "litellm").body["spec"]["postBuild"]
-    assert list(post_build["substituteFrom"]) == [{"kind": "ConfigMap", "name": "ai-appliance-settings", "optional": True}]
+    assert list(post_build["substituteFrom"]) == [
+        {"kind": "ConfigMap", "name": "ai-appliance-settings", "optional": True}
+    ]
 
 
 def test_a_module_seeded_from_the_appliance_gets_its_parameter_defaults():
@@ -60,7 +62,10 @@ def test_a_module_without_declared_variables_substitutes_only_the_shared_setting
 
 
 def test_gpu_parameters_the_program_reads_are_not_passed_to_flux():
-    result = plan_of(appliance(), runtime("ModuleActivation", "amd-gpu", {"module": "amd-gpu", "parameters": {"compatibilityProfile": ""}}))
+    result = plan_of(
+        appliance(),
+        runtime("ModuleActivation", "amd-gpu", {"module": "amd-gpu", "parameters": {"compatibilityProfile": ""}}),
+    )
     outcome = result.modules.outcome("amd-gpu")
     assert outcome.reason != "InvalidSpec"
     assert substitute_of(result, "amd-gpu") == SETTINGS_SUBSTITUTION

@@ -164,13 +164,18 @@ def test_an_external_model_requires_only_litellm_and_model_catalog():
     assert requested == {"litellm", "model-catalog"}
 
 
-@pytest.mark.parametrize(("target", "vendor", "pci"), [("nvidia-gpu", "gpu", "nvidia"), ("amd-gpu", "amd-gpu", "amd"), ("intel-gpu", "intel-gpu", "intel")])
+@pytest.mark.parametrize(
+    ("target", "vendor", "pci"),
+    [("nvidia-gpu", "gpu", "nvidia"), ("amd-gpu", "amd-gpu", "amd"), ("intel-gpu", "intel-gpu", "intel")],
+)
 def test_an_accelerator_model_adds_the_module_of_its_vendor_where_the_preflight_found_it(target, vendor, pci):
     result = plan_of(appliance(), node("gpu-1", pci), gpu_model("m", target))
     assert "ModelActivation/m" in module(result, vendor).requested_by
 
 
-@pytest.mark.parametrize(("target", "vendor"), [("nvidia-gpu", "gpu"), ("amd-gpu", "amd-gpu"), ("intel-gpu", "intel-gpu")])
+@pytest.mark.parametrize(
+    ("target", "vendor"), [("nvidia-gpu", "gpu"), ("amd-gpu", "amd-gpu"), ("intel-gpu", "intel-gpu")]
+)
 def test_an_accelerator_model_adds_the_module_of_its_vendor_where_an_activation_names_it(target, vendor):
     result = plan_of(appliance(), activation(vendor), gpu_model("m", target))
     assert "ModelActivation/m" in module(result, vendor).requested_by
@@ -184,7 +189,9 @@ def test_a_disabled_model_or_instance_requires_nothing():
 
 
 def test_a_disabled_module_stays_disabled_when_an_instance_requires_it():
-    result = plan_of(appliance(), activation("openclaw-operator", enabled=False), instance("openclaw-default", "openclaw"))
+    result = plan_of(
+        appliance(), activation("openclaw-operator", enabled=False), instance("openclaw-default", "openclaw")
+    )
     assert module(result, "openclaw-operator").phase == "Disabled"
     assert kustomization_of(result, "openclaw-operator") is None
     status = status_of(result, "AppInstance", "openclaw-default")
@@ -206,7 +213,9 @@ def test_a_kustomization_is_created_only_once_its_dependencies_are_ready():
     assert module(result, "model-catalog").phase == "WaitingForModules"
     assert kustomization_of(result, "litellm") is not None
 
-    result = plan_of(appliance(), activation("model-catalog"), *ready_modules("litellm", *CATALOGS.modules.get("litellm").depends_on))
+    result = plan_of(
+        appliance(), activation("model-catalog"), *ready_modules("litellm", *CATALOGS.modules.get("litellm").depends_on)
+    )
     assert kustomization_of(result, "model-catalog").body["spec"]["suspend"] is False
     assert [d["name"] for d in kustomization_of(result, "model-catalog").body["spec"]["dependsOn"]] == [
         CATALOGS.modules.get("litellm").kustomization
@@ -280,13 +289,26 @@ def test_a_module_is_ready_when_its_kustomization_is_ready_and_its_crds_are_serv
 
 
 def test_a_failed_kustomization_makes_its_module_degraded_with_the_flux_message():
-    result = plan_of(appliance(), activation("basis"), kustomization_for("basis", "False", reason="BuildFailed", message="kustomization.yaml not found"))
+    result = plan_of(
+        appliance(),
+        activation("basis"),
+        kustomization_for("basis", "False", reason="BuildFailed", message="kustomization.yaml not found"),
+    )
     outcome = module(result, "basis")
     assert outcome.phase == "Degraded"
     assert "BuildFailed" in outcome.message and "kustomization.yaml not found" in outcome.message
 
 
-def module_release(kustomization: str, name: str, ready: str, *, reason: str, message: str = "", generation: int = 1, observed_generation: int | None = None) -> dict:
+def module_release(
+    kustomization: str,
+    name: str,
+    ready: str,
+    *,
+    reason: str,
+    message: str = "",
+    generation: int = 1,
+    observed_generation: int | None = None,
+) -> dict:
     """A HelmRelease a module's Kustomization applied, labelled by kustomize-controller, with helm-controller's status."""
     seen = generation if observed_generation is None else observed_generation
     return as_stored(
@@ -296,7 +318,10 @@ def module_release(kustomization: str, name: str, ready: str, *, reason: str, me
             "metadata": {
                 "name": name,
                 "namespace": "flux-system",
-                "labels": {"kustomize.toolkit.fluxcd.io/name": kustomization, "kustomize.toolkit.fluxcd.io/namespace": "flux-system"},
+                "labels": {
+                    "kustomize.toolkit.fluxcd.io/name": kustomization,
+                    "kustomize.toolkit.fluxcd.io/namespace": "flux-system",
+                },
             },
             "spec": {"interval": "30m0s", "chartRef": {"kind": "OCIRepository", "name": name}},
             "status": flux_status(ready, reason=reason, message=message, observed_generation=seen),
@@ -305,7 +330,9 @@ def module_release(kustomization: str, name: str, ready: str, *, reason: str, me
     )
 
 
-SOURCE_UNREACHABLE = "OCIRepository 'flux-system/envoy-gateway' is not ready: failed to determine artifact digest: no such host"
+SOURCE_UNREACHABLE = (
+    "OCIRepository 'flux-system/envoy-gateway' is not ready: failed to determine artifact digest: no such host"
+)
 
 
 def test_a_module_whose_release_fails_on_its_source_is_degraded_and_names_the_release():
@@ -323,7 +350,9 @@ def test_a_module_whose_kustomization_is_applied_but_whose_release_failed_is_deg
     result = plan_of(appliance(), activation("basis"), activation("dashboard"), kustomization_for("basis"), release)
     outcome = module(result, "basis")
     assert (outcome.phase, outcome.reason) == ("Degraded", "HelmReleaseFailed")
-    assert outcome.message.startswith(f"Kustomization {basis} is applied, but HelmRelease flux-system/envoy-gateway failed (SourceNotReady)")
+    assert outcome.message.startswith(
+        f"Kustomization {basis} is applied, but HelmRelease flux-system/envoy-gateway failed (SourceNotReady)"
+    )
     assert module(result, "dashboard").phase == "WaitingForModules"
 
 
@@ -333,33 +362,64 @@ def test_a_failed_kustomization_also_names_its_failed_releases():
     release = module_release(basis, "envoy-gateway", "False", reason="SourceNotReady", message=SOURCE_UNREACHABLE)
     outcome = module(plan_of(appliance(), activation("basis"), failed, release), "basis")
     assert outcome.reason == "KustomizationFailed"
-    assert "HealthCheckFailed" in outcome.message and "HelmRelease flux-system/envoy-gateway failed (SourceNotReady)" in outcome.message
+    assert (
+        "HealthCheckFailed" in outcome.message
+        and "HelmRelease flux-system/envoy-gateway failed (SourceNotReady)" in outcome.message
+    )
 
 
 def test_a_release_of_another_kustomization_or_still_progressing_does_not_degrade_a_module():
     progressing = kustomization_for("basis", "Unknown", reason="Progressing", message="Running health checks")
-    elsewhere = module_release("some-other-kustomization", "envoy-gateway", "False", reason="SourceNotReady", message=SOURCE_UNREACHABLE)
-    installing = module_release(CATALOGS.modules.get("basis").kustomization, "gateway", "Unknown", reason="Progressing", message="Fulfilling prerequisites")
+    elsewhere = module_release(
+        "some-other-kustomization", "envoy-gateway", "False", reason="SourceNotReady", message=SOURCE_UNREACHABLE
+    )
+    installing = module_release(
+        CATALOGS.modules.get("basis").kustomization,
+        "gateway",
+        "Unknown",
+        reason="Progressing",
+        message="Fulfilling prerequisites",
+    )
     outcome = module(plan_of(appliance(), activation("basis"), progressing, elsewhere, installing), "basis")
     assert outcome.phase == "Reconciling"
 
 
 def test_a_release_failure_of_an_older_generation_does_not_degrade_a_module():
     progressing = kustomization_for("basis", "Unknown", reason="Progressing", message="Running health checks")
-    stale = module_release(CATALOGS.modules.get("basis").kustomization, "envoy-gateway", "False", reason="SourceNotReady", generation=2, observed_generation=1)
+    stale = module_release(
+        CATALOGS.modules.get("basis").kustomization,
+        "envoy-gateway",
+        "False",
+        reason="SourceNotReady",
+        generation=2,
+        observed_generation=1,
+    )
     assert module(plan_of(appliance(), activation("basis"), progressing, stale), "basis").phase == "Reconciling"
 
 
 def test_a_progressing_kustomization_is_reconciling_not_degraded():
-    result = plan_of(appliance(), activation("basis"), kustomization_for("basis", "Unknown", reason="Progressing", message="Reconciliation in progress"))
+    result = plan_of(
+        appliance(),
+        activation("basis"),
+        kustomization_for("basis", "Unknown", reason="Progressing", message="Reconciliation in progress"),
+    )
     assert module(result, "basis").phase == "Reconciling"
 
 
 def test_an_invalid_activation_keeps_its_kustomization_as_last_applied():
     observed = kustomization_for(
         "basis",
-        labels={"app.kubernetes.io/managed-by": "magicstick", "appliance.magicstick.dev/module": "basis", "appliance.magicstick.dev/activation": "basis"},
-        spec={"interval": "10m0s", "path": "./custom/path", "prune": True, "sourceRef": {"kind": "GitRepository", "name": "flux-system"}},
+        labels={
+            "app.kubernetes.io/managed-by": "magicstick",
+            "appliance.magicstick.dev/module": "basis",
+            "appliance.magicstick.dev/activation": "basis",
+        },
+        spec={
+            "interval": "10m0s",
+            "path": "./custom/path",
+            "prune": True,
+            "sourceRef": {"kind": "GitRepository", "name": "flux-system"},
+        },
     )
     broken = runtime("ModuleActivation", "basis", {"module": "basis", "enabled": "sometimes"})
     result = plan_of(appliance(), broken, observed)
@@ -392,7 +452,9 @@ def test_a_second_activation_of_the_same_module_is_rejected():
 
 def test_required_crds_are_read_from_the_snapshot():
     deps = CATALOGS.modules.get("kubeai").depends_on
-    with_crd = plan_of(appliance(), activation("kubeai"), *ready_modules(*deps), kustomization_for("kubeai"), crd("models.kubeai.org"))
+    with_crd = plan_of(
+        appliance(), activation("kubeai"), *ready_modules(*deps), kustomization_for("kubeai"), crd("models.kubeai.org")
+    )
     assert module(with_crd, "kubeai").phase == "Ready"
 
 
@@ -437,7 +499,9 @@ def test_a_kustomization_ready_for_an_older_generation_is_reconciling_and_its_de
 
 
 def test_a_failure_reported_for_an_older_generation_is_reconciling_not_degraded():
-    stale_failure = kustomization_for("basis", "False", reason="BuildFailed", message="old error", generation=3, observed_generation=2)
+    stale_failure = kustomization_for(
+        "basis", "False", reason="BuildFailed", message="old error", generation=3, observed_generation=2
+    )
     assert module(plan_of(appliance(), activation("basis"), stale_failure), "basis").phase == "Reconciling"
 
 

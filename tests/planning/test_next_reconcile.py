@@ -39,7 +39,9 @@ class TestPodCreationStall:
         published = appliance_status(result)
         assert published["nextReconcileAt"] == rfc3339(NOW + timedelta(minutes=2))
         assert published["nextReconcileReason"] == "ModelActivation ai-system/m: pod creation stall"
-        assert result.next_reconcile == Deadline(at=NOW + timedelta(minutes=2), reason="ModelActivation ai-system/m: pod creation stall")
+        assert result.next_reconcile == Deadline(
+            at=NOW + timedelta(minutes=2), reason="ModelActivation ai-system/m: pod creation stall"
+        )
 
     def test_planning_at_the_published_deadline_reports_the_stalled_pod(self):
         first = waiting_model()
@@ -58,7 +60,9 @@ class TestPodCreationStall:
 
     def test_a_pod_clears_the_deadline(self):
         first = waiting_model()
-        started = waiting_model(now=later(1), status=status_of(first, "ModelActivation", "m"), extra=(pod("m-0", "m", ready=False),))
+        started = waiting_model(
+            now=later(1), status=status_of(first, "ModelActivation", "m"), extra=(pod("m-0", "m", ready=False),)
+        )
         assert status_of(started, "ModelActivation", "m")["phase"] == "Starting"
         assert "nextReconcileAt" not in appliance_status(started)
         assert started.next_reconcile is None
@@ -70,7 +74,9 @@ class TestPodRecoveryBackoff:
         first = waiting_model(extra=(failed,))
         recovery = status_of(first, "ModelActivation", "m")["podRecovery"]
         assert recovery["attempts"] == 1
-        waiting = waiting_model(now=NOW + timedelta(seconds=3), status=status_of(first, "ModelActivation", "m"), extra=(failed,))
+        waiting = waiting_model(
+            now=NOW + timedelta(seconds=3), status=status_of(first, "ModelActivation", "m"), extra=(failed,)
+        )
         published = appliance_status(waiting)
         assert published["nextReconcileAt"] == rfc3339(NOW + timedelta(seconds=10))
         assert published["nextReconcileReason"] == "ModelActivation ai-system/m: pod recovery attempt 2"
@@ -98,18 +104,37 @@ class TestPodRecoveryBackoff:
 class TestHostEvidence:
     def test_current_host_evidence_publishes_the_moment_it_turns_stale(self):
         observed = NOW - timedelta(minutes=2)
-        result = plan_of(appliance(), consented(), *amd_installed(), halo_node(annotation=evidence(observed=observed)), halo_feature())
+        result = plan_of(
+            appliance(),
+            consented(),
+            *amd_installed(),
+            halo_node(annotation=evidence(observed=observed)),
+            halo_feature(),
+        )
         published = appliance_status(result)
         stale_at = observed + EVIDENCE_MAX_AGE + timedelta(seconds=1)
         assert published["nextReconcileAt"] == rfc3339(stale_at)
         assert published["nextReconcileReason"] == "Node halo: host evidence turns stale"
-        later_plan = plan_of(appliance(), consented(), *amd_installed(), halo_node(annotation=evidence(observed=observed)), halo_feature(), now=stale_at)
+        later_plan = plan_of(
+            appliance(),
+            consented(),
+            *amd_installed(),
+            halo_node(annotation=evidence(observed=observed)),
+            halo_feature(),
+            now=stale_at,
+        )
         (node,) = appliance_status(later_plan)["hardwareOperators"]["amd-gpu"]["compatibility"]["nodes"]
         assert node["evidence"] == "Stale"
 
     def test_evidence_dated_ahead_of_the_allowed_skew_publishes_when_it_becomes_current(self):
         observed = NOW + timedelta(minutes=7)
-        result = plan_of(appliance(), consented(), *amd_installed(), halo_node(annotation=evidence(observed=observed)), halo_feature())
+        result = plan_of(
+            appliance(),
+            consented(),
+            *amd_installed(),
+            halo_node(annotation=evidence(observed=observed)),
+            halo_feature(),
+        )
         assert appliance_status(result)["nextReconcileAt"] == rfc3339(NOW + timedelta(minutes=2))
         assert appliance_status(result)["nextReconcileReason"] == "Node halo: host evidence becomes current"
 

@@ -16,7 +16,9 @@ NEXT_COMMIT = "89abcdef0123456789abcdef0123456789abcdef"
 RESYNC = "2026-01-01T00:00:00Z"
 
 
-def last_update(state: str = "succeeded", *, commit: str = COMMIT, kind: str = "up", resync: str = RESYNC, **extra: Any) -> dict:
+def last_update(
+    state: str = "succeeded", *, commit: str = COMMIT, kind: str = "up", resync: str = RESYNC, **extra: Any
+) -> dict:
     """status.lastUpdate as PKO writes it after one update."""
     update = {
         "generation": 1,
@@ -66,9 +68,17 @@ def ready_condition() -> dict:
     }
 
 
-def stalled_conditions(reason: str = "UpdateFailed", message: str = "up failed 3 times; not retrying until the spec or source changes") -> list[dict]:
+def stalled_conditions(
+    reason: str = "UpdateFailed", message: str = "up failed 3 times; not retrying until the spec or source changes"
+) -> list[dict]:
     return [
-        {"type": "Ready", "status": "False", "reason": "NotReadyStalled", "message": "reconciliation is stalled", "lastTransitionTime": RESYNC},
+        {
+            "type": "Ready",
+            "status": "False",
+            "reason": "NotReadyStalled",
+            "message": "reconciliation is stalled",
+            "lastTransitionTime": RESYNC,
+        },
         {"type": "Stalled", "status": "True", "reason": reason, "message": message, "lastTransitionTime": RESYNC},
     ]
 
@@ -133,7 +143,9 @@ def test_a_stalled_stack_makes_operator_stalled_true_with_the_stacks_reason_and_
 
 
 def test_a_stalled_condition_of_an_older_generation_does_not_count():
-    edited = stack(generation=2, observed_generation=1, update=last_update("failed", failures=3), conditions=stalled_conditions())
+    edited = stack(
+        generation=2, observed_generation=1, update=last_update("failed", failures=3), conditions=stalled_conditions()
+    )
     status = appliance_status(appliance(), edited)
 
     assert conditions_by_type(status)[OPERATOR_STALLED]["status"] == "False"
@@ -150,7 +162,9 @@ def test_an_unchanged_stack_gives_the_identical_status_on_the_next_run():
 
 def test_a_resync_with_the_same_outcome_writes_nothing_new():
     first = appliance_status(appliance(), stack(update=last_update()))
-    resynced = last_update(resync="2026-01-01T00:05:00Z", name="magicstick-0000abcd", permalink="https://app.pulumi.example.com/u/2")
+    resynced = last_update(
+        resync="2026-01-01T00:05:00Z", name="magicstick-0000abcd", permalink="https://app.pulumi.example.com/u/2"
+    )
 
     again = appliance_status(appliance(status=first), stack(update=resynced), now=LATER)
 
@@ -161,15 +175,26 @@ def test_a_resync_with_the_same_outcome_writes_nothing_new():
 def test_a_new_commit_moves_the_time_to_that_updates():
     first = appliance_status(appliance(), stack(update=last_update()))
 
-    moved = appliance_status(appliance(status=first), stack(update=last_update(commit=NEXT_COMMIT, resync="2026-01-01T00:05:00Z")), now=LATER)
+    moved = appliance_status(
+        appliance(status=first), stack(update=last_update(commit=NEXT_COMMIT, resync="2026-01-01T00:05:00Z")), now=LATER
+    )
 
-    assert moved["operator"]["lastUpdate"] == {"result": "succeeded", "commit": NEXT_COMMIT, "type": "up", "time": "2026-01-01T00:05:00Z"}
+    assert moved["operator"]["lastUpdate"] == {
+        "result": "succeeded",
+        "commit": NEXT_COMMIT,
+        "type": "up",
+        "time": "2026-01-01T00:05:00Z",
+    }
 
 
 def test_recovering_from_a_stall_flips_operator_stalled_to_false_at_that_run():
-    stalled = appliance_status(appliance(), stack(update=last_update("failed", failures=3), conditions=stalled_conditions()))
+    stalled = appliance_status(
+        appliance(), stack(update=last_update("failed", failures=3), conditions=stalled_conditions())
+    )
 
-    recovered = appliance_status(appliance(status=stalled), stack(update=last_update(resync="2026-01-01T01:00:00Z")), now=LATER)
+    recovered = appliance_status(
+        appliance(status=stalled), stack(update=last_update(resync="2026-01-01T01:00:00Z")), now=LATER
+    )
 
     condition = conditions_by_type(recovered)[OPERATOR_STALLED]
     assert (condition["status"], condition["lastTransitionTime"]) == ("False", "2026-01-02T00:00:00Z")

@@ -61,7 +61,14 @@ RECORDS = {
         "podUID": "pod-uid",
         "failure": {"phase": "Failed", "reason": "Error", "message": "exit 1"},
     },
-    "memoryUsage": {"ramMi": 1, "vramMi": 0, "totalMi": 1, "source": "ollama /api/ps", "replicas": 1, "sampledAt": "2026-01-01T11:00:00Z"},
+    "memoryUsage": {
+        "ramMi": 1,
+        "vramMi": 0,
+        "totalMi": 1,
+        "source": "ollama /api/ps",
+        "replicas": 1,
+        "sampledAt": "2026-01-01T11:00:00Z",
+    },
 }
 
 
@@ -69,7 +76,14 @@ def _demo_applied() -> list[dict]:
     """The demo after one run (its objects, what the run declared, every status written), with a
     finished clear-model-cache HostOperation and the model status records the plan reads back."""
     demo = [o for o in yaml.safe_load_all(DEMO.read_text()) if o]
-    demo.append(runtime("HostOperation", "clear-cache", {"action": "clear-model-cache", "planId": "plan-1"}, status={"phase": "Succeeded"}))
+    demo.append(
+        runtime(
+            "HostOperation",
+            "clear-cache",
+            {"action": "clear-model-cache", "planId": "plan-1"},
+            status={"phase": "Succeeded"},
+        )
+    )
     applied = list(world_after(plan(snapshot=Snapshot.from_objects(demo), catalogs=CATALOGS, now=NOW), demo))
     for obj in applied:
         if obj.get("kind") == "ModelActivation":
@@ -86,7 +100,30 @@ scalars = st.one_of(
     st.integers(min_value=-(2**40), max_value=2**40),
     st.floats(allow_nan=False, allow_infinity=False),
     st.text(max_size=12),
-    st.sampled_from(["", "x", "cpu", "nvidia-gpu", "amd-gpu", "intel-gpu", "VLLM", "OLlama", "FreeToken", "local", "external", "litellm", "gpu", "openclaw", "paperclip", "auto", "fp8", "none", "sso", "local"]),
+    st.sampled_from(
+        [
+            "",
+            "x",
+            "cpu",
+            "nvidia-gpu",
+            "amd-gpu",
+            "intel-gpu",
+            "VLLM",
+            "OLlama",
+            "FreeToken",
+            "local",
+            "external",
+            "litellm",
+            "gpu",
+            "openclaw",
+            "paperclip",
+            "auto",
+            "fp8",
+            "none",
+            "sso",
+            "local",
+        ]
+    ),
 )
 values = st.recursive(
     scalars,
@@ -164,5 +201,9 @@ def test_planning_the_demo_with_any_runtime_object_mutated_never_raises(changes)
 def test_the_demo_itself_plans_every_runtime_object():
     result = plan(snapshot=Snapshot.from_objects(DEMO_OBJECTS), catalogs=CATALOGS, now=NOW)
     planned = {(s.kind, s.name) for s in result.statuses}
-    expected = {(o["kind"], o["metadata"]["name"]) for o in map(DEMO_OBJECTS.__getitem__, RUNTIME_INDEXES) if o["kind"] != "HostOperation"}
+    expected = {
+        (o["kind"], o["metadata"]["name"])
+        for o in map(DEMO_OBJECTS.__getitem__, RUNTIME_INDEXES)
+        if o["kind"] != "HostOperation"
+    }
     assert planned == expected

@@ -24,7 +24,9 @@ OTHER_MODEL_UID = "6f1c0d5e-0000-4000-8000-000000000002"
 REVISION = "model-uid-1/generation-1/activation-generation-1"
 
 
-def owner(uid: str = MODEL_UID, *, controller: Any = True, kind: str = "Model", api_version: str = "kubeai.org/v1") -> dict:
+def owner(
+    uid: str = MODEL_UID, *, controller: Any = True, kind: str = "Model", api_version: str = "kubeai.org/v1"
+) -> dict:
     return {"apiVersion": api_version, "kind": kind, "name": "qwen", "uid": uid, "controller": controller}
 
 
@@ -49,7 +51,8 @@ def pod(
             "ownerReferences": [owner()] if owners is None else owners,
             **metadata,
         },
-        "status": {"phase": phase, "reason": "Evicted", "message": "The node was low on resource: memory."} | (status or {}),
+        "status": {"phase": phase, "reason": "Evicted", "message": "The node was low on resource: memory."}
+        | (status or {}),
     }
 
 
@@ -154,7 +157,11 @@ def test_a_pod_without_its_own_reason_reports_its_first_failed_container():
 
 def test_candidates_are_sorted_by_name_whatever_the_listing_order():
     listed = [pod("model-qwen-b"), pod("model-qwen-a", phase="Running"), pod("model-qwen-a2"), pod("model-qwen-0")]
-    assert [p.name for p in select_terminal_pods(listed, MODEL_UID)] == ["model-qwen-0", "model-qwen-a2", "model-qwen-b"]
+    assert [p.name for p in select_terminal_pods(listed, MODEL_UID)] == [
+        "model-qwen-0",
+        "model-qwen-a2",
+        "model-qwen-b",
+    ]
 
 
 def test_a_model_without_uid_has_no_candidates():
@@ -311,10 +318,34 @@ def test_the_attempt_time_is_stored_in_whole_seconds_so_a_persisted_state_reads_
         None,
         "recovering",
         {},
-        {"revision": REVISION, "attempts": "3", "lastAttemptTime": "2026-01-01T00:00:00Z", "podUID": "u", "failure": {"phase": "Failed"}},
-        {"revision": REVISION, "attempts": 0, "lastAttemptTime": "2026-01-01T00:00:00Z", "podUID": "u", "failure": {"phase": "Failed"}},
-        {"revision": REVISION, "attempts": 1, "lastAttemptTime": "yesterday", "podUID": "u", "failure": {"phase": "Failed"}},
-        {"revision": REVISION, "attempts": 1, "lastAttemptTime": "2026-01-01T00:00:00Z", "podUID": "u", "failure": "Evicted"},
+        {
+            "revision": REVISION,
+            "attempts": "3",
+            "lastAttemptTime": "2026-01-01T00:00:00Z",
+            "podUID": "u",
+            "failure": {"phase": "Failed"},
+        },
+        {
+            "revision": REVISION,
+            "attempts": 0,
+            "lastAttemptTime": "2026-01-01T00:00:00Z",
+            "podUID": "u",
+            "failure": {"phase": "Failed"},
+        },
+        {
+            "revision": REVISION,
+            "attempts": 1,
+            "lastAttemptTime": "yesterday",
+            "podUID": "u",
+            "failure": {"phase": "Failed"},
+        },
+        {
+            "revision": REVISION,
+            "attempts": 1,
+            "lastAttemptTime": "2026-01-01T00:00:00Z",
+            "podUID": "u",
+            "failure": "Evicted",
+        },
     ],
     ids=["absent", "not-a-mapping", "empty", "attempts-text", "attempts-zero", "time-unreadable", "failure-text"],
 )
@@ -331,4 +362,3 @@ def test_a_whole_float_attempt_count_reads_as_an_integer():
 def test_a_time_without_a_timezone_is_refused():
     with pytest.raises(ValueError, match="timezone"):
         decide_recovery(previous=None, revision=REVISION, terminal=(terminal(),), ready=False, now=datetime(2026, 1, 1))
-

@@ -25,7 +25,9 @@ TINY = {
             "engine": "VLLM",
             "computeTarget": "cpu",
             "defaultArtifact": "bf16",
-            "artifacts": [{"id": "bf16", "url": "hf://example/tiny-chat", "precision": "bf16", "memoryRequiredMi": 2048}],
+            "artifacts": [
+                {"id": "bf16", "url": "hf://example/tiny-chat", "precision": "bf16", "memoryRequiredMi": 2048}
+            ],
         }
     ],
 }
@@ -36,7 +38,12 @@ def presets_text(*entries: dict[str, Any]) -> str:
 
 
 def presets_config_map(text: str, *, key: str = "presets.yaml") -> dict[str, Any]:
-    return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": PRESETS_CONFIG_MAP, "namespace": NS}, "data": {key: text}}
+    return {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {"name": PRESETS_CONFIG_MAP, "namespace": NS},
+        "data": {key: text},
+    }
 
 
 def test_the_preset_catalog_is_overridden_by_config_map_magicstick_model_presets_key_presets_yaml():
@@ -71,7 +78,10 @@ def test_a_preset_of_the_config_map_replaces_the_shipped_preset_of_its_name():
 BROKEN = {
     "YAML error": ("presets:\n  - name: [unclosed\n", "the document"),
     "unknown field": (presets_text({**TINY, "colour": "red"}), "field colour"),
-    "default target without a variant": (presets_text({**TINY, "defaultComputeTarget": "nvidia-gpu"}), "field defaultComputeTarget"),
+    "default target without a variant": (
+        presets_text({**TINY, "defaultComputeTarget": "nvidia-gpu"}),
+        "field defaultComputeTarget",
+    ),
     "unknown engine": (presets_text({**TINY, "variants": [{**TINY["variants"][0], "engine": "Triton"}]}), "'Triton'"),
 }
 

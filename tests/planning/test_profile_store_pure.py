@@ -52,7 +52,9 @@ def test_a_new_profile_beyond_the_bound_is_refused_with_a_message_naming_the_lim
 
 
 def test_foreign_entries_do_not_count_towards_the_bound():
-    profiles = with_profile({**FOREIGN, "other-tool-a": {}, "other-tool-b": {}}, "magicstick-cpu-4", CPU_PROFILE, max_owned=1)
+    profiles = with_profile(
+        {**FOREIGN, "other-tool-a": {}, "other-tool-b": {}}, "magicstick-cpu-4", CPU_PROFILE, max_owned=1
+    )
     assert profiles is not None and "magicstick-cpu-4" in profiles
 
 
@@ -87,7 +89,12 @@ OWNED_NAMES = st.from_regex(r"magicstick-[a-z0-9]{1,20}", fullmatch=True)
 BODIES = st.dictionaries(st.sampled_from(["imageName", "cpu", "memory"]), st.text(max_size=5), max_size=3)
 
 
-@given(st.dictionaries(FOREIGN_NAMES, BODIES, max_size=5), st.dictionaries(OWNED_NAMES, BODIES, max_size=5), OWNED_NAMES, BODIES)
+@given(
+    st.dictionaries(FOREIGN_NAMES, BODIES, max_size=5),
+    st.dictionaries(OWNED_NAMES, BODIES, max_size=5),
+    OWNED_NAMES,
+    BODIES,
+)
 def test_putting_or_removing_an_owned_entry_leaves_all_foreign_entries_as_they_were(foreign, owned, name, body):
     profiles = {**foreign, **owned}
     for changed in (with_profile(profiles, name, body, max_owned=64), without_profile(profiles, name)):
@@ -115,12 +122,17 @@ def test_other_keys_of_the_values_document_are_kept():
 
 @pytest.mark.parametrize("text", ['{"resourceProfiles": {', "[1, 2]", '{"resourceProfiles": [1]}'])
 def test_a_malformed_store_is_refused_with_a_message_naming_the_config_map_and_key(text):
-    with pytest.raises(MalformedProfileStore, match="ConfigMap flux-system/magicstick-runtime-profiles key values.json"):
+    with pytest.raises(
+        MalformedProfileStore, match="ConfigMap flux-system/magicstick-runtime-profiles key values.json"
+    ):
         read_profiles(config_map(text))
 
 
 def test_serialisation_sorts_keys_and_uses_compact_separators():
-    assert serialise({"resourceProfiles": {"b": {"y": 1, "x": 2}, "a": {}}}) == '{"resourceProfiles":{"a":{},"b":{"x":2,"y":1}}}'
+    assert (
+        serialise({"resourceProfiles": {"b": {"y": 1, "x": 2}, "a": {}}})
+        == '{"resourceProfiles":{"a":{},"b":{"x":2,"y":1}}}'
+    )
 
 
 def provider_inputs(**overrides) -> dict:

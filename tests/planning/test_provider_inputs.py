@@ -26,14 +26,30 @@ from providers.stale_removal import StaleTarget as ProviderStaleTarget
 text = st.text(min_size=1, max_size=12)
 
 stale_targets = st.builds(StaleTarget, api_version=text, kind=text, namespace=text, name=text, uid=text)
-recovery_attempts = st.builds(RecoveryAttempt, namespace=text, pod=text, pod_uid=text, resource_version=text, attempt=st.integers(0, 1_000))
+recovery_attempts = st.builds(
+    RecoveryAttempt, namespace=text, pod=text, pod_uid=text, resource_version=text, attempt=st.integers(0, 1_000)
+)
 alias_requests = st.builds(
-    AliasRequest, namespace=text, pods=st.lists(text, max_size=3).map(tuple), source=text, alias=text, port=st.integers(1, 65_535)
+    AliasRequest,
+    namespace=text,
+    pods=st.lists(text, max_size=3).map(tuple),
+    source=text,
+    alias=text,
+    port=st.integers(1, 65_535),
 )
 
-values = st.recursive(st.none() | st.booleans() | st.integers(-1_000, 1_000) | text, lambda inner: st.lists(inner, max_size=3) | st.dictionaries(text, inner, max_size=3), max_leaves=8)
+values = st.recursive(
+    st.none() | st.booleans() | st.integers(-1_000, 1_000) | text,
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(text, inner, max_size=3),
+    max_leaves=8,
+)
 status_updates = st.builds(
-    StatusUpdate, api_version=text, kind=text, namespace=text, name=text, status=st.dictionaries(text, values, max_size=4).map(freeze)
+    StatusUpdate,
+    api_version=text,
+    kind=text,
+    namespace=text,
+    name=text,
+    status=st.dictionaries(text, values, max_size=4).map(freeze),
 )
 
 profile_entries = st.builds(
@@ -60,8 +76,15 @@ def test_a_cpu_profile_crosses_as_an_entry_of_its_store() -> None:
         "profileName": "magicstick-cpu-1",
         "profile": {"limits": {"cpu": 2}, "nodeSelector": {}},
     }
-    read = profile_store.RuntimeProfileEntry.from_inputs({**entry.to_inputs(), "profile": {"limits": {"cpu": 2.0}, "nodeSelector": {}}})
-    assert (read.ref, read.profile_name, read.body) == (entry.ref, entry.profile_name, {"limits": {"cpu": 2}, "nodeSelector": {}})
+    read = profile_store.RuntimeProfileEntry.from_inputs(
+        {**entry.to_inputs(), "profile": {"limits": {"cpu": 2.0}, "nodeSelector": {}}}
+    )
+    assert (read.ref, read.profile_name, read.body) == (
+        entry.ref,
+        entry.profile_name,
+        {"limits": {"cpu": 2}, "nodeSelector": {}},
+    )
+
 
 bodies = st.builds(
     lambda kind, name, data: freeze({"apiVersion": "v1", "kind": kind, "metadata": {"name": name}, "data": data}),
@@ -87,18 +110,31 @@ def test_direct_runtime_inputs_read_back_from_their_inputs_are_the_same(inputs: 
 @given(direct_inputs)
 def test_the_direct_runtime_provider_reads_the_objects_the_plan_declared(inputs: DirectRuntimeInputs) -> None:
     read = direct_runtime.RuntimeInputs.from_props(inputs.to_inputs())
-    assert (read.runtime, read.namespace, read.field_manager) == (inputs.runtime, inputs.namespace, inputs.field_manager)
+    assert (read.runtime, read.namespace, read.field_manager) == (
+        inputs.runtime,
+        inputs.namespace,
+        inputs.field_manager,
+    )
     assert [obj.ref.name for obj in read.objects] == [body["metadata"]["name"] for body in inputs.objects]
 
 
 def test_a_direct_runtime_crosses_as_its_kind_namespace_and_bodies() -> None:
-    body = freeze({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "m-a", "namespace": "ai"}, "data": {"a": "1"}})
+    body = freeze(
+        {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "m-a", "namespace": "ai"}, "data": {"a": "1"}}
+    )
     config = DesiredObject("configmap/ai/m-a", "v1", "ConfigMap", "m-a", "ai", body)
     runtime = DirectRuntime(kind=DirectRuntimeKind.REALTIME, activation="a", namespace="ai", objects=(config,))
     assert runtime.inputs("magicstick").to_inputs() == {
         "runtime": "Realtime",
         "namespace": "ai",
-        "objects": [{"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "m-a", "namespace": "ai"}, "data": {"a": "1"}}],
+        "objects": [
+            {
+                "apiVersion": "v1",
+                "kind": "ConfigMap",
+                "metadata": {"name": "m-a", "namespace": "ai"},
+                "data": {"a": "1"},
+            }
+        ],
         "fieldManager": "magicstick",
     }
 
@@ -113,21 +149,39 @@ def test_a_status_update_read_back_from_its_inputs_is_the_same_update(update: St
 def test_the_status_writer_reads_the_update_the_plan_declared(update: StatusUpdate) -> None:
     target = status_writer.StatusTarget.from_inputs(update.to_inputs())
     assert (target.api_version, target.kind, target.namespace, target.name, freeze(target.status)) == (
-        update.api_version, update.kind, update.namespace, update.name, update.status
+        update.api_version,
+        update.kind,
+        update.namespace,
+        update.name,
+        update.status,
     )
 
 
 def test_the_members_and_problems_inputs_are_named_once_for_the_status_batch_and_its_provider() -> None:
     assert status_component.MEMBERS_INPUT is status_batch.MEMBERS_INPUT is MEMBERS_INPUT
-    assert status_component.PROBLEMS_INPUT is status_batch.PROBLEMS_INPUT is status_writer.PROBLEMS_INPUT is PROBLEMS_INPUT
+    assert (
+        status_component.PROBLEMS_INPUT is status_batch.PROBLEMS_INPUT is status_writer.PROBLEMS_INPUT is PROBLEMS_INPUT
+    )
 
 
 @given(status_updates)
 def test_a_status_batch_member_reads_back_as_the_update_the_plan_declared(update: StatusUpdate) -> None:
     (batch,) = status_batches([update])
-    inputs = {"apiVersion": batch.api_version, "kind": batch.kind, "members": status_component.member_inputs(batch, {}), "problem": None}
-    target = status_batch.Batch.from_props(status_batch.StatusBatchProvider().check({}, inputs).inputs).target(batch.key(update), {})
-    assert (target.api_version, target.kind, target.namespace, target.name) == (update.api_version, update.kind, update.namespace, update.name)
+    inputs = {
+        "apiVersion": batch.api_version,
+        "kind": batch.kind,
+        "members": status_component.member_inputs(batch, {}),
+        "problem": None,
+    }
+    target = status_batch.Batch.from_props(status_batch.StatusBatchProvider().check({}, inputs).inputs).target(
+        batch.key(update), {}
+    )
+    assert (target.api_version, target.kind, target.namespace, target.name) == (
+        update.api_version,
+        update.kind,
+        update.namespace,
+        update.name,
+    )
     assert target.status == status_writer.StatusTarget.from_inputs(update.to_inputs()).status
 
 
@@ -153,7 +207,9 @@ def test_an_alias_request_read_back_from_its_inputs_is_the_same_request(request:
 
 def test_a_stale_object_crosses_as_its_identity_and_uid() -> None:
     stale = StaleObject("kustomize.toolkit.fluxcd.io/v1", "Kustomization", "flux-system", "litellm", "uid-1", "litellm")
-    assert stale.target == StaleTarget("kustomize.toolkit.fluxcd.io/v1", "Kustomization", "flux-system", "litellm", "uid-1")
+    assert stale.target == StaleTarget(
+        "kustomize.toolkit.fluxcd.io/v1", "Kustomization", "flux-system", "litellm", "uid-1"
+    )
 
 
 def test_a_pod_deletion_crosses_as_the_pod_identity_its_preconditions_need() -> None:
@@ -166,4 +222,6 @@ def test_the_providers_read_inputs_with_the_planning_types_serialisation() -> No
     assert ProviderStaleTarget.from_inputs.__func__ is StaleTarget.from_inputs.__func__
     assert ProviderRecoveryAttempt is RecoveryAttempt
     request = AliasRequest("ai", ("model-a-0",), "qwen2.5:0.5b", "qwen-0.5b", 8000)
-    assert AliasTarget.from_inputs(request.to_inputs()) == AliasTarget("ai", ("model-a-0",), "qwen2.5:0.5b", "qwen-0.5b", 8000)
+    assert AliasTarget.from_inputs(request.to_inputs()) == AliasTarget(
+        "ai", ("model-a-0",), "qwen2.5:0.5b", "qwen-0.5b", 8000
+    )

@@ -42,8 +42,18 @@ from tests.planning.models.world import observed_model
 READY, IN_PROGRESS, FAILED = Readiness.READY, Readiness.IN_PROGRESS, Readiness.FAILED
 
 
-def ready_status(ready: str = "True", *, status_og: int | None = 1, condition_og: int | None = 1, reason: str = "ReconciliationSucceeded") -> dict:
-    status: dict[str, Any] = {"conditions": [condition("Ready", ready, reason=reason, message="flux says so", observed_generation=condition_og)]}
+def ready_status(
+    ready: str = "True",
+    *,
+    status_og: int | None = 1,
+    condition_og: int | None = 1,
+    reason: str = "ReconciliationSucceeded",
+) -> dict:
+    status: dict[str, Any] = {
+        "conditions": [
+            condition("Ready", ready, reason=reason, message="flux says so", observed_generation=condition_og)
+        ]
+    }
     if status_og is not None:
         status["observedGeneration"] = status_og
     return status
@@ -78,13 +88,49 @@ def release(status: dict | None, *, generation: int, suspend: bool = False) -> G
 
 FLUX_CASES = {
     "ready-for-the-current-generation": (ready_status(), 1, False, READY, "ReconciliationSucceeded"),
-    "ready-for-an-older-generation": (ready_status(status_og=1, condition_og=1), 2, False, IN_PROGRESS, Waiting.STALE_GENERATION),
-    "condition-without-generation-uses-the-status-one": (ready_status(condition_og=None), 1, False, READY, "ReconciliationSucceeded"),
-    "condition-without-generation-and-an-older-status": (ready_status(status_og=1, condition_og=None), 2, False, IN_PROGRESS, Waiting.STALE_GENERATION),
-    "the-conditions-own-generation-wins": (ready_status(status_og=2, condition_og=1), 2, False, IN_PROGRESS, Waiting.STALE_GENERATION),
-    "no-generation-recorded-anywhere": (ready_status(status_og=None, condition_og=None), 1, False, IN_PROGRESS, Waiting.STALE_GENERATION),
+    "ready-for-an-older-generation": (
+        ready_status(status_og=1, condition_og=1),
+        2,
+        False,
+        IN_PROGRESS,
+        Waiting.STALE_GENERATION,
+    ),
+    "condition-without-generation-uses-the-status-one": (
+        ready_status(condition_og=None),
+        1,
+        False,
+        READY,
+        "ReconciliationSucceeded",
+    ),
+    "condition-without-generation-and-an-older-status": (
+        ready_status(status_og=1, condition_og=None),
+        2,
+        False,
+        IN_PROGRESS,
+        Waiting.STALE_GENERATION,
+    ),
+    "the-conditions-own-generation-wins": (
+        ready_status(status_og=2, condition_og=1),
+        2,
+        False,
+        IN_PROGRESS,
+        Waiting.STALE_GENERATION,
+    ),
+    "no-generation-recorded-anywhere": (
+        ready_status(status_og=None, condition_og=None),
+        1,
+        False,
+        IN_PROGRESS,
+        Waiting.STALE_GENERATION,
+    ),
     "failed-for-the-current-generation": (ready_status("False", reason="BuildFailed"), 1, False, FAILED, "BuildFailed"),
-    "failed-for-an-older-generation": (ready_status("False", reason="BuildFailed"), 2, False, IN_PROGRESS, Waiting.STALE_GENERATION),
+    "failed-for-an-older-generation": (
+        ready_status("False", reason="BuildFailed"),
+        2,
+        False,
+        IN_PROGRESS,
+        Waiting.STALE_GENERATION,
+    ),
     "progressing": (ready_status("False", reason="Progressing"), 1, False, IN_PROGRESS, "Progressing"),
     "unknown": (ready_status("Unknown", reason="Progressing"), 1, False, IN_PROGRESS, "Progressing"),
     "just-created-by-the-server": (None, 1, False, IN_PROGRESS, Waiting.AWAITING_STATUS),
@@ -114,7 +160,11 @@ def test_a_stale_verdict_names_both_generations():
 
 
 def planned_policy():
-    (policy,) = [o for o in access_objects(access_for(), AccessSettings(), field_manager="magicstick") if o.kind == "SecurityPolicy"]
+    (policy,) = [
+        o
+        for o in access_objects(access_for(), AccessSettings(), field_manager="magicstick")
+        if o.kind == "SecurityPolicy"
+    ]
     return policy
 
 
@@ -140,7 +190,11 @@ def with_ancestors(*conditions: dict | None) -> Callable[[dict], dict]:
     def change(obj: dict) -> dict:
         obj["status"] = {
             "ancestors": [
-                {"ancestorRef": GATEWAY_REF, "controllerName": "gateway.envoyproxy.io/gatewayclass-controller", "conditions": [c] if c else []}
+                {
+                    "ancestorRef": GATEWAY_REF,
+                    "controllerName": "gateway.envoyproxy.io/gatewayclass-controller",
+                    "conditions": [c] if c else [],
+                }
                 for c in conditions
             ]
         }
@@ -150,18 +204,40 @@ def with_ancestors(*conditions: dict | None) -> Callable[[dict], dict]:
 
 
 def accepted(status: str = "True", generation: int | None = 1, reason: str = "Accepted") -> dict:
-    return condition("Accepted", status, reason=reason, message=f"{reason} by the gateway", observed_generation=generation)
+    return condition(
+        "Accepted", status, reason=reason, message=f"{reason} by the gateway", observed_generation=generation
+    )
 
 
 POLICY_CASES: dict[str, tuple[dict[str, Any], Callable[[dict], dict], Readiness, str]] = {
     "accepted-with-the-planned-hash": ({}, lambda o: o, READY, "Accepted"),
     "no-hash-annotation": ({}, without_hash, IN_PROGRESS, Waiting.NOT_CURRENT),
     "the-hash-of-another-spec": ({}, with_hash("0123456789abcdef"), IN_PROGRESS, Waiting.NOT_CURRENT),
-    "accepted-for-an-older-generation": ({"generation": 2, "observed_generation": 1}, lambda o: o, IN_PROGRESS, Waiting.STALE_GENERATION),
-    "accepted-without-an-observed-generation": ({}, with_ancestors(accepted(generation=None)), IN_PROGRESS, Waiting.STALE_GENERATION),
+    "accepted-for-an-older-generation": (
+        {"generation": 2, "observed_generation": 1},
+        lambda o: o,
+        IN_PROGRESS,
+        Waiting.STALE_GENERATION,
+    ),
+    "accepted-without-an-observed-generation": (
+        {},
+        with_ancestors(accepted(generation=None)),
+        IN_PROGRESS,
+        Waiting.STALE_GENERATION,
+    ),
     "rejected-for-the-current-generation": ({"accepted": "False", "reason": "Invalid"}, lambda o: o, FAILED, "Invalid"),
-    "one-of-two-ancestors-rejects-it": ({}, with_ancestors(accepted(), accepted("False", reason="Conflicted")), FAILED, "Conflicted"),
-    "one-of-two-ancestors-judged-an-older-generation": ({"generation": 2}, with_ancestors(accepted(generation=2), accepted(generation=1)), IN_PROGRESS, Waiting.STALE_GENERATION),
+    "one-of-two-ancestors-rejects-it": (
+        {},
+        with_ancestors(accepted(), accepted("False", reason="Conflicted")),
+        FAILED,
+        "Conflicted",
+    ),
+    "one-of-two-ancestors-judged-an-older-generation": (
+        {"generation": 2},
+        with_ancestors(accepted(generation=2), accepted(generation=1)),
+        IN_PROGRESS,
+        Waiting.STALE_GENERATION,
+    ),
     "no-ancestor-yet": ({}, with_ancestors(), IN_PROGRESS, Waiting.AWAITING_STATUS),
     "an-ancestor-without-accepted-condition": ({}, with_ancestors(None), IN_PROGRESS, Waiting.AWAITING_STATUS),
 }
@@ -172,7 +248,9 @@ def test_a_security_policy_is_ready_when_it_carries_the_planned_hash_and_its_gen
     options, change, readiness, reason = POLICY_CASES[case]
     planned = planned_policy()
     observed = change(accepted_policy(planned, **options))
-    verdict = security_policy_readiness(generic(observed), planned_hash=planned.body["metadata"]["annotations"][SPEC_HASH_ANNOTATION])
+    verdict = security_policy_readiness(
+        generic(observed), planned_hash=planned.body["metadata"]["annotations"][SPEC_HASH_ANNOTATION]
+    )
     assert (verdict.readiness, verdict.reason) == (readiness, reason)
 
 
@@ -197,7 +275,11 @@ def test_a_security_policy_not_in_the_cluster_is_in_progress():
 
 
 def planned_route():
-    return next(o for o in access_objects(access_for(guard_ready=True), AccessSettings(), field_manager="magicstick") if o.kind == "HTTPRoute")
+    return next(
+        o
+        for o in access_objects(access_for(guard_ready=True), AccessSettings(), field_manager="magicstick")
+        if o.kind == "HTTPRoute"
+    )
 
 
 def route_with(conditions: list[dict], *, generation: int = 1) -> GenericObject:

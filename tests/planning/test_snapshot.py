@@ -11,7 +11,9 @@ from tests.planning.builders import activation, appliance, crd, kustomization_fo
 
 
 def test_a_list_object_is_flattened_into_its_items():
-    snapshot = Snapshot.from_objects([{"apiVersion": "v1", "kind": "List", "items": [appliance(), activation("basis")]}])
+    snapshot = Snapshot.from_objects(
+        [{"apiVersion": "v1", "kind": "List", "items": [appliance(), activation("basis")]}]
+    )
     assert [o.kind for o in snapshot.runtime_objects] == ["Appliance", "ModuleActivation"]
 
 
@@ -21,14 +23,20 @@ def test_an_object_without_a_name_is_rejected_with_its_position_and_kind():
 
 
 def test_the_same_object_twice_is_rejected_naming_both_positions():
-    with pytest.raises(SnapshotError, match=r"object 2 \(ModuleActivation/ai-system/basis\): appears twice \(first as object 1\)"):
+    with pytest.raises(
+        SnapshotError, match=r"object 2 \(ModuleActivation/ai-system/basis\): appears twice \(first as object 1\)"
+    ):
         Snapshot.from_objects([appliance(), activation("basis"), activation("basis")])
 
 
 def test_one_name_in_two_api_groups_or_namespaces_is_two_objects():
     other_namespace = activation("basis")
     other_namespace["metadata"]["namespace"] = "elsewhere"
-    other_group = {"apiVersion": "example.com/v1", "kind": "ModuleActivation", "metadata": {"name": "basis", "namespace": "ai-system"}}
+    other_group = {
+        "apiVersion": "example.com/v1",
+        "kind": "ModuleActivation",
+        "metadata": {"name": "basis", "namespace": "ai-system"},
+    }
     assert len(Snapshot.from_objects([activation("basis"), other_namespace, other_group]).runtime_objects) == 2
 
 

@@ -9,11 +9,18 @@ import pytest
 from planning.snapshot import HealthObservation, Snapshot, SnapshotError, Workload
 
 
-def deployment(*, generation: int = 3, spec: dict[str, Any] | None = None, status: dict[str, Any] | None = None) -> dict[str, Any]:
+def deployment(
+    *, generation: int = 3, spec: dict[str, Any] | None = None, status: dict[str, Any] | None = None
+) -> dict[str, Any]:
     return {
         "apiVersion": "apps/v1",
         "kind": "Deployment",
-        "metadata": {"name": "omni", "namespace": "ai", "generation": generation, "labels": {"appliance.magicstick.dev/runtime": "realtime"}},
+        "metadata": {
+            "name": "omni",
+            "namespace": "ai",
+            "generation": generation,
+            "labels": {"appliance.magicstick.dev/runtime": "realtime"},
+        },
         "spec": {"replicas": 2} if spec is None else spec,
         "status": {} if status is None else status,
     }
@@ -31,14 +38,24 @@ def test_a_deployment_reads_into_a_workload_with_its_generations_and_replica_cou
     workload = only_workload(deployment(status=ROLLED_OUT))
 
     assert (workload.meta.namespace, workload.meta.name, workload.meta.generation) == ("ai", "omni", 3)
-    assert (workload.observed_generation, workload.replicas, workload.updated_replicas, workload.available_replicas) == (3, 2, 2, 1)
+    assert (
+        workload.observed_generation,
+        workload.replicas,
+        workload.updated_replicas,
+        workload.available_replicas,
+    ) == (3, 2, 2, 1)
     assert workload.desired_replicas == 2
 
 
 def test_a_deployment_its_controller_has_not_seen_yet_reads_with_no_observed_generation_and_no_replicas():
     workload = only_workload(deployment(status={}))
 
-    assert (workload.observed_generation, workload.replicas, workload.updated_replicas, workload.available_replicas) == (None, 0, 0, 0)
+    assert (
+        workload.observed_generation,
+        workload.replicas,
+        workload.updated_replicas,
+        workload.available_replicas,
+    ) == (None, 0, 0, 0)
 
 
 def test_a_deployment_without_spec_replicas_wants_one_as_the_api_server_defaults():
@@ -58,7 +75,9 @@ def test_a_rollout_count_that_is_not_an_integer_is_rejected_naming_the_deploymen
 
 
 def test_health_observations_are_kept_sorted_by_namespace_and_pod_and_found_by_pod():
-    later = HealthObservation(namespace="team-x", pod="omni-0", healthy=False, error="GET health: 503 Service Unavailable")
+    later = HealthObservation(
+        namespace="team-x", pod="omni-0", healthy=False, error="GET health: 503 Service Unavailable"
+    )
     earlier = HealthObservation(namespace="ai", pod="omni-1", healthy=True)
 
     snapshot = Snapshot.from_objects([], health=[later, earlier])

@@ -14,7 +14,12 @@ def test_a_generated_kustomization_of_a_disabled_module_is_removed_under_its_uid
     leftover = _with_uid(kustomization_for("litellm"), "uid-litellm")
     result = plan_of(appliance(), activation("litellm", enabled=False), leftover)
     (stale,) = result.stale
-    assert (stale.namespace, stale.name, stale.uid, stale.module) == ("flux-system", CATALOGS.modules.get("litellm").kustomization, "uid-litellm", "litellm")
+    assert (stale.namespace, stale.name, stale.uid, stale.module) == (
+        "flux-system",
+        CATALOGS.modules.get("litellm").kustomization,
+        "uid-litellm",
+        "litellm",
+    )
     assert stale.logical_name == f"stale/kustomization/flux-system/{stale.name}"
 
 
@@ -47,5 +52,11 @@ def test_a_kustomization_without_the_generated_labels_is_never_touched():
 
 def test_a_kustomization_of_a_module_waiting_for_a_disabled_dependency_is_removed():
     leftover = _with_uid(kustomization_for("model-catalog"), "uid-catalog")
-    result = plan_of(appliance(), activation("litellm", enabled=False), activation("model-catalog"), *ready_modules("basis"), leftover)
+    result = plan_of(
+        appliance(),
+        activation("litellm", enabled=False),
+        activation("model-catalog"),
+        *ready_modules("basis"),
+        leftover,
+    )
     assert [s.module for s in result.stale] == ["model-catalog"]

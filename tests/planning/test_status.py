@@ -47,7 +47,9 @@ def test_auto_enabled_modules_say_so_in_the_appliance_status():
 def test_the_appliance_is_degraded_when_a_module_fails():
     from tests.planning.builders import kustomization_for
 
-    result = plan_of(appliance(), activation("basis"), kustomization_for("basis", "False", reason="BuildFailed", message="x"))
+    result = plan_of(
+        appliance(), activation("basis"), kustomization_for("basis", "False", reason="BuildFailed", message="x")
+    )
     status = status_of(result, "Appliance", "local")
     assert status["phase"] == "Degraded"
     assert status["conditions"][0]["reason"] == "ModulesDegraded"
@@ -74,7 +76,9 @@ def test_every_activation_status_carries_its_observed_generation():
 
 
 def test_an_invalid_model_reports_the_field_and_the_rule():
-    broken = runtime("ModelActivation", "bad", {"type": "local", "local": {"preset": "qwen2505bcpu", "memoryRequiredMi": 8}})
+    broken = runtime(
+        "ModelActivation", "bad", {"type": "local", "local": {"preset": "qwen2505bcpu", "memoryRequiredMi": 8}}
+    )
     status = status_of(plan_of(appliance(), broken), "ModelActivation", "bad")
     assert status["phase"] == "Failed"
     assert status["reason"] == "InvalidSpec"
@@ -110,7 +114,11 @@ def test_no_status_is_planned_for_an_appliance_that_does_not_exist():
 
 
 def _cpu_model_with(cpu_resources: dict) -> dict:
-    obj = runtime("ModelActivation", "m", {"type": "local", "local": {"preset": "qwen2505bcpu", "engine": "VLLM", "cpuResources": cpu_resources}})
+    obj = runtime(
+        "ModelActivation",
+        "m",
+        {"type": "local", "local": {"preset": "qwen2505bcpu", "engine": "VLLM", "cpuResources": cpu_resources}},
+    )
     return obj
 
 
@@ -122,7 +130,9 @@ def test_a_cpu_limit_below_the_inherited_engine_request_is_rejected_with_the_fie
 
 
 def test_a_cpu_limit_of_zero_means_no_quota_and_is_accepted():
-    status = status_of(plan_of(appliance(), _cpu_model_with({"requestMillicores": 4000, "limitMillicores": 0})), "ModelActivation", "m")
+    status = status_of(
+        plan_of(appliance(), _cpu_model_with({"requestMillicores": 4000, "limitMillicores": 0})), "ModelActivation", "m"
+    )
     assert status["phase"] == "WaitingForModules"
 
 

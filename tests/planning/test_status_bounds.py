@@ -108,7 +108,9 @@ def test_a_bounded_status_written_back_plans_the_same_status_again():
 
 
 def test_a_long_message_is_cut_saying_how_much_was_left_out():
-    failing = kustomization_for("litellm", "False", reason="BuildFailed", message="kustomize build failed: " + "x" * 5000)
+    failing = kustomization_for(
+        "litellm", "False", reason="BuildFailed", message="kustomize build failed: " + "x" * 5000
+    )
     result = plan_of(appliance(), activation("litellm"), failing, now=NOW)
     status = status_of(result, "ModuleActivation", "litellm")
     assert len(status["message"]) <= 1024

@@ -41,7 +41,12 @@ def world_after(result: Plan, previous: Iterable[dict]) -> tuple[dict, ...]:
         profiles = {p.name: thaw(p.body) for p in result.models.cpu_profiles}
         document = json.dumps({"resourceProfiles": profiles}, sort_keys=True)
         kind, namespace, name = PROFILE_STORE
-        objects[PROFILE_STORE] = {"apiVersion": "v1", "kind": kind, "metadata": {"name": name, "namespace": namespace}, "data": {"values.json": document}}
+        objects[PROFILE_STORE] = {
+            "apiVersion": "v1",
+            "kind": kind,
+            "metadata": {"name": name, "namespace": namespace},
+            "data": {"values.json": document},
+        }
     for update in result.statuses:
         key = (update.kind, update.namespace, update.name)
         if key in objects:
@@ -60,13 +65,20 @@ def _stored(body: dict, before: dict | None) -> dict:
     if before is not None and "status" in before:
         stored["status"] = before["status"]
     if stored["kind"] in ("Kustomization", "HelmRelease"):
-        stored["status"] = flux_status("True", reason="ReconciliationSucceeded", message="Applied", observed_generation=generation)
+        stored["status"] = flux_status(
+            "True", reason="ReconciliationSucceeded", message="Applied", observed_generation=generation
+        )
     elif stored["kind"] in ("SecurityPolicy", "HTTPRoute"):
         key = "ancestors" if stored["kind"] == "SecurityPolicy" else "parents"
         stored["status"] = accepted_gateway_status(key, generation)
     elif stored["kind"] == "Deployment":
         replicas = stored["spec"].get("replicas", 1)
-        stored["status"] = {"observedGeneration": generation, "replicas": replicas, "updatedReplicas": replicas, "availableReplicas": replicas}
+        stored["status"] = {
+            "observedGeneration": generation,
+            "replicas": replicas,
+            "updatedReplicas": replicas,
+            "availableReplicas": replicas,
+        }
     return stored
 
 

@@ -35,7 +35,9 @@ class MemberWrite:
 
 def status_writes(run: OfflineRun) -> list[MemberWrite]:
     """Every member of every status batch of `run`, by batch then key."""
-    return [MemberWrite(batch, key) for batch in run.of_type(STATUS_BATCH) for key in sorted(batch.inputs[MEMBERS_INPUT])]
+    return [
+        MemberWrite(batch, key) for batch in run.of_type(STATUS_BATCH) for key in sorted(batch.inputs[MEMBERS_INPUT])
+    ]
 
 
 def status_write(run: OfflineRun, kind: str, name: str) -> MemberWrite:

@@ -36,7 +36,11 @@ VALID = [
     ("oidcJwksUri", "https://auth.example.com/keys", "https://auth.example.com/keys"),
     ("oidcJwksUri", "https://auth.example.com/keys?version=2", "https://auth.example.com/keys?version=2"),
     ("oidcAuthorizationEndpoint", "https://auth.example.com/authorize", "https://auth.example.com/authorize"),
-    ("oidcAuthorizationEndpoint", "https://auth.example.com/authorize?tenant=2", "https://auth.example.com/authorize?tenant=2"),
+    (
+        "oidcAuthorizationEndpoint",
+        "https://auth.example.com/authorize?tenant=2",
+        "https://auth.example.com/authorize?tenant=2",
+    ),
     ("oidcTokenEndpoint", "https://auth.example.com/token", "https://auth.example.com/token"),
     ("oidcTokenEndpoint", "https://auth.example.com/token?tenant=2", "https://auth.example.com/token?tenant=2"),
     ("oidcEndSessionEndpoint", "https://auth.example.com/logout", "https://auth.example.com/logout"),
@@ -49,12 +53,24 @@ VALID = [
     ("gatewayListener", "https", "https"),
     ("gatewayListener", "https-443", "https-443"),
     ("dashboardHosts", "dashboard.example.local", ("dashboard.example.local",)),
-    ("dashboardHosts", "dashboard.example.local,dashboard.example.com", ("dashboard.example.local", "dashboard.example.com")),
+    (
+        "dashboardHosts",
+        "dashboard.example.local,dashboard.example.com",
+        ("dashboard.example.local", "dashboard.example.com"),
+    ),
     ("dashboardHosts", '["dashboard.example.com"]', ("dashboard.example.com",)),
     ("dashboardHosts", ["dashboard"], ("dashboard",)),
-    ("guardImage", "registry.example.com/magicstick/access-guard:1.0.0", "registry.example.com/magicstick/access-guard:1.0.0"),
+    (
+        "guardImage",
+        "registry.example.com/magicstick/access-guard:1.0.0",
+        "registry.example.com/magicstick/access-guard:1.0.0",
+    ),
     ("guardImage", "registry.example.com:5000/guard:v1", "registry.example.com:5000/guard:v1"),
-    ("guardImage", f"registry.example.com/magicstick/access-guard@sha256:{DIGEST}", f"registry.example.com/magicstick/access-guard@sha256:{DIGEST}"),
+    (
+        "guardImage",
+        f"registry.example.com/magicstick/access-guard@sha256:{DIGEST}",
+        f"registry.example.com/magicstick/access-guard@sha256:{DIGEST}",
+    ),
 ]
 
 INVALID = [
@@ -195,7 +211,12 @@ def test_keys_that_are_not_access_keys_are_left_to_their_readers():
 
 
 def test_the_flag_of_a_key_is_the_key_in_kebab_case():
-    assert [entry.flag for entry in ACCESS_KEYS[:4]] == ["--oidc-issuer", "--oidc-client-id", "--oidc-client-secret-name", "--oidc-scopes"]
+    assert [entry.flag for entry in ACCESS_KEYS[:4]] == [
+        "--oidc-issuer",
+        "--oidc-client-id",
+        "--oidc-client-secret-name",
+        "--oidc-scopes",
+    ]
 
 
 def test_every_key_sets_a_field_of_access_settings_once():
@@ -257,11 +278,18 @@ class TestFromPulumiConfig:
     def test_an_invalid_value_stops_the_run_before_anything_is_declared(self):
         config = {"snapshotFile": str(DEMO), "now": NOW, "oidcIssuer": "http://auth.example.com"}
 
-        with pytest.raises(RunSettingsError, match=r"^magicstick:oidcIssuer: 'http://auth.example.com' must be an https URL$"):
+        with pytest.raises(
+            RunSettingsError, match=r"^magicstick:oidcIssuer: 'http://auth.example.com' must be an https URL$"
+        ):
             run_offline(program.run, config)
 
     def test_the_security_policy_carries_the_configured_issuer_and_client(self):
-        config = {"snapshotFile": str(DEMO), "now": NOW, "oidcIssuer": "https://sso.example.com/realms/x", "oidcClientId": "stick"}
+        config = {
+            "snapshotFile": str(DEMO),
+            "now": NOW,
+            "oidcIssuer": "https://sso.example.com/realms/x",
+            "oidcClientId": "stick",
+        }
 
         _, run = run_offline(program.run, config)
 

@@ -38,12 +38,28 @@ def test_a_previous_name_under_a_component_of_a_component_is_the_urn_the_sdk_com
     def program() -> None:
         appliance = Component(Appliance.TYPE, "local")
         module = Component(Module.TYPE, "basis", parent=appliance)
-        ours.extend(aliases(parent=module, type_=RESOURCE_TYPE, name="kustomization/flux-system/b", previous=("kustomization-flux-system-b",)))
-        _collect(theirs, collapse_alias_to_urn(pulumi.Alias(name="kustomization-flux-system-b"), "kustomization/flux-system/b", RESOURCE_TYPE, module))
+        ours.extend(
+            aliases(
+                parent=module,
+                type_=RESOURCE_TYPE,
+                name="kustomization/flux-system/b",
+                previous=("kustomization-flux-system-b",),
+            )
+        )
+        _collect(
+            theirs,
+            collapse_alias_to_urn(
+                pulumi.Alias(name="kustomization-flux-system-b"), "kustomization/flux-system/b", RESOURCE_TYPE, module
+            ),
+        )
 
     run_offline(program, {})
     assert ours == theirs
-    assert ours == ["urn:pulumi:offline::magicstick::magicstick:index:Appliance$magicstick:index:Module$" + RESOURCE_TYPE + "::kustomization-flux-system-b"]
+    assert ours == [
+        "urn:pulumi:offline::magicstick::magicstick:index:Appliance$magicstick:index:Module$"
+        + RESOURCE_TYPE
+        + "::kustomization-flux-system-b"
+    ]
 
 
 def test_a_former_parent_alias_is_the_urn_the_sdk_computes_under_that_component():
@@ -53,8 +69,18 @@ def test_a_former_parent_alias_is_the_urn_the_sdk_computes_under_that_component(
     def program() -> None:
         appliance = Component(Appliance.TYPE, "local")
         former = Component(FORMER_COMPONENT_TYPE, "m", parent=appliance)
-        ours.extend(aliases(parent=appliance, type_=RESOURCE_TYPE, name="n", previous=("old-n",), former_parent_type=qualified_type(appliance, FORMER_COMPONENT_TYPE)))
-        _collect(theirs, create_urn("n", RESOURCE_TYPE, parent=former), create_urn("old-n", RESOURCE_TYPE, parent=former))
+        ours.extend(
+            aliases(
+                parent=appliance,
+                type_=RESOURCE_TYPE,
+                name="n",
+                previous=("old-n",),
+                former_parent_type=qualified_type(appliance, FORMER_COMPONENT_TYPE),
+            )
+        )
+        _collect(
+            theirs, create_urn("n", RESOURCE_TYPE, parent=former), create_urn("old-n", RESOURCE_TYPE, parent=former)
+        )
 
     run_offline(program, {})
     assert ours == theirs

@@ -49,8 +49,20 @@ def operator_stack() -> dict[str, Any]:
                 "failures": 3,
             },
             "conditions": [
-                {"type": "Ready", "status": "False", "reason": "NotReadyStalled", "message": "reconciliation is stalled", "lastTransitionTime": "2026-01-01T11:00:00Z"},
-                {"type": "Stalled", "status": "True", "reason": "UpdateFailed", "message": "up failed 3 times; not retrying until the spec or source changes", "lastTransitionTime": "2026-01-01T11:00:00Z"},
+                {
+                    "type": "Ready",
+                    "status": "False",
+                    "reason": "NotReadyStalled",
+                    "message": "reconciliation is stalled",
+                    "lastTransitionTime": "2026-01-01T11:00:00Z",
+                },
+                {
+                    "type": "Stalled",
+                    "status": "True",
+                    "reason": "UpdateFailed",
+                    "message": "up failed 3 times; not retrying until the spec or source changes",
+                    "lastTransitionTime": "2026-01-01T11:00:00Z",
+                },
             ],
         },
     }
@@ -78,7 +90,9 @@ def test_a_valid_module_catalog_config_map_changes_what_the_render_declares(tmp_
 
 def test_an_invalid_module_catalog_config_map_renders_the_base_and_a_degraded_appliance_naming_the_field(tmp_path):
     base = read(rendered(tmp_path / "base"), LITELLM)
-    broken = modules_text("./site/litellm").replace("kustomization: app-litellm", "kustomization: app-litellm\n  colour: red", 1)
+    broken = modules_text("./site/litellm").replace(
+        "kustomization: app-litellm", "kustomization: app-litellm\n  colour: red", 1
+    )
 
     out = rendered(tmp_path / "broken", module_catalog(broken))
 
@@ -96,7 +110,12 @@ def test_the_operators_stack_in_a_snapshot_reaches_the_rendered_appliance_status
 
     assert status["operator"] == {
         "stack": "ai-system/magicstick",
-        "lastUpdate": {"result": "failed", "commit": "0123456789abcdef0123456789abcdef01234567", "type": "up", "time": "2026-01-01T11:00:00Z"},
+        "lastUpdate": {
+            "result": "failed",
+            "commit": "0123456789abcdef0123456789abcdef01234567",
+            "type": "up",
+            "time": "2026-01-01T11:00:00Z",
+        },
     }
     stalled = next(c for c in status["conditions"] if c["type"] == "OperatorStalled")
     assert (stalled["status"], stalled["reason"]) == ("True", "UpdateFailed")
@@ -117,13 +136,20 @@ def run_with(tmp_path: Path, *objects: dict[str, Any]) -> None:
 
 def test_a_rejected_catalog_config_map_is_logged_once_through_the_appliance_warning(tmp_path, caplog):
     caplog.set_level("WARNING")
-    appliance = {"apiVersion": "appliance.magicstick.dev/v1alpha1", "kind": "Appliance", "metadata": {"name": "local", "namespace": "ai-system", "generation": 1}, "spec": {"profile": "ai-workstation"}}
+    appliance = {
+        "apiVersion": "appliance.magicstick.dev/v1alpha1",
+        "kind": "Appliance",
+        "metadata": {"name": "local", "namespace": "ai-system", "generation": 1},
+        "spec": {"profile": "ai-workstation"},
+    }
 
     run_with(tmp_path, appliance, module_catalog("modules: ["))
 
     warnings = [r.getMessage() for r in caplog.records if r.levelname == "WARNING"]
     (line,) = [w for w in warnings if "magicstick-module-catalog" in w]
-    assert line.startswith("Appliance ai-system/local is Degraded: CatalogInvalid: ConfigMap ai-system/magicstick-module-catalog key modules.yaml")
+    assert line.startswith(
+        "Appliance ai-system/local is Degraded: CatalogInvalid: ConfigMap ai-system/magicstick-module-catalog key modules.yaml"
+    )
 
 
 def test_without_an_appliance_a_rejected_catalog_config_map_is_still_logged(tmp_path, caplog):

@@ -22,10 +22,18 @@ KUBEAI_MODEL = "kubernetes:kubeai.org/v1:Model"
 
 def realtime_world() -> list[dict]:
     realtime = local_model(
-        "omni", url="hf://Qwen/Qwen2.5-Omni-7B", computeTarget="nvidia-gpu", realtime={"profile": "omni-cuda", "gpuNode": "gpu-1"}
+        "omni",
+        url="hf://Qwen/Qwen2.5-Omni-7B",
+        computeTarget="nvidia-gpu",
+        realtime={"profile": "omni-cuda", "gpuNode": "gpu-1"},
     )
     del realtime["spec"]["local"]["preset"]
-    return [*platform("gpu"), gpu_node("nvidia.com/gpu", "2"), realtime, local_model("other", computeTarget="nvidia-gpu")]
+    return [
+        *platform("gpu"),
+        gpu_node("nvidia.com/gpu", "2"),
+        realtime,
+        local_model("other", computeTarget="nvidia-gpu"),
+    ]
 
 
 def test_a_realtime_activation_is_one_dynamic_resource_applying_its_config_map_service_and_deployment(run_failing):
@@ -45,7 +53,9 @@ def test_a_realtime_activation_is_one_dynamic_resource_applying_its_config_map_s
         (ProblemReason.REALTIME_API_UNAVAILABLE, Persistence.TEMPORARY, "Starting"),
     ],
 )
-def test_an_api_failure_of_the_realtime_runtime_becomes_its_status_while_the_other_model_reconciles(run_failing, reason, persistence, phase):
+def test_an_api_failure_of_the_realtime_runtime_becomes_its_status_while_the_other_model_reconciles(
+    run_failing, reason, persistence, phase
+):
     problem = problem_output(reason, "ConfigMap ai/omni-stages: refused", persistence)
     run = run_failing(realtime_world(), {DIRECT_RUNTIME: problem})
     (runtime,) = run.of_type(DIRECT_RUNTIME)

@@ -35,7 +35,15 @@ def test_a_time_slicing_profile_is_a_node_patch_of_that_one_label(run_failing):
 
 
 def test_a_drained_model_stays_declared_at_zero_replicas(run_failing):
-    world = _settled([*platform("gpu"), *nvidia_host(), gpu_activation("gpu", None), local_model("alpha", computeTarget="nvidia-gpu")], 3)
+    world = _settled(
+        [
+            *platform("gpu"),
+            *nvidia_host(),
+            gpu_activation("gpu", None),
+            local_model("alpha", computeTarget="nvidia-gpu"),
+        ],
+        3,
+    )
     world = [gpu_activation("gpu", sharing("time-slicing", 4)) if o["kind"] == "ModuleActivation" else o for o in world]
     run = run_failing(world, {})
     (model,) = run.of_type(MODEL)
@@ -43,8 +51,15 @@ def test_a_drained_model_stays_declared_at_zero_replicas(run_failing):
 
 
 def test_the_shared_claim_and_the_admission_adapter_are_declared_beside_the_device_config(run_failing):
-    world = _settled([*platform("amd-gpu"), *amd_host(), gpu_activation("amd-gpu", sharing("dra-shared", 2))], 2, SERVED_APIS)
-    listed = {"apiVersion": "v1", "kind": "List", "metadata": {"annotations": {SERVED_APIS_ANNOTATION: '["' + '","'.join(SERVED_APIS) + '"]'}}, "items": world}
+    world = _settled(
+        [*platform("amd-gpu"), *amd_host(), gpu_activation("amd-gpu", sharing("dra-shared", 2))], 2, SERVED_APIS
+    )
+    listed = {
+        "apiVersion": "v1",
+        "kind": "List",
+        "metadata": {"annotations": {SERVED_APIS_ANNOTATION: '["' + '","'.join(SERVED_APIS) + '"]'}},
+        "items": world,
+    }
     run = run_failing([listed], {})
     (claim,) = run.of_type("kubernetes:resource.k8s.io/v1:ResourceClaim")
     (policy,) = run.of_type("kubernetes:admissionregistration.k8s.io/v1beta1:MutatingAdmissionPolicy")

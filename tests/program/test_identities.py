@@ -68,7 +68,14 @@ def test_the_dashed_scheme_of_earlier_versions_did_collide():
 
 
 def test_an_object_with_an_explicit_logical_name_has_no_alias():
-    crd = DesiredObject.of({"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition", "metadata": {"name": "x.example.com"}}, logical_name="crd-x.example.com")
+    crd = DesiredObject.of(
+        {
+            "apiVersion": "apiextensions.k8s.io/v1",
+            "kind": "CustomResourceDefinition",
+            "metadata": {"name": "x.example.com"},
+        },
+        logical_name="crd-x.example.com",
+    )
     assert crd.previous_logical_names == ()
 
 
@@ -89,7 +96,9 @@ def test_the_offline_monitor_refuses_a_duplicate_urn_naming_both_source_objects(
 
 def test_render_of_the_colliding_models_succeeds(tmp_path, capsys):
     snapshot = tmp_path / "snapshot.yaml"
-    snapshot.write_text(yaml.safe_dump_all(with_flux([*platform(), _model_in("team-llama", "ai"), _model_in("llama", "ai-team")])))
+    snapshot.write_text(
+        yaml.safe_dump_all(with_flux([*platform(), _model_in("team-llama", "ai"), _model_in("llama", "ai-team")]))
+    )
     assert main(["render", "-f", str(snapshot), "-o", str(tmp_path / "out"), "--now", NOW]) != EXIT_BAD_INPUT
     assert (tmp_path / "out" / "resources" / "model.ai-team.llama.yaml").is_file()
     assert (tmp_path / "out" / "resources" / "model.ai.team-llama.yaml").is_file()

@@ -23,7 +23,10 @@ def _run(tmp_path: Path, *objects: dict):
 
 def test_the_programs_own_crds_are_retained_when_the_stack_deletes_them(tmp_path):
     crds = _run(tmp_path, appliance()).of_type(CRD)
-    assert {c.inputs["metadata"]["name"] for c in crds} >= {"appliances.appliance.magicstick.dev", "modelactivations.appliance.magicstick.dev"}
+    assert {c.inputs["metadata"]["name"] for c in crds} >= {
+        "appliances.appliance.magicstick.dev",
+        "modelactivations.appliance.magicstick.dev",
+    }
     assert all(c.retain_on_delete for c in crds)
 
 
@@ -47,5 +50,9 @@ def test_a_stale_generated_kustomization_is_removed_by_a_stale_removal_under_the
     (removal,) = run.of_type("pulumi-python:dynamic/magicstick:StaleRemoval")
     assert removal.name == f"stale/kustomization/flux-system/{leftover['metadata']['name']}"
     assert removal.parent == run.of_type("magicstick:index:Appliance")[0].urn
-    assert {k: removal.inputs[k] for k in ("kind", "namespace", "uid")} == {"kind": "Kustomization", "namespace": "flux-system", "uid": "uid-litellm"}
+    assert {k: removal.inputs[k] for k in ("kind", "namespace", "uid")} == {
+        "kind": "Kustomization",
+        "namespace": "flux-system",
+        "uid": "uid-litellm",
+    }
     assert not run.of_type("kubernetes:kustomize.toolkit.fluxcd.io/v1:Kustomization")

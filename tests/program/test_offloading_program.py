@@ -43,7 +43,11 @@ def test_the_offloading_store_entry_is_a_dynamic_resource_holding_the_cloned_pro
     run = run_failing(offloading_world(), {})
     (entry,) = run.of_type(OFFLOADING_PROFILE)
     assert entry.name.startswith("offloading-profile/magicstick-offload-")
-    assert (entry.inputs["namespace"], entry.inputs["configMap"], entry.inputs["key"]) == (OFFLOADING_NAMESPACE, OFFLOADING_CONFIG_MAP, "values.json")
+    assert (entry.inputs["namespace"], entry.inputs["configMap"], entry.inputs["key"]) == (
+        OFFLOADING_NAMESPACE,
+        OFFLOADING_CONFIG_MAP,
+        "values.json",
+    )
     profile = entry.inputs["profile"]
     engine = thaw(ENGINE_PROFILES["magicstick-nvidia-gpu"])
     assert profile["requests"]["memory"] == profile["limits"]["memory"] == "24576Mi"
@@ -69,12 +73,19 @@ def test_a_problem_of_the_offloading_store_entry_reaches_the_model_status_in_the
     assert write.inputs["problems"] == {entry.name: OFFLOADING_FULL}
     assert entry.urn in write.dependencies
     status = written(write)
-    assert (status["phase"], status["reason"], status["message"]) == ("Degraded", "ProfileStoreFull", OFFLOADING_FULL["message"])
+    assert (status["phase"], status["reason"], status["message"]) == (
+        "Degraded",
+        "ProfileStoreFull",
+        OFFLOADING_FULL["message"],
+    )
 
 
 def test_a_gpu_model_runs_on_a_runtime_profile_entry_with_its_cpu_policy(run_failing):
     cpu = {"requestMillicores": 3000, "limitMillicores": 6000}
-    run = run_failing([*platform("gpu"), gpu_node("nvidia.com/gpu"), local_model("m", computeTarget="nvidia-gpu", cpuResources=cpu)], {})
+    run = run_failing(
+        [*platform("gpu"), gpu_node("nvidia.com/gpu"), local_model("m", computeTarget="nvidia-gpu", cpuResources=cpu)],
+        {},
+    )
     (entry,) = run.of_type(RUNTIME_PROFILE)
     (model,) = run.of_type(MODEL)
     assert entry.inputs["profile"]["requests"]["cpu"] == "3000m"

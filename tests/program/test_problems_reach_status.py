@@ -45,10 +45,16 @@ STALE_REMOVAL = f"{DYNAMIC}StaleRemoval"
 WRITTEN_AT = datetime(2026, 1, 1, 0, 5, tzinfo=UTC)
 
 STORE_FULL = problem_output(ProblemReason.PROFILE_STORE_FULL, "cannot add resource profile: the limit is 64")
-OLLAMA_DOWN = problem_output(ProblemReason.OLLAMA_UNREACHABLE, "503 ServiceUnavailable: no endpoints available for pod m-0")
-RECOVERY_CONFLICT = problem_output(ProblemReason.POD_RECOVERY_CONFLICT, "409 Conflict: precondition failed", Persistence.PERMANENT)
+OLLAMA_DOWN = problem_output(
+    ProblemReason.OLLAMA_UNREACHABLE, "503 ServiceUnavailable: no endpoints available for pod m-0"
+)
+RECOVERY_CONFLICT = problem_output(
+    ProblemReason.POD_RECOVERY_CONFLICT, "409 Conflict: precondition failed", Persistence.PERMANENT
+)
 REMOVAL_REFUSED = problem_output(ProblemReason.STALE_REMOVAL_FAILED, "403 Forbidden: cannot delete kustomizations")
-STATUS_REFUSED = problem_output(ProblemReason.STATUS_WRITE_REFUSED, "403 Forbidden: cannot patch modelactivations/status")
+STATUS_REFUSED = problem_output(
+    ProblemReason.STATUS_WRITE_REFUSED, "403 Forbidden: cannot patch modelactivations/status"
+)
 
 
 class ProviderProblems(pulumi.runtime.Mocks):
@@ -102,7 +108,11 @@ def test_a_full_profile_store_degrades_the_activation_that_names_the_profile_in_
     assert write.inputs["problems"] == {profile.name: STORE_FULL}
     assert profile.urn in write.dependencies
     status = written(write)
-    assert (status["phase"], status["reason"], status["message"]) == ("Degraded", "ProfileStoreFull", STORE_FULL["message"])
+    assert (status["phase"], status["reason"], status["message"]) == (
+        "Degraded",
+        "ProfileStoreFull",
+        STORE_FULL["message"],
+    )
     assert [(c["type"], c["status"], c["reason"]) for c in status["conditions"]] == [
         ("Ready", "False", "ProfileStoreFull"),
         ("Reconciling", "True", "ProfileStoreFull"),
@@ -116,7 +126,13 @@ def test_a_problem_of_one_activation_leaves_the_status_writes_of_other_objects_w
 
 
 def test_an_unreachable_ollama_degrades_its_activation(run_failing):
-    world = [*platform(), local_model("m", engine="OLlama"), observed_model("m", ready=1, all_=1, engine="OLlama"), pod("m-0", "m"), catalog_publishing("m")]
+    world = [
+        *platform(),
+        local_model("m", engine="OLlama"),
+        observed_model("m", ready=1, all_=1, engine="OLlama"),
+        pod("m-0", "m"),
+        catalog_publishing("m"),
+    ]
     run = run_failing(world, {OLLAMA_ALIAS: OLLAMA_DOWN})
     write = status_write(run, "ModelActivation", "m")
     assert write.inputs["problems"]["ollama-alias/m"] == OLLAMA_DOWN
@@ -136,7 +152,9 @@ def test_a_failed_stale_removal_degrades_the_appliance(run_failing):
     leftover["metadata"]["uid"] = "uid-litellm"
     run = run_failing([appliance(), activation("litellm", enabled=False), leftover], {STALE_REMOVAL: REMOVAL_REFUSED})
     write = status_write(run, "Appliance", "local")
-    assert write.inputs["problems"] == {f"stale/kustomization/flux-system/{leftover['metadata']['name']}": REMOVAL_REFUSED}
+    assert write.inputs["problems"] == {
+        f"stale/kustomization/flux-system/{leftover['metadata']['name']}": REMOVAL_REFUSED
+    }
     status = written(write)
     assert (status["phase"], status["conditions"][0]["reason"]) == ("Degraded", "StaleRemovalFailed")
 
@@ -175,8 +193,18 @@ def status_inputs_in_a_preview(no_problem: Any) -> Mapping[str, Any]:
     pulumi.runtime.set_mocks(monitor.mocks, project="magicstick", stack="preview", preview=True, monitor=monitor)
 
     def declare() -> None:
-        profile = RuntimeProfile(CpuProfile(name="magicstick-cpu-4", body=freeze({})), provider=RuntimeProfileProvider(), opts=pulumi.ResourceOptions())
-        update = StatusUpdate(api_version="appliance.magicstick.dev/v1alpha1", kind="ModelActivation", namespace="ai", name="m", status=freeze({"phase": "Ready"}))
+        profile = RuntimeProfile(
+            CpuProfile(name="magicstick-cpu-4", body=freeze({})),
+            provider=RuntimeProfileProvider(),
+            opts=pulumi.ResourceOptions(),
+        )
+        update = StatusUpdate(
+            api_version="appliance.magicstick.dev/v1alpha1",
+            kind="ModelActivation",
+            namespace="ai",
+            name="m",
+            status=freeze({"phase": "Ready"}),
+        )
         (batch,) = status_batches([update])
         problems = {"ai/m": {"runtime-profile/magicstick-cpu-4": profile.problem}}
         StatusBatchWrite(batch, provider=StatusBatchProvider(), opts=pulumi.ResourceOptions(), problems=problems)
@@ -198,5 +226,8 @@ def test_in_a_preview_a_null_problem_would_be_unknown_and_show_a_change_in_every
     inputs = status_inputs_in_a_preview(None)
     assert isinstance(inputs["members"]["ai/m"]["problems"]["runtime-profile/magicstick-cpu-4"], Unknown)
     checked = StatusBatchProvider().check({}, dict(inputs)).inputs
-    without = {**checked, "members": {"ai/m": recorded_member({k: v for k, v in checked["members"]["ai/m"].items() if k != "problems"})}}
+    without = {
+        **checked,
+        "members": {"ai/m": recorded_member({k: v for k, v in checked["members"]["ai/m"].items() if k != "problems"})},
+    }
     assert StatusBatchProvider().diff("id", without, checked).changes is True

@@ -38,7 +38,10 @@ def test_the_appliance_component_is_the_root_and_owns_the_crds(run_program):
     assert root.name == "local"
     assert root.parent.endswith("pulumi:pulumi:Stack::magicstick-offline") or root.parent == ""
     crds = run.of_type(CRD)
-    assert {c.inputs["metadata"]["name"] for c in crds} >= {"appliances.appliance.magicstick.dev", "moduleactivations.appliance.magicstick.dev"}
+    assert {c.inputs["metadata"]["name"] for c in crds} >= {
+        "appliances.appliance.magicstick.dev",
+        "moduleactivations.appliance.magicstick.dev",
+    }
     assert all(c.parent == root.urn for c in crds)
     assert all(c.name == f"crd-{c.inputs['metadata']['name']}" for c in crds)
 
@@ -71,7 +74,9 @@ def test_every_kubernetes_resource_uses_the_one_explicit_provider(run_program):
     run = run_program(appliance(), activation("basis"))
     (provider,) = run.of_type("pulumi:providers:kubernetes")
     assert provider.inputs.get("enableServerSideApply") == "true"
-    assert "upsertExistingObjects" not in provider.inputs, "pulumi-kubernetes 4.25 has no such option; its server-side create adopts"
+    assert "upsertExistingObjects" not in provider.inputs, (
+        "pulumi-kubernetes 4.25 has no such option; its server-side create adopts"
+    )
     assert provider.inputs.get("enableConfigMapMutable") == "true"
 
 
@@ -90,13 +95,19 @@ def test_logical_names_do_not_depend_on_the_order_of_the_snapshot(run_program):
 
 
 def test_every_runtime_object_gets_a_status_write_in_a_batch_of_its_kind_owned_by_the_appliance(run_program):
-    run = run_program(appliance(generation=5), activation("basis", generation=2), instance("openclaw-default", "openclaw"))
+    run = run_program(
+        appliance(generation=5), activation("basis", generation=2), instance("openclaw-default", "openclaw")
+    )
     batches = {r.name: r for r in run.of_type(STATUS_BATCH)}
     assert set(batches) == {"statuses/appliance/0", "statuses/moduleactivation/0", "statuses/appinstance/0"}
     root = run.of_type("magicstick:index:Appliance")[0]
     assert all(b.parent == root.urn for b in batches.values())
     writes = {(w.inputs["kind"], w.key): w.inputs for w in status_writes(run)}
-    assert set(writes) == {("Appliance", "ai-system/local"), ("ModuleActivation", "ai-system/basis"), ("AppInstance", "ai-system/openclaw-default")}
+    assert set(writes) == {
+        ("Appliance", "ai-system/local"),
+        ("ModuleActivation", "ai-system/basis"),
+        ("AppInstance", "ai-system/openclaw-default"),
+    }
     basis = writes[("ModuleActivation", "ai-system/basis")]
     assert (basis["apiVersion"], basis["kind"], basis["namespace"], basis["name"]) == (
         "appliance.magicstick.dev/v1alpha1",
@@ -171,20 +182,34 @@ def test_a_kubeai_model_is_a_child_of_the_appliance_and_waits_for_its_runtime_pr
 def test_an_activations_resources_name_the_model_component_they_lived_under_as_their_former_parent(run_program):
     from tests.planning.models.world import catalog_publishing, local_model, observed_model, platform, pod
 
-    run = run_program(*platform(), local_model("m", engine="OLlama"), observed_model("m", ready=1, all_=1, engine="OLlama"), pod("m-0", "m"), catalog_publishing("m"))
+    run = run_program(
+        *platform(),
+        local_model("m", engine="OLlama"),
+        observed_model("m", ready=1, all_=1, engine="OLlama"),
+        pod("m-0", "m"),
+        catalog_publishing("m"),
+    )
     component = "magicstick:index:Appliance$magicstick:index:Model"
     (model,) = run.of_type("kubernetes:kubeai.org/v1:Model")
     (alias,) = run.of_type("pulumi-python:dynamic/magicstick:OllamaAlias")
     assert model.former_parent_types == (component,)
     assert alias.former_parent_types == (component,)
-    assert model.alias_urns[0] == f"urn:pulumi:offline::magicstick::{component}$kubernetes:kubeai.org/v1:Model::model/ai/m"
+    assert (
+        model.alias_urns[0] == f"urn:pulumi:offline::magicstick::{component}$kubernetes:kubeai.org/v1:Model::model/ai/m"
+    )
     assert "m-ollama-alias" in alias.aliases, "the name it had under the component, before names joined with '/'"
 
 
 def test_an_ollama_model_missing_its_alias_gets_an_alias_resource_on_the_model_server_port(run_program):
     from tests.planning.models.world import catalog_publishing, local_model, observed_model, platform, pod
 
-    run = run_program(*platform(), local_model("m", engine="OLlama"), observed_model("m", ready=1, all_=1, engine="OLlama"), pod("m-0", "m"), catalog_publishing("m"))
+    run = run_program(
+        *platform(),
+        local_model("m", engine="OLlama"),
+        observed_model("m", ready=1, all_=1, engine="OLlama"),
+        pod("m-0", "m"),
+        catalog_publishing("m"),
+    )
     (alias,) = run.of_type("pulumi-python:dynamic/magicstick:OllamaAlias")
     assert alias.parent == run.of_type("magicstick:index:Appliance")[0].urn
     assert (alias.inputs["pods"], alias.inputs["alias"], alias.inputs["port"]) == (["m-0"], "m:latest", 8000)

@@ -114,7 +114,12 @@ def test_an_ollama_alias_named_by_its_activation_is_renamed_with_its_previous_na
     request = AliasRequest(namespace="ai", pods=("chat-0",), source="qwen2.5:0.5b", alias="chat")
 
     def declare() -> None:
-        OllamaAlias(request, logical_name=ollama_alias_name("chat"), provider=OllamaAliasProvider(), opts=pulumi.ResourceOptions())
+        OllamaAlias(
+            request,
+            logical_name=ollama_alias_name("chat"),
+            provider=OllamaAliasProvider(),
+            opts=pulumi.ResourceOptions(),
+        )
 
     _, run = run_offline(declare, {})
     (alias,) = run.of_type(OLLAMA_ALIAS)
@@ -134,4 +139,6 @@ def test_the_program_and_the_dynamic_providers_read_the_same_kubeconfig_and_cont
 
 
 def _terminal(name: str) -> TerminalPod:
-    return TerminalPod(name=name, uid=f"uid-{name}", resource_version="7", phase="Failed", reason="", message="", owner_uid="m")
+    return TerminalPod(
+        name=name, uid=f"uid-{name}", resource_version="7", phase="Failed", reason="", message="", owner_uid="m"
+    )

@@ -21,7 +21,11 @@ def test_unset_it_is_magicstick_as_pulumi_yaml_and_deploy_stack_yaml_say():
     settings, _ = run_offline(Settings.from_config, {})
 
     declared = yaml.safe_load((REPOSITORY / "Pulumi.yaml").read_text())["config"]["magicstick:stackName"]
-    (stack,) = [d for d in yaml.safe_load_all((REPOSITORY / "deploy" / "stack.yaml").read_text()) if d and d.get("kind") == "Stack"]
+    (stack,) = [
+        d
+        for d in yaml.safe_load_all((REPOSITORY / "deploy" / "stack.yaml").read_text())
+        if d and d.get("kind") == "Stack"
+    ]
     assert settings.plan.stack_name == DEFAULT_STACK_NAME == declared["default"] == stack["metadata"]["name"]
 
 

@@ -37,12 +37,21 @@ def service(namespace: str, name: str, kind: DirectRuntimeKind = DirectRuntimeKi
         "apiVersion": "v1",
         "kind": "Service",
         "metadata": {"name": name, "namespace": namespace, "labels": runtime_labels(kind, name)},
-        "spec": {"selector": pod_selector(kind, name), "ports": [{"name": "http", "port": PORT, "targetPort": PORT, "protocol": "TCP"}]},
+        "spec": {
+            "selector": pod_selector(kind, name),
+            "ports": [{"name": "http", "port": PORT, "targetPort": PORT, "protocol": "TCP"}],
+        },
     }
     return thaw(DesiredObject.of(body).body)
 
 
-def deployment(namespace: str, name: str, kind: DirectRuntimeKind = DirectRuntimeKind.REALTIME, *, image: str = "example.com/vllm-omni:1") -> dict[str, Any]:
+def deployment(
+    namespace: str,
+    name: str,
+    kind: DirectRuntimeKind = DirectRuntimeKind.REALTIME,
+    *,
+    image: str = "example.com/vllm-omni:1",
+) -> dict[str, Any]:
     body = {
         "apiVersion": "apps/v1",
         "kind": "Deployment",
@@ -52,22 +61,36 @@ def deployment(namespace: str, name: str, kind: DirectRuntimeKind = DirectRuntim
             "selector": {"matchLabels": pod_selector(kind, name)},
             "template": {
                 "metadata": {"labels": runtime_labels(kind, name)},
-                "spec": {"containers": [{"name": "server", "image": image, "ports": [{"containerPort": PORT, "protocol": "TCP"}]}]},
+                "spec": {
+                    "containers": [
+                        {"name": "server", "image": image, "ports": [{"containerPort": PORT, "protocol": "TCP"}]}
+                    ]
+                },
             },
         },
     }
     return thaw(DesiredObject.of(body).body)
 
 
-def runtime_objects(namespace: str, name: str, kind: DirectRuntimeKind = DirectRuntimeKind.REALTIME) -> list[dict[str, Any]]:
+def runtime_objects(
+    namespace: str, name: str, kind: DirectRuntimeKind = DirectRuntimeKind.REALTIME
+) -> list[dict[str, Any]]:
     """The runtime's objects in apply order: the realtime runtime's ConfigMap first, the Deployment last."""
     stages = [config_map(namespace, name, kind)] if kind is DirectRuntimeKind.REALTIME else []
     return [*stages, service(namespace, name, kind), deployment(namespace, name, kind)]
 
 
-def inputs(namespace: str, objects: list[dict[str, Any]], kind: DirectRuntimeKind = DirectRuntimeKind.REALTIME) -> dict[str, Any]:
+def inputs(
+    namespace: str, objects: list[dict[str, Any]], kind: DirectRuntimeKind = DirectRuntimeKind.REALTIME
+) -> dict[str, Any]:
     """The inputs DirectRuntimeResource declares, before `check`."""
-    return {"runtime": kind.value, "namespace": namespace, "objects": objects, "fieldManager": FIELD_MANAGER, "problem": None}
+    return {
+        "runtime": kind.value,
+        "namespace": namespace,
+        "objects": objects,
+        "fieldManager": FIELD_MANAGER,
+        "problem": None,
+    }
 
 
 def unforced(body: dict[str, Any]) -> dict[str, Any]:

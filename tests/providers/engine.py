@@ -22,7 +22,9 @@ P = TypeVar("P", bound=ResourceProvider)
 SDK_DEFAULT_PROJECT = "project"
 
 
-def configure_request(config: Mapping[str, str], *, secret: Collection[str] = (), project: str = SDK_DEFAULT_PROJECT) -> ConfigureRequest:
+def configure_request(
+    config: Mapping[str, str], *, secret: Collection[str] = (), project: str = SDK_DEFAULT_PROJECT
+) -> ConfigureRequest:
     """The request `configure` receives for stack config `config` (keys with their namespace)."""
     wire = struct_pb2.Struct()
     wire.update({key: rpc.wrap_rpc_secret(value) if key in secret else value for key, value in config.items()})

@@ -41,7 +41,12 @@ def stored(client: KubeClient, body: dict[str, Any]) -> dict[str, Any] | None:
 
 
 def versions(client: KubeClient, objects: list[dict[str, Any]]) -> list[str]:
-    return [client.get(kind_of(body), body["metadata"]["name"], body["metadata"]["namespace"])["metadata"]["resourceVersion"] for body in objects]
+    return [
+        client.get(kind_of(body), body["metadata"]["name"], body["metadata"]["namespace"])["metadata"][
+            "resourceVersion"
+        ]
+        for body in objects
+    ]
 
 
 @pytest.fixture
@@ -123,7 +128,9 @@ class TestUpdate:
         assert result.outs["applied"] == [identity(body) for body in kept]
         assert result.outs["problem"] == {}
 
-    def test_an_object_dropped_from_the_inputs_and_already_gone_is_no_problem(self, namespace, admin: KubeClient, provider):
+    def test_an_object_dropped_from_the_inputs_and_already_gone_is_no_problem(
+        self, namespace, admin: KubeClient, provider
+    ):
         objects = runtime_objects(namespace, NAME)
         _, first = created(provider, inputs(namespace, objects))
         admin.delete(CONFIG_MAP, objects[0]["metadata"]["name"], namespace)
@@ -154,7 +161,6 @@ class TestDelete:
 
         assert [stored(admin, body) for body in objects] == [None, None, None]
 
-
     def test_a_deletion_the_server_refuses_raises_with_its_status_and_keeps_every_object(
         self, namespace, admin: KubeClient, provider, cluster
     ):
@@ -162,7 +168,9 @@ class TestDelete:
         _, first = created(provider, inputs(namespace, objects))
         reader = provider_for(KubeAccess(kubeconfig=str(cluster.kubeconfig_path(READER_USER))))
 
-        with pytest.raises(DirectRuntimeDeleteError, match=f"^delete Deployment/{namespace}/{NAME}: 403 Forbidden: ") as refused:
+        with pytest.raises(
+            DirectRuntimeDeleteError, match=f"^delete Deployment/{namespace}/{NAME}: 403 Forbidden: "
+        ) as refused:
             reader.delete(first.id, first.outs)
 
         assert isinstance(refused.value.__cause__, Forbidden)
@@ -204,7 +212,9 @@ class TestRead:
 
 
 class TestForce:
-    def test_with_the_force_annotation_a_field_another_manager_owns_is_taken_over(self, namespace, admin: KubeClient, provider):
+    def test_with_the_force_annotation_a_field_another_manager_owns_is_taken_over(
+        self, namespace, admin: KubeClient, provider
+    ):
         body = deployment(namespace, NAME)
         admin.apply(DEPLOYMENT, deployment(namespace, NAME, image="example.com/other:1"), field_manager=OTHER_MANAGER)
 
@@ -258,7 +268,9 @@ class TestApiFailures:
         fixed = provider.check(result.outs, inputs(namespace, runtime_objects(namespace, NAME))).inputs
         assert provider.diff(result.id, result.outs, fixed).changes is True
 
-    def test_an_apply_stops_at_the_first_refused_object_and_applies_nothing_after_it(self, namespace, admin: KubeClient, provider):
+    def test_an_apply_stops_at_the_first_refused_object_and_applies_nothing_after_it(
+        self, namespace, admin: KubeClient, provider
+    ):
         objects = [config_map(namespace, NAME), invalid_port(namespace), deployment(namespace, NAME)]
 
         _, result = created(provider, inputs(namespace, objects))
@@ -268,7 +280,8 @@ class TestApiFailures:
         assert [stored(admin, body) is not None for body in objects] == [True, False, False]
 
     @pytest.mark.parametrize(
-        ("kind", "reason"), [(DirectRuntimeKind.REALTIME, "RealtimeApiRejected"), (DirectRuntimeKind.FREETOKEN, "FreeTokenApiRejected")]
+        ("kind", "reason"),
+        [(DirectRuntimeKind.REALTIME, "RealtimeApiRejected"), (DirectRuntimeKind.FREETOKEN, "FreeTokenApiRejected")],
     )
     def test_a_missing_namespace_is_a_temporary_rejection_named_for_the_runtime(self, cluster, provider, kind, reason):
         absent = "no-such-namespace"
@@ -278,7 +291,9 @@ class TestApiFailures:
 
         problem = result.outs["problem"]
         assert (problem["reason"], problem["persistence"]) == (reason, "Temporary")
-        assert problem["message"].startswith(f"apply {objects[0]['kind']}/{absent}/{objects[0]['metadata']['name']}: 404 NotFound: ")
+        assert problem["message"].startswith(
+            f"apply {objects[0]['kind']}/{absent}/{objects[0]['metadata']['name']}: 404 NotFound: "
+        )
         assert provider.diff(result.id, result.outs, checked).changes is True
 
     def test_an_update_that_fails_keeps_what_it_did_not_remove_in_applied(self, namespace, admin: KubeClient, provider):

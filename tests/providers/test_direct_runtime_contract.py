@@ -29,21 +29,44 @@ IDENTITY = f"Deployment/{NAMESPACE}/{NAME}"
 
 def answered(code: int, reason: str, message: str) -> KubeError:
     """The error the client raises for a server answer `code` with this Status."""
-    status = {"kind": "Status", "apiVersion": "v1", "status": "Failure", "code": code, "reason": reason, "message": message}
+    status = {
+        "kind": "Status",
+        "apiVersion": "v1",
+        "status": "Failure",
+        "code": code,
+        "reason": reason,
+        "message": message,
+    }
     request = httpx.Request("PATCH", f"https://127.0.0.1:6443/apis/apps/v1/namespaces/{NAMESPACE}/deployments/{NAME}")
     return error_for(httpx.Response(code, json=status, request=request))
 
 
 UNREACHABLE = KubeConnectionError(
-    method="PATCH", path="/apis/apps/v1", url="https://127.0.0.1:6443", failure=ConnectionFailure.REFUSED, cause="connection refused"
+    method="PATCH",
+    path="/apis/apps/v1",
+    url="https://127.0.0.1:6443",
+    failure=ConnectionFailure.REFUSED,
+    cause="connection refused",
 )
 
 MAPPING = {
-    "403 is a permission denial": (answered(403, "Forbidden", "deployments.apps is forbidden"), "PermissionDenied", "Temporary"),
+    "403 is a permission denial": (
+        answered(403, "Forbidden", "deployments.apps is forbidden"),
+        "PermissionDenied",
+        "Temporary",
+    ),
     "400 is a permanent rejection": (answered(400, "BadRequest", "bad body"), "ApiRejected", "Permanent"),
     "422 is a permanent rejection": (answered(422, "Invalid", "selector does not match"), "ApiRejected", "Permanent"),
-    "404 is a temporary rejection": (answered(404, "NotFound", 'namespaces "ai" not found'), "ApiRejected", "Temporary"),
-    "409 is a temporary rejection": (answered(409, "Conflict", "Apply failed with 1 conflict"), "ApiRejected", "Temporary"),
+    "404 is a temporary rejection": (
+        answered(404, "NotFound", 'namespaces "ai" not found'),
+        "ApiRejected",
+        "Temporary",
+    ),
+    "409 is a temporary rejection": (
+        answered(409, "Conflict", "Apply failed with 1 conflict"),
+        "ApiRejected",
+        "Temporary",
+    ),
     "401 is a temporary rejection": (answered(401, "Unauthorized", "Unauthorized"), "ApiRejected", "Temporary"),
     "429 is an outage": (answered(429, "TooManyRequests", "slow down"), "ApiUnavailable", "Temporary"),
     "500 is an outage": (answered(500, "InternalError", "etcd leader changed"), "ApiUnavailable", "Temporary"),
@@ -54,7 +77,9 @@ MAPPING = {
 
 @pytest.mark.parametrize("kind", list(DirectRuntimeKind), ids=str)
 @pytest.mark.parametrize(("error", "suffix", "persistence"), MAPPING.values(), ids=MAPPING.keys())
-def test_each_api_failure_becomes_the_problem_the_contract_names_with_the_runtimes_prefix(kind, error, suffix, persistence):
+def test_each_api_failure_becomes_the_problem_the_contract_names_with_the_runtimes_prefix(
+    kind, error, suffix, persistence
+):
     problem = runtime_problem(kind, error, action="apply", identity=IDENTITY)
 
     assert (str(problem.reason), problem.persistence.value) == (f"{kind.value}{suffix}", persistence)
@@ -65,7 +90,10 @@ def test_the_problem_message_names_the_operation_the_object_and_the_servers_stat
 
     problem = runtime_problem(DirectRuntimeKind.REALTIME, error, action="apply", identity=IDENTITY)
 
-    assert problem.message == f'apply {IDENTITY}: 422 Invalid: Deployment.apps "omni" is invalid: spec.selector: Invalid value'
+    assert (
+        problem.message
+        == f'apply {IDENTITY}: 422 Invalid: Deployment.apps "omni" is invalid: spec.selector: Invalid value'
+    )
 
 
 def test_no_answer_names_the_server_and_the_cause():
@@ -75,19 +103,32 @@ def test_no_answer_names_the_server_and_the_cause():
 
 
 def planned_status() -> dict:
-    ready = {"type": "Ready", "status": "True", "reason": "Ready", "message": "ready", "lastTransitionTime": "2026-01-01T00:00:00Z"}
+    ready = {
+        "type": "Ready",
+        "status": "True",
+        "reason": "Ready",
+        "message": "ready",
+        "lastTransitionTime": "2026-01-01T00:00:00Z",
+    }
     return {"phase": "Ready", "reason": "Ready", "message": "ready", "observedGeneration": 1, "conditions": [ready]}
 
 
 @pytest.mark.parametrize(
     ("error", "phase"),
-    [(answered(503, "ServiceUnavailable", "try later"), "Starting"), (UNREACHABLE, "Starting"), (answered(403, "Forbidden", "no"), "Degraded"), (answered(422, "Invalid", "no"), "Degraded")],
+    [
+        (answered(503, "ServiceUnavailable", "try later"), "Starting"),
+        (UNREACHABLE, "Starting"),
+        (answered(403, "Forbidden", "no"), "Degraded"),
+        (answered(422, "Invalid", "no"), "Degraded"),
+    ],
     ids=["503", "no answer", "403", "422"],
 )
 @pytest.mark.parametrize("kind", list(DirectRuntimeKind), ids=str)
 def test_an_outage_leaves_the_activation_starting_and_every_other_failure_degrades_it(kind, error, phase):
     problem = runtime_problem(kind, error, action="apply", identity=IDENTITY)
-    problems = problems_of({f"{kind.label}/ai/omni": problem_output(problem.reason, problem.message, problem.persistence)})
+    problems = problems_of(
+        {f"{kind.label}/ai/omni": problem_output(problem.reason, problem.message, problem.persistence)}
+    )
 
     status = status_with_problems(planned_status(), problems, previous={}, now=NOW)
 
@@ -111,7 +152,9 @@ class TestCheck:
 
         assert result.failures == []
         assert result.inputs["objects"][1]["metadata"]["namespace"] == NAMESPACE
-        assert result.inputs["objects"][2]["spec"]["replicas"] == 1 and isinstance(result.inputs["objects"][2]["spec"]["replicas"], int)
+        assert result.inputs["objects"][2]["spec"]["replicas"] == 1 and isinstance(
+            result.inputs["objects"][2]["spec"]["replicas"], int
+        )
 
     @pytest.mark.parametrize(
         ("change", "failing"),
@@ -121,7 +164,10 @@ class TestCheck:
             ({"fieldManager": ""}, ["fieldManager"]),
             ({"objects": []}, ["objects"]),
             ({"objects": [{"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "key"}}]}, ["objects"]),
-            ({"objects": [{"apiVersion": "extensions/v1beta1", "kind": "Deployment", "metadata": {"name": NAME}}]}, ["objects"]),
+            (
+                {"objects": [{"apiVersion": "extensions/v1beta1", "kind": "Deployment", "metadata": {"name": NAME}}]},
+                ["objects"],
+            ),
             ({"objects": [{"apiVersion": "v1", "kind": "Service", "metadata": {}}]}, ["objects"]),
             ({"objects": [service("elsewhere", NAME)]}, ["objects"]),
             ({"objects": [service(NAMESPACE, NAME), service(NAMESPACE, NAME)]}, ["objects"]),
@@ -154,10 +200,17 @@ class TestCheck:
 def stored_outputs(**overrides) -> dict:
     """What the provider stored on the last run: the checked inputs plus `applied` and `problem`."""
     checked = DirectRuntimeProvider().check({}, inputs(NAMESPACE, runtime_objects(NAMESPACE, NAME))).inputs
-    return {**checked, "applied": [f"ConfigMap/{NAMESPACE}/{NAME}-stages", f"Service/{NAMESPACE}/{NAME}", IDENTITY], "problem": {}, **overrides}
+    return {
+        **checked,
+        "applied": [f"ConfigMap/{NAMESPACE}/{NAME}-stages", f"Service/{NAMESPACE}/{NAME}", IDENTITY],
+        "problem": {},
+        **overrides,
+    }
 
 
-def checked(objects: list[dict], namespace: str = NAMESPACE, kind: DirectRuntimeKind = DirectRuntimeKind.REALTIME) -> dict:
+def checked(
+    objects: list[dict], namespace: str = NAMESPACE, kind: DirectRuntimeKind = DirectRuntimeKind.REALTIME
+) -> dict:
     return DirectRuntimeProvider().check({}, inputs(namespace, objects, kind)).inputs
 
 
@@ -173,7 +226,13 @@ class TestDiff:
     @pytest.mark.parametrize(
         "news",
         [
-            checked([config_map(NAMESPACE, NAME), service(NAMESPACE, NAME), deployment(NAMESPACE, NAME, image="example.com/vllm-omni:2")]),
+            checked(
+                [
+                    config_map(NAMESPACE, NAME),
+                    service(NAMESPACE, NAME),
+                    deployment(NAMESPACE, NAME, image="example.com/vllm-omni:2"),
+                ]
+            ),
             checked(runtime_objects(NAMESPACE, NAME)[1:]),
             checked(runtime_objects(NAMESPACE, NAME), kind=DirectRuntimeKind.FREETOKEN),
             {**checked(runtime_objects(NAMESPACE, NAME)), "fieldManager": "magicstick-other"},
@@ -186,14 +245,20 @@ class TestDiff:
         assert (diff.changes, diff.replaces) == (True, [])
 
     def test_another_namespace_replaces_the_runtime_deleting_the_old_objects_first(self):
-        diff = DirectRuntimeProvider().diff("id", stored_outputs(), checked(runtime_objects("team-x", NAME), namespace="team-x"))
+        diff = DirectRuntimeProvider().diff(
+            "id", stored_outputs(), checked(runtime_objects("team-x", NAME), namespace="team-x")
+        )
 
         assert (diff.changes, diff.replaces, diff.delete_before_replace) == (True, ["namespace"], True)
 
     @pytest.mark.parametrize(("persistence", "changes"), [("Temporary", True), ("Permanent", False)])
-    def test_a_temporary_problem_asks_for_another_try_and_a_permanent_one_waits_for_new_inputs(self, persistence, changes):
+    def test_a_temporary_problem_asks_for_another_try_and_a_permanent_one_waits_for_new_inputs(
+        self, persistence, changes
+    ):
         problem = {"reason": "RealtimeApiUnavailable", "message": "503", "persistence": persistence}
 
-        diff = DirectRuntimeProvider().diff("id", stored_outputs(problem=problem), checked(runtime_objects(NAMESPACE, NAME)))
+        diff = DirectRuntimeProvider().diff(
+            "id", stored_outputs(problem=problem), checked(runtime_objects(NAMESPACE, NAME))
+        )
 
         assert diff.changes is changes

@@ -32,7 +32,11 @@ def answered(cls: type[KubeError], code: int, reason: str, message: str) -> Kube
 
 
 UNREACHABLE = KubeConnectionError(
-    method="GET", path="/api/v1/x", url="https://127.0.0.1:1", failure=ConnectionFailure.REFUSED, cause="connection refused"
+    method="GET",
+    path="/api/v1/x",
+    url="https://127.0.0.1:1",
+    failure=ConnectionFailure.REFUSED,
+    cause="connection refused",
 )
 
 
@@ -78,14 +82,18 @@ def test_no_answer_from_the_api_server_is_cluster_unreachable_and_temporary():
     ],
 )
 def test_a_refusal_by_the_world_keeps_the_servers_status_and_is_temporary(error):
-    problem = kube_problem(error, refused=ProblemReason.STATUS_WRITE_REFUSED, invalid=ProblemReason.STATUS_WRITE_INVALID)
+    problem = kube_problem(
+        error, refused=ProblemReason.STATUS_WRITE_REFUSED, invalid=ProblemReason.STATUS_WRITE_INVALID
+    )
     assert problem == Problem(ProblemReason.STATUS_WRITE_REFUSED, error.detail, Persistence.TEMPORARY)
     assert problem.message.startswith(f"{error.code} {error.reason}: ")
 
 
 def test_a_refusal_of_the_request_body_itself_is_permanent_with_its_own_reason():
     error = answered(Invalid, 422, "Invalid", 'status.observedGeneration: Invalid value: "string"')
-    problem = kube_problem(error, refused=ProblemReason.STATUS_WRITE_REFUSED, invalid=ProblemReason.STATUS_WRITE_INVALID)
+    problem = kube_problem(
+        error, refused=ProblemReason.STATUS_WRITE_REFUSED, invalid=ProblemReason.STATUS_WRITE_INVALID
+    )
     assert problem == Problem(ProblemReason.STATUS_WRITE_INVALID, error.detail, Persistence.PERMANENT)
 
 
@@ -105,7 +113,9 @@ def test_outputs_of_an_earlier_version_without_a_problem_key_ask_for_no_retry():
     assert retry_requested({"name": "x"}) is False
 
 
-@pytest.mark.parametrize(("value", "unknown"), [(Unknown(), True), (UNKNOWN, True), ({}, False), (None, False), ("text", False)])
+@pytest.mark.parametrize(
+    ("value", "unknown"), [(Unknown(), True), (UNKNOWN, True), ({}, False), (None, False), ("text", False)]
+)
 def test_a_value_a_preview_does_not_know_is_recognised_in_both_of_its_forms(value, unknown):
     assert is_unknown(value) is unknown
 

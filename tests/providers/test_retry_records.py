@@ -24,17 +24,27 @@ INVALID = Problem(ProblemReason.STATUS_WRITE_INVALID, "422", Persistence.PERMANE
 
 
 def planned() -> dict:
-    ready = {"type": "Ready", "status": "True", "reason": "Ready", "message": "ok", "lastTransitionTime": "2026-01-01T00:00:00Z"}
+    ready = {
+        "type": "Ready",
+        "status": "True",
+        "reason": "Ready",
+        "message": "ok",
+        "lastTransitionTime": "2026-01-01T00:00:00Z",
+    }
     return {"phase": "Ready", "reason": "Ready", "message": "ok", "observedGeneration": 3, "conditions": [ready]}
 
 
 def test_a_first_temporary_problem_starts_a_record_at_one_attempt_now():
-    assert next_records({SOURCE: FULL}, {}, NOW) == {SOURCE: RetryRecord(reason="ProfileStoreFull", attempts=1, since="2026-01-02T03:04:05Z")}
+    assert next_records({SOURCE: FULL}, {}, NOW) == {
+        SOURCE: RetryRecord(reason="ProfileStoreFull", attempts=1, since="2026-01-02T03:04:05Z")
+    }
 
 
 def test_a_temporary_problem_seen_again_counts_one_more_attempt_and_keeps_its_first_failure():
     before = {SOURCE: RetryRecord(reason="ProfileStoreFull", attempts=8, since="2026-01-02T02:50:00Z")}
-    assert next_records({SOURCE: FULL}, before, NOW) == {SOURCE: RetryRecord(reason="ProfileStoreFull", attempts=9, since="2026-01-02T02:50:00Z")}
+    assert next_records({SOURCE: FULL}, before, NOW) == {
+        SOURCE: RetryRecord(reason="ProfileStoreFull", attempts=9, since="2026-01-02T02:50:00Z")
+    }
 
 
 def test_a_problem_with_another_reason_starts_a_new_record():
@@ -56,7 +66,11 @@ def test_records_survive_their_round_trip_through_outputs_and_unreadable_ones_re
 
 
 def test_the_status_says_how_long_and_how_often_a_temporary_problem_has_been_failing():
-    record = RetryRecord(reason="ProfileStoreFull", attempts=9, since=(NOW - timedelta(minutes=14, seconds=30)).strftime("%Y-%m-%dT%H:%M:%SZ"))
+    record = RetryRecord(
+        reason="ProfileStoreFull",
+        attempts=9,
+        since=(NOW - timedelta(minutes=14, seconds=30)).strftime("%Y-%m-%dT%H:%M:%SZ"),
+    )
     status = status_with_problems(planned(), (FULL,), previous={}, now=NOW, retries=(record,))
     assert status["message"] == "the limit is 64 (failing for 14 min, 9 attempts)"
     assert [(c["type"], c["status"]) for c in status["conditions"]] == [("Ready", "False"), ("Reconciling", "True")]
@@ -79,7 +93,13 @@ def test_many_quick_attempts_are_not_enough_to_stall():
 
 
 def test_the_status_write_is_tried_again_while_a_temporary_problem_lasts_so_each_run_counts():
-    inputs = {"apiVersion": "appliance.magicstick.dev/v1alpha1", "kind": "ModuleActivation", "namespace": "ai", "name": "basis", "status": planned()}
+    inputs = {
+        "apiVersion": "appliance.magicstick.dev/v1alpha1",
+        "kind": "ModuleActivation",
+        "namespace": "ai",
+        "name": "basis",
+        "status": planned(),
+    }
     failing = {**inputs, "problems": {SOURCE: FULL.output()}}
     invalid = {**inputs, "problems": {SOURCE: INVALID.output()}}
     provider = StatusProvider()

@@ -52,21 +52,36 @@ class TestS3Urls:
         ("url", "expected"),
         [
             ("s3://state-bucket", dict(bucket="state-bucket", prefix="", region=None, endpoint=None, path_style=False)),
-            ("s3://state-bucket/", dict(bucket="state-bucket", prefix="", region=None, endpoint=None, path_style=False)),
-            ("s3://state-bucket/magicstick/appliance/?region=eu-central-1", dict(prefix="magicstick/appliance", region="eu-central-1")),
-            ("s3://state.bucket.example.com/p?region=us-east-1", dict(bucket="state.bucket.example.com", prefix="p", region="us-east-1")),
+            (
+                "s3://state-bucket/",
+                dict(bucket="state-bucket", prefix="", region=None, endpoint=None, path_style=False),
+            ),
+            (
+                "s3://state-bucket/magicstick/appliance/?region=eu-central-1",
+                dict(prefix="magicstick/appliance", region="eu-central-1"),
+            ),
+            (
+                "s3://state.bucket.example.com/p?region=us-east-1",
+                dict(bucket="state.bucket.example.com", prefix="p", region="us-east-1"),
+            ),
             (
                 "s3://state-bucket?endpoint=minio.example.local:9000&disableSSL=true&s3ForcePathStyle=true",
                 dict(endpoint="http://minio.example.local:9000", path_style=True, region=None),
             ),
             ("s3://state-bucket?endpoint=minio.example.local:9000", dict(endpoint="https://minio.example.local:9000")),
-            ("s3://state-bucket?endpoint=https://s3.example.com/&region=auto", dict(endpoint="https://s3.example.com", region="auto")),
+            (
+                "s3://state-bucket?endpoint=https://s3.example.com/&region=auto",
+                dict(endpoint="https://s3.example.com", region="auto"),
+            ),
             (
                 "s3://state-bucket/state?awssdk=v2&use_path_style=true&endpoint=http://127.0.0.1:9000&region=garage",
                 dict(prefix="state", endpoint="http://127.0.0.1:9000", path_style=True, region="garage"),
             ),
             ("s3://state-bucket?profile=appliance&region=eu-west-1", dict(profile="appliance", region="eu-west-1")),
-            ("s3://state-bucket?disable_https=true&endpoint=store.example.local", dict(endpoint="http://store.example.local")),
+            (
+                "s3://state-bucket?disable_https=true&endpoint=store.example.local",
+                dict(endpoint="http://store.example.local"),
+            ),
         ],
     )
     def test_bucket_prefix_region_endpoint_and_addressing_are_read_as_pulumi_reads_them(self, url, expected):
@@ -162,7 +177,10 @@ class TestFileBackend:
         assert report.passed == (Check.DIRECTORY,)
         assert finding.check == Check.WRITABLE
         assert finding.problem.startswith(f"cannot create a file in {unwritable_directory} as uid {os.geteuid()} (")
-        assert finding.fix == f"make it writable for uid {os.geteuid()} (chown {os.geteuid()} {unwritable_directory}), or mount it read-write"
+        assert (
+            finding.fix
+            == f"make it writable for uid {os.geteuid()} (chown {os.geteuid()} {unwritable_directory}), or mount it read-write"
+        )
 
     def test_a_tilde_is_the_home_directory(self, tmp_path, monkeypatch):
         monkeypatch.setenv("HOME", str(tmp_path))
@@ -205,8 +223,13 @@ class TestS3Bucket:
 
         (finding,) = check_backend(s3.url(BUCKET)).findings
 
-        assert (finding.check, finding.problem) == (Check.ENCRYPTION, f"no default server-side encryption on bucket {BUCKET}")
-        assert finding.fix.startswith(f"set it: aws s3api put-bucket-encryption --bucket {BUCKET} --endpoint-url {s3.endpoint}")
+        assert (finding.check, finding.problem) == (
+            Check.ENCRYPTION,
+            f"no default server-side encryption on bucket {BUCKET}",
+        )
+        assert finding.fix.startswith(
+            f"set it: aws s3api put-bucket-encryption --bucket {BUCKET} --endpoint-url {s3.endpoint}"
+        )
         assert '"SSEAlgorithm":"AES256"' in finding.fix
 
     def test_no_public_access_block_fails_the_public_access_check(self, s3):
@@ -226,27 +249,40 @@ class TestS3Bucket:
 
         (finding,) = check_backend(s3.url(BUCKET)).findings
 
-        assert (finding.check, finding.problem) == (Check.PUBLIC_ACCESS, f"not fully blocked on bucket {BUCKET} ({flag} off)")
+        assert (finding.check, finding.problem) == (
+            Check.PUBLIC_ACCESS,
+            f"not fully blocked on bucket {BUCKET} ({flag} off)",
+        )
 
     def test_a_bucket_wrong_in_every_way_has_one_finding_per_setting_in_the_checks_order(self, s3):
-        s3.bucket(BUCKET, versioning="Suspended", encryption=False, public_access={**ALL_BLOCKED, "IgnorePublicAcls": False})
+        s3.bucket(
+            BUCKET, versioning="Suspended", encryption=False, public_access={**ALL_BLOCKED, "IgnorePublicAcls": False}
+        )
 
         report = check_backend(s3.url(BUCKET))
 
-        assert [finding.check for finding in report.findings] == [Check.VERSIONING, Check.ENCRYPTION, Check.PUBLIC_ACCESS]
+        assert [finding.check for finding in report.findings] == [
+            Check.VERSIONING,
+            Check.ENCRYPTION,
+            Check.PUBLIC_ACCESS,
+        ]
         assert report.passed == (Check.BUCKET, Check.PROBE)
 
     def test_a_path_style_endpoint_without_a_scheme_reaches_the_store_over_plain_http(self, s3):
         s3.bucket(BUCKET)
         host_port = s3.endpoint.removeprefix("http://")
 
-        report = check_backend(f"s3://{BUCKET}/state?region=eu-west-1&endpoint={host_port}&disableSSL=true&s3ForcePathStyle=true")
+        report = check_backend(
+            f"s3://{BUCKET}/state?region=eu-west-1&endpoint={host_port}&disableSSL=true&s3ForcePathStyle=true"
+        )
 
         assert report.ok
 
 
 class TestS3Permissions:
-    def test_a_denied_write_fails_the_probe_with_the_permissions_to_grant_on_the_prefix(self, s3, monkeypatch, tmp_path):
+    def test_a_denied_write_fails_the_probe_with_the_permissions_to_grant_on_the_prefix(
+        self, s3, monkeypatch, tmp_path
+    ):
         s3.bucket(BUCKET)
         prober = s3.user_denied("prober", actions=["s3:PutObject"], resource=f"arn:aws:s3:::{BUCKET}/*")
         aws_environment(monkeypatch, tmp_path, prober)

@@ -20,7 +20,12 @@ def member(name: str, status: dict | None = None, **extra: object) -> dict:
 
 
 def batch(*members: dict) -> dict:
-    return {"apiVersion": "appliance.magicstick.dev/v1alpha1", "kind": "ModelActivation", "members": {f"ai/{m['name']}": m for m in members}, "problem": None}
+    return {
+        "apiVersion": "appliance.magicstick.dev/v1alpha1",
+        "kind": "ModelActivation",
+        "members": {f"ai/{m['name']}": m for m in members},
+        "problem": None,
+    }
 
 
 def checked(inputs: dict) -> dict:
@@ -92,26 +97,42 @@ def test_a_member_with_a_temporary_problem_of_its_own_is_written_every_run_to_co
 def test_a_members_problems_not_yet_known_in_a_preview_show_a_change():
     known = batch(member("chat", problems={"runtime-profile/cpu-4": {}}))
     unknown = batch(member("chat", problems={"runtime-profile/cpu-4": Unknown()}))
-    assert StatusBatchProvider().diff("id", stored(known), StatusBatchProvider().check({}, unknown).inputs).changes is True
+    assert (
+        StatusBatchProvider().diff("id", stored(known), StatusBatchProvider().check({}, unknown).inputs).changes is True
+    )
 
 
 def test_the_batch_problem_names_every_member_that_was_not_written():
-    problems = {"ai/embed": Problem(ProblemReason.STATUS_WRITE_INVALID, "422 Invalid", Persistence.PERMANENT), "ai/chat": Problem(ProblemReason.STATUS_WRITE_REFUSED, "403 Forbidden")}
+    problems = {
+        "ai/embed": Problem(ProblemReason.STATUS_WRITE_INVALID, "422 Invalid", Persistence.PERMANENT),
+        "ai/chat": Problem(ProblemReason.STATUS_WRITE_REFUSED, "403 Forbidden"),
+    }
     summed = batch_problem(problems, 5)
     assert summed is not None
     assert (summed.reason, summed.persistence) == (ProblemReason.STATUS_WRITE_REFUSED, Persistence.TEMPORARY)
-    assert summed.message == "2 of 5 statuses not written: ai/chat: StatusWriteRefused: 403 Forbidden; ai/embed: StatusWriteInvalid: 422 Invalid"
+    assert (
+        summed.message
+        == "2 of 5 statuses not written: ai/chat: StatusWriteRefused: 403 Forbidden; ai/embed: StatusWriteInvalid: 422 Invalid"
+    )
     assert batch_problem({}, 5) is None
 
 
 def test_a_batch_of_only_permanent_problems_is_permanent():
-    summed = batch_problem({"ai/embed": Problem(ProblemReason.STATUS_WRITE_INVALID, "422 Invalid", Persistence.PERMANENT)}, 1)
+    summed = batch_problem(
+        {"ai/embed": Problem(ProblemReason.STATUS_WRITE_INVALID, "422 Invalid", Persistence.PERMANENT)}, 1
+    )
     assert summed is not None and summed.persistence is Persistence.PERMANENT
 
 
 def test_the_outputs_keep_a_members_identity_fields_and_digests_not_its_status():
     recorded = recorded_member(checked(batch(member("chat")))["members"]["ai/chat"])
-    assert recorded == {"namespace": "ai", "name": "chat", "fields": ["observedGeneration", "phase"], "statusDigest": digest(READY), "problemsDigest": digest({})}
+    assert recorded == {
+        "namespace": "ai",
+        "name": "chat",
+        "fields": ["observedGeneration", "phase"],
+        "statusDigest": digest(READY),
+        "problemsDigest": digest({}),
+    }
 
 
 def test_a_digest_reads_a_whole_float_as_the_integer_the_protocol_turned_into_it():

@@ -26,7 +26,9 @@ def ready_condition(status: str, reason: str, message: str, since: str = EARLIER
     return {"type": "Ready", "status": status, "reason": reason, "message": message, "lastTransitionTime": since}
 
 
-def planned(phase: str = "Ready", reason: str = "Ready", message: str = "Model qwen is ready.", ready: str = "True") -> dict:
+def planned(
+    phase: str = "Ready", reason: str = "Ready", message: str = "Model qwen is ready.", ready: str = "True"
+) -> dict:
     return {
         "phase": phase,
         "reason": reason,
@@ -44,7 +46,9 @@ def test_without_problems_the_planned_status_is_written_unchanged():
 def test_a_problem_makes_the_status_degraded_with_its_reason_and_the_servers_message():
     status = status_with_problems(planned(), (FULL,), previous={}, now=NOW)
     assert (status["phase"], status["reason"], status["message"]) == ("Degraded", "ProfileStoreFull", FULL.message)
-    assert status["conditions"][0] == ready_condition("False", "ProfileStoreFull", FULL.message, since="2026-01-02T03:04:05Z") | {"observedGeneration": 3}
+    assert status["conditions"][0] == ready_condition(
+        "False", "ProfileStoreFull", FULL.message, since="2026-01-02T03:04:05Z"
+    ) | {"observedGeneration": 3}
     assert (status["observedGeneration"], status["modelRef"]) == (3, "qwen")
 
 
@@ -58,8 +62,16 @@ def test_a_temporary_problem_makes_the_object_reconcile_with_the_problems_reason
 
 def test_a_permanent_problem_stalls_the_object_and_it_no_longer_reconciles():
     invalid = Problem(ProblemReason.STATUS_WRITE_INVALID, "422 Invalid: status.phase", Persistence.PERMANENT)
-    reconciling = {"type": "Reconciling", "status": "True", "reason": "WaitingForPod", "message": "m", "lastTransitionTime": EARLIER}
-    waiting = planned(phase="WaitingForPod", reason="WaitingForPod", ready="False") | {"conditions": [ready_condition("False", "WaitingForPod", "m"), reconciling]}
+    reconciling = {
+        "type": "Reconciling",
+        "status": "True",
+        "reason": "WaitingForPod",
+        "message": "m",
+        "lastTransitionTime": EARLIER,
+    }
+    waiting = planned(phase="WaitingForPod", reason="WaitingForPod", ready="False") | {
+        "conditions": [ready_condition("False", "WaitingForPod", "m"), reconciling]
+    }
     status = status_with_problems(waiting, (invalid,), previous={}, now=NOW)
     assert [(c["type"], c["status"], c["reason"]) for c in status["conditions"]] == [
         ("Ready", "False", "StatusWriteInvalid"),
@@ -70,24 +82,40 @@ def test_a_permanent_problem_stalls_the_object_and_it_no_longer_reconciles():
 def test_a_failed_status_with_a_problem_stays_stalled_for_its_own_reason():
     failed = planned(phase="Failed", reason="InvalidSpec", message="spec.engine is not supported.", ready="False")
     status = status_with_problems(failed, (UNREACHABLE,), previous={}, now=NOW)
-    assert [(c["type"], c["reason"]) for c in status["conditions"]] == [("Ready", "InvalidSpec"), ("Stalled", "InvalidSpec")]
+    assert [(c["type"], c["reason"]) for c in status["conditions"]] == [
+        ("Ready", "InvalidSpec"),
+        ("Stalled", "InvalidSpec"),
+    ]
 
 
 def test_a_reconciling_condition_the_plan_kept_keeps_its_transition_time_under_a_problem():
-    reconciling = {"type": "Reconciling", "status": "True", "reason": "WaitingForPod", "message": "m", "lastTransitionTime": EARLIER}
-    waiting = planned(phase="WaitingForPod", reason="WaitingForPod", ready="False") | {"conditions": [ready_condition("False", "WaitingForPod", "m"), reconciling]}
+    reconciling = {
+        "type": "Reconciling",
+        "status": "True",
+        "reason": "WaitingForPod",
+        "message": "m",
+        "lastTransitionTime": EARLIER,
+    }
+    waiting = planned(phase="WaitingForPod", reason="WaitingForPod", ready="False") | {
+        "conditions": [ready_condition("False", "WaitingForPod", "m"), reconciling]
+    }
     status = status_with_problems(waiting, (FULL,), previous={}, now=NOW)
     assert status["conditions"][1]["lastTransitionTime"] == EARLIER
 
 
 def test_ready_keeps_its_transition_time_when_the_object_was_already_not_ready():
-    previous = {"phase": "Degraded", "conditions": [ready_condition("False", "ProfileStoreFull", "older", since="2025-12-31T00:00:00Z")]}
+    previous = {
+        "phase": "Degraded",
+        "conditions": [ready_condition("False", "ProfileStoreFull", "older", since="2025-12-31T00:00:00Z")],
+    }
     status = status_with_problems(planned(), (FULL,), previous=previous, now=NOW)
     assert status["conditions"][0]["lastTransitionTime"] == "2025-12-31T00:00:00Z"
 
 
 def test_a_planned_ready_false_keeps_the_transition_time_the_plan_gave_it():
-    status = status_with_problems(planned(phase="Pending", reason="WaitingForPods", ready="False"), (FULL,), previous={}, now=NOW)
+    status = status_with_problems(
+        planned(phase="Pending", reason="WaitingForPods", ready="False"), (FULL,), previous={}, now=NOW
+    )
     assert status["conditions"][0]["lastTransitionTime"] == EARLIER
     assert status["phase"] == "Degraded"
 
@@ -106,8 +134,14 @@ def test_several_problems_give_the_first_reason_and_every_message():
 
 
 def test_a_status_without_reason_and_message_fields_gets_only_its_phase_and_ready_condition():
-    appliance = {"phase": "Ready", "modules": {"basis": {"phase": "Ready"}}, "conditions": [ready_condition("True", "Ready", "All ready.")]}
-    status = status_with_problems(appliance, (Problem(ProblemReason.STALE_REMOVAL_FAILED, "403 Forbidden: no"),), previous={}, now=NOW)
+    appliance = {
+        "phase": "Ready",
+        "modules": {"basis": {"phase": "Ready"}},
+        "conditions": [ready_condition("True", "Ready", "All ready.")],
+    }
+    status = status_with_problems(
+        appliance, (Problem(ProblemReason.STALE_REMOVAL_FAILED, "403 Forbidden: no"),), previous={}, now=NOW
+    )
     assert set(status) == {"phase", "modules", "conditions"}
     assert (status["phase"], status["conditions"][0]["reason"]) == ("Degraded", "StaleRemovalFailed")
 
@@ -146,7 +180,11 @@ def test_check_leaves_out_problems_that_are_all_unset():
 
 
 def test_check_keeps_a_problem_a_preview_does_not_know_yet_so_the_status_write_shows_a_change():
-    news = StatusProvider().check({}, inputs(problems={"runtime-profile/magicstick-cpu-4": Unknown(), "ollama-alias/qwen": {}})).inputs
+    news = (
+        StatusProvider()
+        .check({}, inputs(problems={"runtime-profile/magicstick-cpu-4": Unknown(), "ollama-alias/qwen": {}}))
+        .inputs
+    )
     assert list(news["problems"]) == ["runtime-profile/magicstick-cpu-4"]
     assert StatusProvider().diff("id", {**inputs(), "problem": {}}, news).changes is True
 
@@ -181,19 +219,36 @@ def test_a_refused_status_write_is_tried_again_on_the_next_run_only_when_tempora
 
 def test_other_conditions_keep_their_place_and_only_the_kstatus_ones_are_replaced():
     other = {"type": "ModelLoaded", "status": "True", "reason": "Loaded", "message": "", "lastTransitionTime": EARLIER}
-    status = status_with_problems({**planned(), "conditions": [other, *planned()["conditions"]]}, (FULL,), previous={}, now=NOW)
-    assert [(c["type"], c["status"]) for c in status["conditions"]] == [("ModelLoaded", "True"), ("Ready", "False"), ("Reconciling", "True")]
+    status = status_with_problems(
+        {**planned(), "conditions": [other, *planned()["conditions"]]}, (FULL,), previous={}, now=NOW
+    )
+    assert [(c["type"], c["status"]) for c in status["conditions"]] == [
+        ("ModelLoaded", "True"),
+        ("Ready", "False"),
+        ("Reconciling", "True"),
+    ]
 
 
 @pytest.mark.parametrize("status", ["not json", "[1, 2]", 42])
 def test_a_status_input_that_is_neither_a_mapping_nor_its_json_is_refused_naming_the_field(status):
-    inputs = {"apiVersion": "appliance.magicstick.dev/v1alpha1", "kind": "ModelActivation", "namespace": "ai-system", "name": "m", "status": status}
+    inputs = {
+        "apiVersion": "appliance.magicstick.dev/v1alpha1",
+        "kind": "ModelActivation",
+        "namespace": "ai-system",
+        "name": "m",
+        "status": status,
+    }
     (failure,) = StatusProvider().check({}, inputs).failures
     assert (failure.property, failure.reason) == ("status", "status must be a mapping, or the JSON text of one")
 
 
 def test_the_json_text_of_a_status_checks_to_the_same_inputs_as_the_mapping():
-    identity = {"apiVersion": "appliance.magicstick.dev/v1alpha1", "kind": "ModelActivation", "namespace": "ai-system", "name": "m"}
+    identity = {
+        "apiVersion": "appliance.magicstick.dev/v1alpha1",
+        "kind": "ModelActivation",
+        "namespace": "ai-system",
+        "name": "m",
+    }
     status = {"phase": "Ready", "observedGeneration": 3, "conditions": [{"type": "Ready", "status": "True"}]}
     as_text = StatusProvider().check({}, identity | {"status": encode_status(status)}).inputs
     assert as_text == StatusProvider().check({}, identity | {"status": status}).inputs

@@ -33,7 +33,10 @@ def identity(obj: dict) -> tuple[str, str, str]:
 def stored(obj: dict) -> dict:
     """`obj` as the API server keeps it: CRD defaults, generation and uid."""
     found = with_defaults(obj, registry=OWN_CRDS)
-    found["metadata"] |= {"generation": 1, "uid": f"00000000-0000-4000-8000-5eed{zlib.crc32(repr(identity(obj)).encode()):08x}"}
+    found["metadata"] |= {
+        "generation": 1,
+        "uid": f"00000000-0000-4000-8000-5eed{zlib.crc32(repr(identity(obj)).encode()):08x}",
+    }
     return found
 
 
@@ -72,6 +75,12 @@ def test_the_documented_example_renders_without_an_invalid_spec(name, tmp_path):
 def test_the_preset_only_example_runs_on_the_gpu_its_preset_prefers_and_says_so(tmp_path):
     example = yaml.safe_load((FIXTURES / "modelactivation-qwen3635b.yaml").read_text())
     render(snapshot=snapshot_with(example, tmp_path), out=tmp_path / "out", now=NOW)
-    status = yaml.safe_load((tmp_path / "out" / "status" / "modelactivation.ai-system.qwen3635b.yaml").read_text())["status"]
-    assert (status["computeTarget"], status["engine"], status["computeTargetChoice"]) == ("nvidia-gpu", "VLLM", "PresetDefault")
+    status = yaml.safe_load((tmp_path / "out" / "status" / "modelactivation.ai-system.qwen3635b.yaml").read_text())[
+        "status"
+    ]
+    assert (status["computeTarget"], status["engine"], status["computeTargetChoice"]) == (
+        "nvidia-gpu",
+        "VLLM",
+        "PresetDefault",
+    )
     assert "computeTarget nvidia-gpu chosen: the preset's default" in status["message"]

@@ -43,4 +43,10 @@ def test_every_fitted_name_fits_ends_in_yaml_and_is_stable(stem):
 
 def test_render_order_is_resources_then_status_then_dynamic_each_by_name():
     paths = ["dynamic/a.yaml", "status/b.yaml", "resources/z.yaml", "status/a.yaml", "resources/a.yaml"]
-    assert sorted(paths, key=file_order) == ["resources/a.yaml", "resources/z.yaml", "status/a.yaml", "status/b.yaml", "dynamic/a.yaml"]
+    assert sorted(paths, key=file_order) == [
+        "resources/a.yaml",
+        "resources/z.yaml",
+        "status/a.yaml",
+        "status/b.yaml",
+        "dynamic/a.yaml",
+    ]

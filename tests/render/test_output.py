@@ -85,7 +85,10 @@ def test_render_refuses_a_directory_that_is_not_a_render_and_leaves_its_files_un
     before = tree(out)
     assert main(["render", "-f", str(DEMO), "-o", str(out), "--now", NOW]) == EXIT_BAD_INPUT
     err = capsys.readouterr().err
-    assert err == f"magicstick render: {out}: not empty and not a previous render (no {MARKER}); choose an empty or new directory\n"
+    assert (
+        err
+        == f"magicstick render: {out}: not empty and not a previous render (no {MARKER}); choose an empty or new directory\n"
+    )
     assert tree(out) == before
     assert _siblings(out) == []
 
@@ -98,14 +101,19 @@ def test_render_refuses_a_directory_that_is_not_a_render_and_leaves_its_files_un
         ("status/nested/x.yaml", "status/nested"),
     ],
 )
-def test_render_refuses_a_previous_render_holding_a_file_it_did_not_write(tmp_path, demo_render, capsys, foreign, named):
+def test_render_refuses_a_previous_render_holding_a_file_it_did_not_write(
+    tmp_path, demo_render, capsys, foreign, named
+):
     out = _previous_render(tmp_path, demo_render)
     (out / foreign).parent.mkdir(parents=True, exist_ok=True)
     (out / foreign).write_text("mine\n")
     before = tree(out)
     assert main(["render", "-f", str(DEMO), "-o", str(out), "--now", NOW]) == EXIT_BAD_INPUT
     err = capsys.readouterr().err
-    assert err == f"magicstick render: {out}: holds {named}, which render did not write; remove it or choose another directory\n"
+    assert (
+        err
+        == f"magicstick render: {out}: holds {named}, which render did not write; remove it or choose another directory\n"
+    )
     assert tree(out) == before
 
 
@@ -171,7 +179,9 @@ def test_a_snapshot_path_that_is_a_directory_exits_2_naming_it(tmp_path, capsys)
     assert err == f"magicstick render: {tmp_path}: cannot read snapshot file: Is a directory"
 
 
-def test_an_output_directory_in_a_parent_without_write_permission_exits_2_naming_the_path_and_the_cause(tmp_path, capsys):
+def test_an_output_directory_in_a_parent_without_write_permission_exits_2_naming_the_path_and_the_cause(
+    tmp_path, capsys
+):
     parent = refusing_directory(tmp_path)
     try:
         err = _one_line_exit_2(capsys, ["render", "-f", str(DEMO), "-o", str(parent / "magicstick-out"), "--now", NOW])

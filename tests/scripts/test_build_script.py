@@ -29,7 +29,14 @@ import pytest
 from tests.toolchain import BUILD_SCRIPT, VERSIONS_FILE, parse_versions, versions
 
 BASH = shutil.which("bash") or "/bin/bash"
-PREFLIGHT_COMMANDS = {"flock": "util-linux", "go": "golang", "sha256sum": "coreutils", "cp": "coreutils", "tar": "tar", "gzip": "gzip"}
+PREFLIGHT_COMMANDS = {
+    "flock": "util-linux",
+    "go": "golang",
+    "sha256sum": "coreutils",
+    "cp": "coreutils",
+    "tar": "tar",
+    "gzip": "gzip",
+}
 LANGUAGE_HOST_MODULE = "github.com/pulumi/pulumi/sdk/python/cmd/pulumi-language-python/v3"
 SOURCES_ENV = "MAGICSTICK_GO_SOURCES"
 SAFETY_TIMEOUT_SECONDS = 60
@@ -53,7 +60,11 @@ STEP_COUNT = 14
 def flux_controller_versions() -> dict[str, str]:
     """Flux's controllers in the order build.sh builds them, at their pinned versions."""
     pinned = versions()
-    return {"source-controller": pinned.source_controller, "kustomize-controller": pinned.kustomize_controller, "helm-controller": pinned.helm_controller}
+    return {
+        "source-controller": pinned.source_controller,
+        "kustomize-controller": pinned.kustomize_controller,
+        "helm-controller": pinned.helm_controller,
+    }
 
 
 @pytest.fixture
@@ -61,25 +72,37 @@ def cache(tmp_path: Path) -> Path:
     """A cache directory holding a double of every tool at its pinned version."""
     pinned = versions()
     directory = tmp_path / "cache"
-    _double(directory / f"etcd-{pinned.etcd}" / "etcd", f'[ "$1" = --version ] && echo "etcd Version: {pinned.etcd[1:]}"\n')
+    _double(
+        directory / f"etcd-{pinned.etcd}" / "etcd", f'[ "$1" = --version ] && echo "etcd Version: {pinned.etcd[1:]}"\n'
+    )
     for command in KUBE_COMMANDS:
-        _double(directory / f"kube-apiserver-{pinned.kube}" / command, f'[ "$1" = --version ] && echo "Kubernetes {pinned.kube}"\n')
+        _double(
+            directory / f"kube-apiserver-{pinned.kube}" / command,
+            f'[ "$1" = --version ] && echo "Kubernetes {pinned.kube}"\n',
+        )
     cli = directory / f"pulumi-{pinned.pulumi}"
     # `pulumi version` prints the version; `pulumi plugin install ... --file` succeeds.
     _double(cli / "pulumi", f'[ "$1" = version ] && echo "{pinned.pulumi}"; exit 0\n')
     _double(cli / "pulumi-language-python", f'[ "$1" = -version ] && echo "{pinned.pulumi}"\n')
     _double(cli / "pulumi-resource-pulumi-python", "exit 0\n")
     _double(cli / "pulumi-language-python-exec", "exit 0\n")
-    provider = _double(directory / f"pulumi-resource-kubernetes-{pinned.pulumi_kubernetes}" / "pulumi-resource-kubernetes", "exit 0\n")
+    provider = _double(
+        directory / f"pulumi-resource-kubernetes-{pinned.pulumi_kubernetes}" / "pulumi-resource-kubernetes", "exit 0\n"
+    )
     Path(f"{provider}.stamp").write_text(f"version={pinned.pulumi_kubernetes}\n")
     egctl = _double(directory / f"egctl-{pinned.envoy_gateway}" / "egctl", "exit 0\n")
     Path(f"{egctl}.stamp").write_text(f"version={pinned.envoy_gateway}\n")
     _double(directory / f"helm-{pinned.helm}" / "helm", f'[ "$1" = version ] && echo "{pinned.helm}"\n')
-    _double(directory / f"flux-{pinned.flux}" / "flux", f'[ "$1" = --version ] && echo "flux version {pinned.flux[1:]}"\n')
+    _double(
+        directory / f"flux-{pinned.flux}" / "flux", f'[ "$1" = --version ] && echo "flux version {pinned.flux[1:]}"\n'
+    )
     for controller, version in flux_controller_versions().items():
         binary = _double(directory / f"flux-controllers-{pinned.flux}" / controller, "exit 0\n")
         Path(f"{binary}.stamp").write_text(f"version={version}\n")
-    _double(directory / f"coredns-{pinned.coredns}" / "coredns", f'[ "$1" = -version ] && echo "CoreDNS-{pinned.coredns[1:]}"\n')
+    _double(
+        directory / f"coredns-{pinned.coredns}" / "coredns",
+        f'[ "$1" = -version ] && echo "CoreDNS-{pinned.coredns[1:]}"\n',
+    )
     for command in PKO_COMMANDS:
         binary = _double(directory / f"pulumi-kubernetes-operator-{pinned.pko}" / command, "exit 0\n")
         Path(f"{binary}.stamp").write_text(f"version={pinned.pko}\n")
@@ -177,10 +200,18 @@ class TestTheCachedToolchain:
         result = build(cache)
         assert (result.returncode, result.stdout.splitlines()) == (0, cached_paths(cache))
         steps = [line for line in progress(result.stderr) if re.match(rf"build-toolchain: \[\d+/{STEP_COUNT}\]", line)]
-        assert [int(re.match(rf"build-toolchain: \[(\d+)/{STEP_COUNT}\]", line).group(1)) for line in steps] == list(range(1, STEP_COUNT + 1))
+        assert [int(re.match(rf"build-toolchain: \[(\d+)/{STEP_COUNT}\]", line).group(1)) for line in steps] == list(
+            range(1, STEP_COUNT + 1)
+        )
         assert steps[0] == f"build-toolchain: [1/{STEP_COUNT}] checking the cache: {cache}"
-        already = [line.removeprefix("build-toolchain: already built: ") for line in progress(result.stderr) if "already built" in line]
-        paths = [path for path in cached_paths(cache) if "pulumi-resource-pulumi-python" not in path and "exec" not in path]
+        already = [
+            line.removeprefix("build-toolchain: already built: ")
+            for line in progress(result.stderr)
+            if "already built" in line
+        ]
+        paths = [
+            path for path in cached_paths(cache) if "pulumi-resource-pulumi-python" not in path and "exec" not in path
+        ]
         kube, controllers, operator = len(KUBE_COMMANDS), len(flux_controller_versions()), len(PKO_COMMANDS)
         flux_end = len(paths) - 2 - operator
         coredns, kubeai = paths[flux_end], paths[-1]
@@ -196,7 +227,14 @@ class TestTheCachedToolchain:
 
     def test_running_it_again_changes_nothing_in_the_cache_but_its_log(self, cache: Path):
         build(cache)
-        snapshot = lambda: {str(p.relative_to(cache)): p.read_bytes() for p in cache.rglob("*") if p.is_file() and p.name != "build.log"}  # noqa: E731
+
+        def snapshot() -> dict[str, bytes]:
+            return {
+                str(p.relative_to(cache)): p.read_bytes()
+                for p in cache.rglob("*")
+                if p.is_file() and p.name != "build.log"
+            }
+
         before = snapshot()
         again = build(cache)
         assert again.returncode == 0
@@ -240,7 +278,9 @@ class TestFailures:
     def test_several_missing_commands_are_named_together(self, tmp_path: Path):
         result = build(tmp_path / "never-created", bin_dir_with(tmp_path / "bin", []))
         assert result.returncode == 127
-        assert "missing commands flock (Debian package util-linux), go (Debian package golang), sha256sum" in result.stderr
+        assert (
+            "missing commands flock (Debian package util-linux), go (Debian package golang), sha256sum" in result.stderr
+        )
 
     def test_a_cache_directory_that_cannot_be_created_is_named(self, tmp_path: Path):
         (tmp_path / "a-file").write_text("")
@@ -317,12 +357,18 @@ def without_language_host(cache: Path) -> Path:
 
 
 class TestGoSourcesTheProxyRefuses:
-    def test_a_refused_source_without_a_folder_of_archives_stops_the_build_in_one_line_naming_both(self, without_language_host: Path, tmp_path: Path):
+    def test_a_refused_source_without_a_folder_of_archives_stops_the_build_in_one_line_naming_both(
+        self, without_language_host: Path, tmp_path: Path
+    ):
         result = build(without_language_host, **offline(tmp_path))
         assert (result.returncode, result.stdout) == (1, "")
         (line,) = failures(result.stderr)
-        assert line.startswith(f"build-toolchain: step 'pulumi-language-python {versions().pulumi}' failed (exit 1): the module proxy refuses {LANGUAGE_HOST_MODULE}@{language_host_module_version()} (")
-        assert line.endswith(f" and {SOURCES_ENV} is not set (the folder holding {archive_name()}); see {without_language_host}/build.log")
+        assert line.startswith(
+            f"build-toolchain: step 'pulumi-language-python {versions().pulumi}' failed (exit 1): the module proxy refuses {LANGUAGE_HOST_MODULE}@{language_host_module_version()} ("
+        )
+        assert line.endswith(
+            f" and {SOURCES_ENV} is not set (the folder holding {archive_name()}); see {without_language_host}/build.log"
+        )
 
     def test_a_folder_without_the_archive_is_named(self, without_language_host: Path, tmp_path: Path):
         folder = tmp_path / "sources"
@@ -331,23 +377,34 @@ class TestGoSourcesTheProxyRefuses:
         (line,) = failures(result.stderr)
         assert f"and {SOURCES_ENV}={folder} holds no {archive_name()}" in line
 
-    def test_an_archive_whose_sha256_is_not_the_pinned_one_is_refused_and_never_unpacked(self, without_language_host: Path, tmp_path: Path):
+    def test_an_archive_whose_sha256_is_not_the_pinned_one_is_refused_and_never_unpacked(
+        self, without_language_host: Path, tmp_path: Path
+    ):
         folder = tmp_path / "sources"
         folder.mkdir()
         forged = folder / archive_name()
         with tarfile.open(forged, "w:gz") as archive:
             data = b"package main\n"
-            entry = tarfile.TarInfo(f"{archive_name().removesuffix('.tar.gz')}/sdk/python/cmd/pulumi-language-python/main.go")
+            entry = tarfile.TarInfo(
+                f"{archive_name().removesuffix('.tar.gz')}/sdk/python/cmd/pulumi-language-python/main.go"
+            )
             entry.size = len(data)
             archive.addfile(entry, io.BytesIO(data))
         result = build(without_language_host, **offline(tmp_path), **{SOURCES_ENV: str(folder)})
         (line,) = failures(result.stderr)
         digest = hashlib.sha256(forged.read_bytes()).hexdigest()
-        assert f"{forged} has sha256 {digest}, versions.env pins {pinned('PULUMI_LANGUAGE_PYTHON_ARCHIVE_SHA256')}" in line
+        assert (
+            f"{forged} has sha256 {digest}, versions.env pins {pinned('PULUMI_LANGUAGE_PYTHON_ARCHIVE_SHA256')}" in line
+        )
         assert not (without_language_host / "sources").exists()
 
-    @pytest.mark.skipif(the_archive() is None, reason=f"the pinned archive is not on this machine (${SOURCES_ENV}); a machine with internet needs none")
-    def test_the_pinned_archive_is_unpacked_into_the_cache_and_built_from_there(self, without_language_host: Path, tmp_path: Path):
+    @pytest.mark.skipif(
+        the_archive() is None,
+        reason=f"the pinned archive is not on this machine (${SOURCES_ENV}); a machine with internet needs none",
+    )
+    def test_the_pinned_archive_is_unpacked_into_the_cache_and_built_from_there(
+        self, without_language_host: Path, tmp_path: Path
+    ):
         archive = the_archive()
         assert archive is not None
         # No proxy at all: the build gets as far as resolving the language host's dependencies.
@@ -358,14 +415,24 @@ class TestGoSourcesTheProxyRefuses:
         (line,) = failures(result.stderr)
         assert "go mod tidy could not resolve the language host" in line
 
-    def test_a_source_the_proxy_serves_is_built_from_the_proxy_without_a_folder_of_archives(self, without_language_host: Path, tmp_path: Path):
+    def test_a_source_the_proxy_serves_is_built_from_the_proxy_without_a_folder_of_archives(
+        self, without_language_host: Path, tmp_path: Path
+    ):
         version = language_host_module_version()
         # A stand-in main package that answers -version as the language host does, and needs only Go's own library.
         main = f'package main\n\nimport "fmt"\n\nfunc main() {{ fmt.Println("{versions().pulumi}") }}\n'
-        proxy = file_proxy(tmp_path / "proxy", LANGUAGE_HOST_MODULE, version, {"go.mod": f"module {LANGUAGE_HOST_MODULE}\n\ngo 1.26\n", "main.go": main})
+        proxy = file_proxy(
+            tmp_path / "proxy",
+            LANGUAGE_HOST_MODULE,
+            version,
+            {"go.mod": f"module {LANGUAGE_HOST_MODULE}\n\ngo 1.26\n", "main.go": main},
+        )
         result = build(without_language_host, **offline(tmp_path, proxy))
         assert result.returncode == 0, result.stderr
-        assert f"build-toolchain: pulumi-language-python from the module proxy: {LANGUAGE_HOST_MODULE}@{version}" in result.stderr.splitlines()
+        assert (
+            f"build-toolchain: pulumi-language-python from the module proxy: {LANGUAGE_HOST_MODULE}@{version}"
+            in result.stderr.splitlines()
+        )
         host = without_language_host / f"pulumi-{versions().pulumi}" / "pulumi-language-python"
         assert str(host) in result.stdout.splitlines()
         assert f"source=proxy {LANGUAGE_HOST_MODULE}@{version}" in Path(f"{host}.stamp").read_text().splitlines()

@@ -36,7 +36,9 @@ def test_a_choice_outside_the_list_is_refused_naming_the_list():
 
 @pytest.mark.parametrize("text", ["0", "11", "-1", "1.5", "1e3", "99999999999"])
 def test_a_whole_number_outside_one_to_the_maximum_is_refused_naming_its_unit(text):
-    with pytest.raises(ServiceFlagError, match=rf"^--quiet-ms: '{text}' is not a whole number of milliseconds from 1 to 10$"):
+    with pytest.raises(
+        ServiceFlagError, match=rf"^--quiet-ms: '{text}' is not a whole number of milliseconds from 1 to 10$"
+    ):
         whole_number(text, "--quiet-ms", maximum=10, unit="milliseconds")
 
 

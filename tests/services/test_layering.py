@@ -12,7 +12,9 @@ import pytest
 
 from tests.test_layering import REPO_ROOT, contract, lint_imports, project_copy_with_probe
 
-SERVICES_CONTRACT = "Services are not the program: services import neither planning, components, program, cli nor pulumi"
+SERVICES_CONTRACT = (
+    "Services are not the program: services import neither planning, components, program, cli nor pulumi"
+)
 
 
 def _flat(output: str) -> str:
@@ -24,7 +26,9 @@ def test_the_services_contract_forbids_the_program_layers_and_pulumi_directly_an
     found = contract(SERVICES_CONTRACT)
     assert found["type"] == "forbidden"
     assert found["source_modules"] == ["services"]
-    assert {"planning", "components", "program", "cli", "pulumi", "pulumi_kubernetes"} <= set(found["forbidden_modules"])
+    assert {"planning", "components", "program", "cli", "pulumi", "pulumi_kubernetes"} <= set(
+        found["forbidden_modules"]
+    )
     assert found["allow_indirect_imports"] is False
 
 

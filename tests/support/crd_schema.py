@@ -142,9 +142,7 @@ class CrdSchemaRegistry:
         definition, version = self._served_version(api_version, kind)
         key = (definition.group, version.name, definition.kind)
         if key not in self._validators:
-            self._validators[key] = CrdValidator(
-                to_json_schema(version.schema), format_checker=FORMAT_CHECKER
-            )
+            self._validators[key] = CrdValidator(to_json_schema(version.schema), format_checker=FORMAT_CHECKER)
         return self._validators[key]
 
     def errors(self, obj: object) -> list[str]:
@@ -174,19 +172,13 @@ class CrdSchemaRegistry:
         group, _, version_name = api_version.rpartition("/")
         definition = self._definitions.get((group, kind))
         if definition is None:
-            raise UnknownKindError(
-                f"kind: no CustomResourceDefinition defines {kind} in group {group or '(core)'}"
-            )
+            raise UnknownKindError(f"kind: no CustomResourceDefinition defines {kind} in group {group or '(core)'}")
         served = ", ".join(definition.served_versions) or "none"
         version = definition.versions.get(version_name)
         if version is None:
-            raise UnknownKindError(
-                f"apiVersion: {api_version} is not a version of {kind}.{group} (served: {served})"
-            )
+            raise UnknownKindError(f"apiVersion: {api_version} is not a version of {kind}.{group} (served: {served})")
         if not version.served:
-            raise UnknownKindError(
-                f"apiVersion: {api_version} is not served for {kind}.{group} (served: {served})"
-            )
+            raise UnknownKindError(f"apiVersion: {api_version} is not served for {kind}.{group} (served: {served})")
         return definition, version
 
 
@@ -202,9 +194,7 @@ def _registry_for(directory: Path) -> CrdSchemaRegistry:
 
 def _yaml_files(source: Path) -> list[Path]:
     if source.is_dir():
-        return sorted(
-            path for path in source.rglob("*") if path.is_file() and path.suffix in _YAML_SUFFIXES
-        )
+        return sorted(path for path in source.rglob("*") if path.is_file() and path.suffix in _YAML_SUFFIXES)
     if source.is_file():
         return [source]
     raise FileNotFoundError(f"no CRD file or directory at {source}")
@@ -215,9 +205,7 @@ def _load_definitions(source: Path) -> list[CrdDefinition]:
     for path in _yaml_files(source):
         with path.open(encoding="utf-8") as stream:
             documents = list(yaml.load_all(stream, Loader=_YAML_LOADER))
-        definitions.extend(
-            _definition(document, path) for document in documents if _is_crd(document)
-        )
+        definitions.extend(_definition(document, path) for document in documents if _is_crd(document))
     if not definitions:
         raise ValueError(f"no CustomResourceDefinition in {source}")
     return definitions
@@ -244,9 +232,7 @@ def _definition(document: JsonObject, source: Path) -> CrdDefinition:
             entry["name"]: CrdVersion(
                 name=entry["name"],
                 served=entry.get("served") is True,
-                schema=(entry.get("schema") or {}).get("openAPIV3Schema")
-                or shared_schema
-                or _PRESERVE_EVERYTHING,
+                schema=(entry.get("schema") or {}).get("openAPIV3Schema") or shared_schema or _PRESERVE_EVERYTHING,
             )
             for entry in entries
         }
@@ -296,10 +282,7 @@ def _dns1123_label_problem(value: str) -> str | None:
     if len(value) > 63:
         return "must be no more than 63 characters"
     if not _DNS1123_LABEL_RE.fullmatch(value):
-        return (
-            "must be a DNS-1123 label: lowercase alphanumerics and '-',"
-            " starting and ending with an alphanumeric"
-        )
+        return "must be a DNS-1123 label: lowercase alphanumerics and '-', starting and ending with an alphanumeric"
     return None
 
 
@@ -311,10 +294,7 @@ def _qualified_name_problem(key: str) -> str | None:
     if len(name) > 63:
         return "key name must be no more than 63 characters"
     if not _LABEL_NAME_RE.fullmatch(name):
-        return (
-            "key name must be alphanumerics, '-', '_' or '.',"
-            " starting and ending with an alphanumeric"
-        )
+        return "key name must be alphanumerics, '-', '_' or '.', starting and ending with an alphanumeric"
     return None
 
 
@@ -322,10 +302,7 @@ def _label_value_problem(value: str) -> str | None:
     if len(value) > 63:
         return f"value must be no more than 63 characters (has {len(value)})"
     if value and not _LABEL_NAME_RE.fullmatch(value):
-        return (
-            "value must be empty or alphanumerics, '-', '_' or '.',"
-            " starting and ending with an alphanumeric"
-        )
+        return "value must be empty or alphanumerics, '-', '_' or '.', starting and ending with an alphanumeric"
     return None
 
 
@@ -369,9 +346,7 @@ def _namespace_errors(namespace: object, definition: CrdDefinition) -> list[str]
     return [f"metadata.namespace: {namespace!r} {problem}"] if problem else []
 
 
-def _key_value_errors(
-    field: str, entries: object, value_problem: Callable[[str], str | None] | None
-) -> list[str]:
+def _key_value_errors(field: str, entries: object, value_problem: Callable[[str], str | None] | None) -> list[str]:
     if not isinstance(entries, Mapping):
         return []
     errors: list[str] = []
@@ -387,9 +362,7 @@ def _key_value_errors(
 def _annotation_size_errors(annotations: object) -> list[str]:
     if not isinstance(annotations, Mapping):
         return []
-    size = sum(
-        len(str(key).encode()) + len(str(value).encode()) for key, value in annotations.items()
-    )
+    size = sum(len(str(key).encode()) + len(str(value).encode()) for key, value in annotations.items())
     if size > _MAX_ANNOTATIONS_BYTES:
         return [f"metadata.annotations: total size {size} bytes exceeds {_MAX_ANNOTATIONS_BYTES}"]
     return []
@@ -643,9 +616,7 @@ def _list_type(
         fingerprint = json.dumps(key, sort_keys=True, default=str)
         if fingerprint in seen:
             what = "key" if list_type == "map" else "value"
-            yield ValidationError(
-                f"duplicate {what} {fingerprint} (also at [{seen[fingerprint]}])", path=(index,)
-            )
+            yield ValidationError(f"duplicate {what} {fingerprint} (also at [{seen[fingerprint]}])", path=(index,))
         else:
             seen[fingerprint] = index
 
@@ -654,9 +625,7 @@ def _map_key_defaults(schema: JsonObject, key_names: list[str]) -> dict[str, obj
     items = schema.get("items")
     properties = items.get("properties", {}) if isinstance(items, Mapping) else {}
     return {
-        name: properties[name]["default"]
-        for name in key_names
-        if name in properties and "default" in properties[name]
+        name: properties[name]["default"] for name in key_names if name in properties and "default" in properties[name]
     }
 
 
@@ -669,6 +638,7 @@ CrdValidator = extend(
     },
 )
 """Draft 4 with Kubernetes-style required/unknown-field errors and list-type uniqueness."""
+
 
 def _is_int32(value: object) -> bool:
     """In the range of Go's int32, which a controller decodes the field into."""

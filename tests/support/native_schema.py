@@ -158,8 +158,7 @@ class NativeSchemaRegistry:
         existing = self._kinds.get(key)
         if existing is not None:
             raise ValueError(
-                f"{kind.kind} {kind.api_version} is defined twice:"
-                f" in {existing.source} and in {kind.source}"
+                f"{kind.kind} {kind.api_version} is defined twice: in {existing.source} and in {kind.source}"
             )
         self._kinds[key] = kind
 
@@ -185,9 +184,7 @@ class NativeSchemaRegistry:
         key = (native.api_version, native.kind)
         if key not in self._validators:
             reference = {"$ref": f"{_uri(native.source)}{_SCHEMAS_POINTER}{native.schema_name}"}
-            self._validators[key] = NativeValidator(
-                reference, registry=self._registry, format_checker=FORMAT_CHECKER
-            )
+            self._validators[key] = NativeValidator(reference, registry=self._registry, format_checker=FORMAT_CHECKER)
         return self._validators[key]
 
     def errors(self, obj: object) -> list[str]:

@@ -101,7 +101,9 @@ class S3Store:
         if encryption:
             s3.put_bucket_encryption(
                 Bucket=name,
-                ServerSideEncryptionConfiguration={"Rules": [{"ApplyServerSideEncryptionByDefault": {"SSEAlgorithm": "AES256"}}]},
+                ServerSideEncryptionConfiguration={
+                    "Rules": [{"ApplyServerSideEncryptionByDefault": {"SSEAlgorithm": "AES256"}}]
+                },
             )
         if public_access is not None:
             s3.put_public_access_block(Bucket=name, PublicAccessBlockConfiguration=dict(public_access))

@@ -84,7 +84,12 @@ def gadgets(tmp_path_factory: pytest.TempPathFactory) -> CrdSchemaRegistry:
 
 
 def gadget(spec: dict[str, Any]) -> dict[str, Any]:
-    return {"apiVersion": "example.com/v1", "kind": "Gadget", "metadata": {"name": "g", "namespace": "default"}, "spec": spec}
+    return {
+        "apiVersion": "example.com/v1",
+        "kind": "Gadget",
+        "metadata": {"name": "g", "namespace": "default"},
+        "spec": spec,
+    }
 
 
 BASE_DEFAULTS = {"mode": "safe", "nickname": "anonymous", "limits": {"cpu": "1", "burst": {"factor": 2}}}
@@ -100,7 +105,10 @@ BASE_DEFAULTS = {"mode": "safe", "nickname": "anonymous", "limits": {"cpu": "1",
         ({"limits": {"cpu": "2"}}, {**BASE_DEFAULTS, "limits": {"cpu": "2", "burst": {"factor": 2}}}),
         ({"optional": {}}, {**BASE_DEFAULTS, "optional": {"level": 3}}),
         ({"ports": [{}, {"protocol": "UDP"}]}, {**BASE_DEFAULTS, "ports": [{"protocol": "TCP"}, {"protocol": "UDP"}]}),
-        ({"labelsByZone": {"a": {}, "b": {"weight": 7}}}, {**BASE_DEFAULTS, "labelsByZone": {"a": {"weight": 1}, "b": {"weight": 7}}}),
+        (
+            {"labelsByZone": {"a": {}, "b": {"weight": 7}}},
+            {**BASE_DEFAULTS, "labelsByZone": {"a": {"weight": 1}, "b": {"weight": 7}}},
+        ),
         (
             {"extra": {"known": {}, "unknown": {"retries": None, "known": {}}}},
             {**BASE_DEFAULTS, "extra": {"known": {"retries": 5}, "unknown": {"retries": None, "known": {}}}},
@@ -128,14 +136,21 @@ def test_an_object_without_a_spec_gets_no_spec(gadgets):
 
 
 def test_defaulting_leaves_its_input_unchanged():
-    schema = {"type": "object", "properties": {"a": {"type": "object", "default": {}, "properties": {"b": {"type": "integer", "default": 1}}}}}
+    schema = {
+        "type": "object",
+        "properties": {"a": {"type": "object", "default": {}, "properties": {"b": {"type": "integer", "default": 1}}}},
+    }
     value: dict[str, Any] = {}
     assert defaulted(value, schema) == {"a": {"b": 1}}
     assert value == {}
 
 
 def planned_policy(**overrides: Any) -> dict[str, Any]:
-    (policy,) = [thaw(o.body) for o in access_objects(access_for(**overrides), AccessSettings(), field_manager="magicstick") if o.kind == "SecurityPolicy"]
+    (policy,) = [
+        thaw(o.body)
+        for o in access_objects(access_for(**overrides), AccessSettings(), field_manager="magicstick")
+        if o.kind == "SecurityPolicy"
+    ]
     return policy
 
 
@@ -154,7 +169,11 @@ def test_a_client_secret_reference_without_group_and_kind_gets_the_core_secret_k
     planned = planned_policy()
     del planned["spec"]["oidc"]["clientSecret"]["group"]
     del planned["spec"]["oidc"]["clientSecret"]["kind"]
-    assert with_defaults(planned)["spec"]["oidc"]["clientSecret"] == {"group": "", "kind": "Secret", "name": "magicstick-oidc-client"}
+    assert with_defaults(planned)["spec"]["oidc"]["clientSecret"] == {
+        "group": "",
+        "kind": "Secret",
+        "name": "magicstick-oidc-client",
+    }
 
 
 def test_a_guard_only_policy_gains_the_backend_weight_and_nothing_of_single_sign_on():
@@ -163,7 +182,10 @@ def test_a_guard_only_policy_gains_the_backend_weight_and_nothing_of_single_sign
     assert stored["spec"]["extAuth"]["http"]["backendRefs"][0]["weight"] == 1
 
 
-@pytest.mark.parametrize(("api_version", "kind"), [("kustomize.toolkit.fluxcd.io/v1", "Kustomization"), ("helm.toolkit.fluxcd.io/v2", "HelmRelease")])
+@pytest.mark.parametrize(
+    ("api_version", "kind"),
+    [("kustomize.toolkit.fluxcd.io/v1", "Kustomization"), ("helm.toolkit.fluxcd.io/v2", "HelmRelease")],
+)
 def test_a_flux_object_created_without_status_starts_at_observed_generation_minus_one(api_version, kind):
     bare = {"apiVersion": api_version, "kind": kind, "metadata": {"name": "x", "namespace": "flux-system"}, "spec": {}}
     assert with_defaults(bare)["status"] == {"observedGeneration": -1}

@@ -199,8 +199,7 @@ def test_a_kustomization_without_a_source_ref_is_missing_a_required_field(
 
 def test_a_deletion_policy_outside_the_enum_is_rejected(upstream: CrdSchemaRegistry) -> None:
     assert upstream.errors(kustomization(deletionPolicy="Sometimes")) == [
-        "spec.deletionPolicy: 'Sometimes' is not one of"
-        " ['MirrorPrune', 'Delete', 'WaitForTermination', 'Orphan']"
+        "spec.deletionPolicy: 'Sometimes' is not one of ['MirrorPrune', 'Delete', 'WaitForTermination', 'Orphan']"
     ]
 
 
@@ -230,9 +229,7 @@ def test_an_unknown_metadata_field_is_reported_as_unknown(upstream: CrdSchemaReg
 
 
 def test_a_value_of_the_wrong_type_is_rejected(upstream: CrdSchemaRegistry) -> None:
-    assert upstream.errors(kustomization(prune="yes")) == [
-        "spec.prune: 'yes' is not of type 'boolean'"
-    ]
+    assert upstream.errors(kustomization(prune="yes")) == ["spec.prune: 'yes' is not of type 'boolean'"]
 
 
 def test_errors_inside_list_items_name_the_item_index(upstream: CrdSchemaRegistry) -> None:
@@ -255,8 +252,7 @@ def test_a_kind_no_crd_defines_is_rejected(upstream: CrdSchemaRegistry) -> None:
     obj = kustomization()
     obj["kind"] = "Kustomisation"
     assert upstream.errors(obj) == [
-        "kind: no CustomResourceDefinition defines Kustomisation"
-        " in group kustomize.toolkit.fluxcd.io"
+        "kind: no CustomResourceDefinition defines Kustomisation in group kustomize.toolkit.fluxcd.io"
     ]
 
 
@@ -297,9 +293,7 @@ def test_validator_for_an_unknown_kind_raises_unknown_kind_error(
 def test_a_namespaced_kind_without_a_namespace_is_rejected(upstream: CrdSchemaRegistry) -> None:
     obj = kustomization()
     del obj["metadata"]["namespace"]
-    assert upstream.errors(obj) == [
-        "metadata.namespace: required for namespaced kind Kustomization"
-    ]
+    assert upstream.errors(obj) == ["metadata.namespace: required for namespaced kind Kustomization"]
 
 
 def test_a_cluster_scoped_kind_with_a_namespace_is_rejected(upstream: CrdSchemaRegistry) -> None:
@@ -309,9 +303,7 @@ def test_a_cluster_scoped_kind_with_a_namespace_is_rejected(upstream: CrdSchemaR
         "metadata": {"name": "gpu", "namespace": "kube-system"},
         "spec": {},
     }
-    assert upstream.errors(obj) == [
-        "metadata.namespace: not allowed for cluster-scoped kind GpuDevicePlugin"
-    ]
+    assert upstream.errors(obj) == ["metadata.namespace: not allowed for cluster-scoped kind GpuDevicePlugin"]
 
 
 def test_a_namespace_that_is_not_a_dns_label_is_rejected(upstream: CrdSchemaRegistry) -> None:
@@ -328,9 +320,7 @@ def test_a_missing_name_is_rejected(upstream: CrdSchemaRegistry) -> None:
 
 
 @pytest.mark.parametrize("name", ["Apps", "apps_1", "-apps", "a" * 254])
-def test_a_name_that_is_not_a_dns_subdomain_is_rejected(
-    upstream: CrdSchemaRegistry, name: str
-) -> None:
+def test_a_name_that_is_not_a_dns_subdomain_is_rejected(upstream: CrdSchemaRegistry, name: str) -> None:
     obj = kustomization()
     obj["metadata"]["name"] = name
     [error] = upstream.errors(obj)
@@ -348,8 +338,7 @@ def test_a_label_value_of_64_characters_is_rejected(upstream: CrdSchemaRegistry)
     obj = kustomization()
     obj["metadata"]["labels"]["app.kubernetes.io/part-of"] = "a" * 64
     assert upstream.errors(obj) == [
-        "metadata.labels[app.kubernetes.io/part-of]:"
-        " value must be no more than 63 characters (has 64)"
+        "metadata.labels[app.kubernetes.io/part-of]: value must be no more than 63 characters (has 64)"
     ]
 
 
@@ -563,17 +552,13 @@ def test_a_widget_using_every_feature_correctly_has_no_errors(widgets: CrdSchema
 def test_a_version_the_crd_does_not_serve_is_rejected(widgets: CrdSchemaRegistry) -> None:
     obj = widget()
     obj["apiVersion"] = "example.com/v1beta1"
-    assert widgets.errors(obj) == [
-        "apiVersion: example.com/v1beta1 is not served for Widget.example.com (served: v1)"
-    ]
+    assert widgets.errors(obj) == ["apiVersion: example.com/v1beta1 is not served for Widget.example.com (served: v1)"]
     with pytest.raises(UnknownKindError, match="not served"):
         widgets.validator_for("example.com/v1beta1", "Widget")
 
 
 @pytest.mark.parametrize("port", [8080, "http", "50%"])
-def test_int_or_string_accepts_an_integer_or_a_string(
-    widgets: CrdSchemaRegistry, port: object
-) -> None:
+def test_int_or_string_accepts_an_integer_or_a_string(widgets: CrdSchemaRegistry, port: object) -> None:
     assert widgets.errors(widget(port=port)) == []
 
 
@@ -587,17 +572,13 @@ def test_a_nullable_field_accepts_null_and_its_enum_still_applies(
     widgets: CrdSchemaRegistry,
 ) -> None:
     assert widgets.errors(widget(nickname=None, size=None)) == []
-    assert widgets.errors(widget(size="L")) == [
-        "spec.size: 'L' is not one of ['S', 'M', None]"
-    ]
+    assert widgets.errors(widget(size="L")) == ["spec.size: 'L' is not one of ['S', 'M', None]"]
 
 
 def test_null_in_a_field_that_is_neither_nullable_nor_defaulted_is_a_type_error(
     widgets: CrdSchemaRegistry,
 ) -> None:
-    assert widgets.errors(widget(replicas=None)) == [
-        "spec.replicas: None is not of type 'integer'"
-    ]
+    assert widgets.errors(widget(replicas=None)) == ["spec.replicas: None is not of type 'integer'"]
 
 
 def test_a_required_field_with_a_default_may_be_omitted_or_null(
@@ -605,9 +586,7 @@ def test_a_required_field_with_a_default_may_be_omitted_or_null(
 ) -> None:
     assert widgets.errors(widget()) == []
     assert widgets.errors(widget(mode=None)) == []
-    assert widgets.errors(widget(mode="slow")) == [
-        "spec.mode: 'slow' is not one of ['fast', 'safe', None]"
-    ]
+    assert widgets.errors(widget(mode="slow")) == ["spec.mode: 'slow' is not one of ['fast', 'safe', None]"]
 
 
 @pytest.mark.parametrize(
@@ -617,9 +596,7 @@ def test_a_required_field_with_a_default_may_be_omitted_or_null(
 def test_an_integer_outside_its_format_range_is_rejected(
     widgets: CrdSchemaRegistry, field: str, value: int, format_name: str
 ) -> None:
-    assert widgets.errors(widget(**{field: value})) == [
-        f"spec.{field}: {value!r} is not a {format_name!r}"
-    ]
+    assert widgets.errors(widget(**{field: value})) == [f"spec.{field}: {value!r} is not a {format_name!r}"]
 
 
 @pytest.mark.parametrize(("field", "value"), [("replicas", 2**31 - 1), ("bytes", -(2**63))])
@@ -629,35 +606,23 @@ def test_an_integer_at_the_edge_of_its_format_range_is_accepted(
     assert widgets.errors(widget(**{field: value})) == []
 
 
-@pytest.mark.parametrize(
-    "value", ["2026-02-30T00:00:00Z", "2026-01-01 00:00:00Z", "2026-01-01T00:00:00", "yesterday"]
-)
-def test_a_date_time_that_is_not_rfc3339_is_rejected(
-    widgets: CrdSchemaRegistry, value: str
-) -> None:
-    assert widgets.errors(widget(startedAt=value)) == [
-        f"spec.startedAt: {value!r} is not a 'date-time'"
-    ]
+@pytest.mark.parametrize("value", ["2026-02-30T00:00:00Z", "2026-01-01 00:00:00Z", "2026-01-01T00:00:00", "yesterday"])
+def test_a_date_time_that_is_not_rfc3339_is_rejected(widgets: CrdSchemaRegistry, value: str) -> None:
+    assert widgets.errors(widget(startedAt=value)) == [f"spec.startedAt: {value!r} is not a 'date-time'"]
 
 
 @pytest.mark.parametrize("value", ["0", "300ms", "1h30m", "-1.5h", "3 days", "2w"])
-def test_a_duration_in_go_or_api_server_syntax_is_accepted(
-    widgets: CrdSchemaRegistry, value: str
-) -> None:
+def test_a_duration_in_go_or_api_server_syntax_is_accepted(widgets: CrdSchemaRegistry, value: str) -> None:
     assert widgets.errors(widget(timeout=value)) == []
 
 
 @pytest.mark.parametrize("value", ["soon", "10", "1h and more", ""])
 def test_a_duration_in_neither_syntax_is_rejected(widgets: CrdSchemaRegistry, value: str) -> None:
-    assert widgets.errors(widget(timeout=value)) == [
-        f"spec.timeout: {value!r} is not a 'duration'"
-    ]
+    assert widgets.errors(widget(timeout=value)) == [f"spec.timeout: {value!r} is not a 'duration'"]
 
 
 def test_a_byte_field_that_is_not_base64_is_rejected(widgets: CrdSchemaRegistry) -> None:
-    assert widgets.errors(widget(caBundle="not base64!")) == [
-        "spec.caBundle: 'not base64!' is not a 'byte'"
-    ]
+    assert widgets.errors(widget(caBundle="not base64!")) == ["spec.caBundle: 'not base64!' is not a 'byte'"]
 
 
 def test_a_format_the_validator_does_not_know_is_not_checked(widgets: CrdSchemaRegistry) -> None:
@@ -688,15 +653,11 @@ def test_preserve_unknown_fields_keeps_undeclared_fields_but_checks_declared_one
 
 def test_a_map_list_with_a_duplicate_key_is_rejected(widgets: CrdSchemaRegistry) -> None:
     ports = [{"name": "http", "number": 80}, {"name": "http", "number": 8080}]
-    assert widgets.errors(widget(ports=ports)) == [
-        'spec.ports[1]: duplicate key {"name": "http"} (also at [0])'
-    ]
+    assert widgets.errors(widget(ports=ports)) == ['spec.ports[1]: duplicate key {"name": "http"} (also at [0])']
 
 
 def test_a_set_list_with_a_duplicate_value_is_rejected(widgets: CrdSchemaRegistry) -> None:
-    assert widgets.errors(widget(tags=["a", "b", "a"])) == [
-        'spec.tags[2]: duplicate value "a" (also at [0])'
-    ]
+    assert widgets.errors(widget(tags=["a", "b", "a"])) == ['spec.tags[2]: duplicate value "a" (also at [0])']
 
 
 def test_an_any_of_branch_listing_some_properties_does_not_make_the_others_unknown(

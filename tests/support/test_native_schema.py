@@ -140,9 +140,7 @@ def test_a_mutating_admission_policy_is_cluster_scoped():
 
 def test_a_typo_in_a_field_name_is_an_unknown_field_at_its_path():
     claim = _renamed(RESOURCE_CLAIM, f"{EXACT}.allocationMode", "alocationMode")
-    assert native_registry().errors(claim) == [
-        "unknown field spec.devices.requests[0].exactly.alocationMode"
-    ]
+    assert native_registry().errors(claim) == ["unknown field spec.devices.requests[0].exactly.alocationMode"]
 
 
 def test_a_typo_in_a_field_name_inside_a_referenced_schema_is_reported_too():
@@ -163,16 +161,12 @@ def test_a_missing_required_field_is_reported_at_its_path_even_when_the_schema_d
 
 
 def test_a_missing_spec_is_reported():
-    assert native_registry().errors(_without(RESOURCE_CLAIM, "spec")) == [
-        "spec: required field is missing"
-    ]
+    assert native_registry().errors(_without(RESOURCE_CLAIM, "spec")) == ["spec: required field is missing"]
 
 
 def test_a_mutation_without_a_patch_type_is_reported():
     policy = _without(MUTATING_ADMISSION_POLICY, "spec.mutations.0.patchType")
-    assert native_registry().errors(policy) == [
-        "spec.mutations[0].patchType: required field is missing"
-    ]
+    assert native_registry().errors(policy) == ["spec.mutations[0].patchType: required field is missing"]
 
 
 @pytest.mark.parametrize(
@@ -246,9 +240,7 @@ def test_a_value_of_the_wrong_type_is_reported(obj, path, value, error):
 
 def test_a_namespaced_kind_without_a_namespace_is_reported():
     claim = _without(RESOURCE_CLAIM, "metadata.namespace")
-    assert native_registry().errors(claim) == [
-        "metadata.namespace: required for namespaced kind ResourceClaim"
-    ]
+    assert native_registry().errors(claim) == ["metadata.namespace: required for namespaced kind ResourceClaim"]
 
 
 def test_a_cluster_scoped_kind_with_a_namespace_is_reported():
@@ -267,18 +259,14 @@ def test_an_api_version_no_vendored_document_defines_is_reported_with_the_ones_t
 
 
 def test_an_object_without_a_kind_is_reported():
-    assert native_registry().errors(_without(RESOURCE_CLAIM, "kind")) == [
-        "kind: required field is missing"
-    ]
+    assert native_registry().errors(_without(RESOURCE_CLAIM, "kind")) == ["kind: required field is missing"]
 
 
 @pytest.mark.parametrize("qualified", sorted(ENUMS))
 def test_every_restated_enumeration_is_the_one_the_upstream_description_gives(qualified):
     name, _, field = qualified.rpartition(".")
     descriptions = [
-        schemas[name]["properties"][field]["description"]
-        for schemas in _vendored_schemas()
-        if name in schemas
+        schemas[name]["properties"][field]["description"] for schemas in _vendored_schemas() if name in schemas
     ]
     assert len(descriptions) == 1, f"{name} is in {len(descriptions)} vendored documents"
     missing = [value for value in ENUMS[qualified] if value not in descriptions[0]]
@@ -287,9 +275,7 @@ def test_every_restated_enumeration_is_the_one_the_upstream_description_gives(qu
 
 def _vendored_schemas() -> list[dict[str, Any]]:
     documents = sorted(Path(kind.source) for kind in native_registry().kinds)
-    return [
-        json.loads(path.read_text())["components"]["schemas"] for path in dict.fromkeys(documents)
-    ]
+    return [json.loads(path.read_text())["components"]["schemas"] for path in dict.fromkeys(documents)]
 
 
 WIDGET_DOCUMENT = {

@@ -13,7 +13,9 @@ from tests.support.vendored import REPOSITORY_ROOT, VENDORED_CHARTS, VENDORED_CR
 
 VENDORED_FOLDERS = (VENDORED_CRDS, VENDORED_CHARTS, VENDORED_KUBERNETES, VENDORED_MANIFESTS)
 """Each holds a SOURCES.md listing its files; the same rules hold for all."""
-_ROW = re.compile(r"^\| `(?P<file>[^`]+)` \| (?P<project>[^|]+?) \| `(?P<tag>[^`]+)` \| `(?P<path>[^`]+)` \| `(?P<commit>[0-9a-f]{40})` \| `(?P<blob>[0-9a-f]{40})` \|$")
+_ROW = re.compile(
+    r"^\| `(?P<file>[^`]+)` \| (?P<project>[^|]+?) \| `(?P<tag>[^`]+)` \| `(?P<path>[^`]+)` \| `(?P<commit>[0-9a-f]{40})` \| `(?P<blob>[0-9a-f]{40})` \|$"
+)
 
 
 def _rows(folder: Path) -> dict[str, re.Match[str]]:
@@ -63,10 +65,24 @@ def test_every_vendored_project_carries_its_license_from_the_same_tag(folder):
         tags = {row["tag"] for name, row in rows.items() if name.startswith(f"{project}/")}
         assert tags == {license_row["tag"]}, f"{project}: files from {tags}, license from {license_row['tag']}"
         commits = {row["commit"] for name, row in rows.items() if name.startswith(f"{project}/")}
-        assert commits == {license_row["commit"]}, f"{project}: files from {commits}, license from {license_row['commit']}"
+        assert commits == {license_row["commit"]}, (
+            f"{project}: files from {commits}, license from {license_row['commit']}"
+        )
 
 
-_NOT_PROJECT_FILES = frozenset({".git", "venv", "build", "out", "third_party", "__pycache__", ".pytest_cache", ".hypothesis", ".import_linter_cache"})
+_NOT_PROJECT_FILES = frozenset(
+    {
+        ".git",
+        "venv",
+        "build",
+        "out",
+        "third_party",
+        "__pycache__",
+        ".pytest_cache",
+        ".hypothesis",
+        ".import_linter_cache",
+    }
+)
 
 
 _MAY_LOOK_BESIDE_THE_CHECKOUT = frozenset({".ci/run"})

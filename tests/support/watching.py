@@ -31,7 +31,9 @@ def watch_until(
         remaining = deadline - time.monotonic()
         where = f"{namespace}/{name}" if namespace else name
         assert remaining > 0, f"{kind.kind} {where} not done within {seconds} s: {current.get('status')}\n{explain()}"
-        with client.watch(kind, namespace=namespace, resource_version=version, timeout_seconds=max(1, int(remaining))) as stream:
+        with client.watch(
+            kind, namespace=namespace, resource_version=version, timeout_seconds=max(1, int(remaining))
+        ) as stream:
             for event in stream:
                 version = event.resource_version or version
                 if (event.object.get("metadata") or {}).get("name") == name and event.object.get("kind") == kind.kind:
@@ -51,8 +53,12 @@ def watch_until_gone(client: KubeClient, kind: ResourceKind, namespace: str | No
     while current is not None:
         remaining = deadline - time.monotonic()
         where = f"{namespace}/{name}" if namespace else name
-        assert remaining > 0, f"{kind.kind} {where} still exists after {seconds} s: finalizers {current['metadata'].get('finalizers')}"
-        with client.watch(kind, namespace=namespace, resource_version=version, timeout_seconds=max(1, int(remaining))) as stream:
+        assert remaining > 0, (
+            f"{kind.kind} {where} still exists after {seconds} s: finalizers {current['metadata'].get('finalizers')}"
+        )
+        with client.watch(
+            kind, namespace=namespace, resource_version=version, timeout_seconds=max(1, int(remaining))
+        ) as stream:
             for event in stream:
                 version = event.resource_version or version
                 if (event.object.get("metadata") or {}).get("name") == name and event.object.get("kind") == kind.kind:

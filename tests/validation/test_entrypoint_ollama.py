@@ -22,7 +22,7 @@ def _double(bin_dir: Path, *, answers: bool) -> None:
         "#!/bin/sh\n"
         'case "$1" in\n'
         '  serve) echo $$ > "$HOME/serve.pid"; exec sleep 30 ;;\n'
-        f"  list) [ -f \"$HOME/serve.pid\" ] && exit {0 if answers else 1}; exit 1 ;;\n"
+        f'  list) [ -f "$HOME/serve.pid" ] && exit {0 if answers else 1}; exit 1 ;;\n'
         "esac\nexit 2\n"
     )
     ollama.chmod(0o755)
@@ -31,7 +31,9 @@ def _double(bin_dir: Path, *, answers: bool) -> None:
 def _run(tmp_path: Path, *, answers: bool, check_exit: int) -> subprocess.CompletedProcess[str]:
     _double(tmp_path / "bin", answers=answers)
     check = tmp_path / "check.py"
-    check.write_text(f"import os, sys\nprint('check ran', os.environ['MAGICSTICK_OLLAMA_URL'], os.environ['OLLAMA_MODELS'])\nsys.exit({check_exit})\n")
+    check.write_text(
+        f"import os, sys\nprint('check ran', os.environ['MAGICSTICK_OLLAMA_URL'], os.environ['OLLAMA_MODELS'])\nsys.exit({check_exit})\n"
+    )
     python = shutil.which("python3")
     assert python is not None
     (tmp_path / "bin" / "python3").symlink_to(python)

@@ -64,7 +64,11 @@ def _handler(state: Ollama) -> type[BaseHTTPRequestHandler]:
         def do_GET(self) -> None:
             state.requests.append((self.path, None))
             if self.path == "/api/ps":
-                models = [{"name": MODEL, "model": MODEL, "size": state.size, "size_vram": state.size_vram}] if state.loaded else []
+                models = (
+                    [{"name": MODEL, "model": MODEL, "size": state.size, "size_vram": state.size_vram}]
+                    if state.loaded
+                    else []
+                )
                 self._send(200, {"models": models})
             else:
                 self._send(404, {"error": "not found"})
@@ -87,7 +91,10 @@ def ollama() -> Iterator[tuple[Ollama, str]]:
 
 
 def _main(url: str, log: Path) -> tuple[int, str]:
-    code = check.main({"MAGICSTICK_OLLAMA_URL": url, "MAGICSTICK_VALIDATION_MODEL": MODEL, "MAGICSTICK_TERMINATION_LOG": str(log)}, FAST)
+    code = check.main(
+        {"MAGICSTICK_OLLAMA_URL": url, "MAGICSTICK_VALIDATION_MODEL": MODEL, "MAGICSTICK_TERMINATION_LOG": str(log)},
+        FAST,
+    )
     return code, log.read_text()
 
 
@@ -174,7 +181,9 @@ def test_unreachable_ollama_exits_1_with_a_report(tmp_path: Path) -> None:
 
 def test_unwritable_termination_log_exits_1(ollama: tuple[Ollama, str], tmp_path: Path) -> None:
     _, url = ollama
-    code = check.main({"MAGICSTICK_OLLAMA_URL": url, "MAGICSTICK_TERMINATION_LOG": str(tmp_path / "missing" / "log")}, FAST)
+    code = check.main(
+        {"MAGICSTICK_OLLAMA_URL": url, "MAGICSTICK_TERMINATION_LOG": str(tmp_path / "missing" / "log")}, FAST
+    )
     assert code == 1
 
 

@@ -43,14 +43,20 @@ def test_hip_gpu_and_inference_pass(tmp_path: Path) -> None:
     code, report = _main(tmp_path, hip=_gpu, inference=inference)
     assert code == 0
     written = json.loads(report)
-    assert {k: written[k] for k in ("hip", "inference", "cpuFallback")} == {"hip": True, "inference": True, "cpuFallback": False}
+    assert {k: written[k] for k in ("hip", "inference", "cpuFallback")} == {
+        "hip": True,
+        "inference": True,
+        "cpuFallback": False,
+    }
     assert asked == [(check.DEFAULT_MODEL, check.DEFAULT_GPU_MEMORY_UTILIZATION)]
     found = verdict("VLLM", report)
     assert found.passed and found.reason is VerdictReason.PASSED
 
 
 def test_failed_inference_is_a_verdict(tmp_path: Path) -> None:
-    code, report = _main(tmp_path, hip=_gpu, inference=lambda model, utilization: check.InferenceResult(False, "vLLM failed: HIP error"))
+    code, report = _main(
+        tmp_path, hip=_gpu, inference=lambda model, utilization: check.InferenceResult(False, "vLLM failed: HIP error")
+    )
     assert code == 0
     assert json.loads(report)["inference"] is False
     assert verdict("VLLM", report).reason is VerdictReason.INFERENCE_FAILED
@@ -101,13 +107,19 @@ def test_model_and_memory_come_from_the_environment(tmp_path: Path) -> None:
         asked.append((model, utilization))
         return _answers(model, utilization)
 
-    environ = {"MAGICSTICK_VALIDATION_MODEL": "Qwen/Qwen2.5-0.5B", "MAGICSTICK_VALIDATION_GPU_MEMORY_UTILIZATION": "0.3", "MAGICSTICK_TERMINATION_LOG": str(tmp_path / "log")}
+    environ = {
+        "MAGICSTICK_VALIDATION_MODEL": "Qwen/Qwen2.5-0.5B",
+        "MAGICSTICK_VALIDATION_GPU_MEMORY_UTILIZATION": "0.3",
+        "MAGICSTICK_TERMINATION_LOG": str(tmp_path / "log"),
+    }
     assert check.main(environ, _gpu, inference) == 0
     assert asked == [("Qwen/Qwen2.5-0.5B", 0.3)]
 
 
 def test_long_details_keep_the_report_within_the_termination_message_limit(tmp_path: Path) -> None:
-    code, report = _main(tmp_path, hip=_gpu, inference=lambda model, utilization: check.InferenceResult(False, "x" * 10000))
+    code, report = _main(
+        tmp_path, hip=_gpu, inference=lambda model, utilization: check.InferenceResult(False, "x" * 10000)
+    )
     assert code == 0
     assert len(report.encode()) <= 4096
     assert verdict("VLLM", report).reason is VerdictReason.INFERENCE_FAILED

@@ -56,7 +56,11 @@ def uncertain(entry: Entry, known: str = "", *, cause: str = "") -> Outcome:
     """The outcome of an action interrupted between its `started` entry and its end: the agent
     stopped (no cause), or the action raised `cause`."""
     extra = f" {known}" if known else ""
-    stopped = f"then failed before recording its end ({cause})" if cause else "then the agent stopped before recording its end"
+    stopped = (
+        f"then failed before recording its end ({cause})"
+        if cause
+        else "then the agent stopped before recording its end"
+    )
     return Outcome(
         phase=HostPhase.FAILED,
         reason=HostOperationReason.OUTCOME_UNCERTAIN.value,
@@ -79,7 +83,11 @@ class Action:
         return None
 
     def announce(self, operation: HostOperation) -> Outcome:
-        return Outcome(phase=HostPhase.RUNNING, reason=HostOperationReason.IN_PROGRESS.value, message=f"{self.action} is running on the host")
+        return Outcome(
+            phase=HostPhase.RUNNING,
+            reason=HostOperationReason.IN_PROGRESS.value,
+            message=f"{self.action} is running on the host",
+        )
 
     def journal(self, operation: HostOperation, context: ActionContext) -> dict[str, Any]:
         return {}

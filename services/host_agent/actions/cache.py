@@ -103,7 +103,9 @@ class ClearModelCache(Action):
         return waiting_while_the_cache_is_used(context)
 
     def announce(self, operation: HostOperation) -> Outcome:
-        return Outcome(phase=HostPhase.RUNNING, reason=HostOperationReason.IN_PROGRESS.value, message="clearing the model cache")
+        return Outcome(
+            phase=HostPhase.RUNNING, reason=HostOperationReason.IN_PROGRESS.value, message="clearing the model cache"
+        )
 
     def execute(self, operation: HostOperation, context: ActionContext, entry: Entry) -> Step:
         locations = _locations(context)

@@ -23,7 +23,9 @@ _REPOSITORY = Path(__file__).resolve().parents[3]
 
 
 def transient(error: KubeError) -> bool:
-    return isinstance(error, KubeConnectionError) or error.code == 0 or error.code >= 500 or error.code in TRANSIENT_CODES
+    return (
+        isinstance(error, KubeConnectionError) or error.code == 0 or error.code >= 500 or error.code in TRANSIENT_CODES
+    )
 
 
 def _where(error: BaseException) -> str:

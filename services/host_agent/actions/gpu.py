@@ -49,13 +49,23 @@ class PrepareGpu(Action):
     def check(self, operation: HostOperation, context: ActionContext) -> Outcome | None:
         assert operation.spec is not None
         if not context.host.facts.amd_gpus:
-            return failed(HostOperationReason.NOT_SUPPORTED, "spec.action: prepare-gpu needs an AMD GPU; this host has none on PCI")
+            return failed(
+                HostOperationReason.NOT_SUPPORTED,
+                "spec.action: prepare-gpu needs an AMD GPU; this host has none on PCI",
+            )
         if operation.spec.experiment_consent is not True:
-            return failed(HostOperationReason.REJECTED, "spec.experimentConsent: must be true: this GPU preparation is experimental")
+            return failed(
+                HostOperationReason.REJECTED,
+                "spec.experimentConsent: must be true: this GPU preparation is experimental",
+            )
         return None
 
     def announce(self, operation: HostOperation) -> Outcome:
-        return Outcome(phase=HostPhase.RUNNING, reason=HostOperationReason.IN_PROGRESS.value, message="verifying the host's GPU and driver")
+        return Outcome(
+            phase=HostPhase.RUNNING,
+            reason=HostOperationReason.IN_PROGRESS.value,
+            message="verifying the host's GPU and driver",
+        )
 
     def _verified(self, context: ActionContext) -> Outcome | None:
         """Registering once the host is verified now (evidence published), else None."""
@@ -123,11 +133,17 @@ class ConfigureGpuMemory(Action):
         assert spec is not None
         plan = context.host.plans.gpu_memory
         if plan is None:
-            return failed(HostOperationReason.NOT_SUPPORTED, "spec.action: this host publishes no GPU memory plan (no AMD GPU whose driver reports its memory)")
+            return failed(
+                HostOperationReason.NOT_SUPPORTED,
+                "spec.action: this host publishes no GPU memory plan (no AMD GPU whose driver reports its memory)",
+            )
         if spec.experiment_consent is not True:
             return failed(HostOperationReason.REJECTED, "spec.experimentConsent: must be true for configure-gpu-memory")
         if spec.experiment_mode == MIXED_SYSTEM_EXPERIMENT:
-            return failed(HostOperationReason.REJECTED, "spec.experimentMode: mixed-system is not accepted for configure-gpu-memory")
+            return failed(
+                HostOperationReason.REJECTED,
+                "spec.experimentMode: mixed-system is not accepted for configure-gpu-memory",
+            )
         assert spec.gpu_memory is not None
         choices = sorted(choice.index for choice in plan.carveout_choices)
         if spec.gpu_memory.carveout_index not in choices:
@@ -136,7 +152,11 @@ class ConfigureGpuMemory(Action):
                 f"spec.gpuMemory.carveoutIndex: {spec.gpu_memory.carveout_index} is not an advertised choice ({', '.join(map(str, choices))}); "
                 "the firmware carve-out changes in the firmware setup only",
             )
-        limit, step, maximum = spec.gpu_memory.dynamic_limit_mi, plan.dynamic_limit_step_mi, plan.dynamic_limit_maximum_mi
+        limit, step, maximum = (
+            spec.gpu_memory.dynamic_limit_mi,
+            plan.dynamic_limit_step_mi,
+            plan.dynamic_limit_maximum_mi,
+        )
         if limit % step or not step <= limit <= maximum:
             return failed(
                 HostOperationReason.REJECTED,
@@ -170,7 +190,9 @@ class ConfigureGpuMemory(Action):
     def recover(self, operation: HostOperation, context: ActionContext, entry: Entry, *, cause: str = "") -> Outcome:
         assert operation.spec is not None and operation.spec.gpu_memory is not None
         path = self._path(context)
-        if path.exists() and path.read_text() == modprobe_options(operation.spec.gpu_memory.dynamic_limit_mi, operation):
+        if path.exists() and path.read_text() == modprobe_options(
+            operation.spec.gpu_memory.dynamic_limit_mi, operation
+        ):
             return self._done(operation)
         return uncertain(entry, f"{MODPROBE_FILE} does not hold the requested limit.", cause=cause)
 

@@ -78,6 +78,7 @@ UNUSABLE: Final = (
     "on node {node}. Make a new request once it is fixed"
 )
 
+
 def _withheld(result: CommandResult, secrets: Sequence[str]) -> str:
     """The command's failure in one line, with no credential in it: a known secret is replaced,
     and a line that speaks of a password or key is not shown at all."""
@@ -106,7 +107,9 @@ def _restore(context: ActionContext, saved: dict[str, dict[str, str | int]]) -> 
     return None
 
 
-def _restore_and_apply(context: ActionContext, saved: dict[str, dict[str, str | int]], secrets: Sequence[str] = ()) -> str | None:
+def _restore_and_apply(
+    context: ActionContext, saved: dict[str, dict[str, str | int]], secrets: Sequence[str] = ()
+) -> str | None:
     """Restore the saved files and `netplan apply` them; None, or what failed."""
     problem = _restore(context, saved)
     if problem is not None:
@@ -129,7 +132,9 @@ def _deadline(entry: Entry) -> datetime | None:
 def _unusable(operation: HostOperation, context: ActionContext, secret: str, why: str) -> Outcome:
     """The one refusal of a Secret the request cannot use; `why` (no value in it) goes to the log only."""
     LOGGER.warning("HostOperation %s: %s cannot be used: %s", operation.key, secret, why)
-    return failed(HostOperationReason.NETWORK_SECRET_INVALID, UNUSABLE.format(secret=secret, node=context.settings.node_name))
+    return failed(
+        HostOperationReason.NETWORK_SECRET_INVALID, UNUSABLE.format(secret=secret, node=context.settings.node_name)
+    )
 
 
 class ConfigureNetwork(Action):
@@ -140,7 +145,10 @@ class ConfigureNetwork(Action):
         assert spec is not None
         ref = spec.network_ref
         if ref is None:
-            return failed(HostOperationReason.REJECTED, "spec.networkRef: is required for configure-network (the Secret holding the settings)")
+            return failed(
+                HostOperationReason.REJECTED,
+                "spec.networkRef: is required for configure-network (the Secret holding the settings)",
+            )
         secret_name = where(context.cluster.network_namespace, ref.name)
         try:
             secret = context.cluster.secret(ref.name)
@@ -152,7 +160,12 @@ class ConfigureNetwork(Action):
             return _unusable(operation, context, secret_name, "it does not exist")
         uid = str((secret.get("metadata") or {}).get("uid") or "")
         if uid != ref.uid:
-            return _unusable(operation, context, secret_name, f"its UID is {uid}, not {ref.uid} (spec.networkRef.uid): it was replaced after the request was made")
+            return _unusable(
+                operation,
+                context,
+                secret_name,
+                f"its UID is {uid}, not {ref.uid} (spec.networkRef.uid): it was replaced after the request was made",
+            )
         settings = network_settings(secret.get("data") or {}, context.host.facts.interfaces)
         if isinstance(settings, SecretRefusal):
             if not settings.names_a_setting:
@@ -167,7 +180,11 @@ class ConfigureNetwork(Action):
     def announce(self, operation: HostOperation) -> Outcome:
         ref = operation.spec.network_ref if operation.spec is not None else None
         named = f" of Secret {ref.name}" if ref is not None else ""
-        return Outcome(phase=HostPhase.APPLYING, reason=HostOperationReason.IN_PROGRESS.value, message=f"applying the network configuration{named}")
+        return Outcome(
+            phase=HostPhase.APPLYING,
+            reason=HostOperationReason.IN_PROGRESS.value,
+            message=f"applying the network configuration{named}",
+        )
 
     def journal(self, operation: HostOperation, context: ActionContext) -> dict[str, Any]:
         return {"saved": saved_configuration(context.settings.root)}
@@ -178,7 +195,12 @@ class ConfigureNetwork(Action):
             return Step(settings)
         saved = _saved(entry)
         if saved is None:
-            return Step(failed(HostOperationReason.REJECTED, "the journal entry holds no saved netplan configuration; nothing was changed"))
+            return Step(
+                failed(
+                    HostOperationReason.REJECTED,
+                    "the journal entry holds no saved netplan configuration; nothing was changed",
+                )
+            )
         secrets = [settings.password] if settings.password else []
         root = context.settings.root
         path = netplan_dir(root) / NETPLAN_FILE
@@ -189,12 +211,22 @@ class ConfigureNetwork(Action):
         except OSError as error:
             problem = _restore(context, saved)
             restored = problem or "the saved netplan files are restored"
-            return Step(failed(HostOperationReason.COMMAND_FAILED, f"/{NETPLAN_DIR}/{NETPLAN_FILE} cannot be written: {error.strerror}; {restored}"))
+            return Step(
+                failed(
+                    HostOperationReason.COMMAND_FAILED,
+                    f"/{NETPLAN_DIR}/{NETPLAN_FILE} cannot be written: {error.strerror}; {restored}",
+                )
+            )
         generated = context.runner.run(["netplan", "generate", "--root-dir", str(root)])
         if not generated.ok:
             problem = _restore(context, saved)
             restored = problem or "the saved netplan files are restored"
-            return Step(failed(HostOperationReason.COMMAND_FAILED, f"netplan refused the configuration: {_withheld(generated, secrets)}; {restored}; nothing was applied"))
+            return Step(
+                failed(
+                    HostOperationReason.COMMAND_FAILED,
+                    f"netplan refused the configuration: {_withheld(generated, secrets)}; {restored}; nothing was applied",
+                )
+            )
         applied = context.runner.run(["netplan", "apply"])
         if not applied.ok:
             failure = _withheld(applied, secrets)
@@ -243,7 +275,12 @@ class ConfigureNetwork(Action):
             return None
         saved = _saved(entry)
         if saved is None:
-            return Step(failed(HostOperationReason.ROLLBACK_FAILED, "not confirmed in time, and the journal entry holds no saved netplan configuration"))
+            return Step(
+                failed(
+                    HostOperationReason.ROLLBACK_FAILED,
+                    "not confirmed in time, and the journal entry holds no saved netplan configuration",
+                )
+            )
         problem = _restore_and_apply(context, saved)
         if problem is not None:
             return Step(

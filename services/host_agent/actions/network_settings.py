@@ -147,12 +147,17 @@ def network_settings(data: Any, interfaces: Sequence[NetworkInterface]) -> Netwo
         return values
     zoned = next((key for key in _IP_KEYS if "%" in values.get(key, "")), None)
     if zoned is not None:
-        return SecretRefusal(zoned, "must hold IP addresses without a zone ID ('%' and what follows): netplan accepts none, and the interface is key 'interface'")
+        return SecretRefusal(
+            zoned,
+            "must hold IP addresses without a zone ID ('%' and what follows): netplan accepts none, and the interface is key 'interface'",
+        )
     known = {interface.name: interface for interface in interfaces}
     name = values.get("interface", "").strip()
     if not _INTERFACE.fullmatch(name) or name not in known:
         listed = ", ".join(sorted(known)) or "none"
-        return SecretRefusal("interface", f"is required and must name one of this host's network interfaces ({one_line(listed)})")
+        return SecretRefusal(
+            "interface", f"is required and must name one of this host's network interfaces ({one_line(listed)})"
+        )
     wireless = known[name].wireless
     ssid, password = values.get("ssid"), values.get("password")
     if password is not None and ssid is None:
@@ -164,12 +169,18 @@ def network_settings(data: Any, interfaces: Sequence[NetworkInterface]) -> Netwo
     if ssid is not None and not _ssid_ok(ssid):
         return SecretRefusal("ssid", f"must be 1 to {MAX_SSID_BYTES} bytes of UTF-8 without control characters")
     if password is not None and not _password_ok(password):
-        return SecretRefusal("password", "must be a WPA passphrase of 8 to 63 printable ASCII characters (no newline) or 64 hexadecimal digits")
+        return SecretRefusal(
+            "password",
+            "must be a WPA passphrase of 8 to 63 printable ASCII characters (no newline) or 64 hexadecimal digits",
+        )
     addresses: tuple[str, ...] = ()
     if "addresses" in values:
         parsed = _addresses(values["addresses"])
         if not parsed:
-            return SecretRefusal("addresses", f"must be 1 to {MAX_LIST_ITEMS} comma-separated IP addresses, each with its prefix length (192.0.2.10/24)")
+            return SecretRefusal(
+                "addresses",
+                f"must be 1 to {MAX_LIST_ITEMS} comma-separated IP addresses, each with its prefix length (192.0.2.10/24)",
+            )
         addresses = parsed
     gateway: str | None = None
     if "gateway" in values:
@@ -189,7 +200,13 @@ def network_settings(data: Any, interfaces: Sequence[NetworkInterface]) -> Netwo
             return SecretRefusal("nameservers", f"must be 1 to {MAX_LIST_ITEMS} comma-separated IP addresses")
         nameservers = parsed
     return NetworkSettings(
-        interface=name, wireless=wireless, ssid=ssid, password=password, addresses=addresses, gateway=gateway, nameservers=nameservers
+        interface=name,
+        wireless=wireless,
+        ssid=ssid,
+        password=password,
+        addresses=addresses,
+        gateway=gateway,
+        nameservers=nameservers,
     )
 
 

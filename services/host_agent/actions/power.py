@@ -21,12 +21,20 @@ class PowerAction(Action):
         self._doing = doing
 
     def announce(self, operation: HostOperation) -> Outcome:
-        return Outcome(phase=HostPhase.RUNNING, reason=self._reason.value, message=f"the host is {self._doing} now (systemctl {self._verb})")
+        return Outcome(
+            phase=HostPhase.RUNNING,
+            reason=self._reason.value,
+            message=f"the host is {self._doing} now (systemctl {self._verb})",
+        )
 
     def execute(self, operation: HostOperation, context: ActionContext, entry: Entry) -> Step:
         result = context.runner.run(["systemctl", self._verb])
         if not result.ok:
-            return Step(Outcome(phase=HostPhase.FAILED, reason=HostOperationReason.COMMAND_FAILED.value, message=result.failure()))
+            return Step(
+                Outcome(
+                    phase=HostPhase.FAILED, reason=HostOperationReason.COMMAND_FAILED.value, message=result.failure()
+                )
+            )
         return Step(self.announce(operation))
 
     def _completed(self, entry: Entry, context: ActionContext) -> Outcome:

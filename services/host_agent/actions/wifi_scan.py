@@ -117,11 +117,16 @@ class ScanWifi(Action):
 
     def check(self, operation: HostOperation, context: ActionContext) -> Outcome | None:
         if not self._wireless(context):
-            return failed(HostOperationReason.NO_WIFI_INTERFACE, "spec.action: scan-wifi needs a wireless interface; this host has none")
+            return failed(
+                HostOperationReason.NO_WIFI_INTERFACE,
+                "spec.action: scan-wifi needs a wireless interface; this host has none",
+            )
         return None
 
     def announce(self, operation: HostOperation) -> Outcome:
-        return Outcome(phase=HostPhase.RUNNING, reason=HostOperationReason.IN_PROGRESS.value, message="scanning for Wi-Fi networks")
+        return Outcome(
+            phase=HostPhase.RUNNING, reason=HostOperationReason.IN_PROGRESS.value, message="scanning for Wi-Fi networks"
+        )
 
     def execute(self, operation: HostOperation, context: ActionContext, entry: Entry) -> Step:
         found: list[WifiNetwork] = []
@@ -135,7 +140,9 @@ class ScanWifi(Action):
             else:
                 failures.append(result.failure())
         if not scanned:
-            return Step(failed(HostOperationReason.COMMAND_FAILED, "; ".join(failures) or "no wireless interface was scanned"))
+            return Step(
+                failed(HostOperationReason.COMMAND_FAILED, "; ".join(failures) or "no wireless interface was scanned")
+            )
         networks = strongest(found)
         unique = len({(network.ssid, network.ssid_escaped) for network in found})
         shown = f", the strongest {len(networks)} shown" if unique > len(networks) else ""

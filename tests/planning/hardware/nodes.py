@@ -7,7 +7,16 @@ from typing import Any
 VENDOR = {"nvidia": "10de", "amd": "1002", "intel": "8086"}
 
 
-def node(name: str, *gpus: str, pci_class: str = "0300", allocatable: dict[str, str] | None = None, arch: str = "amd64", os: str = "linux", extra_labels: dict | None = None, nfd: bool = True) -> dict:
+def node(
+    name: str,
+    *gpus: str,
+    pci_class: str = "0300",
+    allocatable: dict[str, str] | None = None,
+    arch: str = "amd64",
+    os: str = "linux",
+    extra_labels: dict | None = None,
+    nfd: bool = True,
+) -> dict:
     labels: dict[str, str] = {"kubernetes.io/hostname": name, "kubernetes.io/os": os, "kubernetes.io/arch": arch}
     if nfd:
         labels["feature.node.kubernetes.io/cpu-model.vendor_id"] = "AMD"
@@ -20,7 +29,11 @@ def node(name: str, *gpus: str, pci_class: str = "0300", allocatable: dict[str, 
         "apiVersion": "v1",
         "kind": "Node",
         "metadata": {"name": name, "uid": f"uid-{name}", "labels": labels},
-        "status": {"capacity": dict(resources), "allocatable": dict(resources), "nodeInfo": {"bootID": f"boot-{name}", "architecture": arch, "operatingSystem": os}},
+        "status": {
+            "capacity": dict(resources),
+            "allocatable": dict(resources),
+            "nodeInfo": {"bootID": f"boot-{name}", "architecture": arch, "operatingSystem": os},
+        },
     }
 
 
@@ -32,6 +45,10 @@ def node_feature(node_name: str, *devices: tuple[str, str, str]) -> dict:
     return {
         "apiVersion": "nfd.k8s-sigs.io/v1alpha1",
         "kind": "NodeFeature",
-        "metadata": {"name": node_name, "namespace": "node-feature-discovery", "labels": {"nfd.node.kubernetes.io/node-name": node_name}},
+        "metadata": {
+            "name": node_name,
+            "namespace": "node-feature-discovery",
+            "labels": {"nfd.node.kubernetes.io/node-name": node_name},
+        },
         "spec": {"features": {"instances": {"pci.device": {"elements": elements}}}},
     }

@@ -40,7 +40,10 @@ def sharing(mode: str, slots: int | None = None, node_name: str = "gpu-1") -> di
 
 
 def nvidia_host(gpus: int = 1) -> list[dict]:
-    return [node("gpu-1", "nvidia", allocatable={"nvidia.com/gpu": str(gpus)}), node_feature("gpu-1", *[NVIDIA_DEVICE] * gpus)]
+    return [
+        node("gpu-1", "nvidia", allocatable={"nvidia.com/gpu": str(gpus)}),
+        node_feature("gpu-1", *[NVIDIA_DEVICE] * gpus),
+    ]
 
 
 def amd_host() -> list[dict]:
@@ -75,18 +78,29 @@ def settle(result: Plan, world: Iterable[dict]) -> list[dict]:
         for obj in outcome.runtime.objects if outcome.runtime is not None else ():
             body = thaw(obj.body)
             previous = before.get(_key(body))
-            generation = (previous or {}).get("metadata", {}).get("generation", 0) + (previous is None or previous.get("spec") != body.get("spec"))
+            generation = (previous or {}).get("metadata", {}).get("generation", 0) + (
+                previous is None or previous.get("spec") != body.get("spec")
+            )
             body["metadata"] |= {"generation": generation, "uid": f"uid-{obj.kind.lower()}-{obj.name}"}
             if obj.kind == "Deployment":
                 replicas = body["spec"].get("replicas", 1)
-                body["status"] = {"observedGeneration": generation, "replicas": replicas, "updatedReplicas": replicas, "availableReplicas": replicas}
+                body["status"] = {
+                    "observedGeneration": generation,
+                    "replicas": replicas,
+                    "updatedReplicas": replicas,
+                    "availableReplicas": replicas,
+                }
             after[_key(body)] = body
     objects = list(after.values())
     return _device_plugins(_workloads(objects))
 
 
 def _pods_of(objects: list[dict], owner_uid: str) -> list[dict]:
-    return [o for o in objects if o["kind"] == "Pod" and any(r.get("uid") == owner_uid for r in o["metadata"].get("ownerReferences", []))]
+    return [
+        o
+        for o in objects
+        if o["kind"] == "Pod" and any(r.get("uid") == owner_uid for r in o["metadata"].get("ownerReferences", []))
+    ]
 
 
 def _pod(name: str, labels: dict[str, str], owner: dict) -> dict:
@@ -98,7 +112,15 @@ def _pod(name: str, labels: dict[str, str], owner: dict) -> dict:
             "namespace": owner["metadata"]["namespace"],
             "uid": f"pod-uid-{name}",
             "labels": labels,
-            "ownerReferences": [{"apiVersion": owner["apiVersion"], "kind": owner["kind"], "name": owner["metadata"]["name"], "uid": owner["metadata"]["uid"], "controller": True}],
+            "ownerReferences": [
+                {
+                    "apiVersion": owner["apiVersion"],
+                    "kind": owner["kind"],
+                    "name": owner["metadata"]["name"],
+                    "uid": owner["metadata"]["uid"],
+                    "controller": True,
+                }
+            ],
         },
         "status": {"phase": "Running", "conditions": [{"type": "Ready", "status": "True"}]},
     }

@@ -41,7 +41,13 @@ def evidence(
     return json.dumps(document)
 
 
-def halo_node(name: str = "halo", *, annotation: str | None = "default", registered: bool = True, vendors: tuple[str, ...] = ("amd",)) -> dict:
+def halo_node(
+    name: str = "halo",
+    *,
+    annotation: str | None = "default",
+    registered: bool = True,
+    vendors: tuple[str, ...] = ("amd",),
+) -> dict:
     obj = node(name, *vendors, allocatable={"amd.com/gpu": "1"} if registered else None)
     obj["status"]["nodeInfo"]["kernelVersion"] = KERNEL
     if annotation == "default":
@@ -73,7 +79,12 @@ def amd_installed() -> list[dict]:
 
 def history_map(*records: RunRecord, text: str | None = None) -> dict:
     body = text if text is not None else json.dumps(History(runs={r.run_id: r for r in records}).to_document())
-    return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": HISTORY_CONFIG_MAP, "namespace": NS}, "data": {HISTORY_KEY: body}}
+    return {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {"name": HISTORY_CONFIG_MAP, "namespace": NS},
+        "data": {HISTORY_KEY: body},
+    }
 
 
 def node_patches(result: Any) -> dict[str, dict]:

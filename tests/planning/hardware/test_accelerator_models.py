@@ -88,7 +88,9 @@ def test_an_explicit_activation_installs_the_operator_a_model_asks_for_without_h
 
 
 def test_a_gpu_that_fails_the_preflight_makes_the_model_wait_naming_the_node():
-    status = status_of(plan_of(*platform(), node("win", "nvidia", os="windows"), gpu_model("m")), "ModelActivation", "m")
+    status = status_of(
+        plan_of(*platform(), node("win", "nvidia", os="windows"), gpu_model("m")), "ModelActivation", "m"
+    )
     assert status["phase"] == "WaitingForGPU"
     assert "win" in status["message"] and "not linux" in status["message"]
 
@@ -97,7 +99,9 @@ def test_a_foreign_operator_serves_models_with_no_operator_of_ours():
     foreign = (node("gpu-1", "nvidia", allocatable={"nvidia.com/gpu": "1"}), crd("clusterpolicies.nvidia.com"))
     result = plan_of(*platform(), *foreign, gpu_model("m"))
     assert "platform-gpu" not in kustomization_names(result)
-    assert [m.body["spec"]["resourceProfile"].rsplit("-", 1)[0] for m in result.models.models] == ["magicstick-nvidia-gpu"]
+    assert [m.body["spec"]["resourceProfile"].rsplit("-", 1)[0] for m in result.models.models] == [
+        "magicstick-nvidia-gpu"
+    ]
     assert operator(result, "gpu")["phase"] == "Conflict"
 
 

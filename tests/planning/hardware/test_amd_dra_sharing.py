@@ -24,13 +24,21 @@ def _slice(node: str = "gpu-1") -> dict:
             "driver": "gpu.amd.com",
             "nodeName": node,
             "pool": {"name": node, "generation": 1, "resourceSliceCount": 1},
-            "devices": [{"name": "gpu-0", "attributes": {"resource.kubernetes.io/pciBusID": {"string": "0000:c3:00.0"}}}],
+            "devices": [
+                {"name": "gpu-0", "attributes": {"resource.kubernetes.io/pciBusID": {"string": "0000:c3:00.0"}}}
+            ],
         },
     }
 
 
 def _world(*extra: dict) -> list[dict]:
-    return [*platform("amd-gpu"), *amd_host(), gpu_activation("amd-gpu", sharing("dra-shared", 2)), local_model("alpha", computeTarget="amd-gpu"), *extra]
+    return [
+        *platform("amd-gpu"),
+        *amd_host(),
+        gpu_activation("amd-gpu", sharing("dra-shared", 2)),
+        local_model("alpha", computeTarget="amd-gpu"),
+        *extra,
+    ]
 
 
 def _kinds(result) -> dict[str, list[dict]]:
@@ -57,11 +65,19 @@ def test_the_shared_claim_replaces_the_device_plugin_only_after_amd_models_drain
     world = [o for o in _world() if not (o["kind"] == "ModuleActivation" and o["metadata"]["name"] == "amd-gpu")]
     world.append(gpu_activation("amd-gpu", None))
     world = _walk(world, 3)
-    world = [gpu_activation("amd-gpu", sharing("dra-shared", 2)) if o["kind"] == "ModuleActivation" and o["metadata"]["name"] == "amd-gpu" else o for o in world]
+    world = [
+        gpu_activation("amd-gpu", sharing("dra-shared", 2))
+        if o["kind"] == "ModuleActivation" and o["metadata"]["name"] == "amd-gpu"
+        else o
+        for o in world
+    ]
 
     draining = plan_world(world, served_apis=SERVED_APIS)
     kinds = _kinds(draining)
-    assert status_of(draining, "Appliance", "local")["hardwareOperators"]["amd-gpu"]["sharing"]["observedPhase"] == "Draining"
+    assert (
+        status_of(draining, "Appliance", "local")["hardwareOperators"]["amd-gpu"]["sharing"]["observedPhase"]
+        == "Draining"
+    )
     assert "ResourceClaim" not in kinds
     assert kinds["DeviceConfig"][0]["spec"]["devicePlugin"]["enableDevicePlugin"] is True
     assert kinds["Model"][0]["spec"]["replicas"] == 0
@@ -80,7 +96,12 @@ def test_the_shared_claim_replaces_the_device_plugin_only_after_amd_models_drain
     assert operator["sharing"]["observedPhase"] == "Active" and operator["sharing"]["admittedModels"] == ["alpha"]
     policy = _kinds(active)["MutatingAdmissionPolicy"][0]
     assert policy["spec"]["matchConstraints"]["objectSelector"]["matchExpressions"][0]["values"] == ["alpha"]
-    assert status_of(active, "ModelActivation", "alpha")["gpuSharing"] == {"mode": "dra-shared", "node": "gpu-1", "slots": 2, "claim": f"ai/{SHARED_CLAIM}"}
+    assert status_of(active, "ModelActivation", "alpha")["gpuSharing"] == {
+        "mode": "dra-shared",
+        "node": "gpu-1",
+        "slots": 2,
+        "claim": f"ai/{SHARED_CLAIM}",
+    }
 
 
 def test_the_claim_the_adapter_and_the_device_config_pass_the_upstream_schemas():
@@ -93,7 +114,12 @@ def test_the_claim_the_adapter_and_the_device_config_pass_the_upstream_schemas()
 
 
 def _realtime(**realtime) -> dict:
-    return realtime_model("omni", profile="omni-rocm", target="amd-gpu", realtime={"runtimeImage": "registry.example.com/vllm-omni-rocm:1.0", **realtime})
+    return realtime_model(
+        "omni",
+        profile="omni-rocm",
+        target="amd-gpu",
+        realtime={"runtimeImage": "registry.example.com/vllm-omni-rocm:1.0", **realtime},
+    )
 
 
 def test_a_realtime_runtime_binds_the_shared_claim_itself_and_requests_no_amd_gpu():
@@ -104,7 +130,10 @@ def test_a_realtime_runtime_binds_the_shared_claim_itself_and_requests_no_amd_gp
     assert pod["resourceClaims"] == [{"name": CLAIM_REFERENCE, "resourceClaimName": SHARED_CLAIM}]
     assert pod["containers"][0]["resources"]["claims"] == [{"name": CLAIM_REFERENCE}]
     assert "amd.com/gpu" not in pod["containers"][0]["resources"].get("limits", {})
-    assert status_of(result, "Appliance", "local")["hardwareOperators"]["amd-gpu"]["sharing"]["admittedModels"] == ["alpha", "omni"]
+    assert status_of(result, "Appliance", "local")["hardwareOperators"]["amd-gpu"]["sharing"]["admittedModels"] == [
+        "alpha",
+        "omni",
+    ]
 
 
 def test_a_realtime_runtime_asking_for_two_shared_gpus_fails_naming_gpu_count():

@@ -43,8 +43,14 @@ def halo_plan(activation_obj: dict, *objects: dict):
     [
         (amd_activation(), CompatibilityReason.PROFILE_NOT_SELECTED),
         (amd_activation(compatibilityProfile="strix-halo"), CompatibilityReason.CONSENT_REQUIRED),
-        (amd_activation(compatibilityProfile="strix-halo", allowExperimental="false"), CompatibilityReason.CONSENT_REQUIRED),
-        (amd_activation(compatibilityProfile="strix-halo", allowExperimental="yes"), CompatibilityReason.PARAMETERS_INVALID),
+        (
+            amd_activation(compatibilityProfile="strix-halo", allowExperimental="false"),
+            CompatibilityReason.CONSENT_REQUIRED,
+        ),
+        (
+            amd_activation(compatibilityProfile="strix-halo", allowExperimental="yes"),
+            CompatibilityReason.PARAMETERS_INVALID,
+        ),
         (consented(), CompatibilityReason.PROFILE_APPLIES),
     ],
     ids=["upstream-only", "no-consent", "consent-false", "consent-not-a-boolean-string", "consented"],
@@ -68,7 +74,9 @@ def test_a_strix_halo_node_is_eligible_only_through_its_selected_profile_with_co
     ],
     ids=["one-apu", "nvidia-coexists", "second-amd-gpu", "intel-beside-it", "two-apus"],
 )
-def test_the_strix_halo_hardware_rule_is_exactly_one_matched_amd_gpu_with_only_nvidia_beside_it(devices, vendors, applies) -> None:
+def test_the_strix_halo_hardware_rule_is_exactly_one_matched_amd_gpu_with_only_nvidia_beside_it(
+    devices, vendors, applies
+) -> None:
     feature = node_feature("halo", *devices)
     if devices.count(STRIX_HALO) == 2:
         elements = feature["spec"]["features"]["instances"]["pci.device"]["elements"]
@@ -93,7 +101,17 @@ def test_the_strix_halo_hardware_rule_is_exactly_one_matched_amd_gpu_with_only_n
         (evidence(observed=NOW + timedelta(hours=1)), EvidenceState.STALE),
         (evidence(), EvidenceState.CURRENT),
     ],
-    ids=["missing", "not-json", "tampered-fingerprint", "foreign-uid", "other-boot", "other-kernel", "too-old", "future", "current"],
+    ids=[
+        "missing",
+        "not-json",
+        "tampered-fingerprint",
+        "foreign-uid",
+        "other-boot",
+        "other-kernel",
+        "too-old",
+        "future",
+        "current",
+    ],
 )
 def test_host_evidence_is_current_only_when_uid_boot_kernel_fingerprint_and_time_check_out(annotation, state) -> None:
     snapshot = Snapshot.from_objects([halo_node(annotation=annotation)])
@@ -138,14 +156,22 @@ def test_the_program_never_writes_amds_nfd_support_label() -> None:
 
 
 def test_an_upstream_amd_gpu_stays_eligible_through_the_preflight_without_any_profile() -> None:
-    result = halo_plan(amd_activation(), node("dgpu", "amd", allocatable={"amd.com/gpu": "1"}), node_feature("dgpu", DISCRETE_AMD))
+    result = halo_plan(
+        amd_activation(), node("dgpu", "amd", allocatable={"amd.com/gpu": "1"}), node_feature("dgpu", DISCRETE_AMD)
+    )
     (entry,) = compatibility(result)["nodes"]
-    assert (entry["upstreamSupported"], entry["eligible"], entry["reason"]) == (True, True, CompatibilityReason.UPSTREAM)
+    assert (entry["upstreamSupported"], entry["eligible"], entry["reason"]) == (
+        True,
+        True,
+        CompatibilityReason.UPSTREAM,
+    )
     assert node_patches(result)["dgpu"] == {ELIGIBLE_LABEL: "true"}
 
 
 def test_an_unknown_profile_is_reported_and_means_upstream_support_only() -> None:
-    result = halo_plan(amd_activation(compatibilityProfile="no-such-profile", allowExperimental="true"), halo_node(), halo_feature())
+    result = halo_plan(
+        amd_activation(compatibilityProfile="no-such-profile", allowExperimental="true"), halo_node(), halo_feature()
+    )
     status = compatibility(result)
     assert status["reason"] == CompatibilityReason.PROFILE_UNKNOWN
     assert status["eligible"] is False

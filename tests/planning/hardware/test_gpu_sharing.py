@@ -19,16 +19,30 @@ from tests.planning.hardware.sharing_world import gpu_activation, nvidia_host, p
 from tests.planning.models.direct_world import freetoken_model
 from tests.planning.models.world import local_model, platform
 
-RUNNING = VendorRuntime("alpha", pods=(Pod(meta=ObjectMeta(name="alpha-0", namespace="ai"), phase="Running"),), drained=False)
+RUNNING = VendorRuntime(
+    "alpha", pods=(Pod(meta=ObjectMeta(name="alpha-0", namespace="ai"), phase="Running"),), drained=False
+)
 STOPPED = VendorRuntime("alpha", pods=(), drained=True)
-SHARED_4 = NvidiaGpuSharing.model_validate({"mode": "time-slicing", "nodeName": "gpu-1", "nodeUID": "uid-gpu-1", "slots": 4})
+SHARED_4 = NvidiaGpuSharing.model_validate(
+    {"mode": "time-slicing", "nodeName": "gpu-1", "nodeUID": "uid-gpu-1", "slots": 4}
+)
 EXCLUSIVE = NvidiaGpuSharing.model_validate({"mode": "exclusive", "nodeName": "gpu-1", "nodeUID": "uid-gpu-1"})
 
 
 def inputs(**overrides) -> SharingInputs:
     values = dict(
-        module="gpu", vendor="NVIDIA", config=SHARED_4, node="gpu-1", node_uid="uid-gpu-1", node_found=True,
-        applied=Allocation(), confirmed=True, physical_gpus=1, runtimes=(), candidates=("alpha",), slots_per_gpu=True,
+        module="gpu",
+        vendor="NVIDIA",
+        config=SHARED_4,
+        node="gpu-1",
+        node_uid="uid-gpu-1",
+        node_found=True,
+        applied=Allocation(),
+        confirmed=True,
+        physical_gpus=1,
+        runtimes=(),
+        candidates=("alpha",),
+        slots_per_gpu=True,
     )
     return SharingInputs(**(values | overrides))
 
@@ -39,15 +53,50 @@ def inputs(**overrides) -> SharingInputs:
         ("no gpuSharing and nothing applied", dict(config=None), SharingPhase.DEFAULT, Allocation()),
         ("a runtime still runs", dict(runtimes=(RUNNING,)), SharingPhase.DRAINING, Allocation()),
         ("everything drained", dict(runtimes=(STOPPED,)), SharingPhase.APPLYING, Allocation("time-slicing", 4)),
-        ("profile set, slots not advertised", dict(applied=Allocation("time-slicing", 4), confirmed=False), SharingPhase.APPLYING, Allocation("time-slicing", 4)),
-        ("profile set and advertised", dict(applied=Allocation("time-slicing", 4)), SharingPhase.ACTIVE, Allocation("time-slicing", 4)),
-        ("another slot count needs a drain", dict(applied=Allocation("time-slicing", 2), runtimes=(RUNNING,)), SharingPhase.DRAINING, Allocation("time-slicing", 2)),
-        ("back to exclusive while running", dict(config=EXCLUSIVE, applied=Allocation("time-slicing", 4), runtimes=(RUNNING,)), SharingPhase.DRAINING, Allocation("time-slicing", 4)),
-        ("gpuSharing removed while shared", dict(config=None, applied=Allocation("time-slicing", 4)), SharingPhase.APPLYING, Allocation()),
-        ("the node is not there", dict(node_found=False, applied=Allocation("time-slicing", 2)), SharingPhase.NODE_NOT_FOUND, Allocation("time-slicing", 2)),
+        (
+            "profile set, slots not advertised",
+            dict(applied=Allocation("time-slicing", 4), confirmed=False),
+            SharingPhase.APPLYING,
+            Allocation("time-slicing", 4),
+        ),
+        (
+            "profile set and advertised",
+            dict(applied=Allocation("time-slicing", 4)),
+            SharingPhase.ACTIVE,
+            Allocation("time-slicing", 4),
+        ),
+        (
+            "another slot count needs a drain",
+            dict(applied=Allocation("time-slicing", 2), runtimes=(RUNNING,)),
+            SharingPhase.DRAINING,
+            Allocation("time-slicing", 2),
+        ),
+        (
+            "back to exclusive while running",
+            dict(config=EXCLUSIVE, applied=Allocation("time-slicing", 4), runtimes=(RUNNING,)),
+            SharingPhase.DRAINING,
+            Allocation("time-slicing", 4),
+        ),
+        (
+            "gpuSharing removed while shared",
+            dict(config=None, applied=Allocation("time-slicing", 4)),
+            SharingPhase.APPLYING,
+            Allocation(),
+        ),
+        (
+            "the node is not there",
+            dict(node_found=False, applied=Allocation("time-slicing", 2)),
+            SharingPhase.NODE_NOT_FOUND,
+            Allocation("time-slicing", 2),
+        ),
         ("a label Magic Stick did not write", dict(applied=None), SharingPhase.CONFLICT, Allocation()),
         ("the cluster cannot share", dict(unsupported="no DRA"), SharingPhase.UNSUPPORTED, Allocation()),
-        ("an invalid ModuleActivation keeps what runs", dict(config=None, config_invalid=True, applied=Allocation("time-slicing", 4)), SharingPhase.ACTIVE, Allocation("time-slicing", 4)),
+        (
+            "an invalid ModuleActivation keeps what runs",
+            dict(config=None, config_invalid=True, applied=Allocation("time-slicing", 4)),
+            SharingPhase.ACTIVE,
+            Allocation("time-slicing", 4),
+        ),
     ],
 )
 def test_each_transition_step_declares_what_the_cluster_can_take_now(case, overrides, phase, declared):
@@ -62,7 +111,9 @@ def test_no_model_runs_while_a_transition_is_under_way():
 
 
 def test_the_slot_limit_counts_slots_of_every_physical_gpu_of_the_node():
-    decision = decide_vendor_sharing(inputs(applied=Allocation("time-slicing", 4), physical_gpus=2, candidates=tuple("abcdefghij")))
+    decision = decide_vendor_sharing(
+        inputs(applied=Allocation("time-slicing", 4), physical_gpus=2, candidates=tuple("abcdefghij"))
+    )
     assert decision.slot_limit == 8
     assert decision.admitted == tuple("abcdefgh") and decision.waiting == ("i", "j")
 

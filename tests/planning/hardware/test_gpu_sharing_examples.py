@@ -19,7 +19,10 @@ from tests.support.cel_rules import CelValidator
 from tests.support.crd_schema import CrdSchemaRegistry
 
 EXAMPLES = Path(__file__).resolve().parents[3] / "examples" / "gpu-sharing"
-WORLDS = {"nvidia-time-slicing.yaml": lambda: [*platform("gpu"), *nvidia_host()], "amd-dra-shared.yaml": lambda: [*platform("amd-gpu"), *amd_host()]}
+WORLDS = {
+    "nvidia-time-slicing.yaml": lambda: [*platform("gpu"), *nvidia_host()],
+    "amd-dra-shared.yaml": lambda: [*platform("amd-gpu"), *amd_host()],
+}
 EXPECTED = {"nvidia-time-slicing.yaml": ("gpu", "Applying", 4), "amd-dra-shared.yaml": ("amd-gpu", "Applying", 2)}
 
 

@@ -25,7 +25,10 @@ def _start(mode: dict | None) -> list[dict]:
 
 
 def _with_sharing(world: list[dict], mode: dict | None) -> list[dict]:
-    return [gpu_activation("gpu", mode) if o["kind"] == "ModuleActivation" and o["metadata"]["name"] == "gpu" else o for o in world]
+    return [
+        gpu_activation("gpu", mode) if o["kind"] == "ModuleActivation" and o["metadata"]["name"] == "gpu" else o
+        for o in world
+    ]
 
 
 def _models(result: Plan) -> dict[str, dict]:
@@ -38,7 +41,11 @@ def _deployment(result: Plan) -> dict:
 
 
 def _node_patches(result: Plan) -> list[dict]:
-    return [o.body["metadata"]["labels"] for o in result.objects if o.patch and DEVICE_PLUGIN_CONFIG_LABEL in o.body["metadata"]["labels"]]
+    return [
+        o.body["metadata"]["labels"]
+        for o in result.objects
+        if o.patch and DEVICE_PLUGIN_CONFIG_LABEL in o.body["metadata"]["labels"]
+    ]
 
 
 def _sharing_status(result: Plan) -> dict:
@@ -65,7 +72,10 @@ def test_a_node_goes_from_exclusive_to_four_time_sliced_slots_and_back_without_l
     result, world = _step(world)
     assert _sharing_status(result)["observedPhase"] == "Draining"
     assert _node_patches(result) == []
-    assert all(m["spec"]["replicas"] == 0 and DRAINED_ANNOTATION in m["metadata"]["annotations"] for m in _models(result).values())
+    assert all(
+        m["spec"]["replicas"] == 0 and DRAINED_ANNOTATION in m["metadata"]["annotations"]
+        for m in _models(result).values()
+    )
     assert _deployment(result)["spec"]["replicas"] == 0
     for name in (*MODELS, "omni"):
         assert status_of(result, "ModelActivation", name)["reason"] == "GpuSharingTransition"
@@ -83,8 +93,15 @@ def test_a_node_goes_from_exclusive_to_four_time_sliced_slots_and_back_without_l
     shared = _sharing_status(result)
     assert (shared["observedPhase"], shared["slotLimit"], shared["physicalGpus"]) == ("Active", 4, 1)
     assert shared["admittedModels"] == ["alpha", "beta", "omni"]
-    assert all("replicas" not in m["spec"] and DRAINED_ANNOTATION not in m["metadata"]["annotations"] for m in _models(result).values())
-    assert status_of(result, "ModelActivation", "beta")["gpuSharing"] == {"mode": "time-slicing", "node": "gpu-1", "slots": 4}
+    assert all(
+        "replicas" not in m["spec"] and DRAINED_ANNOTATION not in m["metadata"]["annotations"]
+        for m in _models(result).values()
+    )
+    assert status_of(result, "ModelActivation", "beta")["gpuSharing"] == {
+        "mode": "time-slicing",
+        "node": "gpu-1",
+        "slots": 4,
+    }
     devices = status_of(result, "Appliance", "local")["hardwareOperators"]["gpu"]
     assert devices["deviceCount"] == 1
     result, world = _step(world)

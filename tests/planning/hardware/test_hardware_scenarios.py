@@ -29,7 +29,11 @@ def hardware_activation(module: str) -> dict:
 
 def installed(module: str) -> list[dict]:
     """The provider requested, its Kustomization Ready and its CRD served."""
-    return [hardware_activation(module), kustomization_for(module), *[crd(n) for n in CATALOGS.modules.get(module).required_crds]]
+    return [
+        hardware_activation(module),
+        kustomization_for(module),
+        *[crd(n) for n in CATALOGS.modules.get(module).required_crds],
+    ]
 
 
 def test_a_cpu_only_appliance_reports_all_three_providers_as_not_required():
@@ -80,7 +84,9 @@ def test_an_operator_whose_controller_runs_but_publishes_no_resource_is_not_read
 def test_a_3d_controller_counts_as_a_gpu_and_a_network_card_does_not():
     result = plan_of(appliance(), node("gpu-1", "nvidia", pci_class="0302"))
     assert seeded_modules(result) == {"gpu"}
-    only_network = plan_of(appliance(), node("n", extra_labels={"feature.node.kubernetes.io/pci-0200_8086.present": "true"}))
+    only_network = plan_of(
+        appliance(), node("n", extra_labels={"feature.node.kubernetes.io/pci-0200_8086.present": "true"})
+    )
     assert seeded_modules(only_network) == set()
 
 
@@ -96,7 +102,9 @@ def test_amd_only_requests_the_amd_operator_and_labels_the_eligible_node():
 
 
 def test_the_amd_device_config_waits_for_its_crd_then_selects_eligible_nodes_with_the_device_plugin():
-    without_crd = plan_of(appliance(), node("halo", "amd"), hardware_activation("amd-gpu"), kustomization_for("amd-gpu"))
+    without_crd = plan_of(
+        appliance(), node("halo", "amd"), hardware_activation("amd-gpu"), kustomization_for("amd-gpu")
+    )
     assert [o.kind for o in without_crd.hardware_providers[0].objects] == ["Node"]
     result = plan_of(appliance(), node("halo", "amd", allocatable={"amd.com/gpu": "1"}), *installed("amd-gpu"))
     device_config = next(o for o in result.hardware_providers[0].objects if o.kind == "DeviceConfig")
@@ -118,12 +126,20 @@ def test_intel_is_ready_with_whichever_resource_the_node_publishes(resource):
 
 
 def test_intel_prefers_xe_when_both_resources_are_published():
-    result = plan_of(appliance(), node("a", "intel", allocatable={"gpu.intel.com/i915": "1"}), node("b", "intel", allocatable={"gpu.intel.com/xe": "1"}))
+    result = plan_of(
+        appliance(),
+        node("a", "intel", allocatable={"gpu.intel.com/i915": "1"}),
+        node("b", "intel", allocatable={"gpu.intel.com/xe": "1"}),
+    )
     assert published_resource(result.hardware.capacity, "intel-gpu", CATALOGS) == "gpu.intel.com/xe"
 
 
 def test_the_capacity_view_lists_each_node_target_and_resource():
-    result = plan_of(appliance(), node("a", "nvidia", allocatable={"nvidia.com/gpu": "2"}), node("b", "intel", allocatable={"gpu.intel.com/i915": "1"}))
+    result = plan_of(
+        appliance(),
+        node("a", "nvidia", allocatable={"nvidia.com/gpu": "2"}),
+        node("b", "intel", allocatable={"gpu.intel.com/i915": "1"}),
+    )
     assert [(c.node, c.compute_target, c.resource_name, c.allocatable) for c in result.hardware.capacity] == [
         ("a", "nvidia-gpu", "nvidia.com/gpu", 2),
         ("b", "intel-gpu", "gpu.intel.com/i915", 1),

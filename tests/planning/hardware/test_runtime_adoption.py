@@ -27,7 +27,9 @@ def kubeai_release(*, ready: str = "True", generation: int = 2, observed: int = 
         "spec": {"releaseName": "kubeai", "targetNamespace": "ai"},
     }
     stored = as_stored(obj, generation=generation)
-    stored["status"] = flux_status(ready, reason="UpgradeSucceeded", message="Helm upgrade succeeded", observed_generation=observed)
+    stored["status"] = flux_status(
+        ready, reason="UpgradeSucceeded", message="Helm upgrade succeeded", observed_generation=observed
+    )
     return stored
 
 
@@ -39,7 +41,12 @@ def kubeai_config(*, ollama: str = VALIDATED, vllm: str | None = RELEASE_VLLM) -
         "resourceProfiles": {"magicstick-amd-gpu": {"imageName": "amd-gpu"}, "cpu": {"imageName": "cpu"}},
         "modelServers": servers,
     }
-    return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "kubeai-config", "namespace": "ai"}, "data": {"system.yaml": yaml.safe_dump(system)}}
+    return {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {"name": "kubeai-config", "namespace": "ai"},
+        "data": {"system.yaml": yaml.safe_dump(system)},
+    }
 
 
 def runtime_images(ollama: str = VALIDATED) -> dict:
@@ -68,7 +75,15 @@ def model_pod(model: str = "qwen-rocm", *, image: str = VALIDATED, phase: str = 
             "name": f"model-{model}-0",
             "namespace": "ai",
             "labels": {"model": model},
-            "ownerReferences": [{"apiVersion": "kubeai.org/v1", "kind": "Model", "name": model, "uid": f"uid-{model}", "controller": True}],
+            "ownerReferences": [
+                {
+                    "apiVersion": "kubeai.org/v1",
+                    "kind": "Model",
+                    "name": model,
+                    "uid": f"uid-{model}",
+                    "controller": True,
+                }
+            ],
         },
         "spec": {"containers": [{"name": "server", "image": image}]},
         "status": {"phase": phase},
@@ -80,7 +95,9 @@ def adopted_world() -> list[dict]:
 
 
 def compatibility(*objects: dict) -> dict:
-    return status_of(halo(history_map(), *objects, request=""), "Appliance", "local")["hardwareOperators"]["amd-gpu"]["compatibility"]
+    return status_of(halo(history_map(), *objects, request=""), "Appliance", "local")["hardwareOperators"]["amd-gpu"][
+        "compatibility"
+    ]
 
 
 def test_kubeai_running_the_validated_image_everywhere_is_runtime_ready() -> None:
@@ -93,16 +110,29 @@ def test_kubeai_running_the_validated_image_everywhere_is_runtime_ready() -> Non
 @pytest.mark.parametrize(
     ("replace", "reason", "named"),
     [
-        ({"ConfigMap/kubeai-config": kubeai_config(ollama="registry.example.com/ollama/ollama:0.9-rocm")}, AdoptionReason.IMAGE_NOT_CONFIGURED, VALIDATED),
+        (
+            {"ConfigMap/kubeai-config": kubeai_config(ollama="registry.example.com/ollama/ollama:0.9-rocm")},
+            AdoptionReason.IMAGE_NOT_CONFIGURED,
+            VALIDATED,
+        ),
         ({"ConfigMap/kubeai-config": kubeai_config(vllm=None)}, AdoptionReason.IMAGE_NOT_CONFIGURED, "VLLM"),
         ({"ConfigMap/kubeai-config": None}, AdoptionReason.CONFIGURATION_MISSING, "ai/kubeai-config"),
         ({"HelmRelease/kubeai": None}, AdoptionReason.RELEASE_NOT_READY, "flux-system/kubeai"),
         ({"HelmRelease/kubeai": kubeai_release(observed=1)}, AdoptionReason.RELEASE_NOT_READY, "generation 2"),
         ({"HelmRelease/kubeai": kubeai_release(ready="False")}, AdoptionReason.RELEASE_NOT_READY, "flux-system/kubeai"),
     ],
-    ids=["other-image-configured", "engine-without-amd-image", "no-configuration", "no-release", "release-of-older-generation", "release-not-ready"],
+    ids=[
+        "other-image-configured",
+        "engine-without-amd-image",
+        "no-configuration",
+        "no-release",
+        "release-of-older-generation",
+        "release-not-ready",
+    ],
 )
-def test_a_ready_kubeai_module_is_not_enough_for_runtime_ready(replace: dict, reason: AdoptionReason, named: str) -> None:
+def test_a_ready_kubeai_module_is_not_enough_for_runtime_ready(
+    replace: dict, reason: AdoptionReason, named: str
+) -> None:
     world = {f"{o['kind']}/{o['metadata']['name']}": o for o in adopted_world()}
     world.update(replace)
     status = compatibility(*(o for o in world.values() if o is not None))

@@ -32,7 +32,10 @@ def test_a_device_entry_carries_the_engine_results_of_its_finished_diagnostic() 
     operator = amd_operator(halo(history_map(finished), request="", annotations=diagnostic("d1")))
     (device,) = operator["devices"]
     assert (device["vendor"], device["device"]) == ("1002", "1586")
-    assert {engine: result["state"] for engine, result in device["engines"].items()} == {"OLlama": "Passed", "VLLM": "Failed"}
+    assert {engine: result["state"] for engine, result in device["engines"].items()} == {
+        "OLlama": "Passed",
+        "VLLM": "Failed",
+    }
     assert device["diagnosticRequest"] == "d1"
 
 

@@ -34,8 +34,15 @@ def test_the_strix_halo_example_renders_eligibility_engines_validation_and_runti
     operator = status_of(result, "Appliance", "local")["hardwareOperators"]["amd-gpu"]
     compatibility = operator["compatibility"]
     assert operator["phase"] == "Ready"
-    assert (compatibility["profileId"], compatibility["optedIn"], compatibility["eligible"]) == ("strix-halo", True, True)
-    assert {engine: v["state"] for engine, v in compatibility["validation"].items()} == {"OLlama": "Passed", "VLLM": "Running"}
+    assert (compatibility["profileId"], compatibility["optedIn"], compatibility["eligible"]) == (
+        "strix-halo",
+        True,
+        True,
+    )
+    assert {engine: v["state"] for engine, v in compatibility["validation"].items()} == {
+        "OLlama": "Passed",
+        "VLLM": "Running",
+    }
     assert compatibility["runtimeImages"]["OLlama"].endswith("@sha256:" + "4f" * 32)
     assert compatibility["runtimeReady"] is True
     (run,) = result.validation_runs

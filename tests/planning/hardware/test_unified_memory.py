@@ -49,13 +49,24 @@ def test_a_gpu_is_unified_only_when_a_unified_catalog_profile_lists_its_pci_ids(
     ("annotations", "mode", "physical", "accessible"),
     [
         ({}, "unknown", 131072, None),
-        ({GPU_ALLOCATION_MODE_ANNOTATION: "shared-gtt", PHYSICAL_MEMORY_ANNOTATION: "126976", GPU_ACCESSIBLE_ANNOTATION: "98304"}, "shared-gtt", 126976, 98304),
+        (
+            {
+                GPU_ALLOCATION_MODE_ANNOTATION: "shared-gtt",
+                PHYSICAL_MEMORY_ANNOTATION: "126976",
+                GPU_ACCESSIBLE_ANNOTATION: "98304",
+            },
+            "shared-gtt",
+            126976,
+            98304,
+        ),
         ({GPU_ALLOCATION_MODE_ANNOTATION: "firmware-reserved"}, "firmware-reserved", 131072, None),
         ({GPU_ALLOCATION_MODE_ANNOTATION: "something-else", GPU_ACCESSIBLE_ANNOTATION: "-5"}, "unknown", 131072, None),
     ],
     ids=["no-host-evidence", "shared-gtt-evidence", "firmware-reserved", "malformed-evidence"],
 )
-def test_a_unified_node_reports_its_pool_from_host_evidence_and_its_node_uid(annotations, mode, physical, accessible) -> None:
+def test_a_unified_node_reports_its_pool_from_host_evidence_and_its_node_uid(
+    annotations, mode, physical, accessible
+) -> None:
     hardware = _memory(_apu(annotations), node_feature("apu-1", STRIX_HALO))
     memory = hardware.memory["apu-1"]
     assert (memory.architecture, memory.shared_pool_id, memory.gpu_allocation_mode) == ("unified", "uid-apu-1", mode)
@@ -70,14 +81,27 @@ def test_a_discrete_gpu_node_has_no_shared_pool() -> None:
 
 def test_a_target_published_only_by_one_unified_node_runs_on_its_pool() -> None:
     hardware = _memory(_apu(allocatable={"amd.com/gpu": "1"}), node_feature("apu-1", STRIX_HALO))
-    assert pool_for_target(capacity=hardware.capacity, memory=hardware.memory, compute_target="amd-gpu").shared_pool_id == "uid-apu-1"
-    assert pool_for_target(capacity=hardware.capacity, memory=hardware.memory, compute_target="nvidia-gpu").unified is False
+    assert (
+        pool_for_target(capacity=hardware.capacity, memory=hardware.memory, compute_target="amd-gpu").shared_pool_id
+        == "uid-apu-1"
+    )
+    assert (
+        pool_for_target(capacity=hardware.capacity, memory=hardware.memory, compute_target="nvidia-gpu").unified
+        is False
+    )
 
 
 def test_a_target_published_by_a_unified_and_a_discrete_node_is_treated_as_discrete() -> None:
     other = node("dgpu-1", "amd", allocatable={"amd.com/gpu": "1"})
-    hardware = _memory(_apu(allocatable={"amd.com/gpu": "1"}), node_feature("apu-1", STRIX_HALO), other, node_feature("dgpu-1", DISCRETE_AMD))
-    assert pool_for_target(capacity=hardware.capacity, memory=hardware.memory, compute_target="amd-gpu").unified is False
+    hardware = _memory(
+        _apu(allocatable={"amd.com/gpu": "1"}),
+        node_feature("apu-1", STRIX_HALO),
+        other,
+        node_feature("dgpu-1", DISCRETE_AMD),
+    )
+    assert (
+        pool_for_target(capacity=hardware.capacity, memory=hardware.memory, compute_target="amd-gpu").unified is False
+    )
 
 
 def test_a_unified_device_status_carries_the_memory_layout_of_its_pool() -> None:
@@ -85,7 +109,10 @@ def test_a_unified_device_status_carries_the_memory_layout_of_its_pool() -> None
     hardware = _memory(_apu(annotations), node_feature("apu-1", STRIX_HALO))
     (gpu,) = hardware.gpus["apu-1"]
     device = gpu.to_status(hardware.memory["apu-1"]).to_wire()
-    assert {k: device[k] for k in ("memoryArchitecture", "sharedPoolId", "gpuAllocationMode", "physicalMemoryMi", "gpuAccessibleMi")} == {
+    assert {
+        k: device[k]
+        for k in ("memoryArchitecture", "sharedPoolId", "gpuAllocationMode", "physicalMemoryMi", "gpuAccessibleMi")
+    } == {
         "memoryArchitecture": "unified",
         "sharedPoolId": "uid-apu-1",
         "gpuAllocationMode": "shared-gtt",

@@ -41,12 +41,32 @@ def current_host() -> HostIdentity:
     return HostIdentity(node="halo", node_uid="uid-halo", boot_id=found.boot_id, fingerprint=found.fingerprint)
 
 
-def record(run_id: str = "run-1", *, stages: tuple[Stage, Stage] = (Stage.PASSED, Stage.PASSED), host: HostIdentity | None = None, requested_at: str = "2026-01-01T00:00:00Z") -> RunRecord:
+def record(
+    run_id: str = "run-1",
+    *,
+    stages: tuple[Stage, Stage] = (Stage.PASSED, Stage.PASSED),
+    host: HostIdentity | None = None,
+    requested_at: str = "2026-01-01T00:00:00Z",
+) -> RunRecord:
     engines = tuple(
-        EngineRun(engine=e, image=IMAGE, timeout_seconds=900, stage=s, job=job_name(run_id, e), image_id=f"x@{DIGEST}" if s is Stage.PASSED else "")
+        EngineRun(
+            engine=e,
+            image=IMAGE,
+            timeout_seconds=900,
+            stage=s,
+            job=job_name(run_id, e),
+            image_id=f"x@{DIGEST}" if s is Stage.PASSED else "",
+        )
         for e, s in zip(("OLlama", "VLLM"), stages, strict=True)
     )
-    return RunRecord(run_id=run_id, profile_id="strix-halo", profile_version="1", host=host or current_host(), requested_at=requested_at, engines=engines)
+    return RunRecord(
+        run_id=run_id,
+        profile_id="strix-halo",
+        profile_version="1",
+        host=host or current_host(),
+        requested_at=requested_at,
+        engines=engines,
+    )
 
 
 def validation(result) -> dict:
@@ -146,16 +166,31 @@ def test_a_stale_result_starts_no_new_run_without_a_new_request() -> None:
         ("VLLM", {"hip": True, "inference": True, "cpuFallback": True}, False, VerdictReason.CPU_FALLBACK),
         ("VLLM", None, False, VerdictReason.NO_REPORT),
     ],
-    ids=["ollama-passes", "ollama-no-buffers", "ollama-wrong-answer", "ollama-cpu", "ollama-silent-on-cpu", "vllm-passes", "vllm-no-hip", "vllm-no-inference", "vllm-cpu", "no-report"],
+    ids=[
+        "ollama-passes",
+        "ollama-no-buffers",
+        "ollama-wrong-answer",
+        "ollama-cpu",
+        "ollama-silent-on-cpu",
+        "vllm-passes",
+        "vllm-no-hip",
+        "vllm-no-inference",
+        "vllm-cpu",
+        "no-report",
+    ],
 )
-def test_an_engine_passes_only_on_the_gpu_with_its_checks_and_cpu_fallback_is_failure(engine, report, passed, reason) -> None:
+def test_an_engine_passes_only_on_the_gpu_with_its_checks_and_cpu_fallback_is_failure(
+    engine, report, passed, reason
+) -> None:
     found = verdict(engine, json.dumps(report) if report is not None else None)
     assert (found.passed, found.reason) == (passed, reason)
 
 
 def test_the_validation_job_is_bounded_and_its_pod_carries_no_forbidden_setting() -> None:
     engine = EngineRun(engine="VLLM", image=IMAGE, timeout_seconds=1800)
-    job = validation_job(run_id="run-1", engine=engine, node="halo", namespace="ai-system", security=PodSecurity(1000, (44,)))
+    job = validation_job(
+        run_id="run-1", engine=engine, node="halo", namespace="ai-system", security=PodSecurity(1000, (44,))
+    )
     spec = job["spec"]
     assert (spec["backoffLimit"], spec["activeDeadlineSeconds"]) == (0, 1800)
     assert spec["ttlSecondsAfterFinished"] > 0
@@ -198,7 +233,10 @@ def test_a_malformed_history_is_an_error_never_an_empty_store() -> None:
 
 
 def test_the_runtime_image_is_the_catalogued_repository_at_the_digest_that_ran() -> None:
-    assert pinned_image(IMAGE, f"docker-pullable://registry.example.com/x@{DIGEST}") == f"registry.example.com/magicstick/ollama-rocm-validation@{DIGEST}"
+    assert (
+        pinned_image(IMAGE, f"docker-pullable://registry.example.com/x@{DIGEST}")
+        == f"registry.example.com/magicstick/ollama-rocm-validation@{DIGEST}"
+    )
     assert pinned_image("registry.example.com:5000/a/b:1", DIGEST) == f"registry.example.com:5000/a/b@{DIGEST}"
     assert pinned_image(IMAGE, "") is None
     values = runtime_images_values({"OLlama": f"r/o@{DIGEST}"})
@@ -208,7 +246,14 @@ def test_the_runtime_image_is_the_catalogued_repository_at_the_digest_that_ran()
 def diagnostic(request: str, **overrides: str) -> dict[str, str]:
     node = Snapshot.from_objects([halo_node()]).nodes[0]
     found = read_evidence(node, NOW)
-    binding = {"node": "halo", "nodeUID": "uid-halo", "device": "1002:1586", "bootID": found.boot_id, "fingerprint": found.fingerprint, "profileVersion": "1"}
+    binding = {
+        "node": "halo",
+        "nodeUID": "uid-halo",
+        "device": "1002:1586",
+        "bootID": found.boot_id,
+        "fingerprint": found.fingerprint,
+        "profileVersion": "1",
+    }
     return {f"appliance.magicstick.dev/device-validation-{request}": json.dumps(binding | overrides)}
 
 
@@ -224,7 +269,13 @@ def test_a_bound_device_diagnostic_is_declared_as_a_run_of_its_own() -> None:
 
 @pytest.mark.parametrize(
     "overrides",
-    [{"bootID": "boot-old"}, {"fingerprint": "sha256:other"}, {"device": "1002:744c"}, {"profileVersion": "0"}, {"nodeUID": "uid-gone"}],
+    [
+        {"bootID": "boot-old"},
+        {"fingerprint": "sha256:other"},
+        {"device": "1002:744c"},
+        {"profileVersion": "0"},
+        {"nodeUID": "uid-gone"},
+    ],
     ids=["other-boot", "other-fingerprint", "other-device", "other-profile-version", "other-node"],
 )
 def test_a_device_diagnostic_bound_to_another_identity_is_stale_and_never_runs(overrides) -> None:
@@ -242,7 +293,10 @@ def test_device_diagnostics_queue_behind_the_engine_validation_and_run_one_at_a_
 def test_a_device_diagnostic_never_changes_eligibility() -> None:
     with_diagnostic = halo(history_map(), request="", annotations=diagnostic("d1", bootID="boot-old"))
     without = halo(history_map(), request="")
-    labels = [{o.name: o.body["metadata"]["labels"] for o in r.objects if o.kind == "Node"} for r in (with_diagnostic, without)]
+    labels = [
+        {o.name: o.body["metadata"]["labels"] for o in r.objects if o.kind == "Node"}
+        for r in (with_diagnostic, without)
+    ]
     assert labels[0] == labels[1]
 
 

@@ -35,7 +35,9 @@ text = st.text(min_size=1, max_size=12)
 hosts = st.builds(HostIdentity, node=text, node_uid=text, boot_id=text, fingerprint=text)
 engines = st.builds(EngineRun, engine=text, image=text, timeout_seconds=st.integers(1, 86_400))
 securities = st.builds(
-    PodSecurity, run_as_user=st.none() | st.integers(0, 65_535), supplemental_groups=st.lists(st.integers(0, 65_535), max_size=3).map(tuple)
+    PodSecurity,
+    run_as_user=st.none() | st.integers(0, 65_535),
+    supplemental_groups=st.lists(st.integers(0, 65_535), max_size=3).map(tuple),
 )
 runs = st.builds(
     ValidationRunPlan,
@@ -91,7 +93,9 @@ def test_an_engine_crosses_as_its_image_and_deadline_whatever_its_record_says() 
     host = HostIdentity("halo", "uid-1", "boot-1", "sha256:1")
     recorded = EngineRun("OLlama", "registry.example.com/a/b:1", 900, job="job-1", message="ran")
     run = ValidationRunPlan("run-1", "halo", "1", host, True, (recorded,), {}, "ai-system", "ai-system")
-    assert ValidationRunPlan.from_inputs(run.to_inputs()).engines == (EngineRun("OLlama", "registry.example.com/a/b:1", 900),)
+    assert ValidationRunPlan.from_inputs(run.to_inputs()).engines == (
+        EngineRun("OLlama", "registry.example.com/a/b:1", 900),
+    )
 
 
 def test_the_problem_output_is_named_once_for_components_and_providers() -> None:

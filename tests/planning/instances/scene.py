@@ -34,9 +34,14 @@ PAPERCLIP_VALUES = {
 }
 
 
-def instance(name: str, application: str, values: dict | None = None, *, created: str | None = None, **spec: Any) -> dict:
+def instance(
+    name: str, application: str, values: dict | None = None, *, created: str | None = None, **spec: Any
+) -> dict:
     """An AppInstance; `created` is its metadata.creationTimestamp (RFC 3339), when given."""
-    body = {"application": application, "values": values if values is not None else {"name": "default", "model": "CHANGEME_MODEL"}}
+    body = {
+        "application": application,
+        "values": values if values is not None else {"name": "default", "model": "CHANGEME_MODEL"},
+    }
     body.update(spec)
     obj = runtime("AppInstance", name, body)
     if created is not None:
@@ -51,7 +56,10 @@ def platform(*applications: str, crds: bool = True) -> list[dict]:
     modules = {m for e in entries for m in e.required_modules} | set(CATALOGS.applications.common_modules)
     for name in list(modules):
         modules |= set(CATALOGS.modules.get(name).depends_on)
-    objects = [appliance(source={"kind": "GitRepository", "name": "magicstick-public", "namespace": "flux-system"}), *ready_modules(*sorted(modules))]
+    objects = [
+        appliance(source={"kind": "GitRepository", "name": "magicstick-public", "namespace": "flux-system"}),
+        *ready_modules(*sorted(modules)),
+    ]
     if crds:
         served = {o["metadata"]["name"] for o in objects if o["kind"] == "CustomResourceDefinition"}
         wanted = {c for e in entries for c in e.required_crds} | {*GATEWAY_CRDS, HELM_RELEASE_CRD}
@@ -75,7 +83,12 @@ def helm_release_of(result: Plan, name: str):
 def backend_services(result: Plan, name: str) -> set[tuple[str, str]]:
     """(namespace, name) of every Service the instance's routes lead to."""
     routes = objects_of(result, name).get("HTTPRoute", ())
-    return {(ref["namespace"], ref["name"]) for route in routes for rule in route.body["spec"]["rules"] for ref in rule.get("backendRefs", ())}
+    return {
+        (ref["namespace"], ref["name"])
+        for route in routes
+        for rule in route.body["spec"]["rules"]
+        for ref in rule.get("backendRefs", ())
+    }
 
 
 def converged(*objects: dict, rounds: int = 3) -> list[dict]:

@@ -73,12 +73,19 @@ USER_OR_HIGHER = claim("roles", ["admin", "operator", "user"])
     ],
 )
 def test_hostnames_are_derived_from_instance_application_and_domains(exposure, expected):
-    assert hostnames(instance_name="default", application="openclaw", domain=DOMAIN, local_domain=LOCAL_DOMAIN, exposure=exposure) == expected
+    assert (
+        hostnames(
+            instance_name="default", application="openclaw", domain=DOMAIN, local_domain=LOCAL_DOMAIN, exposure=exposure
+        )
+        == expected
+    )
 
 
 def test_an_unknown_exposure_is_refused():
     with pytest.raises(ValueError, match="exposure"):
-        hostnames(instance_name="default", application="openclaw", domain=DOMAIN, local_domain=LOCAL_DOMAIN, exposure="public")
+        hostnames(
+            instance_name="default", application="openclaw", domain=DOMAIN, local_domain=LOCAL_DOMAIN, exposure="public"
+        )
 
 
 def test_each_application_route_serves_its_own_derived_host():
@@ -91,7 +98,12 @@ def test_exposure_local_creates_no_public_route_and_the_policy_does_not_target_o
     access = access_for(exposure="local")
     names = [r["metadata"]["name"] for r in of_kind(access, "HTTPRoute")]
     assert names == ["openclaw-default-local", "openclaw-default-callback"]
-    assert all(DOMAIN not in host for r in of_kind(access, "HTTPRoute") if not r["metadata"]["name"].endswith("-callback") for host in r["spec"]["hostnames"])
+    assert all(
+        DOMAIN not in host
+        for r in of_kind(access, "HTTPRoute")
+        if not r["metadata"]["name"].endswith("-callback")
+        for host in r["spec"]["hostnames"]
+    )
     assert [ref["name"] for ref in policy(access)["targetRefs"]] == names
 
 
@@ -130,7 +142,11 @@ def test_sharing_mode_all_keeps_role_based_access():
     [
         (("u-2", "u-1"), (), [[claim("sub", ["u-1", "u-2"], "String"), USER_OR_HIGHER]]),
         ((), ("g-1",), [[claim("groups", ["g-1"]), USER_OR_HIGHER]]),
-        (("u-1",), ("g-1",), [[claim("sub", ["u-1"], "String"), USER_OR_HIGHER], [claim("groups", ["g-1"]), USER_OR_HIGHER]]),
+        (
+            ("u-1",),
+            ("g-1",),
+            [[claim("sub", ["u-1"], "String"), USER_OR_HIGHER], [claim("groups", ["g-1"]), USER_OR_HIGHER]],
+        ),
     ],
     ids=["users", "groups", "users-and-groups"],
 )
@@ -170,13 +186,26 @@ def test_no_route_has_a_backend_until_the_guard_is_ready():
 @pytest.mark.parametrize("application", ["openclaw", "hermes", "paperclip", "kubeopencode", "odysseus"])
 def test_once_the_guard_is_ready_every_route_reaches_the_instance_service_at_its_catalog_port(application):
     entry = CATALOGS.applications.get(application)
-    expected = [{"group": "", "kind": "Service", "name": entry.backend_service_for("default"), "namespace": "ai", "port": entry.backend_port}]
+    expected = [
+        {
+            "group": "",
+            "kind": "Service",
+            "name": entry.backend_service_for("default"),
+            "namespace": "ai",
+            "port": entry.backend_port,
+        }
+    ]
     for r in of_kind(access_for(application, guard_ready=True), "HTTPRoute"):
         assert [rule["backendRefs"] for rule in r["spec"]["rules"]] == [expected], r["metadata"]["name"]
 
 
 def test_hermes_browser_routes_reach_the_dashboard_port_not_the_in_cluster_gateway_port():
-    ports = {ref["port"] for r in of_kind(access_for("hermes", guard_ready=True), "HTTPRoute") for rule in r["spec"]["rules"] for ref in rule["backendRefs"]}
+    ports = {
+        ref["port"]
+        for r in of_kind(access_for("hermes", guard_ready=True), "HTTPRoute")
+        for rule in r["spec"]["rules"]
+        for ref in rule["backendRefs"]
+    }
     assert ports == {9119}
 
 
@@ -187,7 +216,9 @@ def test_the_security_policy_does_not_change_when_the_guard_becomes_ready():
 def test_routes_live_in_the_gateway_namespace_and_attach_to_the_shared_gateway():
     for r in of_kind(access_for(), "HTTPRoute"):
         assert r["metadata"]["namespace"] == "ai-system"
-        assert r["spec"]["parentRefs"] == [{"group": "gateway.networking.k8s.io", "kind": "Gateway", "name": "magicstick", "namespace": "ai-system"}]
+        assert r["spec"]["parentRefs"] == [
+            {"group": "gateway.networking.k8s.io", "kind": "Gateway", "name": "magicstick", "namespace": "ai-system"}
+        ]
 
 
 # Timeouts and the callback route
@@ -241,7 +272,9 @@ def test_one_security_policy_covers_every_route_of_the_instance():
 def test_the_fail_closed_guard_names_the_instance_whatever_the_authentication(authentication):
     guard = policy(access_for(authentication=authentication))["extAuth"]
     assert guard["failOpen"] is False
-    assert guard["http"]["backendRefs"] == [{"group": "", "kind": "Service", "name": "magicstick-access-guard", "namespace": "ai-system", "port": 8080}]
+    assert guard["http"]["backendRefs"] == [
+        {"group": "", "kind": "Service", "name": "magicstick-access-guard", "namespace": "ai-system", "port": 8080}
+    ]
     assert guard["http"]["path"] == "/instances/ai-system/openclaw-default"
 
 
@@ -284,7 +317,11 @@ def test_configured_provider_endpoints_replace_the_derived_ones():
         oidc_token_endpoint="https://login.example.com/oauth/token",
         oidc_end_session_endpoint="https://login.example.com/v2/logout",
     )
-    (found,) = [thaw(obj.body) for obj in access_objects(access_for(), settings, field_manager=FIELD_MANAGER) if obj.kind == "SecurityPolicy"]
+    (found,) = [
+        thaw(obj.body)
+        for obj in access_objects(access_for(), settings, field_manager=FIELD_MANAGER)
+        if obj.kind == "SecurityPolicy"
+    ]
 
     assert found["spec"]["oidc"]["provider"] == {
         "issuer": "https://login.example.com/",
@@ -335,7 +372,10 @@ def test_every_object_is_labelled_annotated_and_named_after_its_kind_namespace_a
         metadata = thaw(obj.body["metadata"])
         assert obj.logical_name == f"{obj.kind.lower()}/{obj.namespace}/{obj.name}"
         assert (metadata["name"], metadata["namespace"]) == (obj.name, obj.namespace)
-        assert metadata["labels"] == {"app.kubernetes.io/managed-by": "magicstick", "appliance.magicstick.dev/app-instance": "openclaw-default"}
+        assert metadata["labels"] == {
+            "app.kubernetes.io/managed-by": "magicstick",
+            "appliance.magicstick.dev/app-instance": "openclaw-default",
+        }
         assert metadata["annotations"][FIELD_MANAGER_ANNOTATION] == FIELD_MANAGER
 
 
@@ -381,7 +421,9 @@ def test_the_same_inputs_give_the_same_objects_and_list_order_does_not_matter():
 
 def test_the_same_inputs_give_the_same_objects_byte_for_byte_whatever_the_hash_seed():
     expression = "access_objects(unordered_selection(), SETTINGS, field_manager=FIELD_MANAGER)"
-    imports = "from tests.planning.instances.test_access import FIELD_MANAGER, SETTINGS, access_objects, unordered_selection"
+    imports = (
+        "from tests.planning.instances.test_access import FIELD_MANAGER, SETTINGS, access_objects, unordered_selection"
+    )
     planned = access_objects(unordered_selection(), SETTINGS, field_manager=FIELD_MANAGER)
     assert digests_under_hash_seeds(expression, imports=imports) == [digest(repr(planned))] * 2
 

@@ -82,10 +82,18 @@ class TestOnlyTheEnvoyProxiesReachTheGuard:
             "gateway.envoyproxy.io/owning-gateway-namespace": SETTINGS.access.gateway_namespace,
         }
 
-    def test_the_proxies_are_admitted_from_envoy_gateways_namespace_as_installed_and_from_the_gateway_namespace(self, result):
+    def test_the_proxies_are_admitted_from_envoy_gateways_namespace_as_installed_and_from_the_gateway_namespace(
+        self, result
+    ):
         (rule,) = guard_of(result, "NetworkPolicy")["spec"]["ingress"]
         (peer,) = rule["from"]
-        (installed,) = [d for d in yaml.safe_load_all((REPOSITORY_ROOT / "magic-cluster/platform/basis/envoy-gateway.yaml").read_text()) if d["kind"] == "HelmRelease"]
+        (installed,) = [
+            d
+            for d in yaml.safe_load_all(
+                (REPOSITORY_ROOT / "magic-cluster/platform/basis/envoy-gateway.yaml").read_text()
+            )
+            if d["kind"] == "HelmRelease"
+        ]
 
         assert peer["namespaceSelector"] == {
             "matchExpressions": [
@@ -112,9 +120,20 @@ class TestOnlyTheEnvoyProxiesReachTheGuard:
         ({"role": "operator"}, {"authentication": "sso", "minimumRole": "operator", "sharing": {"mode": "all"}}),
         (
             {"sharing": {"mode": "selected", "users": ["bob", "alice"], "groups": ["ops"]}},
-            {"authentication": "sso", "minimumRole": "user", "sharing": {"mode": "selected", "users": ["alice", "bob"], "groups": ["ops"]}},
+            {
+                "authentication": "sso",
+                "minimumRole": "user",
+                "sharing": {"mode": "selected", "users": ["alice", "bob"], "groups": ["ops"]},
+            },
         ),
-        ({"sharing": {"mode": "selected"}}, {"authentication": "sso", "minimumRole": "user", "sharing": {"mode": "selected", "users": [], "groups": []}}),
+        (
+            {"sharing": {"mode": "selected"}},
+            {
+                "authentication": "sso",
+                "minimumRole": "user",
+                "sharing": {"mode": "selected", "users": [], "groups": []},
+            },
+        ),
         ({"authentication": "none"}, {"authentication": "none", "minimumRole": "user", "sharing": {"mode": "all"}}),
     ],
     ids=["default", "minimum-role", "selected-users-and-groups", "empty-selection", "authentication-none"],
@@ -130,11 +149,19 @@ def test_each_instance_has_one_grant_with_its_authentication_role_sharing_and_cl
 def test_no_route_gets_a_backend_while_the_guard_has_not_rolled_out_even_with_accepted_policies():
     first = plan_of(*platform("openclaw"), instance(NAME, "openclaw"))
     policies = [accepted_policy(p) for p in objects_of(first, NAME)["SecurityPolicy"]]
-    for guard in ([], [running_guard(available=0)], [running_guard(generation=2) | {"status": {"observedGeneration": 1}}]):
+    for guard in (
+        [],
+        [running_guard(available=0)],
+        [running_guard(generation=2) | {"status": {"observedGeneration": 1}}],
+    ):
         result = plan_of(*platform("openclaw"), instance(NAME, "openclaw"), *policies, *guard)
         status = status_of(result, "AppInstance", NAME)
         assert status["accessGuardReady"] is False
-        assert all("backendRefs" not in rule for route in objects_of(result, NAME)["HTTPRoute"] for rule in route.body["spec"]["rules"])
+        assert all(
+            "backendRefs" not in rule
+            for route in objects_of(result, NAME)["HTTPRoute"]
+            for rule in route.body["spec"]["rules"]
+        )
     opened = plan_of(*platform("openclaw"), instance(NAME, "openclaw"), *policies, running_guard())
     assert status_of(opened, "AppInstance", NAME)["accessGuardReady"] is True
 
@@ -148,7 +175,9 @@ def test_the_shipped_placeholder_guard_image_keeps_the_routes_closed_and_says_wh
 
 
 def test_an_instance_kept_as_last_applied_keeps_its_grant_as_the_cluster_holds_it():
-    world = converged(*platform("openclaw"), instance(NAME, "openclaw", access={"role": "admin"}), instance("other", "openclaw"))
+    world = converged(
+        *platform("openclaw"), instance(NAME, "openclaw", access={"role": "admin"}), instance("other", "openclaw")
+    )
     assert any(o["kind"] == "ConfigMap" and o["metadata"]["name"] == GRANTS_CONFIG_MAP for o in world)
     broken = instance(NAME, "openclaw", access={"role": "nobody"})
     world = [o for o in world if o["metadata"]["name"] != NAME or o["kind"] != "AppInstance"] + [broken]
@@ -162,7 +191,9 @@ def test_the_envoy_proxy_runs_external_authorization_after_jwt_verification_and_
     assert "EnvoyProxy" not in {o.kind for o in without.instances.guard}
     result = plan_of(*platform("openclaw"), instance(NAME, "openclaw"), crd(ENVOY_PROXY_CRD))
     proxy = guard_of(result, "EnvoyProxy")
-    assert proxy["spec"]["filterOrder"] == [{"name": "envoy.filters.http.ext_authz", "after": "envoy.filters.http.jwt_authn"}]
+    assert proxy["spec"]["filterOrder"] == [
+        {"name": "envoy.filters.http.ext_authz", "after": "envoy.filters.http.jwt_authn"}
+    ]
     assert upstream_registry().errors(proxy) == []
 
 
@@ -211,7 +242,16 @@ def test_an_instance_without_sign_in_keeps_the_guard_and_says_so():
 
 
 def test_every_guard_object_is_a_kind_the_program_may_write_in_the_gateway_namespace():
-    kinds = {(o.api_version, o.kind) for o in plan_of(*platform("openclaw"), instance(NAME, "openclaw"), crd(ENVOY_PROXY_CRD)).instances.guard}
-    assert kinds == {("v1", "ConfigMap"), ("v1", "Service"), ("apps/v1", "Deployment"), ("policy/v1", "PodDisruptionBudget"),
-                     ("networking.k8s.io/v1", "NetworkPolicy"), ("gateway.envoyproxy.io/v1alpha1", "EnvoyProxy")}
+    kinds = {
+        (o.api_version, o.kind)
+        for o in plan_of(*platform("openclaw"), instance(NAME, "openclaw"), crd(ENVOY_PROXY_CRD)).instances.guard
+    }
+    assert kinds == {
+        ("v1", "ConfigMap"),
+        ("v1", "Service"),
+        ("apps/v1", "Deployment"),
+        ("policy/v1", "PodDisruptionBudget"),
+        ("networking.k8s.io/v1", "NetworkPolicy"),
+        ("gateway.envoyproxy.io/v1alpha1", "EnvoyProxy"),
+    }
     assert AccessSettings().guard_image.endswith(":CHANGEME")

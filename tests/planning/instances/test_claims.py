@@ -28,7 +28,14 @@ def _asking(name: str, created: str | None = None, *claims) -> Claimant:
         ([_asking("a"), _asking("b", "2026-01-01T11:00:00Z")], "a", "b"),
         ([_asking("b"), _asking("a")], "b", "a"),
         ([_asking("a", "2026-01-01T10:00:00+00:00"), _asking("b", "2026-01-01 09:30:00+00:00")], "a", "b"),
-        ([_asking("a", "2026-01-01T10:00:00Z"), Claimant("ai-system", "b", "2026-01-01T11:00:00Z", holds=(RELEASE,))], "a", "b"),
+        (
+            [
+                _asking("a", "2026-01-01T10:00:00Z"),
+                Claimant("ai-system", "b", "2026-01-01T11:00:00Z", holds=(RELEASE,)),
+            ],
+            "a",
+            "b",
+        ),
     ],
     ids=[
         "the-earlier-creation-wins",
@@ -62,7 +69,9 @@ def test_the_first_taken_name_in_the_order_asked_is_reported():
     holder = _asking("a", "2026-01-01T10:00:00Z", HOST, RELEASE, backend_service("ai", "openclaw-team"))
     conflict = resolve([holder, _asking("b", "2026-01-01T11:00:00Z", HOST, RELEASE)]).conflicts["ai-system/b"]
     assert (conflict.reason, conflict.claim) == ("HostnameConflict", HOST)
-    assert conflict.message.startswith("hostname team.openclaw.magicstick.local is held by AppInstance ai-system/a, which was created first")
+    assert conflict.message.startswith(
+        "hostname team.openclaw.magicstick.local is held by AppInstance ai-system/a, which was created first"
+    )
 
 
 @pytest.mark.parametrize("value", ["", "yesterday", None])
@@ -83,7 +92,12 @@ def test_a_derived_release_and_its_service_always_fit_their_limits(application, 
     assert len(service) <= 63 and _HELM_RELEASE.match(service)
 
 
-@given(first=st.tuples(st.sampled_from(CATALOGS.applications.names), _INSTANCE_NAMES), second=st.tuples(st.sampled_from(CATALOGS.applications.names), _INSTANCE_NAMES))
+@given(
+    first=st.tuples(st.sampled_from(CATALOGS.applications.names), _INSTANCE_NAMES),
+    second=st.tuples(st.sampled_from(CATALOGS.applications.names), _INSTANCE_NAMES),
+)
 def test_two_different_application_and_name_pairs_never_derive_the_same_release(first, second):
     if first != second:
-        assert derived_release_name(application=first[0], instance_name=first[1]) != derived_release_name(application=second[0], instance_name=second[1])
+        assert derived_release_name(application=first[0], instance_name=first[1]) != derived_release_name(
+            application=second[0], instance_name=second[1]
+        )

@@ -38,7 +38,15 @@ def _older_generation(obj: dict) -> dict:
 
 def _parents(*conditions: dict) -> Callable[[dict], dict]:
     def change(route: dict) -> dict:
-        route["status"] = {"parents": [{"parentRef": dict(GATEWAY_REF), "controllerName": ENVOY_GATEWAY_CONTROLLER, "conditions": list(conditions)}]}
+        route["status"] = {
+            "parents": [
+                {
+                    "parentRef": dict(GATEWAY_REF),
+                    "controllerName": ENVOY_GATEWAY_CONTROLLER,
+                    "conditions": list(conditions),
+                }
+            ]
+        }
         return route
 
     return change
@@ -46,7 +54,9 @@ def _parents(*conditions: dict) -> Callable[[dict], dict]:
 
 def _rejected_policy(policy: dict) -> dict:
     ancestor = policy["status"]["ancestors"][0]
-    ancestor["conditions"] = [condition("Accepted", "False", reason="Invalid", message="oidc provider unreachable", observed_generation=1)]
+    ancestor["conditions"] = [
+        condition("Accepted", "False", reason="Invalid", message="oidc provider unreachable", observed_generation=1)
+    ]
     return policy
 
 
@@ -57,20 +67,65 @@ ACCEPTED = condition("Accepted", "True", reason="Accepted", message="Route is ac
     ("change", "phase", "reason", "says"),
     [
         (lambda w: w, "Ready", "Ready", "OpenClaw instance is ready."),
-        (lambda w: _replace(w, "SecurityPolicy", lambda o: None), "Reconciling", "WaitingForAccessGuard", "access guard"),
-        (lambda w: _replace(w, "SecurityPolicy", _older_generation), "Reconciling", "WaitingForAccessGuard", "generation 2 not observed yet"),
-        (lambda w: _replace(w, "SecurityPolicy", _rejected_policy), "Degraded", "AccessGuardRejected", "oidc provider unreachable"),
+        (
+            lambda w: _replace(w, "SecurityPolicy", lambda o: None),
+            "Reconciling",
+            "WaitingForAccessGuard",
+            "access guard",
+        ),
+        (
+            lambda w: _replace(w, "SecurityPolicy", _older_generation),
+            "Reconciling",
+            "WaitingForAccessGuard",
+            "generation 2 not observed yet",
+        ),
+        (
+            lambda w: _replace(w, "SecurityPolicy", _rejected_policy),
+            "Degraded",
+            "AccessGuardRejected",
+            "oidc provider unreachable",
+        ),
         (lambda w: _replace(w, "HTTPRoute", lambda o: None), "Reconciling", "WaitingForRoutes", "not found"),
         (_routes_planned_before_the_guard_opened, "Reconciling", "WaitingForRoutes", "not the planned"),
-        (lambda w: _replace(w, "HTTPRoute", _older_generation), "Reconciling", "WaitingForRoutes", "generation 2 not observed yet"),
         (
-            lambda w: _replace(w, "HTTPRoute", _parents(ACCEPTED, condition("ResolvedRefs", "False", reason="BackendNotFound", message="service ai/openclaw-default not found", observed_generation=1))),
+            lambda w: _replace(w, "HTTPRoute", _older_generation),
+            "Reconciling",
+            "WaitingForRoutes",
+            "generation 2 not observed yet",
+        ),
+        (
+            lambda w: _replace(
+                w,
+                "HTTPRoute",
+                _parents(
+                    ACCEPTED,
+                    condition(
+                        "ResolvedRefs",
+                        "False",
+                        reason="BackendNotFound",
+                        message="service ai/openclaw-default not found",
+                        observed_generation=1,
+                    ),
+                ),
+            ),
             "Reconciling",
             "WaitingForRoutes",
             "service ai/openclaw-default not found",
         ),
         (
-            lambda w: _replace(w, "HTTPRoute", _parents(condition("Accepted", "False", reason="NotAllowedByListeners", message="no listener matches", observed_generation=1))),
+            lambda w: _replace(
+                w,
+                "HTTPRoute",
+                _parents(
+                    condition(
+                        "Accepted",
+                        "False",
+                        reason="NotAllowedByListeners",
+                        message="no listener matches",
+                        observed_generation=1,
+                    )
+                ),
+            ),
             "Degraded",
             "RouteRejected",
             "no listener matches",
@@ -100,14 +155,21 @@ def test_an_instance_with_a_ready_release_is_ready_only_when_its_guard_and_route
 def test_an_instance_whose_guard_is_not_accepted_is_not_ready_even_with_authentication_none():
     world = _replace(_ready_world(access={"authentication": "none"}), "SecurityPolicy", lambda o: None)
     status = instance_status(plan_of(*world), NAME)
-    assert (status["phase"], status["reason"], status["accessGuardReady"]) == ("Reconciling", "WaitingForAccessGuard", False)
+    assert (status["phase"], status["reason"], status["accessGuardReady"]) == (
+        "Reconciling",
+        "WaitingForAccessGuard",
+        False,
+    )
     assert status["authentication"] == "none"
 
 
 def test_the_url_uses_https_as_the_gateway_serves_the_instance():
     result = plan_of(*_ready_world())
     assert instance_status(result, NAME)["url"] == "https://default.openclaw.magicstick.local/"
-    assert status_of(result, "Appliance", "local")["instances"]["openclaw"]["default"]["url"] == "https://default.openclaw.magicstick.local/"
+    assert (
+        status_of(result, "Appliance", "local")["instances"]["openclaw"]["default"]["url"]
+        == "https://default.openclaw.magicstick.local/"
+    )
 
 
 def test_accepted_policies_without_accepted_routes_report_the_guard_ready_but_not_the_instance():

@@ -26,7 +26,9 @@ def release_observed(application: str, name: str, ready: str | None = "True", **
     return observed_release(planned, ready, **observed)
 
 
-def ready_release(name: str, status: str = "True", reason: str = "InstallSucceeded", message: str = "Helm install succeeded") -> dict:
+def ready_release(
+    name: str, status: str = "True", reason: str = "InstallSucceeded", message: str = "Helm install succeeded"
+) -> dict:
     return release_observed("openclaw", name, status, reason=reason, message=message)
 
 
@@ -40,7 +42,9 @@ def guard_ready(*objects: dict) -> bool:
 
 
 def planned_policy():
-    (policy,) = policies_of(plan_of(*platform("openclaw"), instance("openclaw-default", "openclaw")), "openclaw-default")
+    (policy,) = policies_of(
+        plan_of(*platform("openclaw"), instance("openclaw-default", "openclaw")), "openclaw-default"
+    )
     return policy
 
 
@@ -61,7 +65,9 @@ def test_paperclip_values_reach_the_release_with_agent_execution():
 
 
 def test_a_disabled_required_module_is_never_overridden_and_no_release_is_created():
-    result = plan_of(*platform("openclaw"), activation("openclaw-operator", enabled=False), instance("openclaw-default", "openclaw"))
+    result = plan_of(
+        *platform("openclaw"), activation("openclaw-operator", enabled=False), instance("openclaw-default", "openclaw")
+    )
     assert objects_of(result, "openclaw-default") == {}
     status = status_of(result, "AppInstance", "openclaw-default")
     assert status["phase"] == "WaitingForModules"
@@ -82,13 +88,17 @@ def test_defaults_are_namespace_ai_single_sign_on_role_user_and_both_hostnames()
     assert status["namespace"] == "ai"
     assert status["authentication"] == "sso"
     assert status["url"] == "https://default.openclaw.magicstick.local/"
-    hosts = {h for route in objects_of(result, "openclaw-default")["HTTPRoute"] for h in route.body["spec"]["hostnames"]}
+    hosts = {
+        h for route in objects_of(result, "openclaw-default")["HTTPRoute"] for h in route.body["spec"]["hostnames"]
+    }
     assert {"default.openclaw.magicstick.local", "default.openclaw.magicstick.example.com"} <= hosts
 
 
 def test_exposure_local_omits_the_public_hostname():
     result = plan_of(*platform("openclaw"), instance("openclaw-default", "openclaw", access={"exposure": "local"}))
-    hosts = {h for route in objects_of(result, "openclaw-default")["HTTPRoute"] for h in route.body["spec"]["hostnames"]}
+    hosts = {
+        h for route in objects_of(result, "openclaw-default")["HTTPRoute"] for h in route.body["spec"]["hostnames"]
+    }
     assert "default.openclaw.magicstick.example.com" not in hosts
     assert "default.openclaw.magicstick.local" in hosts
 
@@ -102,7 +112,12 @@ def test_routes_have_no_backend_until_the_guard_policies_are_accepted():
     policies = [accepted_policy(p) for p in objects_of(first, "openclaw-default")["SecurityPolicy"]]
     second = plan_of(*platform("openclaw"), instance("openclaw-default", "openclaw"), *policies, running_guard())
     assert status_of(second, "AppInstance", "openclaw-default")["accessGuardReady"] is True
-    backends = [ref for route in objects_of(second, "openclaw-default")["HTTPRoute"] for rule in route.body["spec"]["rules"] for ref in rule.get("backendRefs", ())]
+    backends = [
+        ref
+        for route in objects_of(second, "openclaw-default")["HTTPRoute"]
+        for rule in route.body["spec"]["rules"]
+        for ref in rule.get("backendRefs", ())
+    ]
     assert backends and all(ref["port"] == CATALOGS.applications.get("openclaw").backend_port for ref in backends)
 
 
@@ -137,14 +152,23 @@ def test_the_routes_stay_closed_until_the_current_policy_is_accepted(options, ch
     observed = change(accepted_policy(planned_policy(), **options))
     result = plan_of(*platform("openclaw"), instance("openclaw-default", "openclaw"), observed, running_guard())
     assert status_of(result, "AppInstance", "openclaw-default")["accessGuardReady"] is False
-    assert all("backendRefs" not in rule for route in objects_of(result, "openclaw-default")["HTTPRoute"] for rule in route.body["spec"]["rules"])
+    assert all(
+        "backendRefs" not in rule
+        for route in objects_of(result, "openclaw-default")["HTTPRoute"]
+        for rule in route.body["spec"]["rules"]
+    )
 
 
 def test_hermes_routes_reach_its_dashboard_port():
     first = plan_of(*platform("hermes"), instance("hermes-default", "hermes"))
     policies = [accepted_policy(p) for p in objects_of(first, "hermes-default")["SecurityPolicy"]]
     result = plan_of(*platform("hermes"), instance("hermes-default", "hermes"), *policies, running_guard())
-    ports = {ref["port"] for route in objects_of(result, "hermes-default")["HTTPRoute"] for rule in route.body["spec"]["rules"] for ref in rule.get("backendRefs", ())}
+    ports = {
+        ref["port"]
+        for route in objects_of(result, "hermes-default")["HTTPRoute"]
+        for rule in route.body["spec"]["rules"]
+        for ref in rule.get("backendRefs", ())
+    }
     assert ports == {9119}
 
 
@@ -155,12 +179,23 @@ def test_the_instance_is_ready_when_its_helm_release_guard_and_routes_are_and_re
     assert (status["kind"], status["name"], status["namespace"]) == ("OpenClawInstance", "default", "ai")
     assert (status["releaseName"], status["backendService"]) == ("openclaw-default", "ai/openclaw-default")
     summary = status_of(result, "Appliance", "local")["instances"]["openclaw"]["default"]
-    assert summary == {"phase": "Ready", "namespace": "ai", "kind": "OpenClawInstance", "name": "default", "url": "https://default.openclaw.magicstick.local/", "message": status["message"]}
+    assert summary == {
+        "phase": "Ready",
+        "namespace": "ai",
+        "kind": "OpenClawInstance",
+        "name": "default",
+        "url": "https://default.openclaw.magicstick.local/",
+        "message": status["message"],
+    }
 
 
 def test_a_failed_helm_release_makes_the_instance_degraded_with_its_message():
     failing = ready_release("openclaw-default", "False", "InstallFailed", "chart render failed")
-    status = status_of(plan_of(*platform("openclaw"), instance("openclaw-default", "openclaw"), failing), "AppInstance", "openclaw-default")
+    status = status_of(
+        plan_of(*platform("openclaw"), instance("openclaw-default", "openclaw"), failing),
+        "AppInstance",
+        "openclaw-default",
+    )
     assert status["phase"] == "Degraded"
     assert "chart render failed" in status["message"]
 
@@ -177,7 +212,11 @@ def test_a_helm_release_ready_for_an_older_generation_leaves_the_instance_reconc
 def test_a_helm_release_the_server_just_created_leaves_the_instance_reconciling():
     created = release_observed("openclaw", "openclaw-default", None)
     assert created["status"] == {"observedGeneration": -1}
-    status = status_of(plan_of(*platform("openclaw"), instance("openclaw-default", "openclaw"), created), "AppInstance", "openclaw-default")
+    status = status_of(
+        plan_of(*platform("openclaw"), instance("openclaw-default", "openclaw"), created),
+        "AppInstance",
+        "openclaw-default",
+    )
     assert status["phase"] == "Reconciling"
 
 
@@ -186,7 +225,9 @@ def test_authentication_none_is_honoured_only_when_explicit_and_the_status_says_
     status = status_of(result, "AppInstance", "openclaw-default")
     assert status["authentication"] == "none"
     assert "explicitly" in status["unauthenticated"]
-    default = status_of(plan_of(*platform("openclaw"), instance("openclaw-default", "openclaw")), "AppInstance", "openclaw-default")
+    default = status_of(
+        plan_of(*platform("openclaw"), instance("openclaw-default", "openclaw")), "AppInstance", "openclaw-default"
+    )
     assert default["authentication"] == "sso" and "unauthenticated" not in default
 
 
@@ -198,7 +239,10 @@ def test_a_disabled_instance_has_no_release_and_no_gateway_objects():
 
 def test_an_invalid_edit_keeps_the_release_as_it_was():
     observed = ready_release("openclaw-default")
-    observed["spec"] = {"interval": "10m0s", "chart": {"spec": {"chart": "./kept", "sourceRef": {"kind": "GitRepository", "name": "flux-system"}}}}
+    observed["spec"] = {
+        "interval": "10m0s",
+        "chart": {"spec": {"chart": "./kept", "sourceRef": {"kind": "GitRepository", "name": "flux-system"}}},
+    }
     observed = as_stored(observed)
     assert observed["spec"]["chart"]["spec"]["version"] == "*"
     broken = instance("openclaw-default", "openclaw", access={"role": "superuser"})

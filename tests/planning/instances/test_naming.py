@@ -39,8 +39,15 @@ def test_instances_of_two_applications_with_the_same_name_in_one_namespace_reach
     result = plan_of(*converged(*platform("openclaw", "paperclip"), openclaw, paperclip))
     assert backend_services(result, "openclaw-default") == {("ai", "openclaw-default")}
     assert backend_services(result, "paperclip-default") == {("ai", "paperclip-default")}
-    grants = [thaw(g.body["spec"]["to"]) for n in ("openclaw-default", "paperclip-default") for g in objects_of(result, n)["ReferenceGrant"]]
-    assert grants == [[{"group": "", "kind": "Service", "name": "openclaw-default"}], [{"group": "", "kind": "Service", "name": "paperclip-default"}]]
+    grants = [
+        thaw(g.body["spec"]["to"])
+        for n in ("openclaw-default", "paperclip-default")
+        for g in objects_of(result, n)["ReferenceGrant"]
+    ]
+    assert grants == [
+        [{"group": "", "kind": "Service", "name": "openclaw-default"}],
+        [{"group": "", "kind": "Service", "name": "paperclip-default"}],
+    ]
 
 
 @pytest.mark.parametrize(
@@ -53,7 +60,9 @@ def test_instances_of_two_applications_with_the_same_name_in_one_namespace_reach
         ("odysseus", "odysseus-team-odysseus"),
     ],
 )
-def test_a_new_instance_is_released_as_application_dash_name_and_its_routes_reach_the_service_its_chart_derives_from_that_release(application, service):
+def test_a_new_instance_is_released_as_application_dash_name_and_its_routes_reach_the_service_its_chart_derives_from_that_release(
+    application, service
+):
     result = plan_of(*converged(*platform(application), instance("mine", application, {"name": "team"})))
     release = helm_release_of(result, "mine")
     assert (release.name, release.body["spec"]["releaseName"]) == ("mine", f"{application}-team")
@@ -96,10 +105,22 @@ def test_an_instance_name_that_cannot_be_a_hostname_label_is_an_invalid_spec(val
 @pytest.mark.parametrize(
     ("earlier", "later"),
     [
-        (instance("a-claw", "openclaw", {"name": "team"}, created=EARLY), instance("b-claw", "openclaw", {"name": "team"}, created=LATE)),
-        (instance("team", "openclaw", {}, created=EARLY), instance("b-claw", "openclaw", {"name": "team"}, created=LATE)),
-        (instance("z-claw", "openclaw", {"name": "team"}, created=EARLY), instance("a-claw", "openclaw", {"name": "team"}, created=LATE)),
-        (instance("a-claw", "openclaw", {"name": "team"}, created=EARLY), instance("b-claw", "openclaw", {"name": "team"}, created=EARLY)),
+        (
+            instance("a-claw", "openclaw", {"name": "team"}, created=EARLY),
+            instance("b-claw", "openclaw", {"name": "team"}, created=LATE),
+        ),
+        (
+            instance("team", "openclaw", {}, created=EARLY),
+            instance("b-claw", "openclaw", {"name": "team"}, created=LATE),
+        ),
+        (
+            instance("z-claw", "openclaw", {"name": "team"}, created=EARLY),
+            instance("a-claw", "openclaw", {"name": "team"}, created=LATE),
+        ),
+        (
+            instance("a-claw", "openclaw", {"name": "team"}, created=EARLY),
+            instance("b-claw", "openclaw", {"name": "team"}, created=EARLY),
+        ),
         (instance("a-claw", "openclaw", {"name": "team"}), instance("b-claw", "openclaw", {"name": "team"})),
         (
             instance("a-claw", "openclaw", {"name": "team"}, created=EARLY, access={"exposure": "local"}),
@@ -125,7 +146,9 @@ def test_the_later_of_two_instances_asking_for_the_same_hostname_gets_a_conflict
     first, second = earlier["metadata"]["name"], later["metadata"]["name"]
     status = instance_status(result, second)
     assert (status["phase"], status["reason"]) == ("Conflict", "HostnameConflict")
-    assert f"AppInstance ai-system/{first}" in status["message"] and "team.openclaw.magicstick.local" in status["message"]
+    assert (
+        f"AppInstance ai-system/{first}" in status["message"] and "team.openclaw.magicstick.local" in status["message"]
+    )
     assert status["conflictsWith"] == {"kind": "AppInstance", "namespace": "ai-system", "name": first}
     assert objects_of(result, second) == {}
     assert instance_status(result, first)["phase"] == "Ready"
@@ -160,11 +183,18 @@ def test_an_existing_collision_leaves_the_later_instances_release_running_but_ta
 def test_a_name_whose_release_already_runs_stays_with_that_instance_even_against_an_earlier_one():
     earlier = instance("a-claw", "openclaw", {"name": "team"}, created=EARLY)
     later = instance("b-claw", "openclaw", {"name": "team"}, created=LATE)
-    running = [o for o in converged(*platform("openclaw"), later) if o.get("kind") in ("HelmRelease", "HTTPRoute", "SecurityPolicy", "ReferenceGrant")]
+    running = [
+        o
+        for o in converged(*platform("openclaw"), later)
+        if o.get("kind") in ("HelmRelease", "HTTPRoute", "SecurityPolicy", "ReferenceGrant")
+    ]
     result = plan_of(*converged(*platform("openclaw"), earlier, later, *running))
     status = instance_status(result, "a-claw")
     assert (status["phase"], status["reason"]) == ("Conflict", "ReleaseNameConflict")
-    assert "Helm release ai/openclaw-team is held by AppInstance ai-system/b-claw, whose objects already hold it" in status["message"]
+    assert (
+        "Helm release ai/openclaw-team is held by AppInstance ai-system/b-claw, whose objects already hold it"
+        in status["message"]
+    )
     assert instance_status(result, "b-claw")["phase"] == "Ready"
     assert objects_of(result, "a-claw") == {}
 

@@ -16,7 +16,11 @@ from tests.planning.models.world import local_model
 
 FREETOKEN_IMAGE = "registry.example.com/magicstick/freetoken:1.0.0"
 WITH_FREETOKEN_IMAGE: Catalogs = CATALOGS.model_copy(
-    update={"runtimes": CATALOGS.runtimes.model_copy(update={"freetoken": CATALOGS.runtimes.freetoken.model_copy(update={"image": FREETOKEN_IMAGE})})}
+    update={
+        "runtimes": CATALOGS.runtimes.model_copy(
+            update={"freetoken": CATALOGS.runtimes.freetoken.model_copy(update={"image": FREETOKEN_IMAGE})}
+        )
+    }
 )
 """The shipped catalogs with a FreeToken image set, as an administrator's catalog directory would."""
 
@@ -35,9 +39,17 @@ def freetoken_model(name: str = "ft", **local: Any) -> dict:
     return _activation(name, _without_none(spec))
 
 
-def realtime_model(name: str = "omni", *, profile: str = "omni-cuda", node: str = "gpu-1", target: str = "nvidia-gpu", **settings: Any) -> dict:
+def realtime_model(
+    name: str = "omni", *, profile: str = "omni-cuda", node: str = "gpu-1", target: str = "nvidia-gpu", **settings: Any
+) -> dict:
     realtime = {"profile": profile, "gpuNode": node, **settings.pop("realtime", {})}
-    spec: dict[str, Any] = {"url": "hf://Qwen/Qwen2.5-Omni-7B", "computeTarget": target, "engine": "VLLM", "realtime": realtime, **settings}
+    spec: dict[str, Any] = {
+        "url": "hf://Qwen/Qwen2.5-Omni-7B",
+        "computeTarget": target,
+        "engine": "VLLM",
+        "realtime": realtime,
+        **settings,
+    }
     return _activation(name, spec)
 
 
@@ -51,7 +63,12 @@ def _without_none(spec: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in spec.items() if v is not None}
 
 
-def plan_with(*objects: dict, catalogs: Catalogs = WITH_FREETOKEN_IMAGE, now: datetime = NOW, health: tuple[HealthObservation, ...] = ()) -> Plan:
+def plan_with(
+    *objects: dict,
+    catalogs: Catalogs = WITH_FREETOKEN_IMAGE,
+    now: datetime = NOW,
+    health: tuple[HealthObservation, ...] = (),
+) -> Plan:
     return plan(snapshot=Snapshot.from_objects(with_flux(objects), health=health), catalogs=catalogs, now=now)
 
 
@@ -63,7 +80,9 @@ def object_of(runtime: DirectRuntime, kind: str) -> dict:
     return thaw(next(o for o in runtime.objects if o.kind == kind).body)
 
 
-def stored(runtime: DirectRuntime, *, generation: int = 1, observed_generation: int | None = 1, available: int = 1) -> list[dict]:
+def stored(
+    runtime: DirectRuntime, *, generation: int = 1, observed_generation: int | None = 1, available: int = 1
+) -> list[dict]:
     """The runtime's objects as the API server and the Deployment controller show them: server
     defaults, generation, a revision annotation and rollout counts."""
     found = []
@@ -75,21 +94,37 @@ def stored(runtime: DirectRuntime, *, generation: int = 1, observed_generation: 
             body["metadata"]["annotations"]["deployment.kubernetes.io/revision"] = str(generation)
             body["spec"] = {**DEPLOYMENT_SERVER_DEFAULTS, **body["spec"]}
             body["spec"]["template"]["spec"] = {**POD_SERVER_DEFAULTS, **body["spec"]["template"]["spec"]}
-            body["status"] = {"replicas": 1, "updatedReplicas": available, "availableReplicas": available, "readyReplicas": available}
+            body["status"] = {
+                "replicas": 1,
+                "updatedReplicas": available,
+                "availableReplicas": available,
+                "readyReplicas": available,
+            }
             if observed_generation is not None:
                 body["status"]["observedGeneration"] = observed_generation
         found.append(body)
     return found
 
 
-def runtime_pod(runtime: DirectRuntime, *, name: str = "runtime-pod", ready: bool = True, reason: str = "", message: str = "") -> dict:
+def runtime_pod(
+    runtime: DirectRuntime, *, name: str = "runtime-pod", ready: bool = True, reason: str = "", message: str = ""
+) -> dict:
     labels = object_of(runtime, "Deployment")["spec"]["template"]["metadata"]["labels"]
-    status: dict[str, Any] = {"phase": "Running" if ready else "Pending", "conditions": [{"type": "Ready", "status": "True" if ready else "False"}]}
+    status: dict[str, Any] = {
+        "phase": "Running" if ready else "Pending",
+        "conditions": [{"type": "Ready", "status": "True" if ready else "False"}],
+    }
     if reason:
         status["reason"], status["message"] = reason, message
     return {
         "apiVersion": "v1",
         "kind": "Pod",
-        "metadata": {"name": name, "namespace": runtime.namespace, "uid": f"uid-{name}", "resourceVersion": "3", "labels": dict(labels)},
+        "metadata": {
+            "name": name,
+            "namespace": runtime.namespace,
+            "uid": f"uid-{name}",
+            "resourceVersion": "3",
+            "labels": dict(labels),
+        },
         "status": status,
     }

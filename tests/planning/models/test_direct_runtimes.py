@@ -73,7 +73,9 @@ def test_freetoken_is_a_deployment_and_service_with_whole_nvidia_gpus_and_equal_
 
 
 def test_freetoken_flags_come_from_the_catalog_for_model_context_concurrency_strategy_and_advanced_values():
-    activation = freetoken_model(contextWindow=32768, maxNumSeqs=4, freetoken={"memoryStrategy": "auto", "advanced": {"numPages": 1568}})
+    activation = freetoken_model(
+        contextWindow=32768, maxNumSeqs=4, freetoken={"memoryStrategy": "auto", "advanced": {"numPages": 1568}}
+    )
     args = container(runtime_of(plan_with(*gpu_world(), activation), "ft"))["args"]
     joined = " ".join(args)
     assert "--model example/moe-35b" in joined
@@ -99,7 +101,9 @@ def test_freetoken_settings_the_catalog_does_not_offer_fail_naming_the_field(fre
 
 
 def test_freetoken_restart_nonce_and_cpu_policy_reach_the_pod_template():
-    activation = freetoken_model(cpuResources={"requestMillicores": 3000, "limitMillicores": 6000}, freetoken={"restartNonce": "r2"})
+    activation = freetoken_model(
+        cpuResources={"requestMillicores": 3000, "limitMillicores": 6000}, freetoken={"restartNonce": "r2"}
+    )
     runtime = runtime_of(plan_with(*gpu_world(), activation), "ft")
     template = object_of(runtime, "Deployment")["spec"]["template"]
     assert template["metadata"]["annotations"][RESTART_NONCE_ANNOTATION] == "r2"
@@ -142,7 +146,9 @@ def test_freetoken_has_no_kv_cache_type_in_its_status():
 
 def test_a_direct_runtime_waits_for_the_rollout_of_its_current_generation():
     first = runtime_of(plan_with(*gpu_world(), freetoken_model()), "ft")
-    result = plan_with(*gpu_world(), freetoken_model(), *stored(first, generation=2, observed_generation=1), runtime_pod(first))
+    result = plan_with(
+        *gpu_world(), freetoken_model(), *stored(first, generation=2, observed_generation=1), runtime_pod(first)
+    )
     assert (status(result, "ft")["phase"], status(result, "ft")["reason"]) == ("Starting", "WaitingForRollout")
     assert "generation 2" in status(result, "ft")["message"]
 
@@ -166,7 +172,12 @@ def test_a_rolled_out_freetoken_is_published_then_ready_once_the_catalog_lists_i
     waiting = plan_with(*rolled_out)
     assert status(waiting, "ft")["reason"] == "WaitingForModelCatalog"
     assert generated_entries(waiting) == [
-        {"id": "ft", "model": "openai/example/moe-35b", "modelType": "chat", "apiBase": "http://ft.ai.svc.cluster.local:8090/v1"}
+        {
+            "id": "ft",
+            "model": "openai/example/moe-35b",
+            "modelType": "chat",
+            "apiBase": "http://ft.ai.svc.cluster.local:8090/v1",
+        }
     ]
     ready = plan_with(*rolled_out, catalog_publishing("ft"))
     assert status(ready, "ft")["phase"] == "Ready"
@@ -176,7 +187,9 @@ def test_a_rollout_past_its_progress_deadline_is_degraded_and_not_published():
     first = runtime_of(plan_with(*gpu_world(), freetoken_model()), "ft")
     objects = stored(first, available=0)
     deployment = next(o for o in objects if o["kind"] == "Deployment")
-    deployment["status"]["conditions"] = [{"type": "Progressing", "status": "False", "reason": "ProgressDeadlineExceeded", "message": "too slow"}]
+    deployment["status"]["conditions"] = [
+        {"type": "Progressing", "status": "False", "reason": "ProgressDeadlineExceeded", "message": "too slow"}
+    ]
     result = plan_with(*gpu_world(), freetoken_model(), *objects)
     assert (status(result, "ft")["phase"], status(result, "ft")["reason"]) == ("Degraded", "RolloutFailed")
     assert not generated_entries(result)
@@ -190,7 +203,10 @@ def test_an_invalid_edit_keeps_the_running_direct_runtime_as_observed_and_its_ca
     result = plan_with(*gpu_world(), broken, *stored(first), runtime_pod(first), catalog_publishing("ft"), listing)
     assert status(result, "ft")["phase"] == "Failed"
     kept = runtime_of(result, "ft")
-    assert object_of(kept, "Deployment")["spec"]["template"] == next(o for o in stored(first) if o["kind"] == "Deployment")["spec"]["template"]
+    assert (
+        object_of(kept, "Deployment")["spec"]["template"]
+        == next(o for o in stored(first) if o["kind"] == "Deployment")["spec"]["template"]
+    )
     assert "deployment.kubernetes.io/revision" not in object_of(kept, "Deployment")["metadata"]["annotations"]
     assert [e["id"] for e in generated_entries(result)] == ["ft"]
 
@@ -202,7 +218,10 @@ def test_a_clear_model_cache_operation_defers_a_new_runtime_and_keeps_a_running_
     first = runtime_of(plan_with(*gpu_world(), freetoken_model()), "ft")
     running = plan_with(*gpu_world(), freetoken_model(contextWindow=1024), host_operation("clear"), *stored(first))
     assert status(running, "ft")["reason"] == "DeferredByHostOperation"
-    assert object_of(runtime_of(running, "ft"), "Deployment")["spec"]["template"] == next(o for o in stored(first) if o["kind"] == "Deployment")["spec"]["template"]
+    assert (
+        object_of(runtime_of(running, "ft"), "Deployment")["spec"]["template"]
+        == next(o for o in stored(first) if o["kind"] == "Deployment")["spec"]["template"]
+    )
 
 
 # Realtime ------------------------------------------------------------------------------------
@@ -256,7 +275,9 @@ def test_a_cpu_realtime_profile_requests_no_gpu_and_no_runtime_class_and_needs_a
     assert (status(without, "omni")["phase"], status(without, "omni")["reason"]) == ("Failed", "RuntimeImageNotSet")
     assert status(without, "omni")["message"].startswith("spec.local.realtime.runtimeImage")
     image = "registry.example.com/vllm-omni-cpu:0.12.0"
-    result = plan_with(*cpu, realtime_model(profile="omni-cpu", node="cpu-1", target="cpu", realtime={"runtimeImage": image}))
+    result = plan_with(
+        *cpu, realtime_model(profile="omni-cpu", node="cpu-1", target="cpu", realtime={"runtimeImage": image})
+    )
     pod = object_of(runtime_of(result, "omni"), "Deployment")["spec"]["template"]["spec"]
     assert "runtimeClassName" not in pod
     assert set(pod["containers"][0]["resources"]["limits"]) == {"memory"}
@@ -301,7 +322,9 @@ def test_realtime_is_ready_only_after_upstream_health_and_the_catalog():
     unasked = plan_with(*rolled_out)
     assert status(unasked, "omni")["reason"] == "WaitingForRuntimeHealth"
     assert not generated_entries(unasked)
-    sick = plan_with(*rolled_out, health=(HealthObservation("ai", "omni-pod", healthy=False, error="503 Service Unavailable"),))
+    sick = plan_with(
+        *rolled_out, health=(HealthObservation("ai", "omni-pod", healthy=False, error="503 Service Unavailable"),)
+    )
     assert "503 Service Unavailable" in status(sick, "omni")["message"]
     healthy = (HealthObservation("ai", "omni-pod", healthy=True),)
     assert status(plan_with(*rolled_out, health=healthy), "omni")["reason"] == "WaitingForModelCatalog"
@@ -321,11 +344,18 @@ def test_source_and_profile_are_fixed_once_the_runtime_exists_and_the_running_on
     assert (status(result, "omni")["phase"], status(result, "omni")["reason"]) == ("Failed", "ImmutableField")
     kept = runtime_of(result, "omni")
     assert object_of(kept, "ConfigMap")["data"] == object_of(first, "ConfigMap")["data"]
-    assert object_of(kept, "Deployment")["spec"]["template"]["spec"]["containers"] == object_of(first, "Deployment")["spec"]["template"]["spec"]["containers"]
+    assert (
+        object_of(kept, "Deployment")["spec"]["template"]["spec"]["containers"]
+        == object_of(first, "Deployment")["spec"]["template"]["spec"]["containers"]
+    )
 
 
 def test_realtime_needs_the_gpu_provider_litellm_and_the_model_catalog_but_not_kubeai():
-    assert status(plan_with(*gpu_world(), realtime_model()), "omni")["requiredModules"] == ["gpu", "litellm", "model-catalog"]
+    assert status(plan_with(*gpu_world(), realtime_model()), "omni")["requiredModules"] == [
+        "gpu",
+        "litellm",
+        "model-catalog",
+    ]
 
 
 def _with_second_cuda_profile():
@@ -333,5 +363,7 @@ def _with_second_cuda_profile():
 
     realtime = WITH_FREETOKEN_IMAGE.runtimes.realtime
     second = realtime.get("omni-cuda").model_copy(update={"name": "omni-cuda-two"})
-    runtimes = WITH_FREETOKEN_IMAGE.runtimes.model_copy(update={"realtime": realtime.model_copy(update={"profiles": (*realtime.profiles, second)})})
+    runtimes = WITH_FREETOKEN_IMAGE.runtimes.model_copy(
+        update={"realtime": realtime.model_copy(update={"profiles": (*realtime.profiles, second)})}
+    )
     return WITH_FREETOKEN_IMAGE.model_copy(update={"runtimes": runtimes})

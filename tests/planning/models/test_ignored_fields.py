@@ -36,5 +36,12 @@ def test_fields_that_apply_are_not_named():
 
 
 def test_the_note_reaches_the_status_message_of_the_activation():
-    result = plan_with(*platform("gpu"), gpu_node("nvidia.com/gpu"), local_model("m", computeTarget="nvidia-gpu", kvCacheMemoryBytes=1024))
-    assert "spec.local.kvCacheMemoryBytes applies to vLLM on CPU only; not applied." in status_of(result, "ModelActivation", "m")["message"]
+    result = plan_with(
+        *platform("gpu"),
+        gpu_node("nvidia.com/gpu"),
+        local_model("m", computeTarget="nvidia-gpu", kvCacheMemoryBytes=1024),
+    )
+    assert (
+        "spec.local.kvCacheMemoryBytes applies to vLLM on CPU only; not applied."
+        in status_of(result, "ModelActivation", "m")["message"]
+    )

@@ -27,8 +27,12 @@ def test_allow_memory_risk_admits_a_cpu_vllm_budget_below_the_estimated_minimum_
     assert resolved.memory_required_mi == 256
 
 
-SHARED_POOL = HostMemory(architecture="unified", shared_pool_id="uid-apu", gpu_allocation_mode="shared-gtt", physical_memory_mi=131072)
-FIRMWARE_POOL = HostMemory(architecture="unified", shared_pool_id="uid-apu", gpu_allocation_mode="firmware-reserved", physical_memory_mi=131072)
+SHARED_POOL = HostMemory(
+    architecture="unified", shared_pool_id="uid-apu", gpu_allocation_mode="shared-gtt", physical_memory_mi=131072
+)
+FIRMWARE_POOL = HostMemory(
+    architecture="unified", shared_pool_id="uid-apu", gpu_allocation_mode="firmware-reserved", physical_memory_mi=131072
+)
 
 
 def test_a_cpu_vllm_budget_covering_the_estimate_is_admitted_and_carries_the_estimate() -> None:
@@ -47,7 +51,9 @@ def test_an_offload_budget_an_administrator_writes_in_the_cr_is_used_as_written(
 def test_a_vram_budget_below_the_gpu_minimum_is_refused_unless_the_risk_is_allowed() -> None:
     with pytest.raises(SpecError, match=r"spec\.local\.vramMi: 256 MiB is below the estimated GPU minimum"):
         resolve_admitted(_local(computeTarget="nvidia-gpu", vramMi=256), CATALOGS)
-    assert resolve_admitted(_local(computeTarget="nvidia-gpu", vramMi=256, allowMemoryRisk=True), CATALOGS).vram_mi == 256
+    assert (
+        resolve_admitted(_local(computeTarget="nvidia-gpu", vramMi=256, allowMemoryRisk=True), CATALOGS).vram_mi == 256
+    )
 
 
 @pytest.mark.parametrize(
@@ -60,7 +66,11 @@ def test_a_model_on_a_unified_pool_has_one_linux_ram_request(host: HostMemory, m
     assert resolved.memory_required_mi == memory_required
     assert resolved.memory_required_mi < 1536 + 960 + 50 + (resolved.vram_mi or 0)
     status = resolved.memory_status()
-    assert (status["memoryArchitecture"], status["sharedPoolId"], status["gpuAllocationMode"]) == ("unified", "uid-apu", host.gpu_allocation_mode)
+    assert (status["memoryArchitecture"], status["sharedPoolId"], status["gpuAllocationMode"]) == (
+        "unified",
+        "uid-apu",
+        host.gpu_allocation_mode,
+    )
 
 
 def test_a_discrete_gpu_model_reports_no_unified_pool_fields() -> None:
@@ -68,22 +78,49 @@ def test_a_discrete_gpu_model_reports_no_unified_pool_fields() -> None:
 
 
 def test_a_request_beyond_the_physical_memory_of_a_unified_pool_is_refused_unless_the_risk_is_allowed() -> None:
-    small = HostMemory(architecture="unified", shared_pool_id="uid-apu", gpu_allocation_mode="shared-gtt", physical_memory_mi=8192)
-    with pytest.raises(SpecError, match=r"spec\.local\.memoryRequiredMi: the request of 16384 MiB exceeds the 8192 MiB of the shared memory pool uid-apu"):
+    small = HostMemory(
+        architecture="unified", shared_pool_id="uid-apu", gpu_allocation_mode="shared-gtt", physical_memory_mi=8192
+    )
+    with pytest.raises(
+        SpecError,
+        match=r"spec\.local\.memoryRequiredMi: the request of 16384 MiB exceeds the 8192 MiB of the shared memory pool uid-apu",
+    ):
         resolve_admitted(_local(computeTarget="amd-gpu", memoryRequiredMi=16384), CATALOGS, host=small)
-    assert resolve_admitted(_local(computeTarget="amd-gpu", memoryRequiredMi=16384, allowMemoryRisk=True), CATALOGS, host=small).memory_required_mi == 16384
+    assert (
+        resolve_admitted(
+            _local(computeTarget="amd-gpu", memoryRequiredMi=16384, allowMemoryRisk=True), CATALOGS, host=small
+        ).memory_required_mi
+        == 16384
+    )
 
 
 def test_an_offload_budget_is_taken_from_the_client_only_when_the_estimate_is_unknown() -> None:
     local = LocalModelSpec.model_validate(
-        {"url": "hf://example/unknown-model", "computeTarget": "nvidia-gpu", "engine": "VLLM", "cpuOffloading": True, "memoryRequiredMi": 8192, "cpuOffloadMi": 2048, "vramMi": 4096, "allowMemoryRisk": True}
+        {
+            "url": "hf://example/unknown-model",
+            "computeTarget": "nvidia-gpu",
+            "engine": "VLLM",
+            "cpuOffloading": True,
+            "memoryRequiredMi": 8192,
+            "cpuOffloadMi": 2048,
+            "vramMi": 4096,
+            "allowMemoryRisk": True,
+        }
     )
     assert resolve_admitted(local, CATALOGS).cpu_offload_mi == 2048
 
 
 def test_an_unknown_estimate_under_cpu_offloading_is_refused_with_its_reason() -> None:
     local = LocalModelSpec.model_validate(
-        {"url": "hf://example/unknown-model", "computeTarget": "nvidia-gpu", "engine": "VLLM", "cpuOffloading": True, "memoryRequiredMi": 8192, "cpuOffloadMi": 2048, "vramMi": 4096}
+        {
+            "url": "hf://example/unknown-model",
+            "computeTarget": "nvidia-gpu",
+            "engine": "VLLM",
+            "cpuOffloading": True,
+            "memoryRequiredMi": 8192,
+            "cpuOffloadMi": 2048,
+            "vramMi": 4096,
+        }
     )
     with pytest.raises(MemoryRejected) as refused:
         resolve_admitted(local, CATALOGS)

@@ -81,7 +81,12 @@ def test_an_ollama_model_uses_the_exact_engine_value_and_an_ollama_reference():
 
 @pytest.mark.parametrize(("engine", "expected"), [("VLLM", 4096), ("OLlama", 2048)])
 def test_cpu_memory_defaults_to_the_engine_default(engine, expected):
-    result = plan_of(*platform(), local_model("m", engine=engine, preset=None, url="hf://example/m" if engine == "VLLM" else "ollama://example:1b"))
+    result = plan_of(
+        *platform(),
+        local_model(
+            "m", engine=engine, preset=None, url="hf://example/m" if engine == "VLLM" else "ollama://example:1b"
+        ),
+    )
     assert status(result)["memoryRequiredMi"] == expected
 
 
@@ -140,7 +145,9 @@ def test_an_explicit_kv_cache_size_is_used():
 
 
 def test_fp8_kv_cache_on_nvidia_also_enables_scale_calculation():
-    result = plan_of(*platform("gpu"), gpu_node("nvidia.com/gpu"), local_model("m", computeTarget="nvidia-gpu", kvCacheType="fp8"))
+    result = plan_of(
+        *platform("gpu"), gpu_node("nvidia.com/gpu"), local_model("m", computeTarget="nvidia-gpu", kvCacheType="fp8")
+    )
     args = model_of(result, "m").body["spec"]["args"]
     assert "--kv-cache-dtype=fp8" in args and "--calculate-kv-scales" in args
 
@@ -152,10 +159,14 @@ def test_ollama_kv_cache_type_maps_to_its_environment_with_flash_attention():
 
 
 def test_requested_kv_cache_type_is_always_reported_and_effective_only_once_ready():
-    waiting = plan_of(*platform(), local_model("m", engine="OLlama"), observed_model("m", ready=0), pod("m-0", "m", ready=False))
+    waiting = plan_of(
+        *platform(), local_model("m", engine="OLlama"), observed_model("m", ready=0), pod("m-0", "m", ready=False)
+    )
     assert status(waiting)["requestedKvCacheType"] == "f16"
     assert "effectiveKvCacheType" not in status(waiting)
-    ready = plan_of(*platform(), local_model("m"), observed_model("m", ready=1, all_=1), pod("m-0", "m"), catalog_publishing("m"))
+    ready = plan_of(
+        *platform(), local_model("m"), observed_model("m", ready=1, all_=1), pod("m-0", "m"), catalog_publishing("m")
+    )
     assert status(ready)["effectiveKvCacheType"] == "auto"
 
 
@@ -183,7 +194,17 @@ def test_vision_attention_auto_removes_managed_overrides():
 
 def test_an_omitted_vision_attention_leaves_the_arguments_the_model_has():
     managed_arg = CATALOGS.compute_targets.get("amd-gpu").vision_attention["triton"].args[0]
-    observed = observed_model("m", spec={"url": "hf://x/y", "engine": "VLLM", "features": ["TextGeneration"], "args": [managed_arg, "--other"], "scaleDownDelaySeconds": 30, "targetRequests": 100})
+    observed = observed_model(
+        "m",
+        spec={
+            "url": "hf://x/y",
+            "engine": "VLLM",
+            "features": ["TextGeneration"],
+            "args": [managed_arg, "--other"],
+            "scaleDownDelaySeconds": 30,
+            "targetRequests": 100,
+        },
+    )
     result = plan_of(*platform("amd-gpu"), gpu_node("amd.com/gpu"), local_model("m", computeTarget="amd-gpu"), observed)
     args = model_of(result, "m").body["spec"]["args"]
     assert managed_arg in args and "--other" not in args
@@ -264,18 +285,36 @@ def test_ready_needs_a_ready_replica_and_the_model_catalog():
     unpublished = status(plan_of(*platform(), local_model("m"), observed_model("m", ready=1, all_=1), pod("m-0", "m")))
     assert unpublished["phase"] == "Starting"
     assert unpublished["reason"] == "WaitingForModelCatalog"
-    ready = status(plan_of(*platform(), local_model("m"), observed_model("m", ready=1, all_=1), pod("m-0", "m"), catalog_publishing("m")))
+    ready = status(
+        plan_of(
+            *platform(),
+            local_model("m"),
+            observed_model("m", ready=1, all_=1),
+            pod("m-0", "m"),
+            catalog_publishing("m"),
+        )
+    )
     assert ready["phase"] == "Ready"
     assert "1/1 replicas ready (VLLM)" in ready["message"]
 
 
 def test_a_disappearing_ready_replica_returns_the_model_to_starting():
-    result = status(plan_of(*platform(), local_model("m"), observed_model("m", ready=0, all_=1), pod("m-0", "m", ready=False), catalog_publishing("m")))
+    result = status(
+        plan_of(
+            *platform(),
+            local_model("m"),
+            observed_model("m", ready=0, all_=1),
+            pod("m-0", "m", ready=False),
+            catalog_publishing("m"),
+        )
+    )
     assert result["phase"] == "Starting"
 
 
 def test_a_terminal_pod_of_the_exact_model_is_recovered_with_preconditions():
-    result = plan_of(*platform(), local_model("m"), observed_model("m"), pod("m-0", "m", phase="Failed", ready=False, reason="Error"))
+    result = plan_of(
+        *platform(), local_model("m"), observed_model("m"), pod("m-0", "m", phase="Failed", ready=False, reason="Error")
+    )
     (outcome,) = result.models.outcomes
     assert outcome.pod_deletion.pod.name == "m-0"
     assert outcome.pod_deletion.pod.uid == "pod-uid-m-0"
@@ -312,7 +351,12 @@ def _ollama(*observations, published=True):
     from planning.plan import plan
     from planning.snapshot import Snapshot
 
-    objects = [*platform(), local_model("m", engine="OLlama"), observed_model("m", ready=1, all_=1, engine="OLlama"), pod("m-0", "m")]
+    objects = [
+        *platform(),
+        local_model("m", engine="OLlama"),
+        observed_model("m", ready=1, all_=1, engine="OLlama"),
+        pod("m-0", "m"),
+    ]
     if published:
         objects.append(catalog_publishing("m"))
     return plan(snapshot=Snapshot.from_objects(with_flux(objects), ollama=observations), catalogs=CATALOGS, now=NOW)
@@ -330,11 +374,20 @@ def test_an_ollama_model_waits_for_its_alias_on_every_ready_pod():
 def test_an_ollama_model_with_its_alias_is_ready_and_reports_memory():
     from planning.snapshot import OllamaObservation
 
-    seen = OllamaObservation(namespace="ai", pod="m-0", tags=frozenset({"m:latest"}), ram_mi=100, vram_mi=0, total_mi=100)
+    seen = OllamaObservation(
+        namespace="ai", pod="m-0", tags=frozenset({"m:latest"}), ram_mi=100, vram_mi=0, total_mi=100
+    )
     result = _ollama(seen)
     assert status(result)["phase"] == "Ready"
     assert result.models.outcomes[0].alias is None
-    assert status(result)["memoryUsage"] == {"ramMi": 100, "vramMi": 0, "totalMi": 100, "source": "ollama /api/ps", "sampledAt": "2026-01-01T00:00:00Z", "replicas": 1}
+    assert status(result)["memoryUsage"] == {
+        "ramMi": 100,
+        "vramMi": 0,
+        "totalMi": 100,
+        "source": "ollama /api/ps",
+        "sampledAt": "2026-01-01T00:00:00Z",
+        "replicas": 1,
+    }
 
 
 def test_memory_usage_is_cleared_when_no_sample_exists():
@@ -388,7 +441,12 @@ def _external(name="gpt"):
         name,
         {
             "type": "external",
-            "external": {"model": "openai/gpt-4o-mini", "apiBase": "https://api.example.com/v1", "modelType": "chat", "apiKeySecretRef": {"name": "external-api-key", "key": "api-key"}},
+            "external": {
+                "model": "openai/gpt-4o-mini",
+                "apiBase": "https://api.example.com/v1",
+                "modelType": "chat",
+                "apiKeySecretRef": {"name": "external-api-key", "key": "api-key"},
+            },
         },
     )
 
@@ -415,15 +473,27 @@ def test_an_unchanged_memory_sample_keeps_its_sampled_at_so_a_converged_run_writ
     from planning.plan import plan
     from planning.snapshot import OllamaObservation, Snapshot
 
-    seen = OllamaObservation(namespace="ai", pod="m-0", tags=frozenset({"m:latest"}), ram_mi=100, vram_mi=0, total_mi=100)
+    seen = OllamaObservation(
+        namespace="ai", pod="m-0", tags=frozenset({"m:latest"}), ram_mi=100, vram_mi=0, total_mi=100
+    )
     first = status(_ollama(seen))
     activation = local_model("m", engine="OLlama")
     activation["status"] = first
-    objects = [*platform(), activation, observed_model("m", ready=1, all_=1, engine="OLlama"), pod("m-0", "m"), catalog_publishing("m")]
+    objects = [
+        *platform(),
+        activation,
+        observed_model("m", ready=1, all_=1, engine="OLlama"),
+        pod("m-0", "m"),
+        catalog_publishing("m"),
+    ]
     again = plan(snapshot=Snapshot.from_objects(with_flux(objects), ollama=(seen,)), catalogs=CATALOGS, now=later(30))
     assert status(again)["memoryUsage"]["sampledAt"] == first["memoryUsage"]["sampledAt"]
-    changed = OllamaObservation(namespace="ai", pod="m-0", tags=frozenset({"m:latest"}), ram_mi=120, vram_mi=0, total_mi=120)
-    moved = plan(snapshot=Snapshot.from_objects(with_flux(objects), ollama=(changed,)), catalogs=CATALOGS, now=later(30))
+    changed = OllamaObservation(
+        namespace="ai", pod="m-0", tags=frozenset({"m:latest"}), ram_mi=120, vram_mi=0, total_mi=120
+    )
+    moved = plan(
+        snapshot=Snapshot.from_objects(with_flux(objects), ollama=(changed,)), catalogs=CATALOGS, now=later(30)
+    )
     assert status(moved)["memoryUsage"]["sampledAt"] == "2026-01-01T00:30:00Z"
 
 
@@ -441,9 +511,16 @@ def test_a_cpu_profile_beyond_the_store_bound_fails_its_activation_not_the_run()
 
 
 def test_the_appliance_status_lists_every_model_with_its_resolved_runtime():
-    result = plan_of(*platform(), local_model("m"), observed_model("m", ready=1, all_=1), pod("m-0", "m"), catalog_publishing("m"))
+    result = plan_of(
+        *platform(), local_model("m"), observed_model("m", ready=1, all_=1), pod("m-0", "m"), catalog_publishing("m")
+    )
     entry = status_of(result, "Appliance", "local")["models"]["m"]
     assert entry["phase"] == "Ready"
-    assert (entry["modelRef"], entry["catalogId"], entry["computeTarget"], entry["engine"]) == ("ai/m", "m", "cpu", "VLLM")
+    assert (entry["modelRef"], entry["catalogId"], entry["computeTarget"], entry["engine"]) == (
+        "ai/m",
+        "m",
+        "cpu",
+        "VLLM",
+    )
     assert entry["resolvedResourceProfile"].startswith("magicstick-cpu-vllm-")
     assert "1/1 replicas ready" in entry["message"]

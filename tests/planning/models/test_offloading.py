@@ -22,7 +22,13 @@ GPU = "nvidia.com/gpu"
 
 
 def offloaded(name: str = "m", **local) -> dict:
-    spec = {"computeTarget": "nvidia-gpu", "engine": "VLLM", "cpuOffloading": True, "memoryRequiredMi": 24576, "cpuOffloadMi": 8192}
+    spec = {
+        "computeTarget": "nvidia-gpu",
+        "engine": "VLLM",
+        "cpuOffloading": True,
+        "memoryRequiredMi": 24576,
+        "cpuOffloadMi": 8192,
+    }
     spec.update(local)
     return local_model(name, **spec)
 
@@ -74,7 +80,9 @@ def test_an_offloading_profile_clones_the_engine_profile_with_the_ram_budget_as_
 
 
 def test_an_offloading_profile_keeps_the_resolved_cpu_request_and_limit():
-    (profile,) = first_run(offloaded(cpuResources={"requestMillicores": 3000, "limitMillicores": 6000})).models.offloading_profiles
+    (profile,) = first_run(
+        offloaded(cpuResources={"requestMillicores": 3000, "limitMillicores": 6000})
+    ).models.offloading_profiles
     assert profile.body["requests"]["cpu"] == "3000m"
     assert profile.body["limits"]["cpu"] == "6000m"
 
@@ -95,7 +103,15 @@ def test_the_model_is_declared_once_the_store_holds_its_offloading_profile():
 
 
 def test_a_waiting_model_keeps_the_model_it_runs():
-    observed = observed_model("m", spec={"url": "hf://x/y", "engine": "VLLM", "features": ["TextGeneration"], "resourceProfile": "magicstick-nvidia-gpu:1"})
+    observed = observed_model(
+        "m",
+        spec={
+            "url": "hf://x/y",
+            "engine": "VLLM",
+            "features": ["TextGeneration"],
+            "resourceProfile": "magicstick-nvidia-gpu:1",
+        },
+    )
     result = first_run(offloaded(), observed)
     assert model_of(result).body["spec"]["resourceProfile"] == "magicstick-nvidia-gpu:1"
     assert status(result)["reason"] == "WaitingForOffloadingProfile"
@@ -119,7 +135,9 @@ def test_vllm_gets_its_weight_offload_budget_in_gib():
     assert "--cpu-offload-gb=8" in args
 
 
-@pytest.mark.parametrize(("mi", "gib"), [(0, "0"), (1024, "1"), (1536, "1.5"), (1000, "0.98"), (1, "0.01"), (10241, "10.01")])
+@pytest.mark.parametrize(
+    ("mi", "gib"), [(0, "0"), (1024, "1"), (1536, "1.5"), (1000, "0.98"), (1, "0.01"), (10241, "10.01")]
+)
 def test_the_offload_budget_is_rounded_up_to_a_hundredth_of_a_gib(mi, gib):
     assert cpu_offload_gib(mi) == gib
 
@@ -157,7 +175,9 @@ def test_an_offloading_profile_beyond_the_store_bound_fails_its_activation_not_t
 
 
 def test_a_gpu_model_runs_on_a_clone_of_its_engine_profile_with_only_cpu_changed():
-    result = first_run(local_model("m", computeTarget="nvidia-gpu", cpuResources={"requestMillicores": 4000, "limitMillicores": 8000}))
+    result = first_run(
+        local_model("m", computeTarget="nvidia-gpu", cpuResources={"requestMillicores": 4000, "limitMillicores": 8000})
+    )
     (profile,) = result.models.cpu_profiles
     body = thaw(profile.body)
     expected = thaw(ENGINE_PROFILES["magicstick-nvidia-gpu"])
@@ -176,7 +196,10 @@ def test_what_the_status_reports_as_cpu_resources_is_what_the_gpu_profile_runs()
     assert reported["limitMillicores"] == 0
 
 
-@pytest.mark.parametrize(("target", "resource"), [("amd-gpu", "amd.com/gpu"), ("intel-gpu", "gpu.intel.com/xe"), ("intel-gpu", "gpu.intel.com/i915")])
+@pytest.mark.parametrize(
+    ("target", "resource"),
+    [("amd-gpu", "amd.com/gpu"), ("intel-gpu", "gpu.intel.com/xe"), ("intel-gpu", "gpu.intel.com/i915")],
+)
 def test_every_accelerator_target_gets_a_cpu_only_clone_of_its_engine_profile(target, resource):
     result = plan_of(*platform(target), gpu_node(resource), local_model("m", computeTarget=target))
     (profile,) = result.models.cpu_profiles
@@ -190,7 +213,10 @@ def test_every_accelerator_target_gets_a_cpu_only_clone_of_its_engine_profile(ta
 
 def test_gpu_models_with_the_same_cpu_policy_share_one_profile():
     cpu = {"requestMillicores": 2000, "limitMillicores": 0}
-    result = first_run(local_model("a", computeTarget="nvidia-gpu", cpuResources=cpu), local_model("b", computeTarget="nvidia-gpu", engine="OLlama", cpuResources=cpu))
+    result = first_run(
+        local_model("a", computeTarget="nvidia-gpu", cpuResources=cpu),
+        local_model("b", computeTarget="nvidia-gpu", engine="OLlama", cpuResources=cpu),
+    )
     assert len(result.models.cpu_profiles) == 1
 
 
@@ -202,8 +228,20 @@ def runtime_store_holding(*profiles) -> dict:
 
 def test_a_rejected_edit_keeps_the_gpu_model_and_the_cpu_clone_it_runs_on():
     (clone,) = first_run(local_model("m", computeTarget="nvidia-gpu")).models.cpu_profiles
-    observed = observed_model("m", spec={"url": "hf://x/y", "engine": "VLLM", "features": ["TextGeneration"], "resourceProfile": f"{clone.name}:1"})
-    result = first_run(local_model("m", computeTarget="nvidia-gpu", artifact="no-such-artifact"), observed, runtime_store_holding(clone))
+    observed = observed_model(
+        "m",
+        spec={
+            "url": "hf://x/y",
+            "engine": "VLLM",
+            "features": ["TextGeneration"],
+            "resourceProfile": f"{clone.name}:1",
+        },
+    )
+    result = first_run(
+        local_model("m", computeTarget="nvidia-gpu", artifact="no-such-artifact"),
+        observed,
+        runtime_store_holding(clone),
+    )
     assert status(result)["phase"] == "Failed"
     assert result.models.cpu_profiles == (clone,)
     assert model_of(result).body["spec"]["resourceProfile"] == f"{clone.name}:1"
@@ -211,7 +249,15 @@ def test_a_rejected_edit_keeps_the_gpu_model_and_the_cpu_clone_it_runs_on():
 
 def test_a_rejected_edit_keeps_the_offloading_profile_the_model_runs_on():
     (profile,) = first_run(offloaded()).models.offloading_profiles
-    observed = observed_model("m", spec={"url": "hf://x/y", "engine": "VLLM", "features": ["TextGeneration"], "resourceProfile": f"{profile.name}:1"})
+    observed = observed_model(
+        "m",
+        spec={
+            "url": "hf://x/y",
+            "engine": "VLLM",
+            "features": ["TextGeneration"],
+            "resourceProfile": f"{profile.name}:1",
+        },
+    )
     result = first_run(offloaded(artifact="no-such-artifact"), observed, store_holding(profile))
     assert status(result)["phase"] == "Failed"
     assert result.models.offloading_profiles == (profile,)

@@ -19,7 +19,12 @@ OWN_CRDS = CrdSchemaRegistry(CRD_DIRECTORY)
 
 def preset_only(name: str, preset: str, *, status: dict | None = None, **local: Any) -> dict:
     """A ModelActivation naming only its preset (and `local`), as the API server stores it."""
-    obj = runtime("ModelActivation", name, {"type": "local", "targetNamespace": "ai", "local": {"preset": preset, **local}}, status=status)
+    obj = runtime(
+        "ModelActivation",
+        name,
+        {"type": "local", "targetNamespace": "ai", "local": {"preset": preset, **local}},
+        status=status,
+    )
     return with_defaults(obj, registry=OWN_CRDS)
 
 
@@ -45,7 +50,9 @@ WORLDS = {
         ("qwen352bvlembedding", "nvidia publishing", "nvidia-gpu", "VLLM", "OfferedAccelerator"),
     ],
 )
-def test_an_omitted_compute_target_is_chosen_from_the_preset_and_the_hardware_and_said_in_status(preset, world, target, engine, choice):
+def test_an_omitted_compute_target_is_chosen_from_the_preset_and_the_hardware_and_said_in_status(
+    preset, world, target, engine, choice
+):
     result = plan_with(*WORLDS[world](), preset_only("m", preset))
     status = status_of(result, "ModelActivation", "m")
     assert status["reason"] != "InvalidSpec", status["message"]
@@ -76,10 +83,19 @@ def test_an_explicit_compute_target_always_wins(world):
 
 
 def test_an_accelerator_once_chosen_stays_while_the_gpu_resource_blinks_away():
-    earlier = {"computeTarget": "nvidia-gpu", "computeTargetChoice": "OfferedAccelerator", "preset": "qwen306b", "engine": "VLLM"}
+    earlier = {
+        "computeTarget": "nvidia-gpu",
+        "computeTargetChoice": "OfferedAccelerator",
+        "preset": "qwen306b",
+        "engine": "VLLM",
+    }
     result = plan_with(*WORLDS["cpu only"](), preset_only("m", "qwen306b", status=earlier))
     status = status_of(result, "ModelActivation", "m")
-    assert (status["computeTarget"], status["computeTargetChoice"], status["phase"]) == ("nvidia-gpu", "OfferedAccelerator", "WaitingForGPU")
+    assert (status["computeTarget"], status["computeTargetChoice"], status["phase"]) == (
+        "nvidia-gpu",
+        "OfferedAccelerator",
+        "WaitingForGPU",
+    )
 
 
 def test_a_cpu_fallback_moves_to_an_accelerator_that_appears():
@@ -89,7 +105,12 @@ def test_a_cpu_fallback_moves_to_an_accelerator_that_appears():
 
 
 def test_an_earlier_choice_of_another_preset_is_not_kept():
-    earlier = {"computeTarget": "amd-gpu", "computeTargetChoice": "OfferedAccelerator", "preset": "qwen3635b", "engine": "VLLM"}
+    earlier = {
+        "computeTarget": "amd-gpu",
+        "computeTargetChoice": "OfferedAccelerator",
+        "preset": "qwen3635b",
+        "engine": "VLLM",
+    }
     result = plan_with(*WORLDS["nvidia publishing"](), preset_only("m", "qwen306b", status=earlier))
     assert status_of(result, "ModelActivation", "m")["computeTarget"] == "nvidia-gpu"
 
@@ -97,7 +118,10 @@ def test_an_earlier_choice_of_another_preset_is_not_kept():
 def test_an_omitted_engine_is_the_engine_of_the_presets_variant_on_the_chosen_target():
     presets = CATALOGS.presets
     ollama_only = presets.get("qwen306b").model_copy(
-        update={"name": "ollamaonly", "variants": tuple(v for v in presets.get("qwen306b").variants if v.engine == "OLlama")}
+        update={
+            "name": "ollamaonly",
+            "variants": tuple(v for v in presets.get("qwen306b").variants if v.engine == "OLlama"),
+        }
     )
     catalogs = CATALOGS.model_copy(update={"presets": type(presets)(entries=(*presets.entries, ollama_only))})
     result = plan_with(*WORLDS["cpu only"](), preset_only("m", "ollamaonly"), catalogs=catalogs)
@@ -122,12 +146,19 @@ def url_only(name: str, **local: Any) -> dict:
 @pytest.mark.parametrize(
     ("local", "target", "engine", "choice"),
     [
-        ({"url": "hf://Qwen/Qwen2.5-Omni-7B", "realtime": {"profile": "omni-cuda", "gpuNode": "gpu-1"}}, "nvidia-gpu", "VLLM", "ImpliedTarget"),
+        (
+            {"url": "hf://Qwen/Qwen2.5-Omni-7B", "realtime": {"profile": "omni-cuda", "gpuNode": "gpu-1"}},
+            "nvidia-gpu",
+            "VLLM",
+            "ImpliedTarget",
+        ),
         ({"url": "hf://example/moe-35b", "engine": "FreeToken"}, "nvidia-gpu", "FreeToken", "ImpliedTarget"),
         ({"url": "ollama://qwen3:0.6b-q4_K_M"}, "cpu", "OLlama", "CpuVariant"),
     ],
 )
-def test_without_a_preset_the_engine_or_realtime_profile_decides_and_a_single_target_is_waited_for(local, target, engine, choice):
+def test_without_a_preset_the_engine_or_realtime_profile_decides_and_a_single_target_is_waited_for(
+    local, target, engine, choice
+):
     result = plan_with(*WORLDS["cpu only"](), url_only("m", **local))
     status = status_of(result, "ModelActivation", "m")
     assert status["reason"] != "InvalidSpec", status["message"]

@@ -27,19 +27,50 @@ def platform(*extra_modules: str) -> list[dict]:
     return [appliance(), *ready_modules(*sorted(modules))]
 
 
-def observed_model(name: str, *, ready: int = 0, all_: int = 0, generation: int = 1, engine: str = "VLLM", uid: str | None = None, spec: dict | None = None) -> dict:
+def observed_model(
+    name: str,
+    *,
+    ready: int = 0,
+    all_: int = 0,
+    generation: int = 1,
+    engine: str = "VLLM",
+    uid: str | None = None,
+    spec: dict | None = None,
+) -> dict:
     """A KubeAI Model as the cluster returns it: CRD defaults, generation, KubeAI's replica counts."""
     model = {
         "apiVersion": "kubeai.org/v1",
         "kind": "Model",
-        "metadata": {"name": name, "namespace": "ai", "uid": uid or f"model-uid-{name}", "labels": {ACTIVATION_LABEL: name}},
-        "spec": spec or {"url": "hf://example/model", "engine": engine, "features": ["TextGeneration"], "scaleDownDelaySeconds": 30, "targetRequests": 100},
+        "metadata": {
+            "name": name,
+            "namespace": "ai",
+            "uid": uid or f"model-uid-{name}",
+            "labels": {ACTIVATION_LABEL: name},
+        },
+        "spec": spec
+        or {
+            "url": "hf://example/model",
+            "engine": engine,
+            "features": ["TextGeneration"],
+            "scaleDownDelaySeconds": 30,
+            "targetRequests": 100,
+        },
         "status": {"replicas": {"all": all_, "ready": ready}},
     }
     return as_stored(model, generation=generation)
 
 
-def pod(name: str, model: str, *, phase: str = "Running", ready: bool = True, resource_version: str = "7", uid: str | None = None, reason: str = "", model_uid: str | None = None) -> dict:
+def pod(
+    name: str,
+    model: str,
+    *,
+    phase: str = "Running",
+    ready: bool = True,
+    resource_version: str = "7",
+    uid: str | None = None,
+    reason: str = "",
+    model_uid: str | None = None,
+) -> dict:
     status: dict[str, Any] = {"phase": phase, "conditions": [{"type": "Ready", "status": "True" if ready else "False"}]}
     if reason:
         status["reason"] = reason
@@ -52,7 +83,15 @@ def pod(name: str, model: str, *, phase: str = "Running", ready: bool = True, re
             "uid": uid or f"pod-uid-{name}",
             "resourceVersion": resource_version,
             "labels": {"model": model},
-            "ownerReferences": [{"apiVersion": "kubeai.org/v1", "kind": "Model", "name": model, "uid": model_uid or f"model-uid-{model}", "controller": True}],
+            "ownerReferences": [
+                {
+                    "apiVersion": "kubeai.org/v1",
+                    "kind": "Model",
+                    "name": model,
+                    "uid": model_uid or f"model-uid-{model}",
+                    "controller": True,
+                }
+            ],
         },
         "status": status,
     }
@@ -79,5 +118,10 @@ def later(minutes: float) -> datetime:
 
 
 def gpu_node(resource: str, count: str = "1") -> dict:
-    vendor = {"nvidia.com/gpu": "nvidia", "amd.com/gpu": "amd", "gpu.intel.com/xe": "intel", "gpu.intel.com/i915": "intel"}[resource]
+    vendor = {
+        "nvidia.com/gpu": "nvidia",
+        "amd.com/gpu": "amd",
+        "gpu.intel.com/xe": "intel",
+        "gpu.intel.com/i915": "intel",
+    }[resource]
     return node("gpu-1", vendor, allocatable={resource: count})

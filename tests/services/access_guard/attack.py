@@ -29,7 +29,9 @@ def ensure_open_files(needed: int) -> None:
         return
     target = needed if hard == resource.RLIM_INFINITY else min(needed, hard)
     resource.setrlimit(resource.RLIMIT_NOFILE, (target, hard))
-    assert resource.getrlimit(resource.RLIMIT_NOFILE)[0] >= needed, f"the hard limit of open files ({hard}) is below {needed}"
+    assert resource.getrlimit(resource.RLIMIT_NOFILE)[0] >= needed, (
+        f"the hard limit of open files ({hard}) is below {needed}"
+    )
 
 
 @dataclass(frozen=True)

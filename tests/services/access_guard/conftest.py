@@ -36,7 +36,9 @@ def volume(tmp_path_factory: pytest.TempPathFactory) -> ConfigMapVolume:
 
 
 @pytest.fixture(scope="session")
-def guard(volume: ConfigMapVolume, jwks: JwksServer, tmp_path_factory: pytest.TempPathFactory) -> Iterator[GuardProcess]:
+def guard(
+    volume: ConfigMapVolume, jwks: JwksServer, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[GuardProcess]:
     process = start_guard(grants_dir=volume.root, jwks_uri=jwks.uri, log=tmp_path_factory.mktemp("guard") / "guard.log")
     yield process
     process.stop()
@@ -59,7 +61,6 @@ def new_instance(instance_serial: Iterator[int]) -> Callable[[], str]:
     return lambda: f"app-{next(instance_serial)}.example"
 
 
-
 @dataclass(frozen=True)
 class OwnGuard:
     process: GuardProcess
@@ -75,7 +76,9 @@ def own_guard(jwks: JwksServer, tmp_path: Path) -> Iterator[Callable[..., OwnGua
         serial = len(started)
         (tmp_path / f"grants-{serial}").mkdir()
         volume = ConfigMapVolume(tmp_path / f"grants-{serial}")
-        process = start_guard(grants_dir=volume.root, jwks_uri=jwks.uri, log=tmp_path / f"guard-{serial}.log", extra=extra)
+        process = start_guard(
+            grants_dir=volume.root, jwks_uri=jwks.uri, log=tmp_path / f"guard-{serial}.log", extra=extra
+        )
         started.append(process)
         return OwnGuard(process=process, volume=volume)
 

@@ -35,9 +35,13 @@ _UNSET: Any = object()
 class IssuerKeys:
     """The issuer's RSA and EC keys, plus a rogue RSA key that no key set publishes."""
 
-    rsa: rsa.RSAPrivateKey = field(default_factory=lambda: rsa.generate_private_key(public_exponent=65537, key_size=2048))
+    rsa: rsa.RSAPrivateKey = field(
+        default_factory=lambda: rsa.generate_private_key(public_exponent=65537, key_size=2048)
+    )
     ec: ec.EllipticCurvePrivateKey = field(default_factory=lambda: ec.generate_private_key(ec.SECP256R1()))
-    rogue: rsa.RSAPrivateKey = field(default_factory=lambda: rsa.generate_private_key(public_exponent=65537, key_size=2048))
+    rogue: rsa.RSAPrivateKey = field(
+        default_factory=lambda: rsa.generate_private_key(public_exponent=65537, key_size=2048)
+    )
 
     def jwks(self) -> dict[str, Any]:
         rsa_jwk = jwt.algorithms.RSAAlgorithm.to_jwk(self.rsa.public_key(), as_dict=True)
@@ -87,7 +91,9 @@ class IssuerKeys:
 
     def hmac_with_public_key_token(self, **claims: Any) -> str:
         """HS256 keyed with the public RSA key's PEM: the classic algorithm confusion."""
-        public_pem = self.rsa.public_key().public_bytes(serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo)
+        public_pem = self.rsa.public_key().public_bytes(
+            serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo
+        )
         signing_input = f"{_segment({'alg': 'HS256', 'typ': 'JWT', 'kid': RSA_KID})}.{_segment(self.claims(**claims))}"
         signature = hmac.new(public_pem, signing_input.encode(), hashlib.sha256).digest()
         return f"{signing_input}.{_b64(signature)}"

@@ -35,7 +35,9 @@ def guard_command(*arguments: str) -> list[str]:
     return [sys.executable, "-m", "services.access_guard.main", *arguments]
 
 
-def run_guard(arguments: Sequence[str], *, env: Mapping[str, str] | None = None, timeout: float = 30) -> subprocess.CompletedProcess[str]:
+def run_guard(
+    arguments: Sequence[str], *, env: Mapping[str, str] | None = None, timeout: float = 30
+) -> subprocess.CompletedProcess[str]:
     """Run the guard to completion (for invalid settings, which exit at once)."""
     return subprocess.run(
         guard_command(*arguments),
@@ -103,7 +105,9 @@ def start_guard(
     return guard
 
 
-def wait_until_ready(service: Any, channel: socket.socket, *, name: str = "the guard", deadline: float = START_DEADLINE_SECONDS) -> None:
+def wait_until_ready(
+    service: Any, channel: socket.socket, *, name: str = "the guard", deadline: float = START_DEADLINE_SECONDS
+) -> None:
     """Wait for a service's READY=1 on `channel`, then check that its /healthz answers 200.
 
     `service` is a started service process of the tests (GuardProcess, the dashboard's

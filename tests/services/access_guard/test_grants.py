@@ -48,8 +48,14 @@ MALFORMED: list[tuple[str, Callable[[str], dict[str, Any] | str]]] = [
     ("no-sharing", lambda instance: _with(instance, sharing=None)),
     ("no-claims", lambda instance: _with(instance, claims=None)),
     ("claims-missing-groups", lambda instance: _with(instance, claims={"subject": "sub", "roles": "roles"})),
-    ("a-claim-name-not-a-string", lambda instance: _with(instance, claims={"subject": "sub", "roles": 3, "groups": "groups"})),
-    ("none-with-a-selected-sharing", lambda instance: _with(instance, authentication="none", sharing={"mode": "selected", "users": ["alice"]})),
+    (
+        "a-claim-name-not-a-string",
+        lambda instance: _with(instance, claims={"subject": "sub", "roles": 3, "groups": "groups"}),
+    ),
+    (
+        "none-with-a-selected-sharing",
+        lambda instance: _with(instance, authentication="none", sharing={"mode": "selected", "users": ["alice"]}),
+    ),
 ]
 
 
@@ -69,7 +75,11 @@ def test_a_malformed_grant_denies_every_request(
 
 
 def test_an_unreadable_grant_file_denies(
-    guard: GuardProcess, client: httpx.Client, volume: ConfigMapVolume, keys: IssuerKeys, new_instance: Callable[[], str]
+    guard: GuardProcess,
+    client: httpx.Client,
+    volume: ConfigMapVolume,
+    keys: IssuerKeys,
+    new_instance: Callable[[], str],
 ) -> None:
     instance = new_instance()
     os.mkdir(volume.root / file_name(instance))
@@ -77,7 +87,9 @@ def test_an_unreadable_grant_file_denies(
     assert logged_reasons(guard, instance) == ["malformed-grant"]
 
 
-def test_an_instance_without_a_grant_is_forbidden(guard: GuardProcess, client: httpx.Client, keys: IssuerKeys, new_instance: Callable[[], str]) -> None:
+def test_an_instance_without_a_grant_is_forbidden(
+    guard: GuardProcess, client: httpx.Client, keys: IssuerKeys, new_instance: Callable[[], str]
+) -> None:
     instance = new_instance()
     assert client.get(check_path(instance), headers=bearer(keys.token(roles=["admin"]))).status_code == 403
     assert logged_reasons(guard, instance) == ["unknown-instance"]
@@ -107,7 +119,11 @@ def test_an_instance_without_a_grant_is_forbidden(guard: GuardProcess, client: h
 )
 def test_a_path_that_names_no_instance_with_a_grant_is_forbidden(
     guard: GuardProcess,
-    client: httpx.Client, volume: ConfigMapVolume, keys: IssuerKeys, new_instance: Callable[[], str], path: str
+    client: httpx.Client,
+    volume: ConfigMapVolume,
+    keys: IssuerKeys,
+    new_instance: Callable[[], str],
+    path: str,
 ) -> None:
     instance = new_instance()
     volume.put(instance, grant(instance, minimum_role="viewer"))
@@ -118,7 +134,9 @@ def test_a_path_that_names_no_instance_with_a_grant_is_forbidden(
 
 
 @pytest.mark.parametrize(
-    "original", ["/", "", "?q=1", "/a/b?x=/instances/ai-system/other", "/%2e%2e/admin"], ids=["root", "none", "query", "nested", "encoded-dots"]
+    "original",
+    ["/", "", "?q=1", "/a/b?x=/instances/ai-system/other", "/%2e%2e/admin"],
+    ids=["root", "none", "query", "nested", "encoded-dots"],
 )
 def test_every_original_path_of_a_granted_instance_is_decided_by_its_grant(
     guard: GuardProcess, volume: ConfigMapVolume, keys: IssuerKeys, new_instance: Callable[[], str], original: str
@@ -144,7 +162,9 @@ def test_authentication_none_allows_with_empty_identity_headers_so_a_client_cann
     assert {name: answer.headers.get(name) for name in IDENTITY_HEADERS} == {name: "" for name in IDENTITY_HEADERS}
 
 
-def test_authentication_none_needs_no_role_sharing_or_claims(client: httpx.Client, volume: ConfigMapVolume, new_instance: Callable[[], str]) -> None:
+def test_authentication_none_needs_no_role_sharing_or_claims(
+    client: httpx.Client, volume: ConfigMapVolume, new_instance: Callable[[], str]
+) -> None:
     instance = new_instance()
     volume.put(instance, {"instance": f"ai-system/{instance}", "authentication": "none"})
     assert client.get(check_path(instance)).status_code == 200
@@ -168,7 +188,9 @@ REMOVALS: list[tuple[str, Callable[[ConfigMapVolume, str], None], bool]] = [
 ]
 
 
-@pytest.mark.parametrize(("change", "plain"), [(change, plain) for _, change, plain in REMOVALS], ids=[name for name, _, _ in REMOVALS])
+@pytest.mark.parametrize(
+    ("change", "plain"), [(change, plain) for _, change, plain in REMOVALS], ids=[name for name, _, _ in REMOVALS]
+)
 def test_a_grant_removed_or_corrupted_while_running_denies_the_next_request(
     client: httpx.Client,
     volume: ConfigMapVolume,
@@ -228,7 +250,9 @@ def _warnings_about(guard: GuardProcess, name: str) -> list[str]:
     return [line for line in guard.log_text().splitlines() if " WARNING " in line and f"grant file {name} " in line]
 
 
-def test_a_malformed_grant_is_named_on_healthz_which_stays_200_until_it_is_fixed(own_guard: Callable[..., OwnGuard]) -> None:
+def test_a_malformed_grant_is_named_on_healthz_which_stays_200_until_it_is_fixed(
+    own_guard: Callable[..., OwnGuard],
+) -> None:
     guard = own_guard()
     guard.volume.put("good-app", grant("good-app"))
     guard.volume.put("bad-app", _with("bad-app", minimumRole="root"))
@@ -248,11 +272,18 @@ def test_healthz_names_a_stray_file_that_is_no_grant(own_guard: Callable[..., Ow
     (guard.volume.root / "Not A Grant.json").write_text("{}", encoding="utf-8")
     with guard.process.client() as client:
         answer = client.get("/healthz")
-    assert (answer.status_code, answer.text) == (200, "ok\nunusable grant file Not A Grant.json: not named <namespace>.<instance>.json\n")
+    assert (answer.status_code, answer.text) == (
+        200,
+        "ok\nunusable grant file Not A Grant.json: not named <namespace>.<instance>.json\n",
+    )
 
 
 def test_a_malformed_grant_is_logged_once_per_change_naming_the_file_and_the_problem(
-    guard: GuardProcess, client: httpx.Client, volume: ConfigMapVolume, keys: IssuerKeys, new_instance: Callable[[], str]
+    guard: GuardProcess,
+    client: httpx.Client,
+    volume: ConfigMapVolume,
+    keys: IssuerKeys,
+    new_instance: Callable[[], str],
 ) -> None:
     instance = new_instance()
     name = file_name(instance)
@@ -267,8 +298,10 @@ def test_a_malformed_grant_is_logged_once_per_change_naming_the_file_and_the_pro
     volume.put(instance, grant(instance))
     assert client.get(check_path(instance), headers=headers).status_code == 200
     assert len(first) == 1
-    assert first[0].endswith(f"grant file {name} is unusable, every request of its instance is denied until it is fixed: "
-                             "not UTF-8 JSON: Expecting property name enclosed in double quotes: line 1 column 2 (char 1)")
+    assert first[0].endswith(
+        f"grant file {name} is unusable, every request of its instance is denied until it is fixed: "
+        "not UTF-8 JSON: Expecting property name enclosed in double quotes: line 1 column 2 (char 1)"
+    )
     assert len(second) == 2
     assert second[1].endswith(": sharing mode 'some' is neither 'all' nor 'selected'")
     assert f"grant file {name} is usable again" in guard.log_text()
@@ -276,18 +309,29 @@ def test_a_malformed_grant_is_logged_once_per_change_naming_the_file_and_the_pro
 
 GRANT_CASES = {
     "sso-user-shared-with-all": ({}, dict(authentication="sso", role="user", sharing_mode=None, users=(), groups=())),
-    "no-authentication": ({"authentication": "none"}, dict(authentication="none", role="user", sharing_mode=None, users=(), groups=())),
-    "admin-only": ({"minimum_role": "admin"}, dict(authentication="sso", role="admin", sharing_mode=None, users=(), groups=())),
+    "no-authentication": (
+        {"authentication": "none"},
+        dict(authentication="none", role="user", sharing_mode=None, users=(), groups=()),
+    ),
+    "admin-only": (
+        {"minimum_role": "admin"},
+        dict(authentication="sso", role="admin", sharing_mode=None, users=(), groups=()),
+    ),
     "a-selection": (
         {"sharing": {"mode": "selected", "users": ["user-a"], "groups": ["group-b"]}},
         dict(authentication="sso", role="user", sharing_mode="selected", users=("user-a",), groups=("group-b",)),
     ),
-    "an-empty-selection": ({"sharing": {"mode": "selected", "users": [], "groups": []}}, dict(authentication="sso", role="user", sharing_mode="selected", users=(), groups=())),
+    "an-empty-selection": (
+        {"sharing": {"mode": "selected", "users": [], "groups": []}},
+        dict(authentication="sso", role="user", sharing_mode="selected", users=(), groups=()),
+    ),
 }
 
 
 @pytest.mark.parametrize("case", sorted(GRANT_CASES))
 def test_the_grants_these_tests_publish_are_the_documents_the_program_writes(case):
     options, program = GRANT_CASES[case]
-    written = grant_document(system_namespace=SYSTEM_NAMESPACE, instance="openclaw-default", settings=AccessSettings(), **program)
+    written = grant_document(
+        system_namespace=SYSTEM_NAMESPACE, instance="openclaw-default", settings=AccessSettings(), **program
+    )
     assert grant("openclaw-default", **options) == json.loads(written)

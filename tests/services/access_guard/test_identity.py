@@ -63,7 +63,9 @@ ALLOWED = [
 ]
 
 
-@pytest.mark.parametrize("subject", [subject for _, subject in REFUSED_SUBJECTS], ids=[name for name, _ in REFUSED_SUBJECTS])
+@pytest.mark.parametrize(
+    "subject", [subject for _, subject in REFUSED_SUBJECTS], ids=[name for name, _ in REFUSED_SUBJECTS]
+)
 def test_a_subject_that_cannot_travel_unchanged_in_a_header_is_refused(subject: str) -> None:
     decision = authorize(SSO, _claims(sub=subject))
     assert (decision.status, decision.reason, decision.headers) == (403, Reason.UNREPRESENTABLE_IDENTITY, ())
@@ -76,9 +78,13 @@ def test_a_group_that_cannot_travel_unchanged_in_a_header_is_refused(groups: lis
 
 
 @pytest.mark.parametrize(
-    ("claims", "user", "groups"), [(claims, user, groups) for _, claims, user, groups in ALLOWED], ids=[name for name, *_ in ALLOWED]
+    ("claims", "user", "groups"),
+    [(claims, user, groups) for _, claims, user, groups in ALLOWED],
+    ids=[name for name, *_ in ALLOWED],
 )
-def test_an_identity_of_printable_ascii_without_surrounding_spaces_is_sent_as_it_is(claims: dict[str, Any], user: str, groups: str) -> None:
+def test_an_identity_of_printable_ascii_without_surrounding_spaces_is_sent_as_it_is(
+    claims: dict[str, Any], user: str, groups: str
+) -> None:
     decision = authorize(SSO, _claims(**claims))
     assert decision.status == 200
     assert dict(decision.headers)[USER_HEADER] == user

@@ -86,7 +86,9 @@ def test_a_failed_fetch_is_retried_only_after_the_retry_delay(key_set: KeySet, o
     assert own_jwks.fetches == 1
 
 
-def test_an_unknown_key_id_refreshes_the_set_at_most_once_per_refresh_interval(key_set: KeySet, own_jwks: JwksServer, clock: Clock):
+def test_an_unknown_key_id_refreshes_the_set_at_most_once_per_refresh_interval(
+    key_set: KeySet, own_jwks: JwksServer, clock: Clock
+):
     key_set.signing_key(RSA_KID)
     clock.advance(UNKNOWN_KEY_REFRESH_SECONDS)
     for serial in range(5):

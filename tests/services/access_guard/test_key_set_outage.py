@@ -34,7 +34,9 @@ def own_volume(tmp_path: Path) -> ConfigMapVolume:
 
 
 def _guard(volume: ConfigMapVolume, jwks: JwksServer, tmp_path: Path, cache_seconds: float) -> Iterator[GuardProcess]:
-    guard = start_guard(grants_dir=volume.root, jwks_uri=jwks.uri, log=tmp_path / "guard.log", cache_seconds=cache_seconds)
+    guard = start_guard(
+        grants_dir=volume.root, jwks_uri=jwks.uri, log=tmp_path / "guard.log", cache_seconds=cache_seconds
+    )
     yield guard
     guard.stop()
 
@@ -44,7 +46,9 @@ def long_cache_guard(own_volume: ConfigMapVolume, own_jwks: JwksServer, tmp_path
     yield from _guard(own_volume, own_jwks, tmp_path, cache_seconds=300)
 
 
-def test_a_warm_key_set_keeps_verifying_while_the_issuer_is_down(long_cache_guard: GuardProcess, own_jwks: JwksServer, keys: IssuerKeys) -> None:
+def test_a_warm_key_set_keeps_verifying_while_the_issuer_is_down(
+    long_cache_guard: GuardProcess, own_jwks: JwksServer, keys: IssuerKeys
+) -> None:
     with long_cache_guard.client() as client:
         assert client.get(check_path(INSTANCE), headers=bearer(keys.token())).status_code == 200
         own_jwks.stop()
@@ -52,7 +56,9 @@ def test_a_warm_key_set_keeps_verifying_while_the_issuer_is_down(long_cache_guar
             assert client.get(check_path(INSTANCE), headers=bearer(keys.token(algorithm=algorithm))).status_code == 200
 
 
-def test_the_key_set_is_fetched_once_for_many_verifications(long_cache_guard: GuardProcess, own_jwks: JwksServer, keys: IssuerKeys) -> None:
+def test_the_key_set_is_fetched_once_for_many_verifications(
+    long_cache_guard: GuardProcess, own_jwks: JwksServer, keys: IssuerKeys
+) -> None:
     with long_cache_guard.client() as client:
         for _ in range(20):
             assert client.get(check_path(INSTANCE), headers=bearer(keys.token())).status_code == 200
@@ -64,11 +70,18 @@ def test_an_unknown_key_id_refreshes_the_key_set_at_most_once_in_a_while(
 ) -> None:
     with long_cache_guard.client() as client:
         for serial in range(10):
-            assert client.get(check_path(INSTANCE), headers=bearer(keys.token(key=keys.rogue, kid=f"rotated-{serial}"))).status_code == 401
+            assert (
+                client.get(
+                    check_path(INSTANCE), headers=bearer(keys.token(key=keys.rogue, kid=f"rotated-{serial}"))
+                ).status_code
+                == 401
+            )
     assert own_jwks.fetches <= 2
 
 
-def test_a_guard_started_during_an_outage_denies_with_keys_unavailable(own_volume: ConfigMapVolume, keys: IssuerKeys, tmp_path: Path) -> None:
+def test_a_guard_started_during_an_outage_denies_with_keys_unavailable(
+    own_volume: ConfigMapVolume, keys: IssuerKeys, tmp_path: Path
+) -> None:
     jwks = JwksServer(keys)
     jwks.start()
     jwks.stop()

@@ -53,7 +53,11 @@ def test_a_connection_beyond_the_limit_is_answered_503_and_closed_while_open_one
         with socket.create_connection(address, timeout=BOUND) as beyond:
             refused = read_answer(beyond)
             assert beyond.recv(1) == b""
-        assert (refused.status, refused.headers["connection"], refused.headers["cache-control"]) == (503, "close", "no-store")
+        assert (refused.status, refused.headers["connection"], refused.headers["cache-control"]) == (
+            503,
+            "close",
+            "no-store",
+        )
         assert timed_check(held[0], request)[0].status == 200
     finally:
         for connection in held:
@@ -61,8 +65,12 @@ def test_a_connection_beyond_the_limit_is_answered_503_and_closed_while_open_one
     assert "overloaded: refused 1 connections beyond --max-connections=4 " in guard.process.log_text()
 
 
-def test_a_connection_that_sends_nothing_is_closed_after_the_request_timeout(own_guard: Callable[..., OwnGuard]) -> None:
-    guard = _guard(own_guard, "--request-timeout-seconds", str(REQUEST_TIMEOUT), "--idle-timeout-seconds", str(IDLE_TIMEOUT))
+def test_a_connection_that_sends_nothing_is_closed_after_the_request_timeout(
+    own_guard: Callable[..., OwnGuard],
+) -> None:
+    guard = _guard(
+        own_guard, "--request-timeout-seconds", str(REQUEST_TIMEOUT), "--idle-timeout-seconds", str(IDLE_TIMEOUT)
+    )
     with socket.create_connection(address_of(guard.process.url), timeout=BOUND) as silent:
         elapsed, received = _seconds_until_closed(silent)
     assert received == b""
@@ -93,8 +101,12 @@ def test_a_request_body_left_unfinished_is_cut_at_the_request_timeout_without_an
     assert REQUEST_TIMEOUT * 0.9 <= elapsed < BOUND
 
 
-def test_an_idle_keep_alive_connection_is_closed_after_the_idle_timeout(own_guard: Callable[..., OwnGuard], keys: IssuerKeys) -> None:
-    guard = _guard(own_guard, "--request-timeout-seconds", str(REQUEST_TIMEOUT), "--idle-timeout-seconds", str(IDLE_TIMEOUT))
+def test_an_idle_keep_alive_connection_is_closed_after_the_idle_timeout(
+    own_guard: Callable[..., OwnGuard], keys: IssuerKeys
+) -> None:
+    guard = _guard(
+        own_guard, "--request-timeout-seconds", str(REQUEST_TIMEOUT), "--idle-timeout-seconds", str(IDLE_TIMEOUT)
+    )
     with socket.create_connection(address_of(guard.process.url), timeout=BOUND) as idle:
         assert timed_check(idle, check_request(check_path(INSTANCE), bearer(keys.token())))[0].status == 200
         elapsed, received = _seconds_until_closed(idle)
@@ -108,10 +120,15 @@ def test_a_flood_of_unknown_key_ids_beyond_the_verification_queue_is_answered_50
     guard = _guard(own_guard, "--verify-queue", "1", "--verify-workers", "1")
     address = address_of(guard.process.url)
     forged = [keys.token(key=keys.rogue, kid=f"unknown-{serial}") for serial in range(200)]
-    result = burst(address, [check_request(check_path(INSTANCE), bearer(token)) for token in forged], deadline_seconds=BOUND)
+    result = burst(
+        address, [check_request(check_path(INSTANCE), bearer(token)) for token in forged], deadline_seconds=BOUND
+    )
     assert (result.unfinished, result.closed_unanswered) == (0, 0), result
     assert set(result.statuses) == {401, 503}, result
-    assert re.search(r"overloaded: refused 0 connections beyond --max-connections=\d+ and answered [1-9]\d* requests 503 beyond --verify-queue=1", guard.process.log_text())
+    assert re.search(
+        r"overloaded: refused 0 connections beyond --max-connections=\d+ and answered [1-9]\d* requests 503 beyond --verify-queue=1",
+        guard.process.log_text(),
+    )
 
 
 def _expect_continue(connection: socket.socket, keys: IssuerKeys) -> None:
@@ -134,7 +151,10 @@ def test_sigterm_lets_an_answer_in_progress_finish_closes_idle_connections_and_e
 ) -> None:
     guard = _guard(own_guard, "--request-timeout-seconds", "60", "--idle-timeout-seconds", "60")
     address = address_of(guard.process.url)
-    with socket.create_connection(address, timeout=BOUND) as idle, socket.create_connection(address, timeout=BOUND) as busy:
+    with (
+        socket.create_connection(address, timeout=BOUND) as idle,
+        socket.create_connection(address, timeout=BOUND) as busy,
+    ):
         assert timed_check(idle, check_request(check_path(INSTANCE), bearer(keys.token())))[0].status == 200
         _expect_continue(busy, keys)
         guard.process.process.send_signal(signal.SIGTERM)
@@ -148,7 +168,9 @@ def test_sigterm_lets_an_answer_in_progress_finish_closes_idle_connections_and_e
     assert "stopping on signal 15" in guard.process.log_text()
 
 
-def test_the_drain_ends_after_drain_seconds_when_an_answer_never_completes(own_guard: Callable[..., OwnGuard], keys: IssuerKeys) -> None:
+def test_the_drain_ends_after_drain_seconds_when_an_answer_never_completes(
+    own_guard: Callable[..., OwnGuard], keys: IssuerKeys
+) -> None:
     guard = _guard(own_guard, "--request-timeout-seconds", "60", "--drain-seconds", "1")
     with socket.create_connection(address_of(guard.process.url), timeout=BOUND) as stalled:
         _expect_continue(stalled, keys)

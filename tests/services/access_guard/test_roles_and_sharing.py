@@ -24,7 +24,12 @@ ROLES = tuple(REACHES)
 @pytest.mark.parametrize("minimum", ROLES)
 @pytest.mark.parametrize("held", ROLES)
 def test_a_held_role_reaches_exactly_the_minimum_roles_at_or_below_it(
-    client: httpx.Client, volume: ConfigMapVolume, keys: IssuerKeys, new_instance: Callable[[], str], held: str, minimum: str
+    client: httpx.Client,
+    volume: ConfigMapVolume,
+    keys: IssuerKeys,
+    new_instance: Callable[[], str],
+    held: str,
+    minimum: str,
 ) -> None:
     instance = new_instance()
     volume.put(instance, grant(instance, minimum_role=minimum))
@@ -43,7 +48,15 @@ def test_a_held_role_reaches_exactly_the_minimum_roles_at_or_below_it(
         ("admin", 403, None),
         ([["admin"]], 403, None),
     ],
-    ids=["two-roles", "three-roles", "with-an-unknown-role", "none", "only-unknown-roles", "a-string-not-a-list", "a-nested-list"],
+    ids=[
+        "two-roles",
+        "three-roles",
+        "with-an-unknown-role",
+        "none",
+        "only-unknown-roles",
+        "a-string-not-a-list",
+        "a-nested-list",
+    ],
 )
 def test_the_role_header_names_the_highest_role_held_and_an_unusable_roles_claim_denies(
     client: httpx.Client,
@@ -61,7 +74,9 @@ def test_the_role_header_names_the_highest_role_held_and_an_unusable_roles_claim
     assert answer.headers.get(ROLE_HEADER) == role_header
 
 
-def test_a_token_without_a_roles_claim_is_denied(client: httpx.Client, volume: ConfigMapVolume, keys: IssuerKeys, new_instance: Callable[[], str]) -> None:
+def test_a_token_without_a_roles_claim_is_denied(
+    client: httpx.Client, volume: ConfigMapVolume, keys: IssuerKeys, new_instance: Callable[[], str]
+) -> None:
     instance = new_instance()
     volume.put(instance, grant(instance, minimum_role="viewer"))
     assert client.get(check_path(instance), headers=bearer(keys.token(drop=("roles",)))).status_code == 403
@@ -125,7 +140,11 @@ def test_an_allow_carries_the_subject_the_highest_role_and_the_groups(
     token = keys.token(sub="9b1c0c1e-user-bob", roles=["user", "operator"], groups=["/team-a", "team-b"])
     answer = client.get(check_path(instance), headers=bearer(token))
     assert answer.status_code == 200
-    assert (answer.headers[USER_HEADER], answer.headers[ROLE_HEADER], answer.headers[GROUPS_HEADER]) == ("9b1c0c1e-user-bob", "operator", "/team-a,team-b")
+    assert (answer.headers[USER_HEADER], answer.headers[ROLE_HEADER], answer.headers[GROUPS_HEADER]) == (
+        "9b1c0c1e-user-bob",
+        "operator",
+        "/team-a,team-b",
+    )
 
 
 def test_an_allow_without_groups_sends_an_empty_groups_header(
@@ -148,10 +167,22 @@ def test_an_allow_without_groups_sends_an_empty_groups_header(
         ({"sub": ""}, 401),
         ({"sub": 42}, 401),
     ],
-    ids=["a-subject-with-a-line-break", "a-group-with-a-comma", "a-group-that-is-no-string", "groups-not-a-list", "an-empty-subject", "a-numeric-subject"],
+    ids=[
+        "a-subject-with-a-line-break",
+        "a-group-with-a-comma",
+        "a-group-that-is-no-string",
+        "groups-not-a-list",
+        "an-empty-subject",
+        "a-numeric-subject",
+    ],
 )
 def test_an_identity_that_cannot_travel_safely_in_a_header_is_denied(
-    client: httpx.Client, volume: ConfigMapVolume, keys: IssuerKeys, new_instance: Callable[[], str], claims: dict[str, object], status: int
+    client: httpx.Client,
+    volume: ConfigMapVolume,
+    keys: IssuerKeys,
+    new_instance: Callable[[], str],
+    claims: dict[str, object],
+    status: int,
 ) -> None:
     instance = new_instance()
     volume.put(instance, grant(instance))
@@ -167,7 +198,16 @@ def test_claims_are_read_from_the_names_the_grant_gives_including_nested_ones(
     document = grant(instance, minimum_role="operator")
     document["claims"] = {"subject": "preferred_username", "roles": "realm_access.roles", "groups": "memberships"}
     volume.put(instance, document)
-    token = keys.token(preferred_username="alice@example.com", realm_access={"roles": ["operator"]}, memberships=["team-a"], roles=["viewer"])
+    token = keys.token(
+        preferred_username="alice@example.com",
+        realm_access={"roles": ["operator"]},
+        memberships=["team-a"],
+        roles=["viewer"],
+    )
     answer = client.get(check_path(instance), headers=bearer(token))
     assert answer.status_code == 200
-    assert (answer.headers[USER_HEADER], answer.headers[ROLE_HEADER], answer.headers[GROUPS_HEADER]) == ("alice@example.com", "operator", "team-a")
+    assert (answer.headers[USER_HEADER], answer.headers[ROLE_HEADER], answer.headers[GROUPS_HEADER]) == (
+        "alice@example.com",
+        "operator",
+        "team-a",
+    )

@@ -44,7 +44,9 @@ def test_healthz_answers_ok_when_every_grant_is_usable(own_guard: Callable[..., 
     assert answer.headers["cache-control"] == "no-store"
 
 
-def test_answers_share_one_keep_alive_connection(guard: GuardProcess, volume: ConfigMapVolume, keys: IssuerKeys, new_instance: Callable[[], str]) -> None:
+def test_answers_share_one_keep_alive_connection(
+    guard: GuardProcess, volume: ConfigMapVolume, keys: IssuerKeys, new_instance: Callable[[], str]
+) -> None:
     instance = new_instance()
     volume.put(instance, grant(instance))
     connection = _connection(guard)
@@ -104,9 +106,19 @@ def test_a_body_over_64_kib_is_not_read_and_its_connection_is_closed_after_the_a
     assert b"\r\nconnection: close\r\n" in answer.lower()
 
 
-@pytest.mark.parametrize(("roles", "token", "status"), [(["user"], True, 200), ([], True, 403), (["user"], False, 401)], ids=["allow", "deny", "unauthenticated"])
+@pytest.mark.parametrize(
+    ("roles", "token", "status"),
+    [(["user"], True, 200), ([], True, 403), (["user"], False, 401)],
+    ids=["allow", "deny", "unauthenticated"],
+)
 def test_every_answer_forbids_caching(
-    client: httpx.Client, volume: ConfigMapVolume, keys: IssuerKeys, new_instance: Callable[[], str], roles: list[str], token: bool, status: int
+    client: httpx.Client,
+    volume: ConfigMapVolume,
+    keys: IssuerKeys,
+    new_instance: Callable[[], str],
+    roles: list[str],
+    token: bool,
+    status: int,
 ) -> None:
     instance = new_instance()
     volume.put(instance, grant(instance))
@@ -128,7 +140,9 @@ def test_a_chunked_request_is_answered_and_its_connection_closed(
     assert b"\r\nconnection: close\r\n" in answer.lower()
 
 
-def test_the_guard_listens_on_an_ipv6_address(volume: ConfigMapVolume, jwks: JwksServer, keys: IssuerKeys, tmp_path: Path) -> None:
+def test_the_guard_listens_on_an_ipv6_address(
+    volume: ConfigMapVolume, jwks: JwksServer, keys: IssuerKeys, tmp_path: Path
+) -> None:
     volume.put("ipv6-app", grant("ipv6-app"))
     guard = start_guard(grants_dir=volume.root, jwks_uri=jwks.uri, log=tmp_path / "guard.log", host="::1")
     try:
@@ -157,7 +171,10 @@ def test_a_flag_wins_over_its_environment_variable(volume: ConfigMapVolume, jwks
         grants_dir=volume.root,
         jwks_uri=jwks.uri,
         log=tmp_path / "guard.log",
-        env={"MAGICSTICK_ACCESS_GUARD_JWKS_CACHE_SECONDS": "not-a-number", "MAGICSTICK_ACCESS_GUARD_ISSUER": "ftp://example.com"},
+        env={
+            "MAGICSTICK_ACCESS_GUARD_JWKS_CACHE_SECONDS": "not-a-number",
+            "MAGICSTICK_ACCESS_GUARD_ISSUER": "ftp://example.com",
+        },
     )
     try:
         assert guard.process.poll() is None
@@ -187,7 +204,11 @@ def test_a_listen_address_in_use_stops_the_guard_naming_the_flag(volume: ConfigM
         (["--jwks-uri", "file:///etc/passwd"], {}, "--jwks-uri: 'file:///etc/passwd' is not an http(s) URL"),
         (["--token-header", "X Token"], {}, "--token-header: 'X Token' is not an HTTP header name"),
         (["--listen", "8080"], {}, "--listen: '8080' is not HOST:PORT with a port from 0 to 65535"),
-        (["--listen", "127.0.0.1:70000"], {}, "--listen: '127.0.0.1:70000' is not HOST:PORT with a port from 0 to 65535"),
+        (
+            ["--listen", "127.0.0.1:70000"],
+            {},
+            "--listen: '127.0.0.1:70000' is not HOST:PORT with a port from 0 to 65535",
+        ),
         (["--listen", "::1:8080"], {}, "--listen: '::1:8080': write an IPv6 address in brackets, [HOST]:PORT"),
         (["--jwks-cache-seconds", "0"], {}, "--jwks-cache-seconds: '0' must be a finite number of seconds above 0"),
         (["--jwks-timeout-seconds", "soon"], {}, "--jwks-timeout-seconds: 'soon' is not a number of seconds"),
@@ -197,7 +218,11 @@ def test_a_listen_address_in_use_stops_the_guard_naming_the_flag(volume: ConfigM
         (["--verify-queue", "-1"], {}, "--verify-queue: '-1' is not a whole number from 1 to 100000"),
         (["--token-cache-size", "1e3"], {}, "--token-cache-size: '1e3' is not a whole number from 1 to 1000000"),
         (["--idle-timeout-seconds", "0"], {}, "--idle-timeout-seconds: '0' must be a finite number of seconds above 0"),
-        (["--request-timeout-seconds", "inf"], {}, "--request-timeout-seconds: 'inf' must be a finite number of seconds above 0"),
+        (
+            ["--request-timeout-seconds", "inf"],
+            {},
+            "--request-timeout-seconds: 'inf' must be a finite number of seconds above 0",
+        ),
         (["--drain-seconds", "30"], {}, "--drain-seconds: '30' must be below 30 seconds"),
         (
             [],
@@ -248,7 +273,11 @@ def test_an_invalid_setting_stops_the_guard_with_one_line_naming_the_flag(
     missing = str(tmp_path / "absent")
     given = [argument.format(missing=missing) for argument in arguments]
     # The first row gives nothing at all; every other row completes its flags with valid ones.
-    defaults = [] if not arguments and not env else [item for flag, value in valid.items() if flag not in given for item in (flag, value)]
+    defaults = (
+        []
+        if not arguments and not env
+        else [item for flag, value in valid.items() if flag not in given for item in (flag, value)]
+    )
     environment = {"MAGICSTICK_ACCESS_GUARD_GRANTS_DIR": ""} | env
     result = run_guard([*defaults, *given], env=environment)
     assert result.returncode == 2

@@ -80,7 +80,9 @@ def cache_clock() -> Clock:
     return Clock(time.time())
 
 
-def _caching(verifier: TokenVerifier, clock: Clock, *, size: int = 16, workers: int = 2, queue: int = 16) -> CachingVerifier:
+def _caching(
+    verifier: TokenVerifier, clock: Clock, *, size: int = 16, workers: int = 2, queue: int = 16
+) -> CachingVerifier:
     return CachingVerifier(verifier=verifier, cache_size=size, workers=workers, queue=queue, clock=clock)
 
 
@@ -92,7 +94,9 @@ def _run(work: Callable[[CachingVerifier], Coroutine[Any, Any, T]], caching: Cac
         caching.close()
 
 
-def test_a_token_verified_once_is_answered_from_the_cache_afterwards(verifier: CountingVerifier, cache_clock: Clock, keys: IssuerKeys) -> None:
+def test_a_token_verified_once_is_answered_from_the_cache_afterwards(
+    verifier: CountingVerifier, cache_clock: Clock, keys: IssuerKeys
+) -> None:
     token = keys.token()
 
     async def three_times(caching: CachingVerifier) -> list[str]:
@@ -164,7 +168,9 @@ def test_a_rejected_token_is_never_cached(verifier: CountingVerifier, cache_cloc
     assert verifier.verifications == 2
 
 
-def test_a_cached_token_past_its_expiry_is_verified_again(verifier: CountingVerifier, cache_clock: Clock, keys: IssuerKeys) -> None:
+def test_a_cached_token_past_its_expiry_is_verified_again(
+    verifier: CountingVerifier, cache_clock: Clock, keys: IssuerKeys
+) -> None:
     expires = int(time.time()) + 300
     token = keys.token(exp=expires)
 
@@ -244,7 +250,9 @@ def test_new_tokens_under_a_fresh_key_set_are_verified_at_once_and_never_refused
     async def five_at_once(caching: CachingVerifier) -> list[str]:
         return [claims["sub"] for claims in await asyncio.gather(*(caching.claims(token) for token in tokens))]
 
-    assert _run(five_at_once, _caching(verifier, cache_clock, workers=1, queue=1)) == [f"user-{serial}" for serial in range(5)]
+    assert _run(five_at_once, _caching(verifier, cache_clock, workers=1, queue=1)) == [
+        f"user-{serial}" for serial in range(5)
+    ]
     assert verifier.verifications == 5
 
 
@@ -262,7 +270,9 @@ def test_tokens_that_may_wait_for_a_fetch_beyond_the_queue_are_refused_as_overlo
     assert verifier.verifications == 2
 
 
-def test_the_cache_keeps_at_most_its_size_and_evicts_the_least_recently_used(verifier: CountingVerifier, keys: IssuerKeys) -> None:
+def test_the_cache_keeps_at_most_its_size_and_evicts_the_least_recently_used(
+    verifier: CountingVerifier, keys: IssuerKeys
+) -> None:
     verified = {name: verifier.verify(keys.token(sub=name)) for name in ("a", "b", "c")}
     cache = TokenCache(capacity=2)
     cache.put(token_digest("a"), verified["a"])

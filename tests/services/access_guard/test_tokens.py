@@ -41,7 +41,11 @@ REJECTED: list[tuple[str, str, Mint]] = [
     ("hs256-keyed-with-the-public-key", "unsupported-algorithm", lambda keys: keys.hmac_with_public_key_token()),
     ("rs384", "unsupported-algorithm", lambda keys: keys.token(algorithm="RS384", kid=RSA_KID)),
     ("signed-by-a-key-the-jwks-lacks", "unknown-key", lambda keys: keys.token(key=keys.rogue, kid=ROGUE_KID)),
-    ("signed-by-another-key-under-a-published-key-id", "bad-signature", lambda keys: keys.token(key=keys.rogue, kid=RSA_KID)),
+    (
+        "signed-by-another-key-under-a-published-key-id",
+        "bad-signature",
+        lambda keys: keys.token(key=keys.rogue, kid=RSA_KID),
+    ),
     ("an-ec-key-id-on-an-rsa-token", "unsupported-algorithm", lambda keys: keys.token(algorithm="RS256", kid=EC_KID)),
     ("without-a-key-id", "malformed-token", lambda keys: keys.token(kid=None)),
     ("a-tampered-payload", "bad-signature", lambda keys: _tampered(keys.token(roles=["user"]))),
@@ -65,11 +69,15 @@ def sso_instance(volume: ConfigMapVolume, new_instance: Callable[[], str]) -> st
 
 
 @pytest.mark.parametrize("mint", [mint for _, mint in ACCEPTED], ids=[name for name, _ in ACCEPTED])
-def test_a_valid_token_of_the_issuer_is_accepted(client: httpx.Client, keys: IssuerKeys, sso_instance: str, mint: Mint) -> None:
+def test_a_valid_token_of_the_issuer_is_accepted(
+    client: httpx.Client, keys: IssuerKeys, sso_instance: str, mint: Mint
+) -> None:
     assert client.get(check_path(sso_instance), headers=bearer(mint(keys))).status_code == 200
 
 
-@pytest.mark.parametrize(("reason", "mint"), [(reason, mint) for _, reason, mint in REJECTED], ids=[name for name, _, _ in REJECTED])
+@pytest.mark.parametrize(
+    ("reason", "mint"), [(reason, mint) for _, reason, mint in REJECTED], ids=[name for name, _, _ in REJECTED]
+)
 def test_a_token_that_cannot_be_trusted_is_unauthenticated_for_its_own_reason(
     guard: GuardProcess, client: httpx.Client, keys: IssuerKeys, sso_instance: str, reason: str, mint: Mint
 ) -> None:
@@ -96,7 +104,9 @@ def test_the_token_header_name_is_case_insensitive(client: httpx.Client, keys: I
     assert client.get(check_path(sso_instance), headers={TOKEN_HEADER.lower(): keys.token()}).status_code == 200
 
 
-def test_a_denial_is_logged_at_info_without_the_token(guard: GuardProcess, client: httpx.Client, keys: IssuerKeys, sso_instance: str) -> None:
+def test_a_denial_is_logged_at_info_without_the_token(
+    guard: GuardProcess, client: httpx.Client, keys: IssuerKeys, sso_instance: str
+) -> None:
     token = keys.token(sub="logged-subject", roles=[])
     assert client.get(check_path(sso_instance), headers=bearer(token)).status_code == 403
     expired = keys.token(exp=NOW - 600)

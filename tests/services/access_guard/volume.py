@@ -19,7 +19,9 @@ SYSTEM_NAMESPACE = "ai-system"
 CLAIMS = {"subject": "sub", "roles": "roles", "groups": "groups"}
 
 
-def grant(instance: str, *, authentication: str = "sso", minimum_role: str = "user", sharing: dict[str, Any] | None = None) -> dict[str, Any]:
+def grant(
+    instance: str, *, authentication: str = "sso", minimum_role: str = "user", sharing: dict[str, Any] | None = None
+) -> dict[str, Any]:
     """A grant document as the program writes it, for `ai-system/<instance>`."""
     return {
         "instance": f"{SYSTEM_NAMESPACE}/{instance}",

@@ -76,7 +76,9 @@ class TestSignIn:
             ("viewer", ["magicstick:viewers"]),
         ],
     )
-    def test_each_role_is_impersonated_with_its_group_and_the_groups_below(self, world: World, role: str, groups: list[str]) -> None:
+    def test_each_role_is_impersonated_with_its_group_and_the_groups_below(
+        self, world: World, role: str, groups: list[str]
+    ) -> None:
         with world.dashboard.client(role) as client:
             me = client.get("/api/v1/me").json()
             overview = client.get("/api/v1/overview")
@@ -96,8 +98,18 @@ def test_the_overview_shows_the_operators_last_update_to_a_viewer(world: World) 
             "spec": {"stack": "organization/magicstick/local"},
         }
         admin.create(STACK, stack, field_manager="pulumi-kubernetes-operator")
-    last = {"state": "succeeded", "type": "up", "lastSuccessfulCommit": "0123456789abcdef", "lastResyncTime": "2026-12-02T10:00:00Z"}
-    status = {"apiVersion": "pulumi.com/v1", "kind": "Stack", "metadata": {"name": "magicstick", "namespace": NAMESPACE}, "status": {"lastUpdate": last}}
+    last = {
+        "state": "succeeded",
+        "type": "up",
+        "lastSuccessfulCommit": "0123456789abcdef",
+        "lastResyncTime": "2026-12-02T10:00:00Z",
+    }
+    status = {
+        "apiVersion": "pulumi.com/v1",
+        "kind": "Stack",
+        "metadata": {"name": "magicstick", "namespace": NAMESPACE},
+        "status": {"lastUpdate": last},
+    }
     admin.apply(STACK, status, field_manager="pulumi-kubernetes-operator", subresource="status")
     with world.dashboard.client("viewer") as client:
         overview = client.get("/api/v1/overview").json()
@@ -129,7 +141,9 @@ class TestModels:
         with world.dashboard.client("operator") as client:
             estimate = client.post("/api/v1/models/estimate", json=cpu_fields(memoryRequiredMi=512)).json()
             refused = client.post("/api/v1/models/local", json=cpu_model(name, memoryRequiredMi=512))
-            accepted = client.post("/api/v1/models/local", json=cpu_model(name, memoryRequiredMi=512, allowMemoryRisk=True))
+            accepted = client.post(
+                "/api/v1/models/local", json=cpu_model(name, memoryRequiredMi=512, allowMemoryRisk=True)
+            )
         assert estimate["risk"]["kind"] == "insufficient"
         assert estimate["ramMinimumMi"] > 512
         assert refused.status_code == 422
@@ -170,7 +184,8 @@ class TestModels:
         with world.dashboard.client("operator") as client:
             created = client.post("/api/v1/models/local", json=cpu_model(name)).json()
             answer = client.put(
-                f"/api/v1/models/{name}", json={"resourceVersion": created["metadata"]["resourceVersion"], "preset": "another-preset"}
+                f"/api/v1/models/{name}",
+                json={"resourceVersion": created["metadata"]["resourceVersion"], "preset": "another-preset"},
             )
         assert answer.status_code == 422
         assert answer.json()["fields"][0]["field"] == "spec.local.preset"
@@ -181,14 +196,29 @@ class TestModels:
             "apiVersion": "appliance.magicstick.dev/v1alpha1",
             "kind": "ModelActivation",
             "metadata": {"name": name, "namespace": NAMESPACE},
-            "spec": {"type": "local", "local": {"preset": "qwen2505bcpu", "engine": "FreeToken", "computeTarget": "nvidia-gpu", "freetoken": {"gpuCount": 1}}},
+            "spec": {
+                "type": "local",
+                "local": {
+                    "preset": "qwen2505bcpu",
+                    "engine": "FreeToken",
+                    "computeTarget": "nvidia-gpu",
+                    "freetoken": {"gpuCount": 1},
+                },
+            },
         }
         created = world.admin.create(MODEL_ACTIVATION, body, field_manager="kubectl")
         with world.dashboard.client("operator") as client:
-            restarted = client.put(f"/api/v1/models/{name}/restart", json={"resourceVersion": created["metadata"]["resourceVersion"]})
-            again = client.put(f"/api/v1/models/{name}/restart", json={"resourceVersion": created["metadata"]["resourceVersion"]})
+            restarted = client.put(
+                f"/api/v1/models/{name}/restart", json={"resourceVersion": created["metadata"]["resourceVersion"]}
+            )
+            again = client.put(
+                f"/api/v1/models/{name}/restart", json={"resourceVersion": created["metadata"]["resourceVersion"]}
+            )
             vllm = client.post("/api/v1/models/local", json=cpu_model(unique("chat"))).json()
-            refused = client.put(f"/api/v1/models/{vllm['metadata']['name']}/restart", json={"resourceVersion": vllm["metadata"]["resourceVersion"]})
+            refused = client.put(
+                f"/api/v1/models/{vllm['metadata']['name']}/restart",
+                json={"resourceVersion": vllm["metadata"]["resourceVersion"]},
+            )
         assert restarted.status_code == 200, restarted.text
         freetoken = restarted.json()["spec"]["local"]["freetoken"]
         assert freetoken["gpuCount"] == 1 and uuid.UUID(freetoken["restartNonce"])
@@ -197,7 +227,12 @@ class TestModels:
         assert refused.json()["fields"][0]["field"] == "spec.local.engine"
 
     def test_an_external_model_breaking_the_crd_is_answered_422_with_the_crds_message(self, world: World) -> None:
-        body = {"name": unique("ext"), "model": "openai/gpt-4o-mini", "apiBase": "ftp://api.example.com", "apiKeySecretRef": {"name": "llm-keys", "key": "CHANGEME"}}
+        body = {
+            "name": unique("ext"),
+            "model": "openai/gpt-4o-mini",
+            "apiBase": "ftp://api.example.com",
+            "apiKeySecretRef": {"name": "llm-keys", "key": "CHANGEME"},
+        }
         with world.dashboard.client("operator") as client:
             answer = client.post("/api/v1/models/external", json=body)
         assert answer.status_code == 422
@@ -220,31 +255,50 @@ class TestModulesAndGpuParameters:
             amd = next(item for item in current if item["spec"]["module"] == "amd-gpu")
             refused = client.put(
                 "/api/v1/modules/amd-gpu",
-                json={"resourceVersion": amd["metadata"]["resourceVersion"], "enabled": True, "parameters": {"allowExperimental": "true"}},
+                json={
+                    "resourceVersion": amd["metadata"]["resourceVersion"],
+                    "enabled": True,
+                    "parameters": {"allowExperimental": "true"},
+                },
             )
         assert refused.status_code == 403
         assert "spec.parameters" in refused.json()["message"]
         with world.dashboard.client("admin") as client:
             allowed = client.put(
                 "/api/v1/modules/amd-gpu",
-                json={"resourceVersion": amd["metadata"]["resourceVersion"], "enabled": True, "parameters": {"allowExperimental": "true"}},
+                json={
+                    "resourceVersion": amd["metadata"]["resourceVersion"],
+                    "enabled": True,
+                    "parameters": {"allowExperimental": "true"},
+                },
             )
         assert allowed.status_code == 200, allowed.text
         assert allowed.json()["spec"]["parameters"] == {"allowExperimental": "true"}
 
-    def test_gpu_sharing_changes_only_through_its_own_api_and_profile_edits_keep_it(self, world: World, node: dict[str, Any]) -> None:
+    def test_gpu_sharing_changes_only_through_its_own_api_and_profile_edits_keep_it(
+        self, world: World, node: dict[str, Any]
+    ) -> None:
         with world.dashboard.client("admin") as client:
             client.put("/api/v1/modules/gpu", json={"enabled": True})
             gpu = next(item for item in client.get("/api/v1/modules").json() if item["spec"]["module"] == "gpu")
             shared = client.put(
                 "/api/v1/modules/gpu/gpu-sharing",
-                json={"resourceVersion": gpu["metadata"]["resourceVersion"], "mode": "shared", "nodeName": node["metadata"]["name"], "slots": 4},
+                json={
+                    "resourceVersion": gpu["metadata"]["resourceVersion"],
+                    "mode": "shared",
+                    "nodeName": node["metadata"]["name"],
+                    "slots": 4,
+                },
             )
             assert shared.status_code == 200, shared.text
             sharing = shared.json()["spec"]["parameters"]["gpuSharing"]
             edited = client.put(
                 "/api/v1/modules/gpu",
-                json={"resourceVersion": shared.json()["metadata"]["resourceVersion"], "enabled": True, "parameters": {"gpuSharing": "{}"}},
+                json={
+                    "resourceVersion": shared.json()["metadata"]["resourceVersion"],
+                    "enabled": True,
+                    "parameters": {"gpuSharing": "{}"},
+                },
             )
         assert '"time-slicing"' in sharing and node["metadata"]["uid"] in sharing and '"slots": 4' in sharing
         assert edited.status_code == 200, edited.text
@@ -257,7 +311,11 @@ class TestModulesAndGpuParameters:
             gpu = next(item for item in client.get("/api/v1/modules").json() if item["spec"]["module"] == "gpu")
             answer = client.put(
                 "/api/v1/modules/gpu/gpu-sharing",
-                json={"resourceVersion": gpu["metadata"]["resourceVersion"], "mode": "exclusive", "nodeName": node["metadata"]["name"]},
+                json={
+                    "resourceVersion": gpu["metadata"]["resourceVersion"],
+                    "mode": "exclusive",
+                    "nodeName": node["metadata"]["name"],
+                },
             )
         assert answer.status_code == 403
 
@@ -267,10 +325,13 @@ class TestInstances:
         name = unique("claw")
         sharing = {"mode": "selected", "users": ["0b8c6f2e-user"], "groups": []}
         with world.dashboard.client("operator") as client:
-            created = client.post("/api/v1/instances", json={"name": name, "application": "openclaw", "access": {"sharing": sharing}})
+            created = client.post(
+                "/api/v1/instances", json={"name": name, "application": "openclaw", "access": {"sharing": sharing}}
+            )
             assert created.status_code == 201, created.text
             edited = client.put(
-                f"/api/v1/instances/{name}", json={"resourceVersion": created.json()["metadata"]["resourceVersion"], "access": {"role": "operator"}}
+                f"/api/v1/instances/{name}",
+                json={"resourceVersion": created.json()["metadata"]["resourceVersion"], "access": {"role": "operator"}},
             )
         assert edited.status_code == 200, edited.text
         assert edited.json()["spec"]["access"]["role"] == "operator"
@@ -278,10 +339,18 @@ class TestInstances:
 
 
 class TestHostOperations:
-    def test_an_admin_requests_a_cache_clear_bound_to_the_node_as_it_is(self, world: World, node: dict[str, Any]) -> None:
+    def test_an_admin_requests_a_cache_clear_bound_to_the_node_as_it_is(
+        self, world: World, node: dict[str, Any]
+    ) -> None:
         with world.dashboard.client("admin") as client:
             answer = client.post(
-                "/api/v1/host-operations", json={"action": "clear-model-cache", "nodeName": node["metadata"]["name"], "acknowledgeDisruption": True, "planId": "cache-plan-1"}
+                "/api/v1/host-operations",
+                json={
+                    "action": "clear-model-cache",
+                    "nodeName": node["metadata"]["name"],
+                    "acknowledgeDisruption": True,
+                    "planId": "cache-plan-1",
+                },
             )
         assert answer.status_code == 201, answer.text
         spec = answer.json()["spec"]
@@ -291,13 +360,19 @@ class TestHostOperations:
 
     def test_a_request_without_the_acknowledgement_is_answered_422(self, world: World, node: dict[str, Any]) -> None:
         with world.dashboard.client("admin") as client:
-            answer = client.post("/api/v1/host-operations", json={"action": "reboot", "nodeName": node["metadata"]["name"], "acknowledgeDisruption": False})
+            answer = client.post(
+                "/api/v1/host-operations",
+                json={"action": "reboot", "nodeName": node["metadata"]["name"], "acknowledgeDisruption": False},
+            )
         assert answer.status_code == 422
         assert answer.json()["fields"][0]["field"] == "acknowledgeDisruption"
 
     def test_an_operator_may_not_reboot_a_node(self, world: World, node: dict[str, Any]) -> None:
         with world.dashboard.client("operator") as client:
-            answer = client.post("/api/v1/host-operations", json={"action": "reboot", "nodeName": node["metadata"]["name"], "acknowledgeDisruption": True})
+            answer = client.post(
+                "/api/v1/host-operations",
+                json={"action": "reboot", "nodeName": node["metadata"]["name"], "acknowledgeDisruption": True},
+            )
         assert answer.status_code == 403
 
 

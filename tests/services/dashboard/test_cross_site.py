@@ -43,7 +43,10 @@ def node(world: World) -> dict[str, Any]:
 def model(world: World) -> dict[str, Any]:
     """An existing local model, for the edit and restart forms."""
     with world.dashboard.client("operator") as client:
-        created = client.post("/api/v1/models/local", json={"name": unique("xs-model"), "preset": "qwen2505bcpu", "engine": "VLLM", "computeTarget": "cpu"})
+        created = client.post(
+            "/api/v1/models/local",
+            json={"name": unique("xs-model"), "preset": "qwen2505bcpu", "engine": "VLLM", "computeTarget": "cpu"},
+        )
     assert created.status_code == 201, created.text
     return dict(created.json())
 
@@ -56,37 +59,59 @@ def instance(world: World) -> dict[str, Any]:
     return dict(created.json())
 
 
-def form_writes(node: dict[str, Any], model: dict[str, Any], instance: dict[str, Any]) -> list[tuple[str, dict[str, str]]]:
+def form_writes(
+    node: dict[str, Any], model: dict[str, Any], instance: dict[str, Any]
+) -> list[tuple[str, dict[str, str]]]:
     """Every page form, filled as its user would fill it."""
     model_name, model_version = model["metadata"]["name"], model["metadata"]["resourceVersion"]
     instance_name, instance_version = instance["metadata"]["name"], instance["metadata"]["resourceVersion"]
     return [
         ("/host-operations", {"operation": "reboot", "node": node["metadata"]["name"], "acknowledgeDisruption": "on"}),
         ("/modules/litellm", {"enabled": "on"}),
-        ("/modules/gpu/gpu-sharing", {"resourceVersion": "1", "mode": "shared", "node": node["metadata"]["name"], "slots": "4"}),
+        (
+            "/modules/gpu/gpu-sharing",
+            {"resourceVersion": "1", "mode": "shared", "node": node["metadata"]["name"], "slots": "4"},
+        ),
         ("/instances", {"name": unique("xs-new"), "application": "openclaw", "role": "user"}),
         ("/models/new", {"name": unique("xs-new"), "variant": "qwen2505bcpu|VLLM|cpu|", "allowMemoryRisk": "on"}),
-        ("/models/external/new", {"name": unique("xs-ext"), "model": "gpt-4o", "apiBase": "https://llm.example.com/v1"}),
+        (
+            "/models/external/new",
+            {"name": unique("xs-ext"), "model": "gpt-4o", "apiBase": "https://llm.example.com/v1"},
+        ),
         (f"/models/{model_name}/edit", {"resourceVersion": model_version, "enabled": "", "contextWindow": "2048"}),
         (f"/models/{model_name}/restart", {"resourceVersion": model_version}),
         (f"/instances/{instance_name}/edit", {"resourceVersion": instance_version, "enabled": "", "role": "admin"}),
     ]
 
 
-def api_writes(node: dict[str, Any], model: dict[str, Any], instance: dict[str, Any]) -> list[tuple[str, str, dict[str, Any]]]:
+def api_writes(
+    node: dict[str, Any], model: dict[str, Any], instance: dict[str, Any]
+) -> list[tuple[str, str, dict[str, Any]]]:
     """Every write of the JSON API, with a body it would accept."""
     model_name, model_version = model["metadata"]["name"], model["metadata"]["resourceVersion"]
     instance_name, instance_version = instance["metadata"]["name"], instance["metadata"]["resourceVersion"]
     return [
-        ("POST", "/api/v1/host-operations", {"action": "reboot", "nodeName": node["metadata"]["name"], "acknowledgeDisruption": True}),
+        (
+            "POST",
+            "/api/v1/host-operations",
+            {"action": "reboot", "nodeName": node["metadata"]["name"], "acknowledgeDisruption": True},
+        ),
         ("PUT", "/api/v1/modules/litellm", {"enabled": True}),
-        ("PUT", "/api/v1/modules/gpu/gpu-sharing", {"resourceVersion": "1", "mode": "exclusive", "nodeName": node["metadata"]["name"]}),
+        (
+            "PUT",
+            "/api/v1/modules/gpu/gpu-sharing",
+            {"resourceVersion": "1", "mode": "exclusive", "nodeName": node["metadata"]["name"]},
+        ),
         ("POST", "/api/v1/instances", {"name": unique("xs-new"), "application": "openclaw"}),
         ("POST", "/api/v1/models/local", {"name": unique("xs-new"), "preset": "qwen2505bcpu", "allowMemoryRisk": True}),
         ("POST", "/api/v1/models/external", {"name": unique("xs-ext"), "model": "gpt-4o"}),
         ("PUT", f"/api/v1/models/{model_name}", {"resourceVersion": model_version, "enabled": False}),
         ("PUT", f"/api/v1/models/{model_name}/restart", {"resourceVersion": model_version}),
-        ("PUT", f"/api/v1/instances/{instance_name}", {"resourceVersion": instance_version, "access": {"role": "admin"}}),
+        (
+            "PUT",
+            f"/api/v1/instances/{instance_name}",
+            {"resourceVersion": instance_version, "access": {"role": "admin"}},
+        ),
     ]
 
 
@@ -134,14 +159,21 @@ class TestChangesFromAnotherSite:
                 assert answer.json()["error"] == "CrossSiteRequest"
         assert held(world) == before
 
-    @pytest.mark.parametrize("content_type", ["text/plain", "application/x-www-form-urlencoded", "multipart/form-data; boundary=b"])
+    @pytest.mark.parametrize(
+        "content_type", ["text/plain", "application/x-www-form-urlencoded", "multipart/form-data; boundary=b"]
+    )
     def test_no_api_write_with_a_body_other_than_json_changes_anything(
         self, world: World, node: dict[str, Any], model: dict[str, Any], instance: dict[str, Any], content_type: str
     ) -> None:
         before = held(world)
         with world.dashboard.client("admin") as client:
             for method, path, body in api_writes(node, model, instance):
-                answer = client.request(method, path, content=httpx.Request("POST", "/", json=body).content, headers={"Content-Type": content_type})
+                answer = client.request(
+                    method,
+                    path,
+                    content=httpx.Request("POST", "/", json=body).content,
+                    headers={"Content-Type": content_type},
+                )
                 assert answer.status_code == 415, f"{method} {path} as {content_type}: {answer.status_code}"
         assert held(world) == before
 
@@ -164,7 +196,9 @@ class TestFormTokens:
             stolen = form_token(viewer, "/instances")
         with world.dashboard.client("admin") as client:
             answer = client.post(
-                "/instances", data={"name": unique("xs-stolen"), "application": "openclaw", FORM_TOKEN_FIELD: stolen}, headers={"Origin": world.dashboard.url}
+                "/instances",
+                data={"name": unique("xs-stolen"), "application": "openclaw", FORM_TOKEN_FIELD: stolen},
+                headers={"Origin": world.dashboard.url},
             )
         assert answer.status_code == 403
         assert held(world) == before
@@ -189,7 +223,19 @@ class TestFormTokens:
 
 
 class TestProtectiveHeaders:
-    @pytest.mark.parametrize("path", ["/", "/modules", "/models/new", "/instances", "/host-operations", "/api/v1/overview", "/api/v1/me", "/no-such-page"])
+    @pytest.mark.parametrize(
+        "path",
+        [
+            "/",
+            "/modules",
+            "/models/new",
+            "/instances",
+            "/host-operations",
+            "/api/v1/overview",
+            "/api/v1/me",
+            "/no-such-page",
+        ],
+    )
     def test_every_page_and_answer_carries_them_and_names_no_server_software(self, world: World, path: str) -> None:
         with world.dashboard.client("admin") as client:
             answer = client.get(path)

@@ -55,7 +55,9 @@ HOSTILE = st.one_of(
     st.text(),
     st.text(alphabet=UNICODE_DIGITS, min_size=1),
     st.integers().map(str),
-    st.sampled_from(["", " ", "\x00", "-1", "+1", "1e3", "0x10", " 4", "4 ", "true", "on", "²⁵⁶", "٣", "9" * 5000, "x" * 10_000]),
+    st.sampled_from(
+        ["", " ", "\x00", "-1", "+1", "1e3", "0x10", " 4", "4 ", "true", "on", "²⁵⁶", "٣", "9" * 5000, "x" * 10_000]
+    ),
 )
 
 
@@ -126,7 +128,9 @@ class TestWholeNumbers:
         assert fields.whole_number("contextWindow", bounds(ContextWindow)) is None
         assert fields_named(fields.problems) == {"contextWindow"}
 
-    @pytest.mark.parametrize("text", ["-1", "+4", "0", "17", " 4", "4 ", "4.0", "1e1", "0x4", "4_0", "9" * 19, "9" * 5000, "\x004", "4\x00"])
+    @pytest.mark.parametrize(
+        "text", ["-1", "+4", "0", "17", " 4", "4 ", "4.0", "1e1", "0x4", "4_0", "9" * 19, "9" * 5000, "\x004", "4\x00"]
+    )
     def test_signs_spaces_other_notations_and_numbers_out_of_range_are_refused(self, text: str) -> None:
         fields = form(("slots", text))
         assert fields.whole_number("slots", SLOTS) is None
@@ -178,7 +182,11 @@ class TestWholeNumbers:
                             estimate = estimate_local_model(request, CATALOGS, host=host)
                         except SpecError:
                             continue  # a combination the catalog does not offer (offloading off NVIDIA)
-                        derived += [value for value in (estimate.kv_cache_memory_bytes, estimate.cpu_offload_mi) if value is not None]
+                        derived += [
+                            value
+                            for value in (estimate.kv_cache_memory_bytes, estimate.cpu_offload_mi)
+                            if value is not None
+                        ]
         assert derived
         assert max(derived) < 2**63
 
@@ -199,7 +207,9 @@ class TestText:
     def test_a_control_character_is_refused(self, text: str) -> None:
         fields = form(("planId", text))
         assert fields.text("planId") is None
-        assert fields.problems == [FieldProblem("planId", "must not contain control characters (such as NUL or a line break)")]
+        assert fields.problems == [
+            FieldProblem("planId", "must not contain control characters (such as NUL or a line break)")
+        ]
 
     def test_text_longer_than_its_bound_is_refused(self) -> None:
         fields = form(("name", "x" * (MAX_TEXT + 1)), ("sharingUsers", "u," * 100))
@@ -236,7 +246,9 @@ class TestCheckboxes:
         fields = form()
         assert fields.checked("enabled") is False and fields.problems == []
 
-    @pytest.mark.parametrize("pairs", [[("enabled", "maybe")], [("enabled", "true"), ("enabled", "true")], [("enabled", "\x00")]])
+    @pytest.mark.parametrize(
+        "pairs", [[("enabled", "maybe")], [("enabled", "true"), ("enabled", "true")], [("enabled", "\x00")]]
+    )
     def test_anything_else_is_refused(self, pairs: list[tuple[str, str]]) -> None:
         fields = form(*pairs)
         assert fields.checked("enabled") is False
@@ -253,7 +265,10 @@ class TestTheRefusal:
             fields.check()
         assert (refused.value.status, refused.value.reason) == (422, "Invalid")
         assert [problem.field for problem in refused.value.fields] == ["slots", "node"]
-        assert refused.value.message == "slots: must be a whole number from 2 to 16, in the digits 0-9 only; node: was given 2 times; give it once"
+        assert (
+            refused.value.message
+            == "slots: must be a whole number from 2 to 16, in the digits 0-9 only; node: was given 2 times; give it once"
+        )
 
     def test_fields_that_keep_their_rules_are_not_refused(self) -> None:
         fields = query("slots=4&node=a")
@@ -293,7 +308,10 @@ PAIRS = st.lists(st.tuples(st.one_of(st.sampled_from(FORM_NAMES), st.text(max_si
 READERS = {
     "POST /modules/litellm": (lambda fields: pages._module_values(fields, CATALOGS, "litellm"), ModuleChange),
     "POST /modules/amd-gpu": (lambda fields: pages._module_values(fields, CATALOGS, "amd-gpu"), ModuleChange),
-    "POST /modules/no-such-module": (lambda fields: pages._module_values(fields, CATALOGS, "no-such-module"), ModuleChange),
+    "POST /modules/no-such-module": (
+        lambda fields: pages._module_values(fields, CATALOGS, "no-such-module"),
+        ModuleChange,
+    ),
     "POST /modules/gpu/gpu-sharing": (pages._gpu_sharing_values, GpuSharingChange),
     "GET and POST /models/new": (pages._local_values, LocalModelCreate),
     "POST /models/external/new": (pages._external_model_values, ExternalModelCreate),
@@ -307,7 +325,9 @@ READERS = {
 
 @pytest.mark.parametrize("form_of", READERS, ids=list(READERS))
 @given(pairs=PAIRS)
-def test_any_form_is_read_as_values_the_form_model_takes_or_refused_with_a_422_naming_fields(form_of: str, pairs: list[tuple[str, str]]) -> None:
+def test_any_form_is_read_as_values_the_form_model_takes_or_refused_with_a_422_naming_fields(
+    form_of: str, pairs: list[tuple[str, str]]
+) -> None:
     reader, model = READERS[form_of]
     fields = form(*pairs)
     values = reader(fields)
@@ -320,5 +340,9 @@ def test_any_form_is_read_as_values_the_form_model_takes_or_refused_with_a_422_n
 
 def test_a_body_the_framework_cannot_decode_is_a_422_naming_a_form_on_the_pages_and_json_under_the_api() -> None:
     page, api = http_refusal(400, "bad byte", json_body=False), http_refusal(400, "bad byte")
-    assert (page.status, page.fields[0].field, page.fields[0].message) == (422, "body", "is not a form in UTF-8 (bad byte)")
+    assert (page.status, page.fields[0].field, page.fields[0].message) == (
+        422,
+        "body",
+        "is not a form in UTF-8 (bad byte)",
+    )
     assert api.fields[0].message == "is not a JSON document in UTF-8 (bad byte)"

@@ -16,7 +16,9 @@ def test_every_role_has_its_kubernetes_group() -> None:
 
 
 def test_the_highest_role_wins_and_every_group_below_it_is_impersonated() -> None:
-    identity = identity_of({"sub": "alice", "roles": ["viewer", "operator"], "groups": ["team-a"]}, names=NAMES, user_prefix="oidc:")
+    identity = identity_of(
+        {"sub": "alice", "roles": ["viewer", "operator"], "groups": ["team-a"]}, names=NAMES, user_prefix="oidc:"
+    )
     assert identity.role == "operator"
     assert identity.kubernetes_user == "oidc:alice"
     assert identity.kubernetes_groups == ("magicstick:operators", "magicstick:users", "magicstick:viewers")
@@ -24,7 +26,9 @@ def test_the_highest_role_wins_and_every_group_below_it_is_impersonated() -> Non
 
 
 def test_the_tokens_own_groups_are_never_impersonated() -> None:
-    identity = identity_of({"sub": "alice", "roles": ["viewer"], "groups": ["magicstick:administrators"]}, names=NAMES, user_prefix="oidc:")
+    identity = identity_of(
+        {"sub": "alice", "roles": ["viewer"], "groups": ["magicstick:administrators"]}, names=NAMES, user_prefix="oidc:"
+    )
     assert identity.kubernetes_groups == ("magicstick:viewers",)
 
 

@@ -111,7 +111,9 @@ class Stream:
             if event.event != "status":
                 return False
             data = json.loads(event.data)
-            return bool(data["key"] == key and (resource_version is None or data["resourceVersion"] == resource_version))
+            return bool(
+                data["key"] == key and (resource_version is None or data["resourceVersion"] == resource_version)
+            )
 
         return dict(json.loads(self.until(matches, f"the status of {key} at {resource_version or 'any version'}").data))
 
@@ -195,11 +197,15 @@ def test_a_second_stream_of_a_user_first_gets_every_object_its_first_stream_has_
             assert stream.status_of(key_of(model), resource_version=version)["phase"] == "Starting"
 
 
-def test_with_a_hundred_streams_open_from_several_users_the_overview_answers_and_changes_reach_every_stream(world: World) -> None:
+def test_with_a_hundred_streams_open_from_several_users_the_overview_answers_and_changes_reach_every_stream(
+    world: World,
+) -> None:
     model = created_model(world)
     users = [unique("crowd") for _ in range(10)]
     with streaming_client(world.dashboard) as client, ExitStack() as stack:
-        streams = [open_stream(client, viewer_token(world.dashboard, users[index % len(users)]), stack) for index in range(100)]
+        streams = [
+            open_stream(client, viewer_token(world.dashboard, users[index % len(users)]), stack) for index in range(100)
+        ]
         assert {stream.status_code for stream in streams} == {200}
         for stream in streams:
             stream.ready()
@@ -229,7 +235,9 @@ def test_past_the_per_user_bound_a_stream_is_refused_429_with_retry_after_until_
 def test_past_the_total_bound_a_stream_is_refused_503_with_retry_after_until_one_closes(fresh: Dashboard) -> None:
     users = [f"user-{index:02d}" for index in range(STREAMS_TOTAL // STREAMS_PER_USER)]
     with streaming_client(fresh) as client, ExitStack() as stack:
-        streams = [open_stream(client, viewer_token(fresh, user), stack) for user in users for _ in range(STREAMS_PER_USER)]
+        streams = [
+            open_stream(client, viewer_token(fresh, user), stack) for user in users for _ in range(STREAMS_PER_USER)
+        ]
         assert len(streams) == STREAMS_TOTAL
         assert {stream.status_code for stream in streams} == {200}
         status, body, retry_after = refused(open_stream(client, viewer_token(fresh, "latecomer"), stack))
@@ -243,7 +251,9 @@ def test_past_the_total_bound_a_stream_is_refused_503_with_retry_after_until_one
 # The watches' own client ----------------------------------------------------------------------------
 
 
-def test_the_async_reader_lists_page_by_page_watches_from_the_list_and_says_gone_for_an_expired_version(world: World, tmp_path: Path) -> None:
+def test_the_async_reader_lists_page_by_page_watches_from_the_list_and_says_gone_for_an_expired_version(
+    world: World, tmp_path: Path
+) -> None:
     """providers.kube.AsyncReader as the dashboard uses it: its ServiceAccount, impersonating a viewer."""
     models = [created_model(world) for _ in range(3)]
     kubeconfig = service_account_kubeconfig(world.cluster, world.admin, tmp_path / "reader.kubeconfig")
@@ -253,7 +263,9 @@ def test_the_async_reader_lists_page_by_page_watches_from_the_list_and_says_gone
         viewer = reader.impersonating("oidc:victor", ["magicstick:viewers"])
         try:
             listed = await viewer.list_collection(MODEL_ACTIVATION, namespace=NAMESPACE, page_size=2)
-            async with viewer.watch(MODEL_ACTIVATION, resource_version=listed.resource_version, namespace=NAMESPACE, timeout_seconds=30) as stream:
+            async with viewer.watch(
+                MODEL_ACTIVATION, resource_version=listed.resource_version, namespace=NAMESPACE, timeout_seconds=30
+            ) as stream:
                 version = await asyncio.to_thread(status_written, world, models[0], "Starting")
                 changed = None
                 async for event in stream:
@@ -262,7 +274,9 @@ def test_the_async_reader_lists_page_by_page_watches_from_the_list_and_says_gone
                         break
             assert changed is not None, "the watch ended without the change"
             with pytest.raises(Gone) as expired:
-                async with viewer.watch(MODEL_ACTIVATION, resource_version="1", namespace=NAMESPACE, timeout_seconds=30) as stream:
+                async with viewer.watch(
+                    MODEL_ACTIVATION, resource_version="1", namespace=NAMESPACE, timeout_seconds=30
+                ) as stream:
                     async for _ in stream:
                         pass
             return {item["metadata"]["name"] for item in listed.items}, changed, expired.value
@@ -279,13 +293,17 @@ def exec_access(world: World, tmp_path: Path, *, stdout: str, stderr: str = "", 
     """The cluster, with credentials an exec credential plugin prints."""
     plugin = exec_plugin(tmp_path, stdout=stdout, stderr=stderr, exit_code=exit_code)
     user = {"exec": {"apiVersion": EXEC_API_V1, "command": str(plugin)}}
-    return KubeAccess(kubeconfig=as_yaml(kubeconfig(name="exec", server=world.cluster.url, ca_file=world.cluster.ca_file, user=user)))
+    return KubeAccess(
+        kubeconfig=as_yaml(kubeconfig(name="exec", server=world.cluster.url, ca_file=world.cluster.ca_file, user=user))
+    )
 
 
 async def listed_names(access: KubeAccess) -> set[str]:
     reader = open_async_reader(access, max_connections=2)
     try:
-        listed = await reader.impersonating("oidc:victor", ["magicstick:viewers"]).list_collection(MODEL_ACTIVATION, namespace=NAMESPACE)
+        listed = await reader.impersonating("oidc:victor", ["magicstick:viewers"]).list_collection(
+            MODEL_ACTIVATION, namespace=NAMESPACE
+        )
         return {item["metadata"]["name"] for item in listed.items}
     finally:
         await reader.aclose()
@@ -293,13 +311,17 @@ async def listed_names(access: KubeAccess) -> set[str]:
 
 def test_the_async_reader_sends_the_token_an_exec_credential_plugin_prints(world: World, tmp_path: Path) -> None:
     model = created_model(world)
-    config = yaml.safe_load(service_account_kubeconfig(world.cluster, world.admin, tmp_path / "sa.kubeconfig").read_text())
+    config = yaml.safe_load(
+        service_account_kubeconfig(world.cluster, world.admin, tmp_path / "sa.kubeconfig").read_text()
+    )
     token = config["users"][0]["user"]["token"]
     access = exec_access(world, tmp_path, stdout=exec_credential(token, api_version=EXEC_API_V1))
     assert model["metadata"]["name"] in asyncio.run(asyncio.wait_for(listed_names(access), WAIT_SECONDS))
 
 
-def test_the_async_reader_raises_kube_config_error_when_the_exec_credential_plugin_fails(world: World, tmp_path: Path) -> None:
+def test_the_async_reader_raises_kube_config_error_when_the_exec_credential_plugin_fails(
+    world: World, tmp_path: Path
+) -> None:
     access = exec_access(world, tmp_path, stdout="", stderr="please log in first", exit_code=3)
     with pytest.raises(KubeConfigError, match="please log in first"):
         asyncio.run(asyncio.wait_for(listed_names(access), WAIT_SECONDS))

@@ -36,7 +36,9 @@ def anyio_backend() -> str:
 
 
 def identity(subject: str, groups: tuple[str, ...] = VIEWERS) -> Identity:
-    return Identity(subject=subject, role="viewer", groups=(), kubernetes_user=f"oidc:{subject}", kubernetes_groups=groups)
+    return Identity(
+        subject=subject, role="viewer", groups=(), kubernetes_user=f"oidc:{subject}", kubernetes_groups=groups
+    )
 
 
 @dataclass
@@ -155,10 +157,16 @@ def test_the_streams_of_one_identity_share_one_feed_and_other_identities_get_the
     hub.subscribe(identity("alice"))
     hub.subscribe(identity("bob"))
     hub.subscribe(identity("alice", ("magicstick:operators", "magicstick:viewers")))
-    assert [who.kubernetes_groups for who, _, _ in source.started] == [VIEWERS, VIEWERS, ("magicstick:operators", "magicstick:viewers")]
+    assert [who.kubernetes_groups for who, _, _ in source.started] == [
+        VIEWERS,
+        VIEWERS,
+        ("magicstick:operators", "magicstick:viewers"),
+    ]
     assert [who.subject for who, _, _ in source.started] == ["alice", "bob", "alice"]
     assert hub.feeds == 3
-    assert hub.streams_of("oidc:alice") == 3, "the per-user bound counts every stream of the Kubernetes user, whatever the groups"
+    assert hub.streams_of("oidc:alice") == 3, (
+        "the per-user bound counts every stream of the Kubernetes user, whatever the groups"
+    )
 
 
 def test_the_last_stream_of_an_identity_to_close_stops_its_watches_and_the_next_starts_them_again() -> None:
@@ -210,8 +218,17 @@ def test_a_stream_that_joins_gets_every_object_seen_then_each_change() -> None:
     ]
     feed.changed("ModelActivation", summary("ModelActivation", "b", version="3"), deleted=True)
     assert received(joined) == [("status", {**summary("ModelActivation", "b", version="3"), "deleted": True})]
-    assert [data["key"] for _, data in received(first)] == ["ModelActivation/a", "ModelActivation/b", "AppInstance/x", "ModelActivation/a", "ModelActivation/b"]
-    assert [data["key"] for _, data in received(hub.subscribe(identity("alice")))] == ["ModelActivation/a", "AppInstance/x"]
+    assert [data["key"] for _, data in received(first)] == [
+        "ModelActivation/a",
+        "ModelActivation/b",
+        "AppInstance/x",
+        "ModelActivation/a",
+        "ModelActivation/b",
+    ]
+    assert [data["key"] for _, data in received(hub.subscribe(identity("alice")))] == [
+        "ModelActivation/a",
+        "AppInstance/x",
+    ]
 
 
 def test_the_streams_of_another_identity_get_nothing_of_this_ones_watches() -> None:
@@ -321,7 +338,13 @@ async def test_a_stream_ends_when_its_subscription_ends() -> None:
 
 
 def http_scope(method: str) -> dict[str, Any]:
-    return {"type": "http", "method": method, "path": "/api/v1/stream", "headers": [], "asgi": {"version": "3.0", "spec_version": "2.4"}}
+    return {
+        "type": "http",
+        "method": method,
+        "path": "/api/v1/stream",
+        "headers": [],
+        "asgi": {"version": "3.0", "spec_version": "2.4"},
+    }
 
 
 async def respond(response: LiveResponse, method: str, incoming: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -379,7 +402,9 @@ def bookmark(version: str) -> WatchEvent:
 
 
 def unreachable() -> KubeConnectionError:
-    return KubeConnectionError(method="GET", path="/apis", url="https://api", failure=ConnectionFailure.REFUSED, cause="connection refused")
+    return KubeConnectionError(
+        method="GET", path="/apis", url="https://api", failure=ConnectionFailure.REFUSED, cause="connection refused"
+    )
 
 
 def refused(error_type: type[Gone] | type[Forbidden], code: int) -> Gone | Forbidden:
@@ -409,7 +434,9 @@ class ScriptedReader:
         return answer
 
     @asynccontextmanager
-    async def watch(self, kind: ResourceKind, *, resource_version: str, namespace: str, timeout_seconds: int) -> AsyncIterator[AsyncIterator[WatchEvent]]:
+    async def watch(
+        self, kind: ResourceKind, *, resource_version: str, namespace: str, timeout_seconds: int
+    ) -> AsyncIterator[AsyncIterator[WatchEvent]]:
         self.watched_from.append(resource_version)
         answer = await self._next(self.watches)
         if isinstance(answer, Exception):
@@ -431,7 +458,10 @@ class Following:
     pauses: list[float]
 
     def events(self) -> list[tuple[str, Any]]:
-        return [(event, (data.get("key"), data.get("phase"), data.get("deleted")) if event == "status" else data) for event, data in received(self.stream)]
+        return [
+            (event, (data.get("key"), data.get("phase"), data.get("deleted")) if event == "status" else data)
+            for event, data in received(self.stream)
+        ]
 
 
 @asynccontextmanager
@@ -443,7 +473,9 @@ async def following(reader: ScriptedReader) -> AsyncIterator[Following]:
     async def pause(seconds: float) -> None:
         pauses.append(seconds)
 
-    task = asyncio.create_task(follow(reader, MODEL_ACTIVATION, source.feed_of("alice"), namespace="ai-system", retry_seconds=0.5, pause=pause))  # type: ignore[arg-type]
+    task = asyncio.create_task(
+        follow(reader, MODEL_ACTIVATION, source.feed_of("alice"), namespace="ai-system", retry_seconds=0.5, pause=pause)
+    )  # type: ignore[arg-type]
     try:
         yield Following(stream, reader, pauses)
     finally:
@@ -460,30 +492,46 @@ async def settled(found: Following) -> None:
 async def test_a_kind_is_listed_then_watched_from_the_lists_resource_version_and_resumed_from_the_last_event() -> None:
     reader = ScriptedReader(
         lists=[Collection(items=[model("a", "10")], resource_version="11")],
-        watches=[[event(EventType.MODIFIED, model("a", "12", "Starting")), bookmark("13")], [event(EventType.DELETED, model("a", "14"))]],
+        watches=[
+            [event(EventType.MODIFIED, model("a", "12", "Starting")), bookmark("13")],
+            [event(EventType.DELETED, model("a", "14"))],
+        ],
     )
     async with following(reader) as found:
         await settled(found)
         assert reader.watched_from == ["11", "13", "14"]
-        assert found.events() == [("status", ("ModelActivation/a", "Ready", None)), ("status", ("ModelActivation/a", "Starting", False)), ("status", ("ModelActivation/a", "Ready", True))]
+        assert found.events() == [
+            ("status", ("ModelActivation/a", "Ready", None)),
+            ("status", ("ModelActivation/a", "Starting", False)),
+            ("status", ("ModelActivation/a", "Ready", True)),
+        ]
 
 
 @pytest.mark.anyio
 async def test_an_expired_watch_lists_again_and_sends_every_summary_again() -> None:
     reader = ScriptedReader(
-        lists=[Collection(items=[model("a", "10")], resource_version="11"), Collection(items=[model("b", "20")], resource_version="21")],
+        lists=[
+            Collection(items=[model("a", "10")], resource_version="11"),
+            Collection(items=[model("b", "20")], resource_version="21"),
+        ],
         watches=[[refused(Gone, 410)]],
     )
     async with following(reader) as found:
         await settled(found)
         assert reader.watched_from == ["11", "21"]
-        assert found.events() == [("status", ("ModelActivation/a", "Ready", None)), ("status", ("ModelActivation/b", "Ready", None)), ("status", ("ModelActivation/a", "Ready", True))]
+        assert found.events() == [
+            ("status", ("ModelActivation/a", "Ready", None)),
+            ("status", ("ModelActivation/b", "Ready", None)),
+            ("status", ("ModelActivation/a", "Ready", True)),
+        ]
         assert found.pauses == []
 
 
 @pytest.mark.anyio
 async def test_a_failure_is_sent_as_unavailable_and_after_a_pause_a_list_resumes_the_stream() -> None:
-    reader = ScriptedReader(lists=[unreachable(), Collection(items=[model("a", "10")], resource_version="11")], watches=[])
+    reader = ScriptedReader(
+        lists=[unreachable(), Collection(items=[model("a", "10")], resource_version="11")], watches=[]
+    )
     async with following(reader) as found:
         await settled(found)
         assert found.events() == [
@@ -511,7 +559,9 @@ async def test_a_kind_the_user_may_not_list_is_not_watched() -> None:
     reader = ScriptedReader(lists=[refused(Forbidden, 403)], watches=[])
     hub, source = hub_of()
     stream = hub.subscribe(identity("alice"))
-    await asyncio.wait_for(follow(reader, MODEL_ACTIVATION, source.feed_of("alice"), namespace="ai-system"), DEADLINE_SECONDS)  # type: ignore[arg-type]
+    await asyncio.wait_for(
+        follow(reader, MODEL_ACTIVATION, source.feed_of("alice"), namespace="ai-system"), DEADLINE_SECONDS
+    )  # type: ignore[arg-type]
     assert reader.watched_from == []
     assert received(stream) == []
 
@@ -539,8 +589,16 @@ def application(hub: StreamHub, who: Identity) -> Any:
 
 
 @pytest.mark.anyio
-@pytest.mark.parametrize(("bounds", "status", "error"), [(StreamBounds(per_user=1, total=5), 429, "TooManyStreams"), (StreamBounds(per_user=5, total=1), 503, "StreamsAtCapacity")])
-async def test_the_route_refuses_a_stream_past_a_bound_in_the_apis_problem_shape_with_retry_after(bounds: StreamBounds, status: int, error: str) -> None:
+@pytest.mark.parametrize(
+    ("bounds", "status", "error"),
+    [
+        (StreamBounds(per_user=1, total=5), 429, "TooManyStreams"),
+        (StreamBounds(per_user=5, total=1), 503, "StreamsAtCapacity"),
+    ],
+)
+async def test_the_route_refuses_a_stream_past_a_bound_in_the_apis_problem_shape_with_retry_after(
+    bounds: StreamBounds, status: int, error: str
+) -> None:
     hub, _ = hub_of(bounds)
     hub.subscribe(identity("alice"))
     transport = httpx.ASGITransport(app=application(hub, identity("alice")))

@@ -26,7 +26,11 @@ WORLDS: dict[str, Callable[[], list[dict]]] = {
     "amd publishing": lambda: [*platform("amd-gpu"), gpu_node("amd.com/gpu")],
     "intel publishing xe": lambda: [*platform("intel-gpu"), gpu_node("gpu.intel.com/xe")],
     "nvidia detected, not yet publishing": lambda: [*platform("gpu"), node("gpu-1", "nvidia")],
-    "nvidia on a node that fails the preflight": lambda: [*platform(), node("gpu-1", "nvidia", os="windows"), node_feature("gpu-1", NVIDIA_GPU)],
+    "nvidia on a node that fails the preflight": lambda: [
+        *platform(),
+        node("gpu-1", "nvidia", os="windows"),
+        node_feature("gpu-1", NVIDIA_GPU),
+    ],
 }
 
 
@@ -49,7 +53,9 @@ def _available(world: str) -> frozenset[str]:
         ("nvidia on a node that fails the preflight", {"cpu"}),
     ],
 )
-def test_the_available_targets_are_read_from_the_hardware_operators_of_the_appliance_status(world: str, targets: set[str]) -> None:
+def test_the_available_targets_are_read_from_the_hardware_operators_of_the_appliance_status(
+    world: str, targets: set[str]
+) -> None:
     assert _available(world) == targets
 
 
@@ -62,7 +68,13 @@ def test_the_available_targets_are_those_the_program_itself_offers_a_model(world
 
 @pytest.mark.parametrize(
     "status",
-    [None, {}, {"hardwareOperators": None}, {"hardwareOperators": {"gpu": "broken"}}, {"hardwareOperators": {"gpu": {"allocatableResources": "1", "resourceNames": "nvidia.com/gpu"}}}],
+    [
+        None,
+        {},
+        {"hardwareOperators": None},
+        {"hardwareOperators": {"gpu": "broken"}},
+        {"hardwareOperators": {"gpu": {"allocatableResources": "1", "resourceNames": "nvidia.com/gpu"}}},
+    ],
     ids=["no-status", "empty-status", "null-operators", "malformed-entry", "malformed-fields"],
 )
 def test_a_missing_or_malformed_status_leaves_cpu_alone_available(status: dict | None) -> None:
@@ -85,7 +97,10 @@ def test_allocatable_resources_of_zero_do_not_make_a_target_available() -> None:
     assert available_compute_targets(status, CATALOGS) == {"cpu"}
 
 
-@pytest.mark.parametrize("field", [offers.ALLOCATABLE_RESOURCES, offers.RESOURCE_NAMES, offers.COMPATIBLE_NODES, offers.COMPATIBLE_NODE_COUNT])
+@pytest.mark.parametrize(
+    "field",
+    [offers.ALLOCATABLE_RESOURCES, offers.RESOURCE_NAMES, offers.COMPATIBLE_NODES, offers.COMPATIBLE_NODE_COUNT],
+)
 def test_the_status_fields_read_are_spelled_as_the_api_spells_them(field: str) -> None:
     assert field in {info.alias for info in HardwareOperatorStatus.model_fields.values()}
 
@@ -132,9 +147,15 @@ def test_each_offered_variant_marks_the_catalogs_default_artifact_and_only_it() 
 
 @pytest.mark.parametrize(
     ("world", "preset", "default"),
-    [("nvidia publishing", "qwen3635b", "nvidia-gpu"), ("amd publishing", "qwen3635b", None), ("cpu only", "qwen2505bcpu", "cpu")],
+    [
+        ("nvidia publishing", "qwen3635b", "nvidia-gpu"),
+        ("amd publishing", "qwen3635b", None),
+        ("cpu only", "qwen2505bcpu", "cpu"),
+    ],
 )
-def test_a_presets_default_target_is_preselected_only_when_it_is_offered(world: str, preset: str, default: str | None) -> None:
+def test_a_presets_default_target_is_preselected_only_when_it_is_offered(
+    world: str, preset: str, default: str | None
+) -> None:
     offered = local_model_offers(CATALOGS, _available(world)).preset(preset)
     assert offered is not None
     assert offered.default_compute_target == default
@@ -155,7 +176,9 @@ def test_a_presets_default_target_is_preselected_only_when_it_is_offered(world: 
         ("Unknown", "cpu", ()),
     ],
 )
-def test_the_kv_cache_type_choices_of_an_engine_on_a_target_are_those_of_the_seeds(engine: str, target: str, choices: tuple[str, ...]) -> None:
+def test_the_kv_cache_type_choices_of_an_engine_on_a_target_are_those_of_the_seeds(
+    engine: str, target: str, choices: tuple[str, ...]
+) -> None:
     assert kv_cache_type_choices(CATALOGS, engine, target) == choices
 
 
@@ -186,7 +209,10 @@ def test_a_variant_a_replaced_catalog_declares_but_the_api_refuses_is_not_offere
     catalogs = _with_engine(CATALOGS, "OLlama", compute_targets=(*ollama.compute_targets, "intel-gpu"))
     preset = CATALOGS.presets.require("qwen2505bcpu")
     intel = preset.variants[0].model_copy(update={"engine": "OLlama", "compute_target": "intel-gpu"})
-    presets = tuple(p.model_copy(update={"variants": (*p.variants, intel)}) if p.name == preset.name else p for p in catalogs.presets.entries)
+    presets = tuple(
+        p.model_copy(update={"variants": (*p.variants, intel)}) if p.name == preset.name else p
+        for p in catalogs.presets.entries
+    )
     catalogs = catalogs.model_copy(update={"presets": PresetCatalog(entries=presets)})
     assert catalogs.engines.require("OLlama").supports("intel-gpu")
     assert catalogs.presets.require("qwen2505bcpu").variant("OLlama", "intel-gpu") is not None
@@ -201,8 +227,16 @@ def test_every_offered_choice_is_one_the_programs_resolution_accepts() -> None:
         for variant in preset.variants:
             for artifact in variant.artifacts:
                 for kv in variant.kv_cache_types or (None,):
-                    local = {"preset": preset.name, "engine": variant.engine, "computeTarget": variant.compute_target, "artifact": artifact.id}
+                    local = {
+                        "preset": preset.name,
+                        "engine": variant.engine,
+                        "computeTarget": variant.compute_target,
+                        "artifact": artifact.id,
+                    }
                     if kv is not None:
                         local["kvCacheType"] = kv
                     resolved = resolve_local(LocalModelSpec.model_validate(local), CATALOGS)
-                    assert (resolved.artifact, resolved.kv_cache_type) == (artifact.id, kv or variant.default_kv_cache_type)
+                    assert (resolved.artifact, resolved.kv_cache_type) == (
+                        artifact.id,
+                        kv or variant.default_kv_cache_type,
+                    )

@@ -73,8 +73,19 @@ CONFIG = SchemathesisConfig.from_dict(
     {
         "seed": SEED,
         "request-timeout": REQUEST_TIMEOUT_SECONDS,
-        "generation": {"mode": "all", "max-examples": MAX_EXAMPLES, "deterministic": True, "no-shrink": True, "database": "none"},
-        "phases": {"examples": {"enabled": True}, "coverage": {"enabled": True}, "fuzzing": {"enabled": True}, "stateful": {"enabled": False}},
+        "generation": {
+            "mode": "all",
+            "max-examples": MAX_EXAMPLES,
+            "deterministic": True,
+            "no-shrink": True,
+            "database": "none",
+        },
+        "phases": {
+            "examples": {"enabled": True},
+            "coverage": {"enabled": True},
+            "fuzzing": {"enabled": True},
+            "stateful": {"enabled": False},
+        },
     }
 )
 schema = schemathesis.openapi.from_dict(DOCUMENT, config=CONFIG).exclude(method="GET", path=STREAM)
@@ -104,8 +115,12 @@ def operator_headers(world: World) -> dict[str, str]:
 
 
 @schema.parametrize()
-@settings(suppress_health_check=list(HealthCheck))  # a live server behind strict bodies: slow, heavily filtered data is expected
-def test_every_operation_answers_as_it_documents(case: Case, dashboard_url: str, operator_headers: dict[str, str]) -> None:
+@settings(
+    suppress_health_check=list(HealthCheck)
+)  # a live server behind strict bodies: slow, heavily filtered data is expected
+def test_every_operation_answers_as_it_documents(
+    case: Case, dashboard_url: str, operator_headers: dict[str, str]
+) -> None:
     case.call_and_validate(base_url=dashboard_url, headers=operator_headers, checks=CHECKS)
 
 

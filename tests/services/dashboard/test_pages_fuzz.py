@@ -50,7 +50,15 @@ REQUEST_TIMEOUT_SECONDS = 30
 CHECKS = [not_a_server_error, status_code_conformance, content_type_conformance]
 VARIANT = "qwen2505bcpu|VLLM|cpu|"
 """An offer of the add-a-model form: a CPU preset, its default artifact."""
-MODEL_FIGURES = ("contextWindow", "maxNumSeqs", "kvCacheType", "memoryRequiredMi", "vramMi", "cpuOffloading", "allowMemoryRisk")
+MODEL_FIGURES = (
+    "contextWindow",
+    "maxNumSeqs",
+    "kvCacheType",
+    "memoryRequiredMi",
+    "vramMi",
+    "cpuOffloading",
+    "allowMemoryRisk",
+)
 ACCESS = ("role", "exposure", "sharingMode", "sharingUsers", "sharingGroups")
 EXAMPLES = {
     "name": "fuzz-model",
@@ -114,14 +122,29 @@ ENDPOINTS = (
     Endpoint("get", "/"),
     Endpoint("get", "/objects/{plural}/{name}"),
     Endpoint("get", "/modules"),
-    Endpoint("post", "/modules/{module}", ("resourceVersion", "enabled", "hasParameters", "param.postgresStorage"), "/modules"),
+    Endpoint(
+        "post",
+        "/modules/{module}",
+        ("resourceVersion", "enabled", "hasParameters", "param.postgresStorage"),
+        "/modules",
+    ),
     Endpoint("post", "/modules/{module}/gpu-sharing", ("resourceVersion", "mode", "node", "slots"), "/modules"),
     Endpoint("get", "/models"),
     Endpoint("get", "/models/new", ("name", "variant", *MODEL_FIGURES)),
     Endpoint("post", "/models/new", ("name", "variant", *MODEL_FIGURES, "step"), "/models/new"),
     Endpoint("get", "/models/external/new"),
-    Endpoint("post", "/models/external/new", ("name", "model", "apiBase", "modelType", "secretName", "secretKey"), "/models/external/new"),
-    Endpoint("post", "/models/{name}/edit", ("resourceVersion", "enabled", *MODEL_FIGURES, "seen.contextWindow"), "/models/new"),
+    Endpoint(
+        "post",
+        "/models/external/new",
+        ("name", "model", "apiBase", "modelType", "secretName", "secretKey"),
+        "/models/external/new",
+    ),
+    Endpoint(
+        "post",
+        "/models/{name}/edit",
+        ("resourceVersion", "enabled", *MODEL_FIGURES, "seen.contextWindow"),
+        "/models/new",
+    ),
     Endpoint("post", "/models/{name}/restart", ("resourceVersion",), "/models/new"),
     Endpoint("get", "/instances"),
     Endpoint("post", "/instances", ("name", "application", *ACCESS), "/instances"),
@@ -140,7 +163,11 @@ REPEATABLE = {"anyOf": [FREE, {"type": "array", "items": FREE, "minItems": 2, "m
 
 def _responses(method: str) -> dict[str, Any]:
     html = {"content": {"text/html": {"schema": FREE}}}
-    answers: dict[str, Any] = {str(status): {"description": "the page, or the refusal's page", **html} for status in PAGE_STATUSES if status != 303}
+    answers: dict[str, Any] = {
+        str(status): {"description": "the page, or the refusal's page", **html}
+        for status in PAGE_STATUSES
+        if status != 303
+    }
     if method == "post":
         answers["303"] = {"description": "changed: to the object's page", "headers": {"Location": {"schema": FREE}}}
     return answers
@@ -148,16 +175,32 @@ def _responses(method: str) -> dict[str, Any]:
 
 def _operation(endpoint: Endpoint) -> dict[str, Any]:
     parameters: list[dict[str, Any]] = [
-        {"name": name, "in": "path", "required": True, "schema": FREE, "example": EXAMPLES[name]} for name in endpoint.path_parameters
+        {"name": name, "in": "path", "required": True, "schema": FREE, "example": EXAMPLES[name]}
+        for name in endpoint.path_parameters
     ]
     operation: dict[str, Any] = {"operationId": endpoint.key, "responses": _responses(endpoint.method)}
     if endpoint.method == "get":
         parameters += [
-            {"name": name, "in": "query", "style": "form", "explode": True, "schema": REPEATABLE, "example": EXAMPLES[name]} for name in endpoint.fields
+            {
+                "name": name,
+                "in": "query",
+                "style": "form",
+                "explode": True,
+                "schema": REPEATABLE,
+                "example": EXAMPLES[name],
+            }
+            for name in endpoint.fields
         ]
     else:
-        schema = {"type": "object", "properties": {name: REPEATABLE for name in endpoint.fields}, "example": {name: EXAMPLES[name] for name in endpoint.fields}}
-        operation["requestBody"] = {"required": True, "content": {"application/x-www-form-urlencoded": {"schema": schema}}}
+        schema = {
+            "type": "object",
+            "properties": {name: REPEATABLE for name in endpoint.fields},
+            "example": {name: EXAMPLES[name] for name in endpoint.fields},
+        }
+        operation["requestBody"] = {
+            "required": True,
+            "content": {"application/x-www-form-urlencoded": {"schema": schema}},
+        }
     if parameters:
         operation["parameters"] = parameters
     return operation
@@ -175,8 +218,19 @@ CONFIG = SchemathesisConfig.from_dict(
     {
         "seed": SEED,
         "request-timeout": REQUEST_TIMEOUT_SECONDS,
-        "generation": {"mode": "all", "max-examples": MAX_EXAMPLES, "deterministic": True, "no-shrink": True, "database": "none"},
-        "phases": {"examples": {"enabled": True}, "coverage": {"enabled": True}, "fuzzing": {"enabled": True}, "stateful": {"enabled": False}},
+        "generation": {
+            "mode": "all",
+            "max-examples": MAX_EXAMPLES,
+            "deterministic": True,
+            "no-shrink": True,
+            "database": "none",
+        },
+        "phases": {
+            "examples": {"enabled": True},
+            "coverage": {"enabled": True},
+            "fuzzing": {"enabled": True},
+            "stateful": {"enabled": False},
+        },
     }
 )
 schema = schemathesis.openapi.from_dict(DOCUMENT, config=CONFIG)
@@ -236,9 +290,15 @@ class Browser:
 def browsers(world: World) -> Iterator[dict[str, Browser]]:
     """A Browser for each role, with ID tokens fresh for each test."""
     headers = {role: world.dashboard.headers(role) for role in ROLES}
-    clients = {role: httpx.Client(base_url=world.dashboard.url, headers=headers[role], timeout=REQUEST_TIMEOUT_SECONDS) for role in ROLES}
+    clients = {
+        role: httpx.Client(base_url=world.dashboard.url, headers=headers[role], timeout=REQUEST_TIMEOUT_SECONDS)
+        for role in ROLES
+    }
     try:
-        yield {role: Browser(client, headers=headers[role], origin=world.dashboard.url, tokens={}) for role, client in clients.items()}
+        yield {
+            role: Browser(client, headers=headers[role], origin=world.dashboard.url, tokens={})
+            for role, client in clients.items()
+        }
     finally:
         for client in clients.values():
             client.close()
@@ -326,7 +386,10 @@ class Objects:
 def objects(world: World) -> Objects:
     model, instance = unique("fuzz-model"), unique("fuzz-claw")
     with world.dashboard.client("operator") as client:
-        created_model = client.post("/api/v1/models/local", json={"name": model, "preset": "qwen2505bcpu", "engine": "VLLM", "computeTarget": "cpu"})
+        created_model = client.post(
+            "/api/v1/models/local",
+            json={"name": model, "preset": "qwen2505bcpu", "engine": "VLLM", "computeTarget": "cpu"},
+        )
         created_instance = client.post("/api/v1/instances", json={"name": instance, "application": "openclaw"})
         client.put("/api/v1/modules/litellm", json={"enabled": True})
     assert created_model.status_code == 201, created_model.text
@@ -355,7 +418,9 @@ def _filled(endpoint: Endpoint, objects: Objects) -> tuple[str, dict[str, Any]]:
     return path, values
 
 
-def _answers_outside_the_pages_statuses(browsers: dict[str, Browser], endpoint: Endpoint, path: str, variations: dict[str, dict[str, Any]]) -> list[str]:
+def _answers_outside_the_pages_statuses(
+    browsers: dict[str, Browser], endpoint: Endpoint, path: str, variations: dict[str, dict[str, Any]]
+) -> list[str]:
     wrong = []
     for role, browser in browsers.items():
         for label, values in variations.items():
@@ -365,11 +430,15 @@ def _answers_outside_the_pages_statuses(browsers: dict[str, Browser], endpoint: 
     return wrong
 
 
-FIELDS = [pytest.param(endpoint, field, id=f"{endpoint.key} {field}") for endpoint in ENDPOINTS for field in endpoint.fields]
+FIELDS = [
+    pytest.param(endpoint, field, id=f"{endpoint.key} {field}") for endpoint in ENDPOINTS for field in endpoint.fields
+]
 
 
 @pytest.mark.parametrize(("endpoint", "field"), FIELDS)
-def test_no_hostile_value_of_a_field_is_a_server_error(browsers: dict[str, Browser], objects: Objects, endpoint: Endpoint, field: str) -> None:
+def test_no_hostile_value_of_a_field_is_a_server_error(
+    browsers: dict[str, Browser], objects: Objects, endpoint: Endpoint, field: str
+) -> None:
     path, values = _filled(endpoint, objects)
     variations = {}
     for label, value in HOSTILE_VALUES.items():
@@ -379,19 +448,28 @@ def test_no_hostile_value_of_a_field_is_a_server_error(browsers: dict[str, Brows
 
 
 PATHS = [
-    pytest.param(endpoint, parameter, id=f"{endpoint.key} {parameter}") for endpoint in ENDPOINTS for parameter in endpoint.path_parameters
+    pytest.param(endpoint, parameter, id=f"{endpoint.key} {parameter}")
+    for endpoint in ENDPOINTS
+    for parameter in endpoint.path_parameters
 ]
 
 
 @pytest.mark.parametrize(("endpoint", "parameter"), PATHS)
-def test_no_hostile_path_parameter_is_a_server_error(browsers: dict[str, Browser], objects: Objects, endpoint: Endpoint, parameter: str) -> None:
+def test_no_hostile_path_parameter_is_a_server_error(
+    browsers: dict[str, Browser], objects: Objects, endpoint: Endpoint, parameter: str
+) -> None:
     path, values = _filled(endpoint, objects)
     wrong = []
     for label, name in HOSTILE_NAMES.items():
         encoded = quote(name, safe="").replace(".", "%2E")
         names = {key: quote(EXAMPLES[key], safe="") for key in endpoint.path_parameters}
         hostile_path = endpoint.path.format(**{**names, parameter: encoded})
-        wrong += [f"{label}: {problem}" for problem in _answers_outside_the_pages_statuses(browsers, endpoint, hostile_path, {"the examples": values})]
+        wrong += [
+            f"{label}: {problem}"
+            for problem in _answers_outside_the_pages_statuses(
+                browsers, endpoint, hostile_path, {"the examples": values}
+            )
+        ]
     assert wrong == []
 
 
@@ -399,7 +477,11 @@ def test_every_page_form_is_swept() -> None:
     """The endpoints here are the pages' routes (pages.py), each with a method and path."""
     from services.dashboard.pages import router
 
-    served = {(method.lower(), route.path) for route in router.routes for method in getattr(route, "methods", set()) - {"HEAD"}}
+    served = {
+        (method.lower(), route.path)
+        for route in router.routes
+        for method in getattr(route, "methods", set()) - {"HEAD"}
+    }
     assert {(endpoint.method, endpoint.path) for endpoint in ENDPOINTS} == served
 
 
@@ -414,13 +496,17 @@ def dashboard_url(world: World) -> str:
 @pytest.mark.parametrize("role", ROLES)
 @schema.parametrize()
 @settings(suppress_health_check=list(HealthCheck))  # a live server: slow, and heavily filtered data is expected
-def test_no_generated_input_is_a_server_error(case: Case, role: str, browsers: dict[str, Browser], dashboard_url: str) -> None:
+def test_no_generated_input_is_a_server_error(
+    case: Case, role: str, browsers: dict[str, Browser], dashboard_url: str
+) -> None:
     browser = browsers[role]
     headers = dict(browser.headers)
     if case.method.upper() == "POST":
         headers.update(browser.post_headers())
         # The coverage phase also sends methods a path does not serve (a POST to a page).
-        endpoint = next((endpoint for endpoint in ENDPOINTS if endpoint.method == "post" and endpoint.path == case.path), None)
+        endpoint = next(
+            (endpoint for endpoint in ENDPOINTS if endpoint.method == "post" and endpoint.path == case.path), None
+        )
         token = browser.token(endpoint.form_page if endpoint is not None else "/models/new")
         if token is not None and isinstance(case.body, dict):
             case.body = {**case.body, FORM_TOKEN_FIELD: token}

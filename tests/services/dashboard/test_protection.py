@@ -22,7 +22,14 @@ from services.dashboard.protection import CONTENT_SECURITY_POLICY, FormTokens, S
 
 DASHBOARD = "dashboard.example.local"
 RULE = SameOriginRule(hosts=(DASHBOARD, "dashboard.example.com"))
-ALICE = Identity(subject="alice", role="admin", groups=(), kubernetes_user="oidc:alice", kubernetes_groups=("magicstick:administrators",), session="s-1")
+ALICE = Identity(
+    subject="alice",
+    role="admin",
+    groups=(),
+    kubernetes_user="oidc:alice",
+    kubernetes_groups=("magicstick:administrators",),
+    session="s-1",
+)
 
 
 def headers(**values: str) -> Headers:
@@ -93,17 +100,29 @@ class TestTheSameOriginRule:
 
 
 class TestJsonBodies:
-    @pytest.mark.parametrize("content_type", ["application/json", "application/json; charset=utf-8", "Application/JSON"])
+    @pytest.mark.parametrize(
+        "content_type", ["application/json", "application/json; charset=utf-8", "Application/JSON"]
+    )
     def test_json_is_accepted(self, content_type: str) -> None:
-        assert json_body_refusal(method="PUT", path="/api/v1/modules/x", headers=headers(content_type=content_type)) is None
+        assert (
+            json_body_refusal(method="PUT", path="/api/v1/modules/x", headers=headers(content_type=content_type))
+            is None
+        )
 
-    @pytest.mark.parametrize("content_type", ["text/plain", "application/x-www-form-urlencoded", "multipart/form-data; boundary=x", ""])
+    @pytest.mark.parametrize(
+        "content_type", ["text/plain", "application/x-www-form-urlencoded", "multipart/form-data; boundary=x", ""]
+    )
     def test_anything_else_under_api_is_a_415(self, content_type: str) -> None:
         refusal = json_body_refusal(method="POST", path="/api/v1/instances", headers=headers(content_type=content_type))
         assert refusal is not None and refusal.status == 415 and "Content-Type" in refusal.message
 
     def test_a_page_form_is_not_held_to_it(self) -> None:
-        assert json_body_refusal(method="POST", path="/instances", headers=headers(content_type="application/x-www-form-urlencoded")) is None
+        assert (
+            json_body_refusal(
+                method="POST", path="/instances", headers=headers(content_type="application/x-www-form-urlencoded")
+            )
+            is None
+        )
 
 
 class TestFormTokens:
@@ -114,8 +133,17 @@ class TestFormTokens:
     def test_a_token_of_another_user_or_session_is_refused(self) -> None:
         tokens = FormTokens.generated()
         token = tokens.issue(ALICE)
-        mallory = Identity(subject="mallory", role="admin", groups=(), kubernetes_user="oidc:mallory", kubernetes_groups=(), session="s-1")
-        other_session = Identity(subject="alice", role="admin", groups=(), kubernetes_user="oidc:alice", kubernetes_groups=(), session="s-2")
+        mallory = Identity(
+            subject="mallory",
+            role="admin",
+            groups=(),
+            kubernetes_user="oidc:mallory",
+            kubernetes_groups=(),
+            session="s-1",
+        )
+        other_session = Identity(
+            subject="alice", role="admin", groups=(), kubernetes_user="oidc:alice", kubernetes_groups=(), session="s-2"
+        )
         assert tokens.refusal(mallory, [token]) is not None
         assert tokens.refusal(other_session, [token]) is not None
 
@@ -151,7 +179,9 @@ class Client:
 
     def request(self, method: str, path: str, **options: Any) -> httpx.Response:
         async def send() -> httpx.Response:
-            async with httpx.AsyncClient(transport=httpx.ASGITransport(app=self.app), base_url=f"http://{DASHBOARD}") as client:
+            async with httpx.AsyncClient(
+                transport=httpx.ASGITransport(app=self.app), base_url=f"http://{DASHBOARD}"
+            ) as client:
                 return await client.request(method, path, **options)
 
         return asyncio.run(send())
@@ -180,7 +210,9 @@ class TestTheApplication:
             ("/instances", {"name": "x", "application": "openclaw"}),
         ],
     )
-    def test_a_form_post_from_another_site_gets_the_refusal_page(self, client: Client, path: str, data: dict[str, str]) -> None:
+    def test_a_form_post_from_another_site_gets_the_refusal_page(
+        self, client: Client, path: str, data: dict[str, str]
+    ) -> None:
         answer = client.post(path, data=data, headers={"Origin": "https://evil.example.com"})
         assert answer.status_code == 403
         assert answer.headers["content-type"].startswith("text/html")

@@ -7,7 +7,14 @@ import pytest
 from services.dashboard.settings import parse_settings
 from services.flags import ServiceFlagError
 
-REQUIRED = ["--issuer", "https://auth.example.com/realms/magicstick", "--audience", "magicstick-apps", "--jwks-uri", "https://auth.example.com/certs"]
+REQUIRED = [
+    "--issuer",
+    "https://auth.example.com/realms/magicstick",
+    "--audience",
+    "magicstick-apps",
+    "--jwks-uri",
+    "https://auth.example.com/certs",
+]
 
 
 def test_the_defaults_are_the_deployed_ones() -> None:
@@ -23,9 +30,14 @@ def test_the_defaults_are_the_deployed_ones() -> None:
 
 
 def test_a_flag_wins_over_its_environment_variable() -> None:
-    settings = parse_settings([*REQUIRED, "--system-namespace", "appliance"], {"MAGICSTICK_DASHBOARD_SYSTEM_NAMESPACE": "other"})
+    settings = parse_settings(
+        [*REQUIRED, "--system-namespace", "appliance"], {"MAGICSTICK_DASHBOARD_SYSTEM_NAMESPACE": "other"}
+    )
     assert settings.system_namespace == "appliance"
-    assert parse_settings(REQUIRED, {"MAGICSTICK_DASHBOARD_ROLES_CLAIM": "realm_access.roles"}).claims.roles == "realm_access.roles"
+    assert (
+        parse_settings(REQUIRED, {"MAGICSTICK_DASHBOARD_ROLES_CLAIM": "realm_access.roles"}).claims.roles
+        == "realm_access.roles"
+    )
 
 
 @pytest.mark.parametrize(

@@ -10,8 +10,20 @@ def model(generation: int, observed: int | None, ready_generation: int | None) -
     if observed is not None:
         status["observedGeneration"] = observed
     if ready_generation is not None:
-        status["conditions"] = [{"type": "Ready", "status": "True", "reason": "Ready", "message": "ok", "observedGeneration": ready_generation}]
-    return {"kind": "ModelActivation", "metadata": {"name": "chat", "generation": generation, "resourceVersion": "9"}, "status": status}
+        status["conditions"] = [
+            {
+                "type": "Ready",
+                "status": "True",
+                "reason": "Ready",
+                "message": "ok",
+                "observedGeneration": ready_generation,
+            }
+        ]
+    return {
+        "kind": "ModelActivation",
+        "metadata": {"name": "chat", "generation": generation, "resourceVersion": "9"},
+        "status": status,
+    }
 
 
 def test_a_ready_of_the_current_generation_counts() -> None:

@@ -40,7 +40,9 @@ def test_a_module_change_without_parameters_leaves_them_out() -> None:
 
 
 def test_shared_gpu_sharing_is_the_vendors_own_mode_bound_to_the_node_uid() -> None:
-    body = writes.gpu_sharing_body(module({}), GpuSharingChange(resource_version="7", mode="shared", node_name="gpu-1", slots=3), node_uid="uid-9")
+    body = writes.gpu_sharing_body(
+        module({}), GpuSharingChange(resource_version="7", mode="shared", node_name="gpu-1", slots=3), node_uid="uid-9"
+    )
     sharing = json.loads(body["spec"]["parameters"]["gpuSharing"])
     assert sharing == {"mode": "time-slicing", "nodeName": "gpu-1", "nodeUID": "uid-9", "namespace": "ai", "slots": 3}
     amd = writes.gpu_sharing_body(
@@ -53,7 +55,9 @@ def test_shared_gpu_sharing_is_the_vendors_own_mode_bound_to_the_node_uid() -> N
 
 def test_shared_gpu_sharing_without_slots_is_refused_naming_the_field() -> None:
     with pytest.raises(Refusal) as refused:
-        writes.gpu_sharing_body(module({}), GpuSharingChange(resource_version="7", mode="shared", node_name="gpu-1"), node_uid="uid-9")
+        writes.gpu_sharing_body(
+            module({}), GpuSharingChange(resource_version="7", mode="shared", node_name="gpu-1"), node_uid="uid-9"
+        )
     assert refused.value.status == 422
     assert refused.value.fields[0].field == "slots"
 
@@ -61,13 +65,25 @@ def test_shared_gpu_sharing_without_slots_is_refused_naming_the_field() -> None:
 def test_a_local_model_carries_the_derived_fields_and_the_risk_flag_only_when_given() -> None:
     form = LocalModelCreate(name="chat", preset="qwen2505bcpu", allow_memory_risk=True)
     body = writes.local_model_body(form, kv_cache_memory_bytes=64 * 1024 * 1024, cpu_offload_mi=None)
-    assert body["spec"]["local"] == {"preset": "qwen2505bcpu", "engine": "VLLM", "computeTarget": "cpu", "kvCacheMemoryBytes": 67108864, "allowMemoryRisk": True}
+    assert body["spec"]["local"] == {
+        "preset": "qwen2505bcpu",
+        "engine": "VLLM",
+        "computeTarget": "cpu",
+        "kvCacheMemoryBytes": 67108864,
+        "allowMemoryRisk": True,
+    }
     assert "resourceVersion" not in body["metadata"]
 
 
 @pytest.mark.parametrize("field", ["preset", "engine", "computeTarget", "artifact"])
 def test_source_and_profile_are_immutable_in_edit(field: str) -> None:
-    current = {"metadata": {"name": "chat"}, "spec": {"type": "local", "local": {"preset": "p", "engine": "VLLM", "computeTarget": "cpu", "artifact": "bf16"}}}
+    current = {
+        "metadata": {"name": "chat"},
+        "spec": {
+            "type": "local",
+            "local": {"preset": "p", "engine": "VLLM", "computeTarget": "cpu", "artifact": "bf16"},
+        },
+    }
     attribute = {"computeTarget": "compute_target"}.get(field, field)
     form = LocalModelEdit(resource_version="3", **{attribute: "changed"})
     with pytest.raises(Refusal) as refused:
@@ -78,14 +94,18 @@ def test_source_and_profile_are_immutable_in_edit(field: str) -> None:
 def test_an_instance_edit_without_sharing_keeps_the_current_restriction() -> None:
     sharing = {"mode": "selected", "users": ["u-1"], "groups": []}
     current = {"metadata": {"name": "claw"}, "spec": {"application": "openclaw", "access": {"sharing": sharing}}}
-    body = writes.instance_edit_body(current, InstanceEdit.model_validate({"resourceVersion": "5", "access": {"role": "operator"}}))
+    body = writes.instance_edit_body(
+        current, InstanceEdit.model_validate({"resourceVersion": "5", "access": {"role": "operator"}})
+    )
     assert body["spec"]["access"] == {"role": "operator", "exposure": "localAndPublic", "sharing": sharing}
 
 
 def test_a_host_operation_is_bound_to_the_nodes_uid_and_boot_and_the_acknowledgement() -> None:
     node = {"metadata": {"uid": "uid-1"}, "status": {"nodeInfo": {"bootID": "boot-1"}}}
     body = writes.host_operation_body(
-        HostOperationCreate(action="reboot", node_name="gpu-1", acknowledge_disruption=True), node=node, request_id="0f0e7a52-0000-4000-8000-000000000000"
+        HostOperationCreate(action="reboot", node_name="gpu-1", acknowledge_disruption=True),
+        node=node,
+        request_id="0f0e7a52-0000-4000-8000-000000000000",
     )
     assert body["spec"] == {
         "action": "reboot",
@@ -101,19 +121,33 @@ def test_a_host_operation_is_bound_to_the_nodes_uid_and_boot_and_the_acknowledge
 def test_clearing_the_model_cache_needs_a_cache_plan_the_node_publishes_or_the_form_gives() -> None:
     node = {"metadata": {"uid": "uid-1"}, "status": {"nodeInfo": {"bootID": "boot-1"}}}
     with pytest.raises(Refusal) as refused:
-        writes.host_operation_body(HostOperationCreate(action="clear-model-cache", node_name="gpu-1", acknowledge_disruption=True), node=node, request_id="x" * 36)
+        writes.host_operation_body(
+            HostOperationCreate(action="clear-model-cache", node_name="gpu-1", acknowledge_disruption=True),
+            node=node,
+            request_id="x" * 36,
+        )
     assert refused.value.fields[0].field == "planId"
 
 
 def test_clearing_the_model_cache_binds_the_plan_the_nodes_host_agent_publishes() -> None:
     plans = json.dumps({"modelCache": {"planId": "model-cache-0123", "locations": ["ollama"]}})
-    node = {"metadata": {"uid": "uid-1", "annotations": {HOST_PLANS_ANNOTATION: plans}}, "status": {"nodeInfo": {"bootID": "boot-1"}}}
-    body = writes.host_operation_body(HostOperationCreate(action="clear-model-cache", node_name="gpu-1", acknowledge_disruption=True), node=node, request_id="x" * 36)
+    node = {
+        "metadata": {"uid": "uid-1", "annotations": {HOST_PLANS_ANNOTATION: plans}},
+        "status": {"nodeInfo": {"bootID": "boot-1"}},
+    }
+    body = writes.host_operation_body(
+        HostOperationCreate(action="clear-model-cache", node_name="gpu-1", acknowledge_disruption=True),
+        node=node,
+        request_id="x" * 36,
+    )
     assert body["spec"]["planId"] == "model-cache-0123"
 
 
 def test_a_restart_sets_only_the_runtimes_restart_nonce() -> None:
-    current = {"metadata": {"name": "omni"}, "spec": {"type": "local", "local": {"engine": "VLLM", "realtime": {"profile": "p", "gpuNode": "n"}}}}
+    current = {
+        "metadata": {"name": "omni"},
+        "spec": {"type": "local", "local": {"engine": "VLLM", "realtime": {"profile": "p", "gpuNode": "n"}}},
+    }
     body = writes.restart_body(current, ModelRestart(resource_version="4"), nonce="nonce-1")
     assert body["spec"] == {"type": "local", "local": {"realtime": {"restartNonce": "nonce-1"}}}
     assert body["metadata"] == {"name": "omni", "resourceVersion": "4"}

@@ -73,7 +73,9 @@ def service_account_kubeconfig(cluster: ClusterInfo, admin: KubeClient, path: Pa
     config = {
         "apiVersion": "v1",
         "kind": "Config",
-        "clusters": [{"name": "test", "cluster": {"server": cluster.url, "certificate-authority": str(cluster.ca_file)}}],
+        "clusters": [
+            {"name": "test", "cluster": {"server": cluster.url, "certificate-authority": str(cluster.ca_file)}}
+        ],
         "users": [{"name": SERVICE_ACCOUNT, "user": {"token": token}}],
         "contexts": [{"name": "dashboard", "context": {"cluster": "test", "user": SERVICE_ACCOUNT}}],
         "current-context": "dashboard",
@@ -106,7 +108,9 @@ class Dashboard:
         return stop_process(self.process, grace_seconds=10)
 
 
-def start_dashboard(*, kubeconfig: Path, jwks: JwksServer, keys: IssuerKeys, log: Path, env: Mapping[str, str] | None = None) -> Dashboard:
+def start_dashboard(
+    *, kubeconfig: Path, jwks: JwksServer, keys: IssuerKeys, log: Path, env: Mapping[str, str] | None = None
+) -> Dashboard:
     """The console script on a free loopback port, once it says READY=1 and /healthz answers."""
     port = free_port()
     arguments = [
@@ -176,7 +180,14 @@ def registered_node(admin: KubeClient, name: str) -> dict[str, Any]:
     """The Node `name` as a kubelet registers it: its UID, and a boot ID in its status (made
     once, then read)."""
     if admin.get_or_none(NODE, name) is None:
-        admin.create(NODE, {"apiVersion": "v1", "kind": "Node", "metadata": {"name": name}}, field_manager="kubelet-test")
-        status = {"apiVersion": "v1", "kind": "Node", "metadata": {"name": name}, "status": {"nodeInfo": {"bootID": "boot-0001"}}}
+        admin.create(
+            NODE, {"apiVersion": "v1", "kind": "Node", "metadata": {"name": name}}, field_manager="kubelet-test"
+        )
+        status = {
+            "apiVersion": "v1",
+            "kind": "Node",
+            "metadata": {"name": name},
+            "status": {"nodeInfo": {"bootID": "boot-0001"}},
+        }
         admin.apply(NODE, status, field_manager="kubelet-test", subresource="status")
     return admin.get(NODE, name)

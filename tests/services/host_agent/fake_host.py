@@ -53,13 +53,21 @@ def strix_halo(root: Path, *, boot_id: str = BOOT_ID, kernel: str = KERNEL) -> F
     _write(root / "proc/sys/kernel/osrelease", kernel + "\n")
     _write(root / "proc/meminfo", f"MemTotal:       {MEMORY_TOTAL_KB} kB\nMemFree:        1000 kB\n")
     gpu = root / "sys/bus/pci/devices" / GPU_SLOT
-    for name, value in {"class": "0x038000", "vendor": "0x1002", "device": "0x1586", "subsystem_device": "0x0001"}.items():
+    for name, value in {
+        "class": "0x038000",
+        "vendor": "0x1002",
+        "device": "0x1586",
+        "subsystem_device": "0x0001",
+    }.items():
         _write(gpu / name, value + "\n")
     nic = root / "sys/bus/pci/devices" / NIC_SLOT
     for name, value in {"class": "0x020000", "vendor": "0x10ec", "device": "0x8125"}.items():
         _write(nic / name, value + "\n")
     _write(root / "sys/class/kfd/kfd/topology/nodes/0/properties", "cpu_cores_count 16\ngfx_target_version 0\n")
-    _write(root / "sys/class/kfd/kfd/topology/nodes/1/properties", "simd_count 80\ngfx_target_version 110501\nlocation_id 50432\n")
+    _write(
+        root / "sys/class/kfd/kfd/topology/nodes/1/properties",
+        "simd_count 80\ngfx_target_version 110501\nlocation_id 50432\n",
+    )
     _write(root / "sys/module/amdgpu/initstate", "live\n")
     _write(root / "dev/kfd", "")
     _write(root / "sys/class/drm/card1/device/mem_info_vram_total", f"{VRAM_BYTES}\n")

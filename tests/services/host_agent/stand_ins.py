@@ -68,7 +68,9 @@ class RecordingRunner(CommandRunner):
         return CommandResult(tuple(argv), self.returncode, "", "" if self.returncode == 0 else "refused by the test")
 
 
-def context(root: Path, *, cluster: RecordingCluster | None = None, runner: CommandRunner | None = None, now: datetime = NOW) -> ActionContext:
+def context(
+    root: Path, *, cluster: RecordingCluster | None = None, runner: CommandRunner | None = None, now: datetime = NOW
+) -> ActionContext:
     settings = AgentSettings(command=Command.SERVE, node_name="halo", root=root)
     host = view_host(read_host_facts(root), node_uid=NODE_UID, netplan_files=netplan_hashes(root), now=now)
     return ActionContext(
@@ -80,7 +82,15 @@ def context(root: Path, *, cluster: RecordingCluster | None = None, runner: Comm
     )
 
 
-def operation(context: ActionContext, action: str, *, name: str = "op-1", uid: str = "op-uid-1", status: dict[str, Any] | None = None, **spec: Any) -> dict[str, Any]:
+def operation(
+    context: ActionContext,
+    action: str,
+    *,
+    name: str = "op-1",
+    uid: str = "op-uid-1",
+    status: dict[str, Any] | None = None,
+    **spec: Any,
+) -> dict[str, Any]:
     """A HostOperation object bound to the context's node and boot, as the API server returns it."""
     body: dict[str, Any] = {
         "action": action,

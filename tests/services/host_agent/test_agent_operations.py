@@ -74,7 +74,10 @@ def test_the_api_server_refuses_a_network_ref_name_that_is_not_a_secret_name(wor
             "configure-beyond",
             "configure-network",
             planId="network-plan",
-            networkRef={"name": "x/../../identity-system/secrets/idp-admin", "uid": "0f0e7a52-0000-4000-8000-000000000000"},
+            networkRef={
+                "name": "x/../../identity-system/secrets/idp-admin",
+                "uid": "0f0e7a52-0000-4000-8000-000000000000",
+            },
         )
     assert "spec.networkRef.name" in refused.value.message
 
@@ -85,12 +88,18 @@ def test_the_api_server_refuses_a_request_id_that_could_end_a_comment_line(world
     assert "spec.requestID" in refused.value.message
 
 
-def test_a_request_naming_another_node_but_bound_to_this_node_s_uid_is_refused_by_this_node_s_agent_and_not_run(world: AgentWorld) -> None:
+def test_a_request_naming_another_node_but_bound_to_this_node_s_uid_is_refused_by_this_node_s_agent_and_not_run(
+    world: AgentWorld,
+) -> None:
     agent = world.start()
     world.request("reboot-elsewhere", "reboot", nodeName="node-b")
     status = world.wait_for("reboot-elsewhere", _phase("Failed"), process=agent)["status"]
     assert status["reason"] == "Rejected"
-    assert "spec.nodeName 'node-b'" in status["message"] and "spec.nodeUID" in status["message"] and world.node_name in status["message"]
+    assert (
+        "spec.nodeName 'node-b'" in status["message"]
+        and "spec.nodeUID" in status["message"]
+        and world.node_name in status["message"]
+    )
     assert world.commands() == []
 
 
@@ -118,5 +127,11 @@ def test_scan_wifi_publishes_escaped_ssids_which_the_api_server_keeps_with_their
     status = world.wait_for("scan", _phase("Succeeded", "Failed"), process=agent)["status"]
     assert status["networks"] == [
         {"interface": "wlan0", "ssid": "Halo Home", "ssidEscaped": False, "signalDbm": -41, "security": "wpa2"},
-        {"interface": "wlan0", "ssid": "Clear\\x1b[2J\\x07\\x0a\\x00\\u202e", "ssidEscaped": True, "signalDbm": -50, "security": "open"},
+        {
+            "interface": "wlan0",
+            "ssid": "Clear\\x1b[2J\\x07\\x0a\\x00\\u202e",
+            "ssidEscaped": True,
+            "signalDbm": -50,
+            "security": "open",
+        },
     ]

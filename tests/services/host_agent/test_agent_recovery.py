@@ -35,7 +35,9 @@ def test_a_reboot_killed_before_systemd_was_asked_is_uncertain_and_never_run(wor
     assert world.commands() == []
 
 
-def test_a_reboot_killed_after_systemd_was_asked_is_uncertain_in_the_same_boot_and_not_asked_again(world: AgentWorld) -> None:
+def test_a_reboot_killed_after_systemd_was_asked_is_uncertain_in_the_same_boot_and_not_asked_again(
+    world: AgentWorld,
+) -> None:
     world.request("reboot", "reboot")
     _crash(world, Failpoint.ACTION_DONE)
     assert world.commands() == ["systemctl reboot"]

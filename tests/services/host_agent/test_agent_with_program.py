@@ -44,7 +44,12 @@ def test_the_agents_evidence_makes_the_strix_halo_example_eligible_in_a_real_ren
     objects = _example()
     example_node = next(obj for obj in objects if obj["kind"] == "Node")
     worlds = new_world(
-        host_agent_installed, admin, tmp_path, name="halo-1", labels=example_node["metadata"]["labels"], resources=example_node["status"]["allocatable"]
+        host_agent_installed,
+        admin,
+        tmp_path,
+        name="halo-1",
+        labels=example_node["metadata"]["labels"],
+        resources=example_node["status"]["allocatable"],
     )
     world = next(worlds)
     try:
@@ -59,5 +64,7 @@ def test_the_agents_evidence_makes_the_strix_halo_example_eligible_in_a_real_ren
     assert rendered is not None and rendered["metadata"]["labels"][AMD_GPU_ELIGIBLE_LABEL] == "true"
 
     live["metadata"]["annotations"].pop(HOST_EVIDENCE_ANNOTATION)
-    without = _render([live if obj["kind"] == "Node" else obj for obj in objects], tmp_path / "without", datetime.now(UTC))
+    without = _render(
+        [live if obj["kind"] == "Node" else obj for obj in objects], tmp_path / "without", datetime.now(UTC)
+    )
     assert without is None or AMD_GPU_ELIGIBLE_LABEL not in (without["metadata"].get("labels") or {})

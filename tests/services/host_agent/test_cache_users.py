@@ -47,7 +47,9 @@ class Child:
     """A process that uses `path` as `script` says until it is ended."""
 
     def __init__(self, script: str, path: Path) -> None:
-        self.process = subprocess.Popen([sys.executable, "-c", script, str(path)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+        self.process = subprocess.Popen(
+            [sys.executable, "-c", script, str(path)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+        )
         assert self.process.stdout is not None
         assert self.process.stdout.readline().strip() == "ready"
 
@@ -164,7 +166,9 @@ def test_a_container_with_a_cache_location_mounted_uses_the_cache_though_it_hold
     location = blob(tmp_path).parents[1]
     fake_container(tmp_path, 4242, mount_root="/" + OLLAMA, mount_point="/root/.ollama", target=location)
 
-    assert [(user.pid, user.command, user.use) for user in cache_users(tmp_path, LOCATIONS)] == [(4242, "ollama", "a mount")]
+    assert [(user.pid, user.command, user.use) for user in cache_users(tmp_path, LOCATIONS)] == [
+        (4242, "ollama", "a mount")
+    ]
 
 
 def test_the_hosts_own_mount_of_a_location_that_is_a_file_system_of_its_own_is_no_use(tmp_path: Path) -> None:
@@ -189,7 +193,9 @@ def test_without_cache_locations_nothing_is_read(tmp_path: Path) -> None:
 # --- clear-model-cache waits for them ----------------------------------------------------------
 
 
-def test_clear_model_cache_waits_while_a_process_holds_a_cache_file_and_names_it(tmp_path: Path, children: list[Child]) -> None:
+def test_clear_model_cache_waits_while_a_process_holds_a_cache_file_and_names_it(
+    tmp_path: Path, children: list[Child]
+) -> None:
     host = strix_halo(tmp_path)
     child = start(children, tmp_path, HOLDS_OPEN, blob(tmp_path))
     cluster = RecordingCluster()
@@ -241,7 +247,10 @@ def test_the_agent_waits_while_a_process_uses_the_cache_the_program_defers_new_r
     world.request("clear-cache", "clear-model-cache", planId=_plans(world)["modelCache"]["planId"])
 
     waiting = world.wait_for("clear-cache", lambda status: status.get("phase") == "Pending", process=agent)
-    assert waiting["status"]["reason"] == "WaitingForIdle" and f"(pid {child.pid}, an open file)" in waiting["status"]["message"]
+    assert (
+        waiting["status"]["reason"] == "WaitingForIdle"
+        and f"(pid {child.pid}, an open file)" in waiting["status"]["message"]
+    )
     assert clear_cache_pending(Snapshot.from_objects([waiting]), NAMESPACE) == world.object_name("clear-cache")
     assert any(world.host.cache("ollama").iterdir())
 

@@ -80,10 +80,21 @@ def test_an_invalid_spec_is_rejected_naming_the_field(tmp_path: Path) -> None:
 def test_an_action_started_but_not_recorded_is_uncertain_and_not_repeated(tmp_path: Path) -> None:
     strix_halo(tmp_path)
     engine, cluster, runner = _engine(tmp_path)
-    obj = operation(engine.context, "reboot", status={"phase": "Running", "reason": "Rebooting", "message": "", "lastTransitionTime": "2026-12-02T11:59:00Z"})
+    obj = operation(
+        engine.context,
+        "reboot",
+        status={"phase": "Running", "reason": "Rebooting", "message": "", "lastTransitionTime": "2026-12-02T11:59:00Z"},
+    )
     engine.journal.write(
-        Entry(operation_uid="op-uid-1", operation="ai-system/op-1", request_id="request-op-1", action="reboot",
-              boot_id=engine.context.host.facts.boot_id, stage=Stage.STARTED, started_at="2026-12-02T11:59:00Z")
+        Entry(
+            operation_uid="op-uid-1",
+            operation="ai-system/op-1",
+            request_id="request-op-1",
+            action="reboot",
+            boot_id=engine.context.host.facts.boot_id,
+            stage=Stage.STARTED,
+            started_at="2026-12-02T11:59:00Z",
+        )
     )
     engine.run_once([obj])
     assert runner.calls == []
@@ -123,7 +134,9 @@ def test_clear_model_cache_empties_only_the_fixed_locations(tmp_path: Path) -> N
     assert keep.read_text() == "kept"
 
 
-def test_a_request_whose_node_name_is_not_the_node_of_its_uid_is_refused_naming_both_fields_and_not_run(tmp_path: Path) -> None:
+def test_a_request_whose_node_name_is_not_the_node_of_its_uid_is_refused_naming_both_fields_and_not_run(
+    tmp_path: Path,
+) -> None:
     strix_halo(tmp_path)
     engine, cluster, runner = _engine(tmp_path)
     engine.run_once([operation(engine.context, "reboot", nodeName="node-b")])

@@ -34,7 +34,11 @@ SECRET_REF = {"name": "home-network", "uid": "5e4d3c2b-1a09-4f8e-a7d6-c5b4a39281
 
 def _engine(root: Path, cluster: RecordingCluster | None = None) -> tuple[Engine, RecordingCluster, RecordingRunner]:
     cluster, runner = cluster or RecordingCluster(), RecordingRunner()
-    return Engine(Journal(root / "var/lib/magicstick/journal"), context(root, cluster=cluster, runner=runner)), cluster, runner
+    return (
+        Engine(Journal(root / "var/lib/magicstick/journal"), context(root, cluster=cluster, runner=runner)),
+        cluster,
+        runner,
+    )
 
 
 def _statuses(cluster: RecordingCluster, name: str) -> list[dict[str, Any]]:
@@ -51,14 +55,28 @@ def _clear_then_reboot(engine: Engine) -> list[dict[str, Any]]:
 
 
 def _prepare_gpu_then_reboot(engine: Engine) -> list[dict[str, Any]]:
-    return _then_reboot(engine, operation(engine.context, "prepare-gpu", name="op-1", uid="op-uid-1", experimentConsent=True))
+    return _then_reboot(
+        engine, operation(engine.context, "prepare-gpu", name="op-1", uid="op-uid-1", experimentConsent=True)
+    )
 
 
 @pytest.mark.parametrize(
     "refusal",
     [
-        pytest.param(Forbidden(method="PATCH", path=NODE_PATH, code=403, reason="Forbidden", message="the policy refused it"), id="403"),
-        pytest.param(Invalid(method="PATCH", path=NODE_PATH, code=422, reason="Invalid", message="metadata.annotations: Invalid value"), id="422"),
+        pytest.param(
+            Forbidden(method="PATCH", path=NODE_PATH, code=403, reason="Forbidden", message="the policy refused it"),
+            id="403",
+        ),
+        pytest.param(
+            Invalid(
+                method="PATCH",
+                path=NODE_PATH,
+                code=422,
+                reason="Invalid",
+                message="metadata.annotations: Invalid value",
+            ),
+            id="422",
+        ),
     ],
 )
 def test_a_permanent_refusal_of_the_api_server_ends_the_operation_failed_with_its_reason_and_the_next_one_runs(
@@ -73,7 +91,10 @@ def test_a_permanent_refusal_of_the_api_server_ends_the_operation_failed_with_it
 
     status = _statuses(cluster, "op-1")[-1]
     assert (status["phase"], status["reason"]) == ("Failed", "OutcomeUncertain")
-    assert f"{refusal.code} {refusal.reason}: {refusal.message}" in status["message"] and "not repeated" in status["message"]
+    assert (
+        f"{refusal.code} {refusal.reason}: {refusal.message}" in status["message"]
+        and "not repeated" in status["message"]
+    )
     assert runner.calls == [("systemctl", "reboot")]
     objects[0]["status"] = status
     cluster.statuses.clear()
@@ -85,10 +106,22 @@ def test_a_permanent_refusal_of_the_api_server_ends_the_operation_failed_with_it
 @pytest.mark.parametrize(
     "refusal",
     [
-        pytest.param(ServerError(method="GET", path=SECRET_PATH, code=503, reason="ServiceUnavailable", message="etcd is away"), id="503"),
-        pytest.param(TooManyRequests(method="GET", path=SECRET_PATH, code=429, reason="TooManyRequests", message="slow down"), id="429"),
         pytest.param(
-            KubeConnectionError(method="GET", path=SECRET_PATH, url="https://127.0.0.1:6443", failure=ConnectionFailure.REFUSED, cause="connection refused"),
+            ServerError(method="GET", path=SECRET_PATH, code=503, reason="ServiceUnavailable", message="etcd is away"),
+            id="503",
+        ),
+        pytest.param(
+            TooManyRequests(method="GET", path=SECRET_PATH, code=429, reason="TooManyRequests", message="slow down"),
+            id="429",
+        ),
+        pytest.param(
+            KubeConnectionError(
+                method="GET",
+                path=SECRET_PATH,
+                url="https://127.0.0.1:6443",
+                failure=ConnectionFailure.REFUSED,
+                cause="connection refused",
+            ),
             id="no connection",
         ),
     ],
@@ -96,9 +129,14 @@ def test_a_permanent_refusal_of_the_api_server_ends_the_operation_failed_with_it
 def test_a_transient_refusal_leaves_the_operation_for_the_next_pass(tmp_path: Path, refusal: KubeError) -> None:
     strix_halo(tmp_path)
     engine, cluster, runner = _engine(tmp_path)
-    cluster.secrets[SECRET_REF["name"]] = {"metadata": {"uid": SECRET_REF["uid"]}, "data": {"interface": base64.b64encode(b"eth0").decode()}}
+    cluster.secrets[SECRET_REF["name"]] = {
+        "metadata": {"uid": SECRET_REF["uid"]},
+        "data": {"interface": base64.b64encode(b"eth0").decode()},
+    }
     cluster.refusals["secret"] = refusal
-    objects = _then_reboot(engine, operation(engine.context, "configure-network", name="op-1", uid="op-uid-1", networkRef=SECRET_REF))
+    objects = _then_reboot(
+        engine, operation(engine.context, "configure-network", name="op-1", uid="op-uid-1", networkRef=SECRET_REF)
+    )
 
     engine.run_once(objects)
     assert _statuses(cluster, "op-1") == [] and runner.calls == [("systemctl", "reboot")]
@@ -165,7 +203,11 @@ def test_an_unexpected_error_before_the_host_is_touched_fails_the_operation_sayi
     engine, cluster, runner = _engine(tmp_path)
     cluster.refusals["secret"] = ZeroDivisionError()
 
-    engine.run_once(_then_reboot(engine, operation(engine.context, "configure-network", name="op-1", uid="op-uid-1", networkRef=SECRET_REF)))
+    engine.run_once(
+        _then_reboot(
+            engine, operation(engine.context, "configure-network", name="op-1", uid="op-uid-1", networkRef=SECRET_REF)
+        )
+    )
 
     status = _statuses(cluster, "op-1")[-1]
     assert (status["phase"], status["reason"]) == ("Failed", "CommandFailed")
@@ -191,7 +233,9 @@ def test_keyboard_interrupt_and_system_exit_stop_the_pass_instead_of_ending_the_
     assert runner.calls == [] and [status["phase"] for _, status in cluster.statuses] == ["Running"]
 
 
-def test_a_journal_entry_that_cannot_be_removed_is_logged_and_the_pass_goes_on(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture) -> None:
+def test_a_journal_entry_that_cannot_be_removed_is_logged_and_the_pass_goes_on(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
     strix_halo(tmp_path)
     engine, cluster, runner = _engine(tmp_path)
     engine.run_once([operation(engine.context, "reboot", name="op-1", uid="op-uid-1")])

@@ -17,7 +17,11 @@ def _node(annotations: dict[str, Any], *, uid: str = NODE_UID, boot: str, kernel
     obj = {
         "apiVersion": "v1",
         "kind": "Node",
-        "metadata": {"name": "halo", "uid": uid, "annotations": {k: v for k, v in annotations.items() if v is not None}},
+        "metadata": {
+            "name": "halo",
+            "uid": uid,
+            "annotations": {k: v for k, v in annotations.items() if v is not None},
+        },
         "status": {"nodeInfo": {"bootID": boot, "kernelVersion": kernel}},
     }
     return Snapshot.from_objects([obj]).nodes[0]
@@ -26,7 +30,9 @@ def _node(annotations: dict[str, Any], *, uid: str = NODE_UID, boot: str, kernel
 def test_the_program_finds_the_agents_evidence_current_for_the_same_node_boot_and_kernel(tmp_path: Path) -> None:
     strix_halo(tmp_path)
     view = context(tmp_path).host
-    evidence = read_evidence(_node(view.annotations(), boot=view.facts.boot_id, kernel=view.facts.kernel), NOW + timedelta(minutes=1))
+    evidence = read_evidence(
+        _node(view.annotations(), boot=view.facts.boot_id, kernel=view.facts.kernel), NOW + timedelta(minutes=1)
+    )
     assert evidence.state is EvidenceState.CURRENT, evidence.message
     assert (evidence.architecture, evidence.driver_ready, evidence.pci_devices) == ("gfx1151", True, ("1002:1586",))
 
@@ -41,7 +47,9 @@ def test_the_program_finds_the_agents_evidence_stale_after_a_reboot(tmp_path: Pa
 def test_the_program_finds_the_agents_evidence_foreign_on_another_node(tmp_path: Path) -> None:
     strix_halo(tmp_path)
     view = context(tmp_path).host
-    evidence = read_evidence(_node(view.annotations(), uid="another-uid", boot=view.facts.boot_id, kernel=view.facts.kernel), NOW)
+    evidence = read_evidence(
+        _node(view.annotations(), uid="another-uid", boot=view.facts.boot_id, kernel=view.facts.kernel), NOW
+    )
     assert evidence.state is EvidenceState.FOREIGN
 
 

@@ -39,7 +39,11 @@ def _marker(world: AgentWorld) -> None:
 def _created(world: AgentWorld) -> dict[str, Any]:
     agent = world.start()
     return world.watch_until(
-        APPLIANCE_SETUP, SETUP_NAMESPACE, "local", lambda obj: obj is not None and bool((obj.get("status") or {}).get("phase")), process=agent
+        APPLIANCE_SETUP,
+        SETUP_NAMESPACE,
+        "local",
+        lambda obj: obj is not None and bool((obj.get("status") or {}).get("phase")),
+        process=agent,
     )
 
 
@@ -66,7 +70,12 @@ def test_an_existing_setup_is_left_as_it_is_and_the_marker_is_consumed(world: Ag
         "spec": {"setupVersion": "v1", "installationId": "99999999-8888-4777-8666-555555555555"},
     }
     world.admin.create(APPLIANCE_SETUP, existing, field_manager="setup-flow")
-    world.admin.apply(APPLIANCE_SETUP, {**existing, "status": {"phase": "Completed"}}, field_manager="setup-flow", subresource="status")
+    world.admin.apply(
+        APPLIANCE_SETUP,
+        {**existing, "status": {"phase": "Completed"}},
+        field_manager="setup-flow",
+        subresource="status",
+    )
     _marker(world)
     world.start()  # READY=1 comes after the first pass, which looked at the setup
     assert (world.host.root / "var/lib/magicstick/installer-marker.consumed").exists(), world.log_text()
@@ -78,5 +87,5 @@ def test_an_existing_setup_is_left_as_it_is_and_the_marker_is_consumed(world: Ag
 def test_no_field_of_the_setup_holds_a_claim_session_password_or_recovery_code(world: AgentWorld) -> None:
     _marker(world)
     text = json.dumps({key: value for key, value in _created(world).items() if key != "metadata"}).lower()
-    for word in ("claim\"", "session", "password", "recovery"):
+    for word in ('claim"', "session", "password", "recovery"):
         assert word not in text

@@ -15,7 +15,9 @@ from tests.services.host_agent.stand_ins import NODE_UID, RecordingCluster, Reco
 MODPROBE = "etc/modprobe.d/magicstick-gpu-memory.conf"
 
 
-def _run(root: Path, obj_of: Any, cluster: RecordingCluster | None = None) -> tuple[RecordingCluster, RecordingRunner, Engine]:
+def _run(
+    root: Path, obj_of: Any, cluster: RecordingCluster | None = None
+) -> tuple[RecordingCluster, RecordingRunner, Engine]:
     cluster, runner = cluster or RecordingCluster(), RecordingRunner()
     ctx = context(root, cluster=cluster, runner=runner)
     engine = Engine(Journal(root / "var/lib/magicstick/journal"), ctx)
@@ -32,7 +34,9 @@ def _memory(ctx: Any, plan_id: str | None = None, **gpu_memory: int) -> dict[str
     return operation(ctx, "configure-gpu-memory", experimentConsent=True, gpuMemory=settings, planId=plan_id)
 
 
-def test_the_memory_plan_advertises_the_current_carve_out_and_whole_steps_leaving_the_os_its_allowance(tmp_path: Path) -> None:
+def test_the_memory_plan_advertises_the_current_carve_out_and_whole_steps_leaving_the_os_its_allowance(
+    tmp_path: Path,
+) -> None:
     strix_halo(tmp_path)
     plan = context(tmp_path).host.plans.gpu_memory
     assert plan is not None
@@ -93,7 +97,12 @@ def test_gpu_preparation_registers_until_the_node_is_eligible_with_a_gpu_then_su
     obj = operation(engine.context, "prepare-gpu", experimentConsent=True, status=_last(cluster))
     evidence = json.loads(str(cluster.annotations[-1][HOST_EVIDENCE_ANNOTATION]))
     cluster.node_object = {
-        "metadata": {"name": "halo", "uid": NODE_UID, "labels": {AMD_GPU_ELIGIBLE_LABEL: "true"}, "annotations": {HOST_EVIDENCE_ANNOTATION: json.dumps(evidence)}},
+        "metadata": {
+            "name": "halo",
+            "uid": NODE_UID,
+            "labels": {AMD_GPU_ELIGIBLE_LABEL: "true"},
+            "annotations": {HOST_EVIDENCE_ANNOTATION: json.dumps(evidence)},
+        },
         "status": {"allocatable": {"amd.com/gpu": "1"}},
     }
     engine.run_once([obj])
@@ -103,7 +112,9 @@ def test_gpu_preparation_registers_until_the_node_is_eligible_with_a_gpu_then_su
 def test_a_request_id_that_is_no_identifier_is_refused_and_never_reaches_the_modprobe_file(tmp_path: Path) -> None:
     strix_halo(tmp_path)
     injected = "req-1\ninstall amdgpu /bin/sh -c 'touch /tmp/owned'"
-    cluster, runner, _ = _run(tmp_path, lambda ctx: {**_memory(ctx), "spec": {**_memory(ctx)["spec"], "requestID": injected}})
+    cluster, runner, _ = _run(
+        tmp_path, lambda ctx: {**_memory(ctx), "spec": {**_memory(ctx)["spec"], "requestID": injected}}
+    )
     assert (_last(cluster)["phase"], _last(cluster)["reason"]) == ("Failed", "Rejected")
     assert _last(cluster)["message"].startswith("spec.requestID: ")
     assert not (tmp_path / MODPROBE).exists() and runner.calls == []

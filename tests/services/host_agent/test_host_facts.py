@@ -34,7 +34,9 @@ def test_a_strix_halo_host_reports_its_gpu_architecture_driver_and_memory(tmp_pa
     assert facts.gpu_memory is not None and (facts.gpu_memory.vram_mi, facts.gpu_memory.gtt_mi) == (512, 98304)
 
 
-@pytest.mark.parametrize(("version", "name"), [(110501, "gfx1151"), (90010, "gfx90a"), (110000, "gfx1100"), (90402, "gfx942")])
+@pytest.mark.parametrize(
+    ("version", "name"), [(110501, "gfx1151"), (90010, "gfx90a"), (110000, "gfx1100"), (90402, "gfx942")]
+)
 def test_kfd_target_versions_name_the_architecture_as_the_driver_does(version: int, name: str) -> None:
     assert architecture_of(version) == name
 

@@ -110,11 +110,15 @@ class Installer:
         return Run(done.returncode, done.stdout, done.stderr)
 
     def install(self, root: Path, *extra: str, node: str = NODE, kubeconfig: Path | None = None) -> Run:
-        return self.run("--root", str(root), "--node-name", node, "--skip-package", "--no-systemctl", *extra, kubeconfig=kubeconfig)
+        return self.run(
+            "--root", str(root), "--node-name", node, "--skip-package", "--no-systemctl", *extra, kubeconfig=kubeconfig
+        )
 
 
 def _ok(response: httpx.Response) -> dict[str, Any]:
-    assert response.is_success, f"{response.request.method} {response.request.url}: {response.status_code} {response.text}"
+    assert response.is_success, (
+        f"{response.request.method} {response.request.url}: {response.status_code} {response.text}"
+    )
     return dict(response.json())
 
 
@@ -142,7 +146,11 @@ def _service_account() -> dict[str, Any]:
 def host_agent_account(cluster: ClusterInfo) -> None:
     """Namespace ai-system and the agent's ServiceAccount, applied (other suites share them)."""
     with cluster.client() as client:
-        _apply(client, f"/api/v1/namespaces/{NAMESPACE}", {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NAMESPACE}})
+        _apply(
+            client,
+            f"/api/v1/namespaces/{NAMESPACE}",
+            {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": NAMESPACE}},
+        )
         _apply(client, f"/api/v1/namespaces/{NAMESPACE}/serviceaccounts/{SERVICE_ACCOUNT}", _service_account())
 
 
@@ -158,13 +166,19 @@ def node(cluster: ClusterInfo) -> Iterator[dict[str, Any]]:
 
 
 @pytest.fixture(scope="module")
-def installer(cluster: ClusterInfo, host_agent_account: None, node: dict[str, Any], tmp_path_factory: pytest.TempPathFactory) -> Installer:
+def installer(
+    cluster: ClusterInfo, host_agent_account: None, node: dict[str, Any], tmp_path_factory: pytest.TempPathFactory
+) -> Installer:
     base = tmp_path_factory.mktemp("installer")
     bin_dir, home = base / "bin", base / "home"
     bin_dir.mkdir()
     home.mkdir()
     kubectl = find_kubectl()
-    version = json.loads(subprocess.run([str(kubectl), "version", "--client", "-o", "json"], capture_output=True, text=True, check=True).stdout)
+    version = json.loads(
+        subprocess.run(
+            [str(kubectl), "version", "--client", "-o", "json"], capture_output=True, text=True, check=True
+        ).stdout
+    )
     minor = int("".join(c for c in version["clientVersion"]["minor"] if c.isdigit()))
     assert minor >= KUBECTL_MINOR, f"{kubectl} is kubectl 1.{minor}; 1.{KUBECTL_MINOR} or newer is needed"
     (bin_dir / "kubectl").symlink_to(kubectl)
@@ -227,7 +241,9 @@ def self_subject_review(kubeconfig: Path) -> dict[str, Any]:
     """Who the API server says the kubeconfig is, asked through the agent's own client."""
     review = {"apiVersion": "authentication.k8s.io/v1", "kind": "SelfSubjectReview"}
     with open_client(KubeAccess(kubeconfig=str(kubeconfig))) as client:
-        answer = client.request("POST", "/apis/authentication.k8s.io/v1/selfsubjectreviews", body=review, content_type="application/json")
+        answer = client.request(
+            "POST", "/apis/authentication.k8s.io/v1/selfsubjectreviews", body=review, content_type="application/json"
+        )
     return dict(answer["status"]["userInfo"])
 
 
@@ -265,14 +281,21 @@ def test_the_kubeconfig_reads_the_token_from_the_file_written_below_the_root(fir
     assert document["users"] == [{"name": SERVICE_ACCOUNT, "user": {"tokenFile": str(config(root, "token"))}}]
 
 
-def test_a_certificate_authority_file_of_the_admins_context_is_embedded_as_data(first_install: tuple[Path, Run], cluster: ClusterInfo):
+def test_a_certificate_authority_file_of_the_admins_context_is_embedded_as_data(
+    first_install: tuple[Path, Run], cluster: ClusterInfo
+):
     root, _ = first_install
     document = yaml.safe_load(config(root, "kubeconfig").read_text())
     embedded = document["clusters"][0]["cluster"]
-    assert embedded == {"server": cluster.url, "certificate-authority-data": base64.b64encode(cluster.ca_file.read_bytes()).decode()}
+    assert embedded == {
+        "server": cluster.url,
+        "certificate-authority-data": base64.b64encode(cluster.ca_file.read_bytes()).decode(),
+    }
 
 
-def test_certificate_authority_data_of_the_admins_context_is_kept_as_it_is(installer: Installer, cluster: ClusterInfo, tmp_path: Path):
+def test_certificate_authority_data_of_the_admins_context_is_kept_as_it_is(
+    installer: Installer, cluster: ClusterInfo, tmp_path: Path
+):
     admin = yaml.safe_load(installer.kubeconfig.read_text())
     data = base64.b64encode(cluster.ca_file.read_bytes()).decode()
     admin["clusters"][0]["cluster"] = {"server": cluster.url, "certificate-authority-data": data}
@@ -388,9 +411,18 @@ def test_a_node_that_does_not_exist_leaves_the_root_untouched(installer: Install
     [
         (("--frobnicate",), "install.sh: unknown option '--frobnicate'"),
         (("--root", "relative/dir"), "install.sh: --root: 'relative/dir' is not an absolute path"),
-        (("--node-name", "Not_A_Node"), "install.sh: --node-name: 'Not_A_Node' is not a Node name (lower-case letters, digits, '-' and '.')"),
-        (("--token-duration", "a year"), "install.sh: --token-duration: 'a year' is not a duration such as 8760h, 720h or 90m"),
-        (("--kubectl", "/nonexistent/kubectl"), "install.sh: --kubectl: '/nonexistent/kubectl' is not a command here (install kubectl first: see magic-cluster/host/README.md)"),
+        (
+            ("--node-name", "Not_A_Node"),
+            "install.sh: --node-name: 'Not_A_Node' is not a Node name (lower-case letters, digits, '-' and '.')",
+        ),
+        (
+            ("--token-duration", "a year"),
+            "install.sh: --token-duration: 'a year' is not a duration such as 8760h, 720h or 90m",
+        ),
+        (
+            ("--kubectl", "/nonexistent/kubectl"),
+            "install.sh: --kubectl: '/nonexistent/kubectl' is not a command here (install kubectl first: see magic-cluster/host/README.md)",
+        ),
         (("--package",), "install.sh: --package needs a value"),
     ],
 )
@@ -401,4 +433,7 @@ def test_bad_input_is_refused_in_one_line_naming_the_option(arguments: tuple[str
 
 def test_a_root_other_than_slash_is_refused_unless_systemctl_is_left_alone(tmp_path: Path):
     done = without_cluster(tmp_path, "--root", str(tmp_path))
-    assert (done.returncode, done.stderr) == (2, f"install.sh: --root {tmp_path} needs --no-systemctl: systemctl would act on this running host, not on {tmp_path} (see --help)\n")
+    assert (done.returncode, done.stderr) == (
+        2,
+        f"install.sh: --root {tmp_path} needs --no-systemctl: systemctl would act on this running host, not on {tmp_path} (see --help)\n",
+    )

@@ -171,11 +171,15 @@ READ_INVENTORY = (
 def namespace_interfaces() -> Iterator[list[tuple[str, bool, str]]]:
     """The interfaces of a fresh network namespace, as the agent's reader sees them inside it."""
     if os.geteuid() != 0 or shutil.which("ip") is None or not Path(REAL_NETPLAN).exists():
-        pytest.fail("these tests need root, iproute2's `ip netns` and Debian's netplan.io (`apt-get install netplan.io`; .ci/run installs it)")
+        pytest.fail(
+            "these tests need root, iproute2's `ip netns` and Debian's netplan.io (`apt-get install netplan.io`; .ci/run installs it)"
+        )
     name = f"mstest-{secrets.token_hex(4)}"
     subprocess.run(["ip", "netns", "add", name], check=True)
     try:
-        subprocess.run(["ip", "-n", name, "link", "add", "eth-test", "type", "veth", "peer", "name", "eth-peer"], check=True)
+        subprocess.run(
+            ["ip", "-n", name, "link", "add", "eth-test", "type", "veth", "peer", "name", "eth-peer"], check=True
+        )
         read = subprocess.run(
             ["ip", "netns", "exec", name, sys.executable, "-c", READ_INVENTORY],
             check=True,
@@ -252,16 +256,22 @@ class Host:
         )
 
     def context(self, now: datetime = NOW) -> ActionContext:
-        settings = AgentSettings(command=Command.SERVE, node_name="halo", root=self.root, confirmation_seconds=CONFIRMATION_SECONDS)
+        settings = AgentSettings(
+            command=Command.SERVE, node_name="halo", root=self.root, confirmation_seconds=CONFIRMATION_SECONDS
+        )
         host = view_host(self.facts(), node_uid=NODE_UID, netplan_files=netplan_hashes(self.root), now=now)
-        return ActionContext(settings=settings, host=host, cluster=cast(AgentCluster, self.cluster), runner=CommandRunner(), now=now)
+        return ActionContext(
+            settings=settings, host=host, cluster=cast(AgentCluster, self.cluster), runner=CommandRunner(), now=now
+        )
 
     def add_wifi_card(self, name: str = "wlan0") -> None:
         """A wireless interface as sysfs shows one (no namespace can hold a real one)."""
         (self.root / "sys/class/net" / name / "wireless").mkdir(parents=True)
         (self.root / "sys/class/net" / name / "operstate").write_text("dormant\n")
 
-    def operation(self, action: str = "configure-network", *, annotations: dict[str, str] | None = None, **spec: Any) -> dict[str, Any]:
+    def operation(
+        self, action: str = "configure-network", *, annotations: dict[str, str] | None = None, **spec: Any
+    ) -> dict[str, Any]:
         body: dict[str, Any] = {
             "action": action,
             "nodeName": "halo",
@@ -274,10 +284,20 @@ class Host:
             body["planId"] = self.context().host.plans.network
             body["networkRef"] = {"name": SECRET_NAME, "uid": SECRET_UID}
         body.update(spec)
-        metadata: dict[str, Any] = {"name": f"{action}-1", "namespace": NAMESPACE, "uid": f"uid-{action}-1", "generation": 1}
+        metadata: dict[str, Any] = {
+            "name": f"{action}-1",
+            "namespace": NAMESPACE,
+            "uid": f"uid-{action}-1",
+            "generation": 1,
+        }
         if annotations:
             metadata["annotations"] = annotations
-        return {"apiVersion": "appliance.magicstick.dev/v1alpha1", "kind": "HostOperation", "metadata": metadata, "spec": body}
+        return {
+            "apiVersion": "appliance.magicstick.dev/v1alpha1",
+            "kind": "HostOperation",
+            "metadata": metadata,
+            "spec": body,
+        }
 
     def calls(self, program: str) -> list[str]:
         log = self.logs / f"{program}.log"
@@ -288,7 +308,9 @@ class Host:
 
     def snapshot(self) -> dict[str, tuple[bytes, int]]:
         """Every file of the netplan directory: name -> (contents, mode)."""
-        return {path.name: (path.read_bytes(), stat.S_IMODE(path.stat().st_mode)) for path in sorted(self.netplan.iterdir())}
+        return {
+            path.name: (path.read_bytes(), stat.S_IMODE(path.stat().st_mode)) for path in sorted(self.netplan.iterdir())
+        }
 
 
 @pytest.fixture
@@ -320,7 +342,9 @@ def host(tmp_path: Path, namespace_interfaces: list[tuple[str, bool, str]], monk
     return Host(root=root, logs=logs, interfaces=tuple(name for name, _, _ in namespace_interfaces))
 
 
-def _started(host: Host, obj: dict[str, Any], context: ActionContext, action: Any = CONFIGURE_NETWORK) -> tuple[HostOperation, Entry]:
+def _started(
+    host: Host, obj: dict[str, Any], context: ActionContext, action: Any = CONFIGURE_NETWORK
+) -> tuple[HostOperation, Entry]:
     """The operation and its `started` entry, as the engine makes it before execute."""
     operation = HostOperation.from_object(obj)
     assert operation.spec is not None, operation.spec_error
@@ -357,27 +381,49 @@ def test_the_inventory_is_the_namespace_s_interfaces(host: Host) -> None:
     assert not any(i.wireless for i in host.facts().interfaces)
 
 
-def test_a_dhcp_ethernet_configuration_is_validated_by_netplan_generate_applied_once_and_awaits_confirmation(host: Host) -> None:
+def test_a_dhcp_ethernet_configuration_is_validated_by_netplan_generate_applied_once_and_awaits_confirmation(
+    host: Host,
+) -> None:
     operation, entry, step = _applied(host, {"interface": "eth-test"})
 
-    assert yaml.safe_load(host.ours.read_text()) == {"network": {"version": 2, "ethernets": {"eth-test": {"dhcp4": True}}}}
+    assert yaml.safe_load(host.ours.read_text()) == {
+        "network": {"version": 2, "ethernets": {"eth-test": {"dhcp4": True}}}
+    }
     assert stat.S_IMODE(host.ours.stat().st_mode) == 0o600
     generated = host.root / "run/systemd/network/10-netplan-eth-test.network"
     assert "DHCP=ipv4" in generated.read_text()
     assert f"generate --root-dir {host.root}" in host.calls("netplan")
     assert host.applies() == 1
     deadline = rfc3339(NOW + timedelta(seconds=CONFIRMATION_SECONDS))
-    assert (step.stage, step.outcome.phase, step.outcome.reason) == (Stage.APPLIED, "AwaitingConfirmation", "AwaitingConfirmation")
+    assert (step.stage, step.outcome.phase, step.outcome.reason) == (
+        Stage.APPLIED,
+        "AwaitingConfirmation",
+        "AwaitingConfirmation",
+    )
     assert step.outcome.details == {"confirmationDeadline": deadline}
     assert step.data["confirmationDeadline"] == deadline
     assert f"{CONFIRMATION_ANNOTATION}={operation.request_id}" in step.outcome.message
 
 
 def test_a_static_configuration_gets_its_addresses_default_route_and_nameservers(host: Host) -> None:
-    _applied(host, {"interface": "eth-test", "addresses": "192.0.2.10/24, 2001:db8::10/64", "gateway": "192.0.2.1", "nameservers": "192.0.2.53,2001:db8::53"})
+    _applied(
+        host,
+        {
+            "interface": "eth-test",
+            "addresses": "192.0.2.10/24, 2001:db8::10/64",
+            "gateway": "192.0.2.1",
+            "nameservers": "192.0.2.53,2001:db8::53",
+        },
+    )
 
     generated = (host.root / "run/systemd/network/10-netplan-eth-test.network").read_text()
-    for line in ("Address=192.0.2.10/24", "Address=2001:db8::10/64", "Gateway=192.0.2.1", "DNS=192.0.2.53", "DNS=2001:db8::53"):
+    for line in (
+        "Address=192.0.2.10/24",
+        "Address=2001:db8::10/64",
+        "Gateway=192.0.2.1",
+        "DNS=192.0.2.53",
+        "DNS=2001:db8::53",
+    ):
         assert line in generated
 
 
@@ -385,7 +431,9 @@ def test_a_wifi_configuration_is_generated_for_wpa_supplicant(host: Host) -> Non
     host.add_wifi_card()
     _, _, step = _applied(host, {"interface": "wlan0", "ssid": "Halo Home", "password": PASSWORD})
 
-    assert yaml.safe_load(host.ours.read_text())["network"]["wifis"] == {"wlan0": {"dhcp4": True, "access-points": {"Halo Home": {"password": PASSWORD}}}}
+    assert yaml.safe_load(host.ours.read_text())["network"]["wifis"] == {
+        "wlan0": {"dhcp4": True, "access-points": {"Halo Home": {"password": PASSWORD}}}
+    }
     wpa = host.root / "run/netplan/wpa-wlan0.conf"
     assert 'ssid="Halo Home"' in wpa.read_text() and stat.S_IMODE(wpa.stat().st_mode) == 0o600
     assert step.outcome.phase == "AwaitingConfirmation"
@@ -395,7 +443,9 @@ def test_the_confirmation_annotation_before_the_deadline_succeeds_and_the_files_
     operation, entry, _ = _applied(host, {"interface": "eth-test"})
     after = host.snapshot()
 
-    step = CONFIGURE_NETWORK.follow(_with_annotation(operation, operation.request_id), host.context(NOW + timedelta(seconds=60)), entry)
+    step = CONFIGURE_NETWORK.follow(
+        _with_annotation(operation, operation.request_id), host.context(NOW + timedelta(seconds=60)), entry
+    )
 
     assert step is not None and (step.outcome.phase, step.outcome.reason) == ("Succeeded", "Confirmed")
     assert host.snapshot() == after and "90-magicstick.yaml" in after
@@ -406,11 +456,18 @@ def test_without_confirmation_before_the_deadline_the_operation_keeps_waiting(ho
     operation, entry, _ = _applied(host, {"interface": "eth-test"})
     just_before = NOW + timedelta(seconds=CONFIRMATION_SECONDS - 1)
 
-    assert CONFIGURE_NETWORK.follow(_with_annotation(operation, "req-of-another-request"), host.context(just_before), entry) is None
+    assert (
+        CONFIGURE_NETWORK.follow(
+            _with_annotation(operation, "req-of-another-request"), host.context(just_before), entry
+        )
+        is None
+    )
     assert host.applies() == 1
 
 
-def test_no_confirmation_at_the_deadline_restores_the_files_byte_for_byte_applies_again_and_rolls_back(host: Host) -> None:
+def test_no_confirmation_at_the_deadline_restores_the_files_byte_for_byte_applies_again_and_rolls_back(
+    host: Host,
+) -> None:
     before = host.snapshot()
     operation, entry, _ = _applied(host, {"interface": "eth-test"})
     assert host.snapshot() != before
@@ -422,7 +479,9 @@ def test_no_confirmation_at_the_deadline_restores_the_files_byte_for_byte_applie
     assert host.applies() == 2
 
 
-def test_a_failing_apply_of_the_rollback_is_rollback_failed_with_the_files_restored(host: Host, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_failing_apply_of_the_rollback_is_rollback_failed_with_the_files_restored(
+    host: Host, monkeypatch: pytest.MonkeyPatch
+) -> None:
     before = host.snapshot()
     operation, entry, _ = _applied(host, {"interface": "eth-test"})
     monkeypatch.setenv("MSTEST_NETPLAN_FAIL", "apply")
@@ -434,12 +493,16 @@ def test_a_failing_apply_of_the_rollback_is_rollback_failed_with_the_files_resto
     assert host.snapshot() == before
 
 
-def test_recover_after_an_interruption_restores_the_saved_files_applies_them_and_reports_interrupted(host: Host) -> None:
+def test_recover_after_an_interruption_restores_the_saved_files_applies_them_and_reports_interrupted(
+    host: Host,
+) -> None:
     before = host.snapshot()
     host.cluster.put_secret({"interface": "eth-test"})
     context = host.context()
     operation, entry = _started(host, host.operation(), context)
-    host.ours.write_text("network:\n  version: 2\n  ethernets:\n    eth-test:\n      dhcp4: tr")  # the crash came mid-change
+    host.ours.write_text(
+        "network:\n  version: 2\n  ethernets:\n    eth-test:\n      dhcp4: tr"
+    )  # the crash came mid-change
     (host.netplan / "60-lab.yaml").unlink()
 
     outcome = CONFIGURE_NETWORK.recover(operation, host.context(NOW + timedelta(minutes=5)), entry)
@@ -467,15 +530,47 @@ def test_a_secret_whose_uid_differs_is_refused_as_unusable_and_nothing_is_writte
     ("data", "key", "value"),
     [
         pytest.param({"interface": "eth9"}, "interface", "eth9", id="an unknown interface"),
-        pytest.param({"interface": "eth-test", "ssid": "Halo Home", "password": PASSWORD}, "ssid", "Halo Home", id="a Wi-Fi ssid on an Ethernet interface"),
-        pytest.param({"interface": "eth-test", "addresses": "192.0.2.10/24,192.0.2.300/24"}, "addresses", "192.0.2.300/24", id="a bad CIDR"),
-        pytest.param({"interface": "eth-test", "addresses": "10.1.2.3"}, "addresses", "10.1.2.3", id="an address without its prefix length"),
-        pytest.param({"interface": "eth-test", "addresses": "192.0.2.10/24", "gateway": "2001:db8::1"}, "gateway", "2001:db8::1", id="a gateway of another IP version"),
-        pytest.param({"interface": "eth-test", "nameservers": "192.0.2.53,dns.example"}, "nameservers", "dns.example", id="a nameserver that is no IP"),
-        pytest.param({"interface": "wlan0", "ssid": "Halo Home", "password": "short"}, "password", "short", id="a password too short for WPA"),
+        pytest.param(
+            {"interface": "eth-test", "ssid": "Halo Home", "password": PASSWORD},
+            "ssid",
+            "Halo Home",
+            id="a Wi-Fi ssid on an Ethernet interface",
+        ),
+        pytest.param(
+            {"interface": "eth-test", "addresses": "192.0.2.10/24,192.0.2.300/24"},
+            "addresses",
+            "192.0.2.300/24",
+            id="a bad CIDR",
+        ),
+        pytest.param(
+            {"interface": "eth-test", "addresses": "10.1.2.3"},
+            "addresses",
+            "10.1.2.3",
+            id="an address without its prefix length",
+        ),
+        pytest.param(
+            {"interface": "eth-test", "addresses": "192.0.2.10/24", "gateway": "2001:db8::1"},
+            "gateway",
+            "2001:db8::1",
+            id="a gateway of another IP version",
+        ),
+        pytest.param(
+            {"interface": "eth-test", "nameservers": "192.0.2.53,dns.example"},
+            "nameservers",
+            "dns.example",
+            id="a nameserver that is no IP",
+        ),
+        pytest.param(
+            {"interface": "wlan0", "ssid": "Halo Home", "password": "short"},
+            "password",
+            "short",
+            id="a password too short for WPA",
+        ),
     ],
 )
-def test_a_secret_value_that_breaks_its_rule_is_refused_naming_the_key_not_the_value(host: Host, data: dict[str, str], key: str, value: str) -> None:
+def test_a_secret_value_that_breaks_its_rule_is_refused_naming_the_key_not_the_value(
+    host: Host, data: dict[str, str], key: str, value: str
+) -> None:
     host.add_wifi_card()
     host.cluster.put_secret(data)
     before = host.snapshot()
@@ -489,7 +584,9 @@ def test_a_secret_value_that_breaks_its_rule_is_refused_naming_the_key_not_the_v
     assert host.snapshot() == before
 
 
-def test_the_password_never_appears_in_the_statuses_the_journal_or_the_logs(host: Host, caplog: pytest.LogCaptureFixture) -> None:
+def test_the_password_never_appears_in_the_statuses_the_journal_or_the_logs(
+    host: Host, caplog: pytest.LogCaptureFixture
+) -> None:
     host.add_wifi_card()
     host.cluster.put_secret({"interface": "wlan0", "ssid": "Halo Home", "password": PASSWORD})
     context = host.context()
@@ -508,7 +605,9 @@ def test_the_password_never_appears_in_the_statuses_the_journal_or_the_logs(host
     assert PASSWORD not in caplog.text
 
 
-def test_the_password_never_appears_in_a_refusal_or_a_command_failure(host: Host, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_password_never_appears_in_a_refusal_or_a_command_failure(
+    host: Host, monkeypatch: pytest.MonkeyPatch
+) -> None:
     host.add_wifi_card()
     context = host.context()
     host.cluster.put_secret({"interface": "wlan0", "ssid": "Halo Home", "password": PASSWORD, "gateway": "192.0.2.1"})
@@ -518,7 +617,10 @@ def test_the_password_never_appears_in_a_refusal_or_a_command_failure(host: Host
     monkeypatch.setenv("MSTEST_NETPLAN_FAIL", "generate")
     _, _, step = _applied(host, {"interface": "wlan0", "ssid": "Halo Home", "password": PASSWORD})
 
-    settings = network_settings({"interface": _b64("wlan0"), "ssid": _b64("Halo Home"), "password": _b64(PASSWORD)}, context.host.facts.interfaces)
+    settings = network_settings(
+        {"interface": _b64("wlan0"), "ssid": _b64("Halo Home"), "password": _b64(PASSWORD)},
+        context.host.facts.interfaces,
+    )
     assert isinstance(settings, NetworkSettings) and PASSWORD not in repr(settings) and PASSWORD not in settings.summary
     assert refusal is not None and "'gateway'" in refusal.message
     assert bad_password is not None and "'password'" in bad_password.message
@@ -527,7 +629,9 @@ def test_the_password_never_appears_in_a_refusal_or_a_command_failure(host: Host
         assert PASSWORD not in message
 
 
-def test_a_failing_netplan_generate_restores_the_saved_files_fails_with_command_failed_and_applies_nothing(host: Host, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_failing_netplan_generate_restores_the_saved_files_fails_with_command_failed_and_applies_nothing(
+    host: Host, monkeypatch: pytest.MonkeyPatch
+) -> None:
     before = host.snapshot()
     monkeypatch.setenv("MSTEST_NETPLAN_FAIL", "generate")
 
@@ -579,7 +683,9 @@ def test_scan_wifi_on_a_host_without_a_wireless_interface_is_refused_with_no_wif
     assert host.calls("iw") == []
 
 
-def test_through_the_engine_configure_network_writes_applying_then_awaiting_confirmation_and_journals_applied(host: Host) -> None:
+def test_through_the_engine_configure_network_writes_applying_then_awaiting_confirmation_and_journals_applied(
+    host: Host,
+) -> None:
     host.cluster.put_secret({"interface": "eth-test"})
     obj = host.operation()
 
@@ -589,7 +695,9 @@ def test_through_the_engine_configure_network_writes_applying_then_awaiting_conf
         ("configure-network-1", "Applying"),
         ("configure-network-1", "AwaitingConfirmation"),
     ]
-    assert host.cluster.statuses[-1][1]["confirmationDeadline"] == rfc3339(NOW + timedelta(seconds=CONFIRMATION_SECONDS))
+    assert host.cluster.statuses[-1][1]["confirmationDeadline"] == rfc3339(
+        NOW + timedelta(seconds=CONFIRMATION_SECONDS)
+    )
     entry = host.journal.read(obj["metadata"]["uid"])
     assert entry is not None and entry.stage is Stage.APPLIED
     assert host.applies() == 1
@@ -600,7 +708,11 @@ def test_through_the_engine_a_confirmed_change_succeeds_on_a_later_pass_without_
     obj = host.operation()
     Engine(host.journal, host.context()).run_once([obj])
     written = host.cluster.statuses[-1][1]
-    confirmed = {**obj, "metadata": {**obj["metadata"], "annotations": {CONFIRMATION_ANNOTATION: obj["spec"]["requestID"]}}, "status": written}
+    confirmed = {
+        **obj,
+        "metadata": {**obj["metadata"], "annotations": {CONFIRMATION_ANNOTATION: obj["spec"]["requestID"]}},
+        "status": written,
+    }
 
     Engine(host.journal, host.context(NOW + timedelta(seconds=30))).run_once([confirmed])
 
@@ -616,7 +728,11 @@ def _run(host: Host, *objects: dict[str, Any], now: datetime = NOW) -> None:
 
 def _named(obj: dict[str, Any], name: str) -> dict[str, Any]:
     """`obj` as another operation: its own name, UID and request ID."""
-    return {**obj, "metadata": {**obj["metadata"], "name": name, "uid": f"uid-{name}"}, "spec": {**obj["spec"], "requestID": f"req-{name}"}}
+    return {
+        **obj,
+        "metadata": {**obj["metadata"], "name": name, "uid": f"uid-{name}"},
+        "spec": {**obj["spec"], "requestID": f"req-{name}"},
+    }
 
 
 def _last_status(host: Host, name: str) -> dict[str, Any]:
@@ -626,15 +742,45 @@ def _last_status(host: Host, name: str) -> dict[str, Any]:
 @pytest.mark.parametrize(
     ("data", "key"),
     [
-        pytest.param({"interface": "eth-test", "addresses": "fe80::10%eth-test\n  wifis: {}/64"}, "addresses", id="an address whose zone ID carries a newline"),
-        pytest.param({"interface": "eth-test", "addresses": "fe80::10%x: {}/64"}, "addresses", id="an address whose zone ID carries YAML"),
-        pytest.param({"interface": "eth-test", "addresses": "fe80::10%eth-test/64"}, "addresses", id="an address with a zone ID naming the interface"),
-        pytest.param({"interface": "eth-test", "nameservers": "fe80::53%\x00"}, "nameservers", id="a nameserver whose zone ID is NUL"),
-        pytest.param({"interface": "eth-test", "nameservers": "fe80::53%" + "z" * 200_000}, "nameservers", id="a nameserver of 200 kB"),
-        pytest.param({"interface": "eth-test", "addresses": "2001:db8::10/64", "gateway": "fe80::1%eth-test"}, "gateway", id="a gateway with a zone ID"),
+        pytest.param(
+            {"interface": "eth-test", "addresses": "fe80::10%eth-test\n  wifis: {}/64"},
+            "addresses",
+            id="an address whose zone ID carries a newline",
+        ),
+        pytest.param(
+            {"interface": "eth-test", "addresses": "fe80::10%x: {}/64"},
+            "addresses",
+            id="an address whose zone ID carries YAML",
+        ),
+        pytest.param(
+            {"interface": "eth-test", "addresses": "fe80::10%eth-test/64"},
+            "addresses",
+            id="an address with a zone ID naming the interface",
+        ),
+        pytest.param(
+            {"interface": "eth-test", "nameservers": "fe80::53%\x00"},
+            "nameservers",
+            id="a nameserver whose zone ID is NUL",
+        ),
+        pytest.param(
+            {"interface": "eth-test", "nameservers": "fe80::53%" + "z" * 200_000},
+            "nameservers",
+            id="a nameserver of 200 kB",
+        ),
+        pytest.param(
+            {"interface": "eth-test", "addresses": "2001:db8::10/64", "gateway": "fe80::1%eth-test"},
+            "gateway",
+            id="a gateway with a zone ID",
+        ),
         pytest.param({"interface": "eth-test\n"}, "interface", id="an interface name with a newline"),
-        pytest.param({"interface": "wlan0", "ssid": "Halo\x1b[2J Home", "password": PASSWORD}, "ssid", id="an SSID with ESC"),
-        pytest.param({"interface": "wlan0", "ssid": "Halo Home", "password": PASSWORD + "\u202e"}, "password", id="a password with U+202E"),
+        pytest.param(
+            {"interface": "wlan0", "ssid": "Halo\x1b[2J Home", "password": PASSWORD}, "ssid", id="an SSID with ESC"
+        ),
+        pytest.param(
+            {"interface": "wlan0", "ssid": "Halo Home", "password": PASSWORD + "\u202e"},
+            "password",
+            id="a password with U+202E",
+        ),
     ],
 )
 def test_a_value_with_a_zone_id_a_control_character_or_no_bound_is_refused_naming_its_key_before_anything_is_written(
@@ -707,11 +853,19 @@ def _passwords_in_journal(host: Host) -> list[str]:
 
 
 def _confirmed(obj: dict[str, Any], status: dict[str, Any]) -> dict[str, Any]:
-    return {**obj, "metadata": {**obj["metadata"], "annotations": {CONFIRMATION_ANNOTATION: obj["spec"]["requestID"]}}, "status": status}
+    return {
+        **obj,
+        "metadata": {**obj["metadata"], "annotations": {CONFIRMATION_ANNOTATION: obj["spec"]["requestID"]}},
+        "status": status,
+    }
 
 
-@pytest.mark.parametrize("ending", ["confirmed", "rolled back", "refused by generate", "refused by apply", "crashed and recovered"])
-def test_no_journal_entry_keeps_a_password_once_its_change_has_ended(host: Host, monkeypatch: pytest.MonkeyPatch, ending: str) -> None:
+@pytest.mark.parametrize(
+    "ending", ["confirmed", "rolled back", "refused by generate", "refused by apply", "crashed and recovered"]
+)
+def test_no_journal_entry_keeps_a_password_once_its_change_has_ended(
+    host: Host, monkeypatch: pytest.MonkeyPatch, ending: str
+) -> None:
     host.add_wifi_card()
     host.cluster.put_secret({"interface": "wlan0", "ssid": "Halo Home", "password": FIRST_PASSWORD})
     first = _named(host.operation(), "first")
@@ -729,7 +883,12 @@ def test_no_journal_entry_keeps_a_password_once_its_change_has_ended(host: Host,
         _run(host, first, _confirmed(second, _last_status(host, "second")), now=later + timedelta(seconds=30))
     elif ending == "rolled back":
         _run(host, first, second, now=later)
-        _run(host, first, {**second, "status": _last_status(host, "second")}, now=later + timedelta(seconds=CONFIRMATION_SECONDS))
+        _run(
+            host,
+            first,
+            {**second, "status": _last_status(host, "second")},
+            now=later + timedelta(seconds=CONFIRMATION_SECONDS),
+        )
     elif ending == "refused by generate":
         monkeypatch.setenv("MSTEST_NETPLAN_FAIL", "generate")
         _run(host, first, second, now=later)
@@ -740,8 +899,15 @@ def test_no_journal_entry_keeps_a_password_once_its_change_has_ended(host: Host,
         context = host.context(later)
         _, started = _started(host, second, context)
         host.journal.write(started)
-        host.ours.write_text("network:\n  version: 2\n  wifis:\n    wlan0:\n      access-points:\n        ")  # the crash came mid-change
-        _run(host, first, {**second, "status": {"phase": "Applying", "reason": "InProgress", "message": ""}}, now=later + timedelta(minutes=5))
+        host.ours.write_text(
+            "network:\n  version: 2\n  wifis:\n    wlan0:\n      access-points:\n        "
+        )  # the crash came mid-change
+        _run(
+            host,
+            first,
+            {**second, "status": {"phase": "Applying", "reason": "InProgress", "message": ""}},
+            now=later + timedelta(minutes=5),
+        )
 
     status = _last_status(host, "second")
     expected = {
@@ -797,7 +963,9 @@ def test_scan_wifi_publishes_only_printable_ssids_escaping_the_others_and_saying
     assert all(text.isprintable() for text in (status["message"], status["reason"]))
 
 
-def test_an_unexpected_error_in_the_middle_of_a_network_change_rolls_it_back_and_keeps_no_saved_file(host: Host, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_an_unexpected_error_in_the_middle_of_a_network_change_rolls_it_back_and_keeps_no_saved_file(
+    host: Host, monkeypatch: pytest.MonkeyPatch
+) -> None:
     from services.host_agent.actions import network
 
     host.add_wifi_card()

@@ -28,7 +28,12 @@ def test_the_flag_wins_over_its_environment_variable_which_wins_over_the_default
     environment = {"MAGICSTICK_HOST_AGENT_NETWORK_NAMESPACE": "site-networks"}
 
     assert parse_settings(["serve", "--node-name", "halo"], environment).network_namespace == "site-networks"
-    assert parse_settings(["serve", "--node-name", "halo", "--network-namespace", "lab-networks"], environment).network_namespace == "lab-networks"
+    assert (
+        parse_settings(
+            ["serve", "--node-name", "halo", "--network-namespace", "lab-networks"], environment
+        ).network_namespace
+        == "lab-networks"
+    )
 
 
 @pytest.fixture
@@ -49,11 +54,18 @@ def secret_name(world: AgentWorld) -> Iterator[str]:
 
 
 def _secret(admin: KubeClient, name: str, namespace: str) -> dict[str, Any]:
-    body = {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": name, "namespace": namespace}, "stringData": {"interface": "wlan0"}}
+    body = {
+        "apiVersion": "v1",
+        "kind": "Secret",
+        "metadata": {"name": name, "namespace": namespace},
+        "stringData": {"interface": "wlan0"},
+    }
     return admin.create(SECRET, body, field_manager="kubectl-create")
 
 
-def test_the_agent_reads_a_network_secret_from_the_network_namespace(world: AgentWorld, agent_cluster: AgentCluster, secret_name: str) -> None:
+def test_the_agent_reads_a_network_secret_from_the_network_namespace(
+    world: AgentWorld, agent_cluster: AgentCluster, secret_name: str
+) -> None:
     created = _secret(world.admin, secret_name, NETWORK_NAMESPACE)
 
     read = agent_cluster.secret(secret_name)

@@ -50,7 +50,13 @@ def _replaced() -> RecordingCluster:
 
 
 def _unreadable() -> RecordingCluster:
-    refusal = Forbidden(method="GET", path=f"/api/v1/namespaces/ai-system/secrets/{SECRET}", code=403, reason="Forbidden", message="forbidden")
+    refusal = Forbidden(
+        method="GET",
+        path=f"/api/v1/namespaces/ai-system/secrets/{SECRET}",
+        code=403,
+        reason="Forbidden",
+        message="forbidden",
+    )
     return RecordingCluster(refusals={"secret": refusal})
 
 
@@ -58,10 +64,17 @@ def _foreign_key() -> RecordingCluster:
     return RecordingCluster(secrets={SECRET: _secret({"interface": "eth0", "passphrase": VALUE})})
 
 
-CASES = {"missing": _missing, "replaced": _replaced, "unreadable": _unreadable, "a key that is no setting": _foreign_key}
+CASES = {
+    "missing": _missing,
+    "replaced": _replaced,
+    "unreadable": _unreadable,
+    "a key that is no setting": _foreign_key,
+}
 
 
-def test_a_secret_the_request_cannot_use_gets_one_message_whatever_the_cause(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+def test_a_secret_the_request_cannot_use_gets_one_message_whatever_the_cause(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
     strix_halo(tmp_path)
     caplog.set_level(logging.INFO, logger="services.host_agent")
 
@@ -75,7 +88,9 @@ def test_a_secret_the_request_cannot_use_gets_one_message_whatever_the_cause(tmp
     assert message.startswith("spec.networkRef: ")
 
 
-def test_the_agent_s_log_says_why_a_secret_cannot_be_used_without_its_values(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+def test_the_agent_s_log_says_why_a_secret_cannot_be_used_without_its_values(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
     strix_halo(tmp_path)
     caplog.set_level(logging.DEBUG, logger="services.host_agent")
     for make in CASES.values():
@@ -90,9 +105,13 @@ def test_the_agent_s_log_says_why_a_secret_cannot_be_used_without_its_values(tmp
     assert not [record for record in caplog.records if record.levelno >= logging.ERROR]
 
 
-def test_a_value_that_breaks_its_rule_in_the_requested_secret_is_refused_naming_the_setting_not_the_value(tmp_path: Path) -> None:
+def test_a_value_that_breaks_its_rule_in_the_requested_secret_is_refused_naming_the_setting_not_the_value(
+    tmp_path: Path,
+) -> None:
     strix_halo(tmp_path)
-    cluster = RecordingCluster(secrets={SECRET: _secret({"interface": "eth0", "nameservers": "192.0.2.53,dns.example"})})
+    cluster = RecordingCluster(
+        secrets={SECRET: _secret({"interface": "eth0", "nameservers": "192.0.2.53,dns.example"})}
+    )
 
     status = _status(tmp_path, cluster)
 
@@ -104,7 +123,10 @@ def test_a_network_ref_name_that_is_not_a_secret_name_is_rejected_without_asking
     strix_halo(tmp_path)
     cluster = RecordingCluster()
     engine = Engine(Journal(tmp_path / "var/lib/magicstick/journal"), context(tmp_path, cluster=cluster))
-    beyond = {"name": "x/../../identity-system/secrets/idp-admin", "uid": SECRET_UID}  # made before the CRD had its rule
+    beyond = {
+        "name": "x/../../identity-system/secrets/idp-admin",
+        "uid": SECRET_UID,
+    }  # made before the CRD had its rule
 
     engine.run_once([operation(engine.context, "configure-network", networkRef=beyond)])
 

@@ -18,12 +18,23 @@ REPO_ROOT = Path(__file__).resolve().parents[3]
 def test_serve_takes_its_defaults_from_a_node() -> None:
     settings = parse_settings(["serve", "--node-name", "halo"], {})
     assert settings.command is Command.SERVE
-    assert (str(settings.root), settings.kubeconfig, str(settings.state_path)) == ("/", "/etc/magicstick/host-agent/kubeconfig", "/var/lib/magicstick")
+    assert (str(settings.root), settings.kubeconfig, str(settings.state_path)) == (
+        "/",
+        "/etc/magicstick/host-agent/kubeconfig",
+        "/var/lib/magicstick",
+    )
 
 
 def test_a_flag_wins_over_its_environment_variable() -> None:
-    settings = parse_settings(["evidence", "--node-name", "halo"], {"MAGICSTICK_HOST_AGENT_NODE_NAME": "other", "MAGICSTICK_HOST_AGENT_ROOT": "/srv/host"})
-    assert (settings.node_name, str(settings.root), str(settings.state_path)) == ("halo", "/srv/host", "/srv/host/var/lib/magicstick")
+    settings = parse_settings(
+        ["evidence", "--node-name", "halo"],
+        {"MAGICSTICK_HOST_AGENT_NODE_NAME": "other", "MAGICSTICK_HOST_AGENT_ROOT": "/srv/host"},
+    )
+    assert (settings.node_name, str(settings.root), str(settings.state_path)) == (
+        "halo",
+        "/srv/host",
+        "/srv/host/var/lib/magicstick",
+    )
 
 
 @pytest.mark.parametrize(
@@ -43,7 +54,14 @@ def test_a_bad_value_is_refused_naming_the_flag(argv: list[str], words: str) -> 
 
 
 def _run(*argv: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "services.host_agent.main", *argv], capture_output=True, text=True, cwd=REPO_ROOT, timeout=60, check=False)
+    return subprocess.run(
+        [sys.executable, "-m", "services.host_agent.main", *argv],
+        capture_output=True,
+        text=True,
+        cwd=REPO_ROOT,
+        timeout=60,
+        check=False,
+    )
 
 
 def test_the_console_script_exits_2_on_a_bad_flag_with_one_line() -> None:

@@ -26,8 +26,13 @@ def _token_kubeconfig(world: AgentWorld, tmp_path: Path, seconds: int) -> tuple[
 
 
 def _node_claim(world: AgentWorld, token: str) -> list[str]:
-    with httpx.Client(base_url=world.cluster.url, verify=world.cluster.ssl_context(), headers={"Authorization": f"Bearer {token}"}) as client:
-        review = client.post("/apis/authentication.k8s.io/v1/selfsubjectreviews", json={"apiVersion": "authentication.k8s.io/v1", "kind": "SelfSubjectReview"})
+    with httpx.Client(
+        base_url=world.cluster.url, verify=world.cluster.ssl_context(), headers={"Authorization": f"Bearer {token}"}
+    ) as client:
+        review = client.post(
+            "/apis/authentication.k8s.io/v1/selfsubjectreviews",
+            json={"apiVersion": "authentication.k8s.io/v1", "kind": "SelfSubjectReview"},
+        )
     review.raise_for_status()
     user = review.json()["status"]["userInfo"]
     assert user["username"] == f"system:serviceaccount:{NAMESPACE}:{SERVICE_ACCOUNT}"
@@ -39,19 +44,32 @@ def test_a_token_is_not_renewed_before_two_thirds_of_its_lifetime(world: AgentWo
     path = token_file(kubeconfig)
     assert path == token
     issued = read_token(token)
-    assert issued.lifetime_seconds == 3600 and (issued.namespace, issued.service_account) == (NAMESPACE, SERVICE_ACCOUNT)
+    assert issued.lifetime_seconds == 3600 and (issued.namespace, issued.service_account) == (
+        NAMESPACE,
+        SERVICE_ACCOUNT,
+    )
     with open_client(KubeAccess(kubeconfig=str(kubeconfig))) as client:
-        cluster = AgentCluster(client, node_name=world.node_name, namespace=NAMESPACE, setup_namespace="identity-system")
-        assert not renew_if_due(cluster, path=token, now=datetime.fromtimestamp(issued.issued_at, UTC) + timedelta(seconds=2399))
+        cluster = AgentCluster(
+            client, node_name=world.node_name, namespace=NAMESPACE, setup_namespace="identity-system"
+        )
+        assert not renew_if_due(
+            cluster, path=token, now=datetime.fromtimestamp(issued.issued_at, UTC) + timedelta(seconds=2399)
+        )
 
 
-def test_a_due_token_is_replaced_by_one_bound_to_the_same_node_with_the_same_lifetime(world: AgentWorld, tmp_path: Path) -> None:
+def test_a_due_token_is_replaced_by_one_bound_to_the_same_node_with_the_same_lifetime(
+    world: AgentWorld, tmp_path: Path
+) -> None:
     kubeconfig, token = _token_kubeconfig(world, tmp_path, 3600)
     before = token.read_text()
     issued = read_token(token)
     with open_client(KubeAccess(kubeconfig=str(kubeconfig))) as client:
-        cluster = AgentCluster(client, node_name=world.node_name, namespace=NAMESPACE, setup_namespace="identity-system")
-        assert renew_if_due(cluster, path=token, now=datetime.fromtimestamp(issued.issued_at, UTC) + timedelta(seconds=2400))
+        cluster = AgentCluster(
+            client, node_name=world.node_name, namespace=NAMESPACE, setup_namespace="identity-system"
+        )
+        assert renew_if_due(
+            cluster, path=token, now=datetime.fromtimestamp(issued.issued_at, UTC) + timedelta(seconds=2400)
+        )
     after = token.read_text()
     assert after != before and read_token(token).lifetime_seconds == 3600
     assert oct(token.stat().st_mode & 0o777) == "0o600"

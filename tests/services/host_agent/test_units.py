@@ -51,7 +51,9 @@ def unit(name: str) -> configparser.RawConfigParser:
 def timespan(value: str) -> timedelta:
     """A systemd time span as systemd itself reads it."""
     answer = subprocess.run([SYSTEMD_ANALYZE, "timespan", value], capture_output=True, text=True, check=True)
-    micros = next(int(m.group(1)) for line in answer.stdout.splitlines() if (m := re.fullmatch(r"\s*\S*s:\s*(\d+)\s*", line)))
+    micros = next(
+        int(m.group(1)) for line in answer.stdout.splitlines() if (m := re.fullmatch(r"\s*\S*s:\s*(\d+)\s*", line))
+    )
     return timedelta(microseconds=micros)
 
 
@@ -98,7 +100,10 @@ def test_verify_refuses_the_units_when_the_console_script_is_missing(verify_root
 
 def test_the_evidence_timer_fires_a_minute_after_boot_then_every_five_minutes():
     timer = unit(TIMER)["Timer"]
-    assert (timespan(timer["OnBootSec"]), timespan(timer["OnUnitActiveSec"])) == (timedelta(minutes=1), timedelta(minutes=5))
+    assert (timespan(timer["OnBootSec"]), timespan(timer["OnUnitActiveSec"])) == (
+        timedelta(minutes=1),
+        timedelta(minutes=5),
+    )
 
 
 def test_the_timer_keeps_evidence_fresh_though_several_runs_in_a_row_fail():

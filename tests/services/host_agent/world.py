@@ -54,7 +54,9 @@ def _documents(path: Path) -> list[dict[str, Any]]:
 
 
 AGENT_IDENTITY = TestIdentity(
-    name=f"system:serviceaccount:{NAMESPACE}:{SERVICE_ACCOUNT}", token="", groups=("system:serviceaccounts", f"system:serviceaccounts:{NAMESPACE}")
+    name=f"system:serviceaccount:{NAMESPACE}:{SERVICE_ACCOUNT}",
+    token="",
+    groups=("system:serviceaccounts", f"system:serviceaccounts:{NAMESPACE}"),
 )
 AGENT_PERMISSIONS = (
     Permission(verb="patch", group="", resource="nodes"),
@@ -79,31 +81,50 @@ def install(cluster: ClusterInfo, admin: KubeClient, workdir: Path) -> None:
 
 
 def create_node(
-    admin: KubeClient, name: str, *, boot_id: str, kernel: str, labels: Mapping[str, str] | None = None, resources: Mapping[str, str] | None = None
+    admin: KubeClient,
+    name: str,
+    *,
+    boot_id: str,
+    kernel: str,
+    labels: Mapping[str, str] | None = None,
+    resources: Mapping[str, str] | None = None,
 ) -> dict[str, Any]:
     """A Node as a kubelet registers it: its boot ID and kernel in status.nodeInfo (and NFD's labels).
     Each is a control-plane node, as a single-node appliance's is (only such a node's agent may
     create ApplianceSetup/local)."""
     metadata = {"name": name, "labels": {CONTROL_PLANE: "", **(labels or {})}}
     created = admin.create(NODE, {"apiVersion": "v1", "kind": "Node", "metadata": metadata}, field_manager="kubelet")
-    status: dict[str, Any] = {"nodeInfo": {"bootID": boot_id, "kernelVersion": kernel, "architecture": "amd64", "operatingSystem": "linux"}}
+    status: dict[str, Any] = {
+        "nodeInfo": {"bootID": boot_id, "kernelVersion": kernel, "architecture": "amd64", "operatingSystem": "linux"}
+    }
     if resources:
         status |= {"capacity": dict(resources), "allocatable": dict(resources)}
-    admin.request("PATCH", NODE.object_path(name) + "/status", body={"status": status}, content_type="application/merge-patch+json")
+    admin.request(
+        "PATCH",
+        NODE.object_path(name) + "/status",
+        body={"status": status},
+        content_type="application/merge-patch+json",
+    )
     return created
 
 
 def node_bound_token(admin: KubeClient, node: Mapping[str, Any], *, seconds: int = 7200) -> str:
     """A token of the agent's ServiceAccount bound to `node`, requested as install.sh does (by the admin)."""
-    cluster = AgentCluster(admin, node_name=str(node["metadata"]["name"]), namespace=NAMESPACE, setup_namespace="identity-system")
-    return cluster.node_bound_token(namespace=NAMESPACE, service_account=SERVICE_ACCOUNT, seconds=seconds, node=dict(node))
+    cluster = AgentCluster(
+        admin, node_name=str(node["metadata"]["name"]), namespace=NAMESPACE, setup_namespace="identity-system"
+    )
+    return cluster.node_bound_token(
+        namespace=NAMESPACE, service_account=SERVICE_ACCOUNT, seconds=seconds, node=dict(node)
+    )
 
 
 def write_kubeconfig(cluster: ClusterInfo, token: str, path: Path) -> Path:
     config = {
         "apiVersion": "v1",
         "kind": "Config",
-        "clusters": [{"name": "test", "cluster": {"server": cluster.url, "certificate-authority": str(cluster.ca_file)}}],
+        "clusters": [
+            {"name": "test", "cluster": {"server": cluster.url, "certificate-authority": str(cluster.ca_file)}}
+        ],
         "users": [{"name": SERVICE_ACCOUNT, "user": {"token": token}}],
         "contexts": [{"name": "host-agent", "context": {"cluster": "test", "user": SERVICE_ACCOUNT}}],
         "current-context": "host-agent",
@@ -154,14 +175,20 @@ class AgentWorld:
         ]  # fmt: skip
 
     def environment(self, failpoint: str | None = None) -> dict[str, str]:
-        env = {**os.environ, "PATH": f"{self.tools}{os.pathsep}{os.environ.get('PATH', '')}", "PYTHONPATH": str(REPO_ROOT)}
+        env = {
+            **os.environ,
+            "PATH": f"{self.tools}{os.pathsep}{os.environ.get('PATH', '')}",
+            "PYTHONPATH": str(REPO_ROOT),
+        }
         env.pop("MAGICSTICK_HOST_AGENT_FAILPOINT", None)
         if failpoint is not None:
             env["MAGICSTICK_HOST_AGENT_FAILPOINT"] = failpoint
         return env
 
     def publish_evidence(self) -> subprocess.CompletedProcess[str]:
-        return subprocess.run(self.argv("evidence"), env=self.environment(), capture_output=True, text=True, timeout=60, check=False)
+        return subprocess.run(
+            self.argv("evidence"), env=self.environment(), capture_output=True, text=True, timeout=60, check=False
+        )
 
     def start(self, *, failpoint: str | None = None) -> subprocess.Popen[bytes]:
         """`serve`, once it said READY=1 (or, with a failpoint, started: it may die before)."""
@@ -207,7 +234,12 @@ class AgentWorld:
             "acknowledgeDisruption": True,
             **spec,
         }
-        obj = {"apiVersion": API_VERSION, "kind": "HostOperation", "metadata": {"name": self.object_name(name), "namespace": NAMESPACE}, "spec": body}
+        obj = {
+            "apiVersion": API_VERSION,
+            "kind": "HostOperation",
+            "metadata": {"name": self.object_name(name), "namespace": NAMESPACE},
+            "spec": body,
+        }
         return self.admin.create(HOST_OPERATION, obj, field_manager="test-administrator")
 
     def operation(self, name: str) -> dict[str, Any]:
@@ -216,9 +248,17 @@ class AgentWorld:
     def node_now(self) -> dict[str, Any]:
         return self.admin.get(NODE, self.node_name)
 
-    def wait_for(self, name: str, until: Callable[[dict[str, Any]], bool], *, process: subprocess.Popen[bytes] | None = None) -> dict[str, Any]:
+    def wait_for(
+        self, name: str, until: Callable[[dict[str, Any]], bool], *, process: subprocess.Popen[bytes] | None = None
+    ) -> dict[str, Any]:
         """The HostOperation once `until(status)` holds."""
-        return self.watch_until(HOST_OPERATION, NAMESPACE, self.object_name(name), lambda obj: obj is not None and until(obj.get("status") or {}), process=process)
+        return self.watch_until(
+            HOST_OPERATION,
+            NAMESPACE,
+            self.object_name(name),
+            lambda obj: obj is not None and until(obj.get("status") or {}),
+            process=process,
+        )
 
     def watch_until(
         self,
@@ -238,20 +278,30 @@ class AgentWorld:
             if process is not None and process.poll() is not None:
                 raise AssertionError(f"the agent exited with {process.returncode}:\n{self.log_text()}")
             changed = False
-            with self.admin.watch(kind, namespace=namespace, resource_version=version, timeout_seconds=WAIT_SECONDS) as stream:
+            with self.admin.watch(
+                kind, namespace=namespace, resource_version=version, timeout_seconds=WAIT_SECONDS
+            ) as stream:
                 for event in stream:
                     version = event.resource_version or version
                     if event.type.value != "BOOKMARK" and (event.object.get("metadata") or {}).get("name") == name:
                         current, changed = (None if event.type.value == "DELETED" else event.object), True
                         break
             if not changed:
-                raise AssertionError(f"{kind.kind} {name} did not change within {WAIT_SECONDS} s: {current}\n{self.log_text()}")
+                raise AssertionError(
+                    f"{kind.kind} {name} did not change within {WAIT_SECONDS} s: {current}\n{self.log_text()}"
+                )
         assert current is not None
         return current
 
 
 def new_world(
-    cluster: ClusterInfo, admin: KubeClient, workdir: Path, *, name: str, labels: Mapping[str, str] | None = None, resources: Mapping[str, str] | None = None
+    cluster: ClusterInfo,
+    admin: KubeClient,
+    workdir: Path,
+    *,
+    name: str,
+    labels: Mapping[str, str] | None = None,
+    resources: Mapping[str, str] | None = None,
 ) -> Iterator[AgentWorld]:
     """A Node `name`, its fake Strix Halo host and the agent's kubeconfig for it; agents stopped after."""
     host = strix_halo(workdir / "root", boot_id=f"boot-{name}")

@@ -66,7 +66,12 @@ def start_trigger(admin_access: KubeAccess, namespace: str, stack: StackRef) -> 
     started: list[ReconcileTrigger] = []
 
     def start(
-        *, access: KubeAccess = admin_access, timing: Timing = FAST, of: StackRef = stack, ready: bool = True, extra: tuple[WatchTarget, ...] = ()
+        *,
+        access: KubeAccess = admin_access,
+        timing: Timing = FAST,
+        of: StackRef = stack,
+        ready: bool = True,
+        extra: tuple[WatchTarget, ...] = (),
     ) -> ReconcileTrigger:
         trigger = ReconcileTrigger(access=access, stack=of, targets=(*targets_in(namespace), *extra), timing=timing)
         started.append(trigger.start())

@@ -7,7 +7,9 @@ from benchmarks.reconcile_trigger import ChurnScenario
 from tests.cluster.apiserver import ClusterInfo
 
 
-def test_the_benchmark_reports_latency_percentiles_requests_per_burst_and_runs_under_churn(trigger_cluster: ClusterInfo, namespace: str):
+def test_the_benchmark_reports_latency_percentiles_requests_per_burst_and_runs_under_churn(
+    trigger_cluster: ClusterInfo, namespace: str
+):
     lines: list[str] = []
 
     reconcile_trigger.run(

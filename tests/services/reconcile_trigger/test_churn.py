@@ -84,9 +84,15 @@ def test_a_spec_edit_during_held_back_churn_is_requested_at_once_and_starts_the_
     held_until = trigger.churn().open_at
     assert held_until is not None
 
-    edited = admin.apply(MODEL_ACTIVATION, model_activation(namespace, "qwen", preset="qwen2515bcpu"), field_manager=LOADER)
+    edited = admin.apply(
+        MODEL_ACTIVATION, model_activation(namespace, "qwen", preset="qwen2515bcpu"), field_manager=LOADER
+    )
     described = f"ModelActivation {namespace}/qwen modified (resourceVersion {version_of(edited)}, spec)"
-    edit = eventually(trigger, lambda: next((r for r in trigger.requests if described in r.batch.descriptions), None), what="the edit's request")
+    edit = eventually(
+        trigger,
+        lambda: next((r for r in trigger.requests if described in r.batch.descriptions), None),
+        what="the edit's request",
+    )
 
     assert not edit.batch.churn_only
     assert edit.at < held_until, "the edit did not wait for the churn's backoff"

@@ -42,8 +42,15 @@ def text(moment: datetime) -> str:
     return moment.strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-def appliance(status: dict[str, Any] | None = None, *, name: str = APPLIANCE_NAME, namespace: str = SYSTEM) -> dict[str, Any]:
-    obj: dict[str, Any] = {"apiVersion": API_VERSION, "kind": "Appliance", "metadata": {"name": name, "namespace": namespace}, "spec": {"profile": "ai-workstation"}}
+def appliance(
+    status: dict[str, Any] | None = None, *, name: str = APPLIANCE_NAME, namespace: str = SYSTEM
+) -> dict[str, Any]:
+    obj: dict[str, Any] = {
+        "apiVersion": API_VERSION,
+        "kind": "Appliance",
+        "metadata": {"name": name, "namespace": namespace},
+        "spec": {"profile": "ai-workstation"},
+    }
     if status is not None:
         obj["status"] = status
     return obj
@@ -78,7 +85,9 @@ def alarm(clock: Clock, reported: list[str]) -> DeadlineAlarm:
 
 class TestReadingTheDeadline:
     def test_a_deadline_is_read_with_its_reason(self):
-        assert read_published(published("2026-01-01T00:02:00Z")) == Published(at=T0 + timedelta(minutes=2), reason=STALL, text="2026-01-01T00:02:00Z")
+        assert read_published(published("2026-01-01T00:02:00Z")) == Published(
+            at=T0 + timedelta(minutes=2), reason=STALL, text="2026-01-01T00:02:00Z"
+        )
 
     def test_an_appliance_without_the_field_has_no_deadline(self):
         assert read_published(appliance({"phase": "Ready"})) is None
@@ -91,7 +100,9 @@ class TestReadingTheDeadline:
 
 
 class TestTheAlarm:
-    def test_a_future_deadline_is_armed_and_reported_once_when_it_comes(self, alarm: DeadlineAlarm, clock: Clock, reported: list[str]):
+    def test_a_future_deadline_is_armed_and_reported_once_when_it_comes(
+        self, alarm: DeadlineAlarm, clock: Clock, reported: list[str]
+    ):
         alarm.observe(KEY, published(text(T0 + timedelta(minutes=2))))
         assert alarm.seconds_left() == 120.0
         clock.now = T0 + timedelta(minutes=2) - timedelta(microseconds=1)
@@ -104,7 +115,9 @@ class TestTheAlarm:
 
     def test_a_new_deadline_replaces_the_armed_one(self, alarm: DeadlineAlarm, clock: Clock, reported: list[str]):
         alarm.observe(KEY, published(text(T0 + timedelta(minutes=5))))
-        alarm.observe(KEY, published(text(T0 + timedelta(seconds=10)), "ModelActivation ai-system/m: pod recovery attempt 2"))
+        alarm.observe(
+            KEY, published(text(T0 + timedelta(seconds=10)), "ModelActivation ai-system/m: pod recovery attempt 2")
+        )
         assert alarm.seconds_left() == 10.0
         clock.now = T0 + timedelta(seconds=10)
         assert alarm.fire_if_due()
@@ -112,7 +125,9 @@ class TestTheAlarm:
         assert not alarm.fire_if_due()
         assert len(reported) == 1 and "pod recovery attempt 2" in reported[0]
 
-    def test_the_same_deadline_seen_again_is_reported_once(self, alarm: DeadlineAlarm, clock: Clock, reported: list[str]):
+    def test_the_same_deadline_seen_again_is_reported_once(
+        self, alarm: DeadlineAlarm, clock: Clock, reported: list[str]
+    ):
         deadline = published(text(T0 + timedelta(seconds=30)))
         alarm.observe(KEY, deadline)
         alarm.observe(KEY, deadline)
@@ -122,7 +137,9 @@ class TestTheAlarm:
         assert not alarm.fire_if_due()
         assert len(reported) == 1
 
-    def test_a_past_deadline_is_ignored_and_logged_once(self, alarm: DeadlineAlarm, clock: Clock, reported: list[str], caplog):
+    def test_a_past_deadline_is_ignored_and_logged_once(
+        self, alarm: DeadlineAlarm, clock: Clock, reported: list[str], caplog
+    ):
         clock.now = T0 + timedelta(hours=1)
         with caplog.at_level(logging.INFO, logger="magicstick.reconcile_trigger"):
             for _ in range(3):
@@ -182,13 +199,27 @@ class TestAgainstTheApiServer:
     ):
         created = admin.apply(APPLIANCE, appliance(namespace=namespace), field_manager=LOADER)
         far = datetime.now(UTC).replace(microsecond=0) + timedelta(hours=1)
-        write_status(admin, APPLIANCE, created, {"phase": "Reconciling", "nextReconcileAt": text(far)}, field_manager=PROGRAM_STATUS)
+        write_status(
+            admin,
+            APPLIANCE,
+            created,
+            {"phase": "Reconciling", "nextReconcileAt": text(far)},
+            field_manager=PROGRAM_STATUS,
+        )
         trigger = start_trigger()
-        eventually(trigger, lambda: trigger.deadline is not None and trigger.deadline.at == far, what="the far deadline armed")
+        eventually(
+            trigger, lambda: trigger.deadline is not None and trigger.deadline.at == far, what="the far deadline armed"
+        )
         previous = request_annotation(admin, stack)
 
         near = datetime.now(UTC).replace(microsecond=0) + timedelta(seconds=2)
-        write_status(admin, APPLIANCE, created, {"phase": "Reconciling", "nextReconcileAt": text(near)}, field_manager=PROGRAM_STATUS)
+        write_status(
+            admin,
+            APPLIANCE,
+            created,
+            {"phase": "Reconciling", "nextReconcileAt": text(near)},
+            field_manager=PROGRAM_STATUS,
+        )
 
         value = stack_request_after(admin, stack, previous)
         assert datetime.strptime(value, "%Y-%m-%dT%H:%M:%S.%fZ").replace(tzinfo=UTC) >= near

@@ -44,22 +44,38 @@ ABORT_BOUND = 5.0
 PATH = "/api/v1/namespaces/ns/configmaps"
 
 
-def test_a_watch_from_a_lists_resource_version_sees_the_next_change(admin_access: KubeAccess, admin: KubeClient, namespace: str):
+def test_a_watch_from_a_lists_resource_version_sees_the_next_change(
+    admin_access: KubeAccess, admin: KubeClient, namespace: str
+):
     admin.apply(CONFIG_MAP, config_map(namespace, "before", {"a": "1"}), field_manager=LOADER)
     collection = admin.list_collection(CONFIG_MAP, namespace=namespace)
     assert [item["metadata"]["name"] for item in collection.items] == ["before"]
 
     created = admin.apply(CONFIG_MAP, config_map(namespace, "after", {"a": "1"}), field_manager=LOADER)
-    with open_client(admin_access) as client, client.watch(CONFIG_MAP, namespace=namespace, resource_version=collection.resource_version, timeout_seconds=30) as stream:
+    with (
+        open_client(admin_access) as client,
+        client.watch(
+            CONFIG_MAP, namespace=namespace, resource_version=collection.resource_version, timeout_seconds=30
+        ) as stream,
+    ):
         event = next(iter(stream))
 
-    assert (event.type, event.object["metadata"]["name"], event.resource_version) == (EventType.ADDED, "after", created["metadata"]["resourceVersion"])
+    assert (event.type, event.object["metadata"]["name"], event.resource_version) == (
+        EventType.ADDED,
+        "after",
+        created["metadata"]["resourceVersion"],
+    )
 
 
-def test_abort_ends_a_watch_waiting_on_a_quiet_connection_at_once(admin_access: KubeAccess, admin: KubeClient, namespace: str):
+def test_abort_ends_a_watch_waiting_on_a_quiet_connection_at_once(
+    admin_access: KubeAccess, admin: KubeClient, namespace: str
+):
     version = admin.list_collection(CONFIG_MAP, namespace=namespace).resource_version
     events: list[object] = []
-    with open_client(admin_access) as client, client.watch(CONFIG_MAP, namespace=namespace, resource_version=version, timeout_seconds=60) as stream:
+    with (
+        open_client(admin_access) as client,
+        client.watch(CONFIG_MAP, namespace=namespace, resource_version=version, timeout_seconds=60) as stream,
+    ):
         reader = threading.Thread(target=lambda: events.extend(stream), daemon=True)
         reader.start()
         started = time.monotonic()
@@ -75,7 +91,10 @@ def test_a_watch_of_a_kind_nothing_touched_gets_no_bookmark_and_is_ended_by_the_
     admin_access: KubeAccess, admin: KubeClient, namespace: str
 ):
     version = admin.list_collection(CONFIG_MAP, namespace=namespace).resource_version
-    with open_client(admin_access) as client, client.watch(CONFIG_MAP, namespace=namespace, resource_version=version, timeout_seconds=2) as stream:
+    with (
+        open_client(admin_access) as client,
+        client.watch(CONFIG_MAP, namespace=namespace, resource_version=version, timeout_seconds=2) as stream,
+    ):
         started = time.monotonic()
         events = list(stream)
         lasted = time.monotonic() - started
@@ -90,7 +109,10 @@ def test_a_watch_gets_a_bookmark_with_a_later_resource_version_before_its_timeou
     elsewhere = f"elsewhere-{hashlib.sha256(namespace.encode()).hexdigest()[:10]}"
     ensure_namespace(admin, elsewhere)
     version = admin.list_collection(CONFIG_MAP, namespace=namespace).resource_version
-    with open_client(admin_access) as client, client.watch(CONFIG_MAP, namespace=namespace, resource_version=version, timeout_seconds=4) as stream:
+    with (
+        open_client(admin_access) as client,
+        client.watch(CONFIG_MAP, namespace=namespace, resource_version=version, timeout_seconds=4) as stream,
+    ):
         changed = admin.apply(CONFIG_MAP, config_map(elsewhere, "elsewhere", {"a": "1"}), field_manager=LOADER)
         events = list(stream)
 
@@ -99,12 +121,17 @@ def test_a_watch_gets_a_bookmark_with_a_later_resource_version_before_its_timeou
     assert int(events[0].resource_version or 0) >= int(changed["metadata"]["resourceVersion"])
 
 
-def test_a_watchs_socket_carries_the_tcp_keepalive_asked_for(admin_access: KubeAccess, admin: KubeClient, namespace: str):
+def test_a_watchs_socket_carries_the_tcp_keepalive_asked_for(
+    admin_access: KubeAccess, admin: KubeClient, namespace: str
+):
     version = admin.list_collection(CONFIG_MAP, namespace=namespace).resource_version
     keepalive = TcpKeepalive(idle_seconds=7, interval_seconds=3, probes=4)
-    with open_client(admin_access) as client, client.watch(
-        CONFIG_MAP, namespace=namespace, resource_version=version, timeout_seconds=5, keepalive=keepalive
-    ) as stream:
+    with (
+        open_client(admin_access) as client,
+        client.watch(
+            CONFIG_MAP, namespace=namespace, resource_version=version, timeout_seconds=5, keepalive=keepalive
+        ) as stream,
+    ):
         in_effect = stream.keepalive()
         stream.abort()
 
@@ -123,7 +150,14 @@ def faked(lines: list[str], *, status: int = 200) -> KubeClient:
 
 
 def status(code: int, reason: str, message: str) -> dict:
-    return {"kind": "Status", "apiVersion": "v1", "status": "Failure", "code": code, "reason": reason, "message": message}
+    return {
+        "kind": "Status",
+        "apiVersion": "v1",
+        "status": "Failure",
+        "code": code,
+        "reason": reason,
+        "message": message,
+    }
 
 
 def event(kind: str, obj: dict) -> str:
@@ -147,7 +181,9 @@ def test_events_come_in_order_and_an_error_event_of_410_raises_gone():
 
 
 def test_an_error_event_of_another_code_raises_its_typed_error():
-    with faked([event("ERROR", status(500, "InternalError", "etcd is unhappy"))]).watch(CONFIG_MAP, namespace="ns", resource_version="5") as stream:
+    with faked([event("ERROR", status(500, "InternalError", "etcd is unhappy"))]).watch(
+        CONFIG_MAP, namespace="ns", resource_version="5"
+    ) as stream:
         with pytest.raises(ServerError):
             list(stream)
 
@@ -155,7 +191,9 @@ def test_an_error_event_of_another_code_raises_its_typed_error():
 @pytest.mark.parametrize(("code", "error"), [(410, Gone), (403, Forbidden)])
 def test_a_refused_watch_raises_its_typed_error_before_any_event(code, error):
     with pytest.raises(error):
-        with faked([json.dumps(status(code, "Refused", "no"))], status=code).watch(CONFIG_MAP, namespace="ns", resource_version="5"):
+        with faked([json.dumps(status(code, "Refused", "no"))], status=code).watch(
+            CONFIG_MAP, namespace="ns", resource_version="5"
+        ):
             pytest.fail("no stream for a refused watch")
 
 
@@ -175,7 +213,11 @@ def test_a_504_resource_version_too_large_refusing_a_watch_raises_its_typed_erro
         with faked([json.dumps(TOO_LARGE)], status=504).watch(CONFIG_MAP, namespace="ns", resource_version="1205"):
             pytest.fail("no stream for a refused watch")
 
-    assert (refused.value.code, refused.value.reason, refused.value.causes) == (504, "Timeout", ("ResourceVersionTooLarge",))
+    assert (refused.value.code, refused.value.reason, refused.value.causes) == (
+        504,
+        "Timeout",
+        ("ResourceVersionTooLarge",),
+    )
     assert refused.value.status == TOO_LARGE
 
 

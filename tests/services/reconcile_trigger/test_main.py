@@ -29,10 +29,14 @@ def test_an_invalid_flag_exits_2_with_one_line_naming_the_flag(capsys: pytest.Ca
     assert main(["--quiet-ms", "soon"]) == EXIT_BAD_INPUT
 
     lines = capsys.readouterr().err.splitlines()
-    assert lines == ["magicstick-reconcile-trigger: --quiet-ms: 'soon' is not a whole number of milliseconds from 1 to 3600000"]
+    assert lines == [
+        "magicstick-reconcile-trigger: --quiet-ms: 'soon' is not a whole number of milliseconds from 1 to 3600000"
+    ]
 
 
-def test_unusable_cluster_access_exits_2_with_one_line(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, tmp_path: Path):
+def test_unusable_cluster_access_exits_2_with_one_line(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+):
     monkeypatch.setenv("KUBECONFIG", str(tmp_path / "absent.yaml"))
     monkeypatch.setenv("HOME", str(tmp_path))
 
@@ -50,14 +54,34 @@ def a_copied_kubeconfig(cluster: ClusterInfo, tmp_path: Path) -> Path:
 
 
 @contextlib.contextmanager
-def trigger_process(cluster: ClusterInfo, namespace: str, tmp_path: Path, extra: Sequence[str] = ()) -> Iterator[tuple[subprocess.Popen[bytes], Path]]:
+def trigger_process(
+    cluster: ClusterInfo, namespace: str, tmp_path: Path, extra: Sequence[str] = ()
+) -> Iterator[tuple[subprocess.Popen[bytes], Path]]:
     """The trigger as its real process on `namespace`, its log file; killed at the end if still running."""
     log = tmp_path / "trigger.log"
-    environment = {**os.environ, "KUBECONFIG": str(a_copied_kubeconfig(cluster, tmp_path)), "MAGICSTICK_RECONCILE_TRIGGER_QUIET_MS": "50"}
-    flags = ["--stack-namespace", namespace, "--system-namespace", namespace, "--target-namespaces", namespace, "--max-delay-ms", "200", *extra]
+    environment = {
+        **os.environ,
+        "KUBECONFIG": str(a_copied_kubeconfig(cluster, tmp_path)),
+        "MAGICSTICK_RECONCILE_TRIGGER_QUIET_MS": "50",
+    }
+    flags = [
+        "--stack-namespace",
+        namespace,
+        "--system-namespace",
+        namespace,
+        "--target-namespaces",
+        namespace,
+        "--max-delay-ms",
+        "200",
+        *extra,
+    ]
     with log.open("wb") as sink:
         process = subprocess.Popen(
-            [sys.executable, "-m", "services.reconcile_trigger.main", *flags], cwd=REPO_ROOT, env=environment, stdout=sink, stderr=subprocess.STDOUT
+            [sys.executable, "-m", "services.reconcile_trigger.main", *flags],
+            cwd=REPO_ROOT,
+            env=environment,
+            stdout=sink,
+            stderr=subprocess.STDOUT,
         )
     try:
         yield process, log
@@ -90,7 +114,10 @@ def test_the_process_serves_readyz_once_every_watch_listed_and_healthz(
     trigger_cluster: ClusterInfo, admin: KubeClient, namespace: str, stack: StackRef, tmp_path: Path
 ):
     port = a_free_port()
-    with trigger_process(trigger_cluster, namespace, tmp_path, ["--probe-address", f"127.0.0.1:{port}"]) as (process, log):
+    with trigger_process(trigger_cluster, namespace, tmp_path, ["--probe-address", f"127.0.0.1:{port}"]) as (
+        process,
+        log,
+    ):
         stack_request_after(admin, stack)  # made once every watch listed
         ready = httpx.get(f"http://127.0.0.1:{port}/readyz")
         healthy = httpx.get(f"http://127.0.0.1:{port}/healthz")

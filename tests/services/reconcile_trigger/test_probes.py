@@ -26,7 +26,13 @@ NOW = 1000.0
 STALE = 120.0
 
 
-def watch(target: str = "ModelActivation in ai-system", *, listed: bool = True, heard_at: float = NOW - 1.0, forbidden: Refusal | None = None) -> WatchHealth:
+def watch(
+    target: str = "ModelActivation in ai-system",
+    *,
+    listed: bool = True,
+    heard_at: float = NOW - 1.0,
+    forbidden: Refusal | None = None,
+) -> WatchHealth:
     return WatchHealth(target=target, listed=listed, heard_at=heard_at, forbidden=forbidden)
 
 
@@ -41,7 +47,9 @@ def refusal(namespace: str | None = "ai-system") -> Refusal:
 
 
 def test_a_trigger_whose_watches_all_heard_from_the_server_lately_is_healthy():
-    report = health_report(failed=False, watches=[watch(), watch("Node", heard_at=NOW - STALE)], now=NOW, stale_seconds=STALE)
+    report = health_report(
+        failed=False, watches=[watch(), watch("Node", heard_at=NOW - STALE)], now=NOW, stale_seconds=STALE
+    )
 
     assert report == ProbeReport()
     assert report.body() == "ok\n"
@@ -54,7 +62,9 @@ def test_a_failed_thread_makes_the_trigger_unhealthy():
 
 
 def test_a_watch_that_heard_nothing_past_the_liveness_bound_makes_the_trigger_unhealthy_naming_it():
-    report = health_report(failed=False, watches=[watch(), watch("Node", heard_at=NOW - STALE - 5)], now=NOW, stale_seconds=STALE)
+    report = health_report(
+        failed=False, watches=[watch(), watch("Node", heard_at=NOW - STALE - 5)], now=NOW, stale_seconds=STALE
+    )
 
     assert report.problems == ("watch Node: nothing heard from the API server for 125 s (bound 120 s)",)
 
@@ -68,7 +78,9 @@ def test_a_watch_not_listed_yet_makes_the_trigger_not_ready_naming_it():
 def test_a_forbidden_watch_makes_the_trigger_not_ready_naming_the_refused_verb_the_resource_and_the_namespace():
     (problem,) = readiness_report(watches=[watch(forbidden=refusal())]).problems
 
-    assert problem.startswith("watch ModelActivation in ai-system: forbidden to list modelactivations.appliance.magicstick.dev in namespace ai-system")
+    assert problem.startswith(
+        "watch ModelActivation in ai-system: forbidden to list modelactivations.appliance.magicstick.dev in namespace ai-system"
+    )
     assert "(the trigger needs list and watch)" in problem and 'cannot list resource "modelactivations"' in problem
 
 
@@ -85,7 +97,9 @@ def test_a_cluster_wide_refusal_says_so():
 @pytest.fixture
 def served() -> Iterator[tuple[str, dict[ProbePath, ProbeReport]]]:
     reports = {ProbePath.HEALTHZ: ProbeReport(), ProbePath.READYZ: ProbeReport(("watch Node: not listed yet",))}
-    server = ProbeServer(listen=ListenAddress("127.0.0.1", 0), reports={path: (lambda p=path: reports[p]) for path in ProbePath}).start()
+    server = ProbeServer(
+        listen=ListenAddress("127.0.0.1", 0), reports={path: (lambda p=path: reports[p]) for path in ProbePath}
+    ).start()
     try:
         yield f"http://127.0.0.1:{server.address.port}", reports
     finally:

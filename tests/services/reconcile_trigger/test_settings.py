@@ -34,12 +34,19 @@ def test_a_flag_wins_over_its_environment_variable_which_wins_over_the_default()
 
 def test_the_gateway_namespace_defaults_to_the_system_namespace():
     assert parse_settings(["--system-namespace", "appliance"], {}).gateway_namespace == "appliance"
-    assert parse_settings(["--system-namespace", "appliance", "--gateway-namespace", "edge"], {}).gateway_namespace == "edge"
+    assert (
+        parse_settings(["--system-namespace", "appliance", "--gateway-namespace", "edge"], {}).gateway_namespace
+        == "edge"
+    )
 
 
 @pytest.mark.parametrize(
     ("value", "address"),
-    [("127.0.0.1:9000", ListenAddress("127.0.0.1", 9000)), ("[::]:8081", ListenAddress("::", 8081)), ("localhost:0", ListenAddress("localhost", 0))],
+    [
+        ("127.0.0.1:9000", ListenAddress("127.0.0.1", 9000)),
+        ("[::]:8081", ListenAddress("::", 8081)),
+        ("localhost:0", ListenAddress("localhost", 0)),
+    ],
 )
 def test_the_probe_address_is_host_and_port_with_ipv6_in_brackets(value, address):
     assert parse_settings(["--probe-address", value], {}).probe_address == address
@@ -61,14 +68,30 @@ def test_target_namespaces_are_a_comma_separated_list_kept_sorted_and_once():
         (["--quiet-ms", "1.5"], {}, "--quiet-ms: '1.5' is not a whole number of milliseconds"),
         (["--quiet-ms", "900", "--max-delay-ms", "800"], {}, "--max-delay-ms: 800 is shorter than --quiet-ms (900)"),
         (["--resync-seconds", "0"], {}, "--resync-seconds: '0' is not a whole number of seconds from 1 to 86400"),
-        ([], {"MAGICSTICK_RECONCILE_TRIGGER_RESYNC_SECONDS": "5m"}, "--resync-seconds (from MAGICSTICK_RECONCILE_TRIGGER_RESYNC_SECONDS): '5m' is not"),
-        (["--max-delay-ms", "5000", "--resync-seconds", "4"], {}, "--resync-seconds: 4 s is shorter than --max-delay-ms (5000 ms)"),
+        (
+            [],
+            {"MAGICSTICK_RECONCILE_TRIGGER_RESYNC_SECONDS": "5m"},
+            "--resync-seconds (from MAGICSTICK_RECONCILE_TRIGGER_RESYNC_SECONDS): '5m' is not",
+        ),
+        (
+            ["--max-delay-ms", "5000", "--resync-seconds", "4"],
+            {},
+            "--resync-seconds: 4 s is shorter than --max-delay-ms (5000 ms)",
+        ),
         (["--probe-address", "8081"], {}, "--probe-address: '8081' is not HOST:PORT with a port from 0 to 65535"),
         (["--probe-address", "0.0.0.0:65536"], {}, "--probe-address: '0.0.0.0:65536' is not HOST:PORT"),
         (["--probe-address", "::1:8081"], {}, "--probe-address: '::1:8081': write an IPv6 address in brackets"),
         (["--probe-address", "[ai]:8081"], {}, "--probe-address: '[ai]:8081' holds no IPv6 address in brackets"),
-        ([], {"MAGICSTICK_RECONCILE_TRIGGER_LOG_LEVEL": "loud"}, "--log-level (from MAGICSTICK_RECONCILE_TRIGGER_LOG_LEVEL): 'loud' is not one of"),
-        ([], {"MAGICSTICK_RECONCILE_TRIGGER_SYSTEM_NAMESPACE": " ai-system"}, "(from MAGICSTICK_RECONCILE_TRIGGER_SYSTEM_NAMESPACE): ' ai-system' has surrounding"),
+        (
+            [],
+            {"MAGICSTICK_RECONCILE_TRIGGER_LOG_LEVEL": "loud"},
+            "--log-level (from MAGICSTICK_RECONCILE_TRIGGER_LOG_LEVEL): 'loud' is not one of",
+        ),
+        (
+            [],
+            {"MAGICSTICK_RECONCILE_TRIGGER_SYSTEM_NAMESPACE": " ai-system"},
+            "(from MAGICSTICK_RECONCILE_TRIGGER_SYSTEM_NAMESPACE): ' ai-system' has surrounding",
+        ),
         (["--no-such-flag"], {}, "unrecognized arguments: --no-such-flag"),
     ],
 )

@@ -58,20 +58,32 @@ def test_a_stalled_stack_is_re_requested_with_growing_delays_up_to_the_bound_and
     count = len(stall_requests(trigger))
     cleared_at = trigger.stack_read_at or 0.0
     would_be_due = cleared_at + STALL.max_seconds
-    eventually(trigger, lambda: (trigger.stack_read_at or 0.0) > would_be_due, what="the Stack is read after a retry would have been due")
+    eventually(
+        trigger,
+        lambda: (trigger.stack_read_at or 0.0) > would_be_due,
+        what="the Stack is read after a retry would have been due",
+    )
     eventually(trigger, trigger.idle, what="nothing left to request")
     assert len(stall_requests(trigger)) == count
     assert request_annotation(admin, stack) == trigger.requests[-1].value
 
 
-def test_a_stack_that_is_not_stalled_is_never_re_requested(start_trigger: StartTrigger, admin: KubeClient, stack: StackRef):
+def test_a_stack_that_is_not_stalled_is_never_re_requested(
+    start_trigger: StartTrigger, admin: KubeClient, stack: StackRef
+):
     trigger = start_trigger(timing=replace(FAST, stall_backoff=STALL))
-    write_status(admin, STACK, stack_body(stack.namespace, stack.name), {"conditions": [ready_condition()]}, field_manager=PKO)
+    write_status(
+        admin, STACK, stack_body(stack.namespace, stack.name), {"conditions": [ready_condition()]}, field_manager=PKO
+    )
     eventually(trigger, lambda: trigger.stalled is False, what="the trigger reads the Stack as not Stalled")
     reads = trigger.stack_reads
     seen_at = trigger.stack_read_at or 0.0
 
-    eventually(trigger, lambda: (trigger.stack_read_at or 0.0) > seen_at + STALL.first_seconds and trigger.stack_reads > reads + 1, what="later reads")
+    eventually(
+        trigger,
+        lambda: (trigger.stack_read_at or 0.0) > seen_at + STALL.first_seconds and trigger.stack_reads > reads + 1,
+        what="later reads",
+    )
 
     assert stall_requests(trigger) == []
 
@@ -89,5 +101,7 @@ def test_a_request_for_a_stack_that_does_not_exist_yet_is_kept_and_made_once_it_
     eventually(trigger, lambda: trigger.requests, what="the kept request is made")
 
     assert request_annotation(admin, later) == trigger.requests[0].value
-    assert all(w.lists > 0 for w in trigger.watchers), "the test server serves every watched kind, resource.k8s.io/v1 included"
+    assert all(w.lists > 0 for w in trigger.watchers), (
+        "the test server serves every watched kind, resource.k8s.io/v1 included"
+    )
     assert trigger.requests[0].batch.count >= len(trigger.watchers)

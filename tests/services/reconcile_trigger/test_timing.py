@@ -107,11 +107,23 @@ def test_each_request_value_is_new_even_when_the_clock_stands_still_or_steps_bac
         ({"conditions": [{"type": "Ready", "status": "True"}]}, False),
         ({"conditions": [{"type": "Stalled", "status": "False"}]}, False),
         ({"conditions": [{"type": "Stalled", "status": "Unknown"}]}, False),
-        ({"conditions": [{"type": "Ready", "status": "False"}, {"type": "Stalled", "status": "True", "reason": "UpdateFailed"}]}, True),
+        (
+            {
+                "conditions": [
+                    {"type": "Ready", "status": "False"},
+                    {"type": "Stalled", "status": "True", "reason": "UpdateFailed"},
+                ]
+            },
+            True,
+        ),
     ],
 )
 def test_a_stack_is_stalled_when_its_stalled_condition_is_true(status, stalled):
-    stack = {"metadata": {"name": "magicstick"}} if status is None else {"metadata": {"name": "magicstick"}, "status": status}
+    stack = (
+        {"metadata": {"name": "magicstick"}}
+        if status is None
+        else {"metadata": {"name": "magicstick"}, "status": status}
+    )
 
     assert is_stalled(stack) is stalled
 

@@ -74,38 +74,54 @@ def one_more_request(trigger: ReconcileTrigger, admin: KubeClient, before: int, 
 
 
 class TestEachWatchedChangeRequestsExactlyOneRun:
-    def test_a_model_activation_spec_edit(self, start_trigger: StartTrigger, admin: KubeClient, namespace: str, stack: StackRef):
+    def test_a_model_activation_spec_edit(
+        self, start_trigger: StartTrigger, admin: KubeClient, namespace: str, stack: StackRef
+    ):
         admin.apply(MODEL_ACTIVATION, model_activation(namespace, "qwen"), field_manager=LOADER)
         trigger = start_trigger()
         before = len(trigger.requests)
 
-        edited = admin.apply(MODEL_ACTIVATION, model_activation(namespace, "qwen", preset="qwen2515bcpu"), field_manager=LOADER)
+        edited = admin.apply(
+            MODEL_ACTIVATION, model_activation(namespace, "qwen", preset="qwen2515bcpu"), field_manager=LOADER
+        )
         settled(trigger, MODEL_ACTIVATION, namespace, version_of(edited))
 
         one_more_request(trigger, admin, before, stack)
         assert "ModelActivation" in trigger.requests[-1].batch.descriptions[0]
 
-    def test_an_nfd_label_on_a_node(self, start_trigger: StartTrigger, admin: KubeClient, stack: StackRef, node_name: str):
+    def test_an_nfd_label_on_a_node(
+        self, start_trigger: StartTrigger, admin: KubeClient, stack: StackRef, node_name: str
+    ):
         admin.apply(NODE, node(node_name, {"kubernetes.io/os": "linux"}), field_manager=LOADER)
         trigger = start_trigger()
         before = len(trigger.requests)
 
-        labelled = admin.apply(NODE, node(node_name, {"kubernetes.io/os": "linux", "feature.node.kubernetes.io/pci-10de.present": "true"}), field_manager=LOADER)
+        labelled = admin.apply(
+            NODE,
+            node(node_name, {"kubernetes.io/os": "linux", "feature.node.kubernetes.io/pci-10de.present": "true"}),
+            field_manager=LOADER,
+        )
         settled(trigger, NODE, None, version_of(labelled))
 
         one_more_request(trigger, admin, before, stack)
 
-    def test_a_kustomization_becoming_ready_as_flux_reports_it(self, start_trigger: StartTrigger, admin: KubeClient, stack: StackRef, flux_name: str):
+    def test_a_kustomization_becoming_ready_as_flux_reports_it(
+        self, start_trigger: StartTrigger, admin: KubeClient, stack: StackRef, flux_name: str
+    ):
         created = admin.apply(KUSTOMIZATION, kustomization(flux_name), field_manager=LOADER)
         trigger = start_trigger()
         before = len(trigger.requests)
 
-        ready = write_status(admin, KUSTOMIZATION, created, flux_ready(created["metadata"]["generation"]), field_manager=FLUX)
+        ready = write_status(
+            admin, KUSTOMIZATION, created, flux_ready(created["metadata"]["generation"]), field_manager=FLUX
+        )
         settled(trigger, KUSTOMIZATION, FLUX_NAMESPACE, ready)
 
         one_more_request(trigger, admin, before, stack)
 
-    def test_a_model_pod_becoming_ready(self, start_trigger: StartTrigger, admin: KubeClient, namespace: str, stack: StackRef):
+    def test_a_model_pod_becoming_ready(
+        self, start_trigger: StartTrigger, admin: KubeClient, namespace: str, stack: StackRef
+    ):
         created = admin.apply(POD, model_pod(namespace, "qwen-0", "qwen"), field_manager=LOADER)
         trigger = start_trigger()
         before = len(trigger.requests)
@@ -115,18 +131,24 @@ class TestEachWatchedChangeRequestsExactlyOneRun:
 
         one_more_request(trigger, admin, before, stack)
 
-    def test_a_config_map_in_flux_system(self, start_trigger: StartTrigger, admin: KubeClient, stack: StackRef, flux_name: str):
+    def test_a_config_map_in_flux_system(
+        self, start_trigger: StartTrigger, admin: KubeClient, stack: StackRef, flux_name: str
+    ):
         trigger = start_trigger()
         before = len(trigger.requests)
 
-        created = admin.apply(CONFIG_MAP, config_map(FLUX_NAMESPACE, flux_name, {"profiles.json": "{}"}), field_manager=LOADER)
+        created = admin.apply(
+            CONFIG_MAP, config_map(FLUX_NAMESPACE, flux_name, {"profiles.json": "{}"}), field_manager=LOADER
+        )
         settled(trigger, CONFIG_MAP, FLUX_NAMESPACE, version_of(created))
 
         one_more_request(trigger, admin, before, stack)
 
 
 class TestWhatCannotAlterThePlanRequestsNothing:
-    def test_the_programs_own_status_write_on_a_runtime_resource(self, start_trigger: StartTrigger, admin: KubeClient, namespace: str):
+    def test_the_programs_own_status_write_on_a_runtime_resource(
+        self, start_trigger: StartTrigger, admin: KubeClient, namespace: str
+    ):
         created = admin.apply(MODEL_ACTIVATION, model_activation(namespace, "qwen"), field_manager=LOADER)
         trigger = start_trigger()
         before = len(trigger.requests)
@@ -138,7 +160,9 @@ class TestWhatCannotAlterThePlanRequestsNothing:
         assert len(trigger.requests) == before
 
     def test_a_node_heartbeat(self, start_trigger: StartTrigger, admin: KubeClient, node_name: str):
-        created = admin.apply(NODE, node(node_name, {"feature.node.kubernetes.io/cpu-model.vendor_id": "AMD"}), field_manager=LOADER)
+        created = admin.apply(
+            NODE, node(node_name, {"feature.node.kubernetes.io/cpu-model.vendor_id": "AMD"}), field_manager=LOADER
+        )
         write_status(admin, NODE, created, node_heartbeat("2026-01-01T00:00:00Z"), field_manager=KUBELET)
         trigger = start_trigger()
         before = len(trigger.requests)
@@ -159,7 +183,11 @@ class TestDebouncing:
 
         last = ""
         for index in range(100):
-            last = version_of(admin.apply(CONFIG_MAP, config_map(namespace, f"burst-{index:03d}", {"n": str(index)}), field_manager=LOADER))
+            last = version_of(
+                admin.apply(
+                    CONFIG_MAP, config_map(namespace, f"burst-{index:03d}", {"n": str(index)}), field_manager=LOADER
+                )
+            )
         settled(trigger, CONFIG_MAP, namespace, last)
 
         one_more_request(trigger, admin, before, stack)
@@ -177,14 +205,18 @@ def test_a_kind_the_server_does_not_serve_counts_as_listed_and_is_asked_again_la
     eventually(trigger, lambda: unserved.failures >= 2, what="the unserved kind is asked again")
 
 
-def test_a_quiet_watch_outlives_its_read_deadline_since_the_server_ends_each_watch_before_it(start_trigger: StartTrigger, namespace: str):
+def test_a_quiet_watch_outlives_its_read_deadline_since_the_server_ends_each_watch_before_it(
+    start_trigger: StartTrigger, namespace: str
+):
     """Scaled down: watches of one second, a read deadline of two. Nothing touches the namespace's
     ModelActivations, so no event and (the server's cache having nothing newer) no bookmark comes."""
     timing = replace(FAST, watch=replace(FAST.watch, timeout_seconds=1, read_deadline_seconds=2.0))
     trigger = start_trigger(timing=timing)
     (quiet,) = [w for w in trigger.watchers if w.target.kind == MODEL_ACTIVATION]
 
-    eventually(trigger, lambda: quiet.watches_ended >= 4, what="four watches ended by the server, twice the read deadline")
+    eventually(
+        trigger, lambda: quiet.watches_ended >= 4, what="four watches ended by the server, twice the read deadline"
+    )
 
     assert (quiet.failures, quiet.lists, quiet.events) == (0, 1, 0)
     assert trigger.health().ok, trigger.health().body()

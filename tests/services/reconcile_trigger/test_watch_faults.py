@@ -62,16 +62,24 @@ def proxy_certificate(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, P
 @pytest.fixture
 def proxy(trigger_cluster: ClusterInfo, proxy_certificate: tuple[Path, Path]) -> Iterator[FaultProxy]:
     cert_file, key_file = proxy_certificate
-    with FaultProxy(upstream=trigger_cluster.url, upstream_tls=trigger_cluster.ssl_context(), cert_file=cert_file, key_file=key_file) as running:
+    with FaultProxy(
+        upstream=trigger_cluster.url, upstream_tls=trigger_cluster.ssl_context(), cert_file=cert_file, key_file=key_file
+    ) as running:
         yield running
         # Checked before the proxy closes: a watch it is still forwarding then fails on purpose.
         assert running.errors == [], "the proxy itself failed"
 
 
 @pytest.fixture
-def proxied_access(trigger_cluster: ClusterInfo, proxy: FaultProxy, proxy_certificate: tuple[Path, Path], tmp_path: Path) -> KubeAccess:
+def proxied_access(
+    trigger_cluster: ClusterInfo, proxy: FaultProxy, proxy_certificate: tuple[Path, Path], tmp_path: Path
+) -> KubeAccess:
     kubeconfig = write_kubeconfig(
-        tmp_path / "proxy.yaml", server=proxy.url, ca_file=proxy_certificate[0], user=ADMIN_USER, token=trigger_cluster.admin_token
+        tmp_path / "proxy.yaml",
+        server=proxy.url,
+        ca_file=proxy_certificate[0],
+        user=ADMIN_USER,
+        token=trigger_cluster.admin_token,
     )
     return KubeAccess(kubeconfig=str(kubeconfig), retry=RetryPolicy(attempts=1))
 
@@ -90,7 +98,12 @@ def relist_descriptions(trigger: ReconcileTrigger, watcher: KindWatcher) -> list
 
 
 def test_a_410_gone_relists_requests_a_run_and_the_watch_still_triggers_afterwards(
-    proxy: FaultProxy, proxied_access: KubeAccess, start_trigger: StartTrigger, admin: KubeClient, namespace: str, stack: StackRef
+    proxy: FaultProxy,
+    proxied_access: KubeAccess,
+    start_trigger: StartTrigger,
+    admin: KubeClient,
+    namespace: str,
+    stack: StackRef,
 ):
     admin.apply(MODEL_ACTIVATION, model_activation(namespace, "qwen"), field_manager=LOADER)
     trigger = start_trigger(access=proxied_access, timing=THROUGH_THE_PROXY)
@@ -106,7 +119,9 @@ def test_a_410_gone_relists_requests_a_run_and_the_watch_still_triggers_afterwar
     assert len(trigger.requests) == before + 1
     assert relist_descriptions(trigger, watcher)[-1] in trigger.requests[-1].batch.descriptions
 
-    edited = admin.apply(MODEL_ACTIVATION, model_activation(namespace, "qwen", preset="qwen2515bcpu"), field_manager=LOADER)
+    edited = admin.apply(
+        MODEL_ACTIVATION, model_activation(namespace, "qwen", preset="qwen2515bcpu"), field_manager=LOADER
+    )
     settled(trigger, MODEL_ACTIVATION, namespace, version_of(edited))
 
     assert len(trigger.requests) == before + 2
@@ -114,7 +129,12 @@ def test_a_410_gone_relists_requests_a_run_and_the_watch_still_triggers_afterwar
 
 
 def test_broken_connections_are_retried_with_backoff_and_the_watch_resumes_without_a_relist(
-    proxy: FaultProxy, proxied_access: KubeAccess, start_trigger: StartTrigger, admin: KubeClient, namespace: str, stack: StackRef
+    proxy: FaultProxy,
+    proxied_access: KubeAccess,
+    start_trigger: StartTrigger,
+    admin: KubeClient,
+    namespace: str,
+    stack: StackRef,
 ):
     trigger = start_trigger(access=proxied_access, timing=THROUGH_THE_PROXY)
     watcher = activation_watch(trigger, namespace)
@@ -129,7 +149,6 @@ def test_broken_connections_are_retried_with_backoff_and_the_watch_resumes_witho
     assert list(watcher.backoffs) == [0.05, 0.1, 0.2]
     assert len(trigger.requests) == before + 1
     assert "ModelActivation" in trigger.requests[-1].batch.descriptions[0]
-
 
 
 def test_a_410_of_the_first_watch_after_a_list_is_a_failure_with_backoff_not_a_tight_relist_loop(
@@ -157,7 +176,11 @@ def test_a_server_that_keeps_answering_410_is_asked_again_with_a_growing_backoff
     proxy.plan(Fault("GET", activations_path(namespace), Answer(410), on=None))
     eventually(trigger, lambda: watcher.failures >= 5, what="five failed attempts")
     proxy.plan()
-    eventually(trigger, lambda: watcher.lists == 2 and trigger.idle(), what="a list once the server answers again, and its request")
+    eventually(
+        trigger,
+        lambda: watcher.lists == 2 and trigger.idle(),
+        what="a list once the server answers again, and its request",
+    )
 
     asked = [e for e in proxy.exchanges[planned_at:] if e.path == activations_path(namespace)]
     assert list(watcher.backoffs)[:5] == [0.05, 0.1, 0.2, 0.4, 0.5]
@@ -167,7 +190,13 @@ def test_a_server_that_keeps_answering_410_is_asked_again_with_a_growing_backoff
 
 @pytest.mark.parametrize("form", ["answer", "error event"])
 def test_a_504_resource_version_too_large_relists_requests_a_run_and_the_watch_still_triggers_afterwards(
-    form: str, proxy: FaultProxy, proxied_access: KubeAccess, start_trigger: StartTrigger, admin: KubeClient, namespace: str, stack: StackRef
+    form: str,
+    proxy: FaultProxy,
+    proxied_access: KubeAccess,
+    start_trigger: StartTrigger,
+    admin: KubeClient,
+    namespace: str,
+    stack: StackRef,
 ):
     admin.apply(MODEL_ACTIVATION, model_activation(namespace, "qwen"), field_manager=LOADER)
     trigger = start_trigger(access=proxied_access, timing=THROUGH_THE_PROXY)
@@ -186,7 +215,9 @@ def test_a_504_resource_version_too_large_relists_requests_a_run_and_the_watch_s
     assert len(trigger.requests) == before + 1
     assert relist_descriptions(trigger, watcher)[-1] in trigger.requests[-1].batch.descriptions
 
-    edited = admin.apply(MODEL_ACTIVATION, model_activation(namespace, "qwen", preset="qwen2515bcpu"), field_manager=LOADER)
+    edited = admin.apply(
+        MODEL_ACTIVATION, model_activation(namespace, "qwen", preset="qwen2515bcpu"), field_manager=LOADER
+    )
     settled(trigger, MODEL_ACTIVATION, namespace, version_of(edited))
 
     assert len(trigger.requests) == before + 2
@@ -213,20 +244,28 @@ def test_a_watch_that_hangs_silently_is_aborted_at_its_read_deadline_and_resumed
     resumed = next(e for e in proxy.exchanges if e.path == hung.path and e.at > hung.at)
     deadline = THROUGH_THE_PROXY.watch.read_deadline_seconds
     assert hung.received == 200, "the watch was open: the server's status line and headers went through"
-    assert deadline <= resumed.at - hung.at < deadline + 2.0, "caught at the read deadline, then resumed after the first backoff"
+    assert deadline <= resumed.at - hung.at < deadline + 2.0, (
+        "caught at the read deadline, then resumed after the first backoff"
+    )
     assert "watch=true" in resumed.query and resource_version_asked(resumed.query) == resource_version_asked(hung.query)
     assert watcher.lists == 1, "resumed, not listed again"
     assert "ModelActivation" in trigger.requests[-1].batch.descriptions[0]
 
 
 def refused_list(namespace: str) -> Fault:
-    status = forbidden(user=ADMIN_USER, verb="list", plural=MODEL_ACTIVATION.plural, group=MODEL_ACTIVATION.group, namespace=namespace)
+    status = forbidden(
+        user=ADMIN_USER, verb="list", plural=MODEL_ACTIVATION.plural, group=MODEL_ACTIVATION.group, namespace=namespace
+    )
     return Fault("GET", activations_path(namespace), Answer(403, status=status), on=None)
 
 
 def forbidden_events(admin: KubeClient, stack: StackRef) -> list[dict]:
     events = admin.list(EVENT, namespace=stack.namespace)
-    return [e for e in events if e.get("reason") == "WatchForbidden" and (e.get("regarding") or {}).get("name") == stack.name]
+    return [
+        e
+        for e in events
+        if e.get("reason") == "WatchForbidden" and (e.get("regarding") or {}).get("name") == stack.name
+    ]
 
 
 @pytest.fixture
@@ -238,7 +277,10 @@ def probe_server() -> Iterator[list[ProbeServer]]:
 
 
 def serve_probes(trigger: ReconcileTrigger, started: list[ProbeServer]) -> str:
-    server = ProbeServer(listen=ListenAddress("127.0.0.1", 0), reports={ProbePath.HEALTHZ: trigger.health, ProbePath.READYZ: trigger.readiness})
+    server = ProbeServer(
+        listen=ListenAddress("127.0.0.1", 0),
+        reports={ProbePath.HEALTHZ: trigger.health, ProbePath.READYZ: trigger.readiness},
+    )
     started.append(server.start())
     return f"http://127.0.0.1:{server.address.port}"
 
@@ -258,17 +300,26 @@ def test_a_kind_whose_list_is_forbidden_fails_readyz_naming_it_and_puts_one_even
     base = serve_probes(trigger, probe_server)
 
     eventually(trigger, lambda: trigger.events, what="an Event on the Stack")
-    eventually(trigger, lambda: watcher.failures >= THROUGH_THE_PROXY.watch.forbidden_after + 3, what="more refusals after the Event")
+    eventually(
+        trigger,
+        lambda: watcher.failures >= THROUGH_THE_PROXY.watch.forbidden_after + 3,
+        what="more refusals after the Event",
+    )
     ready = httpx.get(f"{base}{ProbePath.READYZ}")
     healthy = httpx.get(f"{base}{ProbePath.HEALTHZ}")
 
     assert ready.status_code == 503
     assert f"forbidden to list modelactivations.appliance.magicstick.dev in namespace {namespace}" in ready.text
-    assert healthy.status_code == 200, "a refusal is an answer: the watch is alive, and a restart would not grant the right"
+    assert healthy.status_code == 200, (
+        "a refusal is an answer: the watch is alive, and a restart would not grant the right"
+    )
     (event,) = forbidden_events(admin, stack)
     assert (event["type"], event["action"], event["regarding"]["kind"]) == ("Warning", "Watch", "Stack")
     assert event["regarding"]["uid"] == admin.get(STACK, stack.name, stack.namespace)["metadata"]["uid"]
-    assert f"ModelActivation in {namespace}" in event["note"] and "list modelactivations.appliance.magicstick.dev" in event["note"]
+    assert (
+        f"ModelActivation in {namespace}" in event["note"]
+        and "list modelactivations.appliance.magicstick.dev" in event["note"]
+    )
     assert len(trigger.events) == 1
 
 

@@ -53,7 +53,10 @@ def test_the_constants_copied_from_the_program_are_the_programs():
 
 
 def test_every_watch_is_a_list_of_the_live_reader_and_every_list_is_watched_but_the_named_few():
-    watched = {as_read(t.kind, t.namespace, t.label_selector) for t in watch_targets(system_namespace=SYSTEM, target_namespaces=TARGETS, gateway_namespace=GATEWAY)}
+    watched = {
+        as_read(t.kind, t.namespace, t.label_selector)
+        for t in watch_targets(system_namespace=SYSTEM, target_namespaces=TARGETS, gateway_namespace=GATEWAY)
+    }
     listed = {as_read(r.kind, r.namespace, r.label_selector) for r in live_reader.reads(SYSTEM, TARGETS, GATEWAY)}
 
     assert watched <= listed
@@ -72,19 +75,44 @@ def test_only_runtime_resources_and_nodes_are_filtered_every_other_kind_counts_e
     targets = watch_targets(system_namespace=SYSTEM, target_namespaces=TARGETS, gateway_namespace=GATEWAY)
     by_sensitivity = {s: sorted({t.kind.kind for t in targets if t.sensitivity is s}) for s in Sensitivity}
 
-    assert by_sensitivity[Sensitivity.SPEC_AND_METADATA] == ["AppInstance", "Appliance", "ApplianceSetup", "HostOperation", "ModelActivation", "ModuleActivation"]
+    assert by_sensitivity[Sensitivity.SPEC_AND_METADATA] == [
+        "AppInstance",
+        "Appliance",
+        "ApplianceSetup",
+        "HostOperation",
+        "ModelActivation",
+        "ModuleActivation",
+    ]
     assert by_sensitivity[Sensitivity.NODE_INVENTORY] == ["Node"]
 
 
 def runtime_object(**metadata: object) -> dict:
-    base = {"name": "qwen", "namespace": SYSTEM, "generation": 1, "resourceVersion": "10", "labels": {"a": "1"}, "annotations": {"b": "2"}}
-    return {"kind": "ModelActivation", "metadata": {**base, **metadata}, "spec": {"enabled": True}, "status": {"phase": "Pending"}}
+    base = {
+        "name": "qwen",
+        "namespace": SYSTEM,
+        "generation": 1,
+        "resourceVersion": "10",
+        "labels": {"a": "1"},
+        "annotations": {"b": "2"},
+    }
+    return {
+        "kind": "ModelActivation",
+        "metadata": {**base, **metadata},
+        "spec": {"enabled": True},
+        "status": {"phase": "Pending"},
+    }
 
 
 @pytest.mark.parametrize(
     ("change", "counted"),
     [
-        ({"status": {"phase": "Ready"}, "metadata": {"resourceVersion": "11", "managedFields": [{"manager": "magicstick-status"}]}}, False),
+        (
+            {
+                "status": {"phase": "Ready"},
+                "metadata": {"resourceVersion": "11", "managedFields": [{"manager": "magicstick-status"}]},
+            },
+            False,
+        ),
         ({"metadata": {"generation": 2}}, True),
         ({"metadata": {"labels": {"a": "2"}}}, True),
         ({"metadata": {"annotations": {"b": "3"}}}, True),
@@ -94,16 +122,31 @@ def runtime_object(**metadata: object) -> dict:
 )
 def test_a_runtime_resource_counts_a_change_of_spec_or_metadata_and_not_a_status_write(change, counted):
     before = runtime_object()
-    after = {**before, "status": change.get("status", before["status"]), "metadata": {**before["metadata"], **change.get("metadata", {})}}
+    after = {
+        **before,
+        "status": change.get("status", before["status"]),
+        "metadata": {**before["metadata"], **change.get("metadata", {})},
+    }
     previous = fingerprint(Sensitivity.SPEC_AND_METADATA, before)
 
     assert counts(EventType.MODIFIED, previous, fingerprint(Sensitivity.SPEC_AND_METADATA, after)) is counted
 
 
-def node_object(*, labels: dict | None = None, annotations: dict | None = None, heartbeat: str = "t0", allocatable: dict | None = None) -> dict:
+def node_object(
+    *,
+    labels: dict | None = None,
+    annotations: dict | None = None,
+    heartbeat: str = "t0",
+    allocatable: dict | None = None,
+) -> dict:
     return {
         "kind": "Node",
-        "metadata": {"name": "box", "resourceVersion": heartbeat, "labels": labels or {"kubernetes.io/os": "linux"}, "annotations": annotations or {}},
+        "metadata": {
+            "name": "box",
+            "resourceVersion": heartbeat,
+            "labels": labels or {"kubernetes.io/os": "linux"},
+            "annotations": annotations or {},
+        },
         "status": {
             "allocatable": allocatable or {"cpu": "8"},
             "capacity": {"cpu": "8", "memory": "32Gi"},
@@ -119,7 +162,10 @@ def node_object(*, labels: dict | None = None, annotations: dict | None = None, 
     [
         (node_object(heartbeat="t1"), False),
         (node_object(annotations={"node.alpha.kubernetes.io/ttl": "0"}), False),
-        (node_object(labels={"kubernetes.io/os": "linux", "feature.node.kubernetes.io/pci-10de.present": "true"}), True),
+        (
+            node_object(labels={"kubernetes.io/os": "linux", "feature.node.kubernetes.io/pci-10de.present": "true"}),
+            True,
+        ),
         (node_object(labels={"kubernetes.io/os": "windows"}), True),
         (node_object(annotations={"appliance.magicstick.dev/physical-memory-mi": "65536"}), True),
         (node_object(allocatable={"cpu": "8", "nvidia.com/gpu": "1"}), True),
@@ -151,14 +197,22 @@ def test_every_modification_of_an_every_change_kind_counts():
     before = {"metadata": {"resourceVersion": "1"}, "status": {"ready": False}}
     after = {"metadata": {"resourceVersion": "2"}, "status": {"ready": True}}
 
-    assert counts(EventType.MODIFIED, fingerprint(Sensitivity.EVERY_CHANGE, before), fingerprint(Sensitivity.EVERY_CHANGE, after))
+    assert counts(
+        EventType.MODIFIED, fingerprint(Sensitivity.EVERY_CHANGE, before), fingerprint(Sensitivity.EVERY_CHANGE, after)
+    )
 
 
 def pod_object(**changes: object) -> dict:
     base = {
         "apiVersion": "v1",
         "kind": "Pod",
-        "metadata": {"name": "qwen-0", "namespace": "ai", "generation": 1, "resourceVersion": "10", "labels": {"model": "qwen"}},
+        "metadata": {
+            "name": "qwen-0",
+            "namespace": "ai",
+            "generation": 1,
+            "resourceVersion": "10",
+            "labels": {"model": "qwen"},
+        },
         "spec": {"containers": [{"name": "server", "image": "registry.example.com/model:CHANGEME"}]},
         "status": {"phase": "Running", "containerStatuses": [{"name": "server", "restartCount": 3}]},
     }
@@ -168,12 +222,33 @@ def pod_object(**changes: object) -> dict:
 @pytest.mark.parametrize(
     ("after", "change"),
     [
-        (pod_object(status={"phase": "Running", "containerStatuses": [{"name": "server", "restartCount": 4}]}), ChangeClass.CHURN),
-        (pod_object(metadata={**pod_object()["metadata"], "resourceVersion": "11", "managedFields": [{"manager": "kubelet"}]}), ChangeClass.CHURN),
+        (
+            pod_object(status={"phase": "Running", "containerStatuses": [{"name": "server", "restartCount": 4}]}),
+            ChangeClass.CHURN,
+        ),
+        (
+            pod_object(
+                metadata={
+                    **pod_object()["metadata"],
+                    "resourceVersion": "11",
+                    "managedFields": [{"manager": "kubelet"}],
+                }
+            ),
+            ChangeClass.CHURN,
+        ),
         (pod_object(metadata={**pod_object()["metadata"], "generation": 2}), ChangeClass.SPEC),
-        (pod_object(metadata={**pod_object()["metadata"], "labels": {"model": "qwen", "extra": "1"}}), ChangeClass.SPEC),
-        (pod_object(metadata={**pod_object()["metadata"], "deletionTimestamp": "2026-01-01T00:00:00Z"}), ChangeClass.SPEC),
-        (pod_object(spec={"containers": [{"name": "server", "image": "registry.example.com/model:CHANGEME-2"}]}), ChangeClass.SPEC),
+        (
+            pod_object(metadata={**pod_object()["metadata"], "labels": {"model": "qwen", "extra": "1"}}),
+            ChangeClass.SPEC,
+        ),
+        (
+            pod_object(metadata={**pod_object()["metadata"], "deletionTimestamp": "2026-01-01T00:00:00Z"}),
+            ChangeClass.SPEC,
+        ),
+        (
+            pod_object(spec={"containers": [{"name": "server", "image": "registry.example.com/model:CHANGEME-2"}]}),
+            ChangeClass.SPEC,
+        ),
     ],
     ids=["restart count", "status write's metadata", "generation", "label", "deletion", "spec"],
 )
@@ -182,13 +257,19 @@ def test_a_modification_of_the_status_alone_is_churn_and_of_anything_else_spec(a
 
 
 def test_a_config_maps_data_change_is_spec():
-    before = {"kind": "ConfigMap", "metadata": {"name": "profiles", "resourceVersion": "1"}, "data": {"profiles.json": "{}"}}
+    before = {
+        "kind": "ConfigMap",
+        "metadata": {"name": "profiles", "resourceVersion": "1"},
+        "data": {"profiles.json": "{}"},
+    }
     after = {**before, "metadata": {"name": "profiles", "resourceVersion": "2"}, "data": {"profiles.json": '{"a": 1}'}}
 
     assert classify(EventType.MODIFIED, spec_fingerprint(before), spec_fingerprint(after)) is ChangeClass.SPEC
 
 
-@pytest.mark.parametrize(("event", "previous"), [(EventType.ADDED, None), (EventType.DELETED, "same"), (EventType.MODIFIED, None)])
+@pytest.mark.parametrize(
+    ("event", "previous"), [(EventType.ADDED, None), (EventType.DELETED, "same"), (EventType.MODIFIED, None)]
+)
 def test_a_creation_a_deletion_and_a_modification_of_an_unseen_object_are_spec(event, previous):
     current = spec_fingerprint(pod_object())
 

@@ -56,14 +56,21 @@ def eventually(trigger: ReconcileTrigger, check: Callable[[], T], *, what: str, 
     return result
 
 
-def stack_request_after(client: KubeClient, stack: StackRef, previous: str | None = None, *, timeout: int = int(DEADLINE)) -> str:
+def stack_request_after(
+    client: KubeClient, stack: StackRef, previous: str | None = None, *, timeout: int = int(DEADLINE)
+) -> str:
     """The Stack's reconciliation request once it is set and differs from `previous`, watched
     on the API server (the trigger may run in another process); AssertionError after `timeout` s."""
     current = client.get(STACK, stack.name, stack.namespace)
     found = (current["metadata"].get("annotations") or {}).get(RECONCILIATION_REQUEST)
     if found not in (None, previous):
         return found
-    with client.watch(STACK, namespace=stack.namespace, resource_version=current["metadata"]["resourceVersion"], timeout_seconds=timeout) as stream:
+    with client.watch(
+        STACK,
+        namespace=stack.namespace,
+        resource_version=current["metadata"]["resourceVersion"],
+        timeout_seconds=timeout,
+    ) as stream:
         for event in stream:
             metadata = event.object.get("metadata") or {}
             found = (metadata.get("annotations") or {}).get(RECONCILIATION_REQUEST)
@@ -81,8 +88,12 @@ def serving_watches(client: KubeClient, targets: Iterable[WatchTarget], *, timeo
     for target in targets:
         while True:
             try:
-                version = client.list_collection(target.kind, namespace=target.namespace, label_selector=target.label_selector).resource_version
-                with client.watch(target.kind, namespace=target.namespace, resource_version=version, timeout_seconds=1) as stream:
+                version = client.list_collection(
+                    target.kind, namespace=target.namespace, label_selector=target.label_selector
+                ).resource_version
+                with client.watch(
+                    target.kind, namespace=target.namespace, resource_version=version, timeout_seconds=1
+                ) as stream:
                     stream.abort()
                 break
             except NotFound:
@@ -104,7 +115,11 @@ def stack_body(namespace: str, name: str = STACK_NAME) -> dict[str, Any]:
         "apiVersion": "pulumi.com/v1",
         "kind": "Stack",
         "metadata": {"name": name, "namespace": namespace},
-        "spec": {"stack": "organization/magicstick/test", "projectRepo": "https://git.example.com/CHANGEME/magicstick.git", "branch": "main"},
+        "spec": {
+            "stack": "organization/magicstick/test",
+            "projectRepo": "https://git.example.com/CHANGEME/magicstick.git",
+            "branch": "main",
+        },
     }
 
 
@@ -142,7 +157,9 @@ def ready_condition() -> dict[str, Any]:
     }
 
 
-def write_status(client: KubeClient, kind: ResourceKind, obj: Mapping[str, Any], status: Mapping[str, Any], *, field_manager: str) -> str:
+def write_status(
+    client: KubeClient, kind: ResourceKind, obj: Mapping[str, Any], status: Mapping[str, Any], *, field_manager: str
+) -> str:
     """Server-side apply `status` through /status, as the controller `field_manager`; the new resourceVersion."""
     metadata = {"name": obj["metadata"]["name"]}
     if obj["metadata"].get("namespace"):
@@ -160,7 +177,11 @@ def model_activation(namespace: str, name: str, *, preset: str = "qwen2505bcpu")
         "apiVersion": API_VERSION,
         "kind": "ModelActivation",
         "metadata": {"name": name, "namespace": namespace},
-        "spec": {"type": "local", "enabled": True, "local": {"preset": preset, "computeTarget": "cpu", "engine": "VLLM"}},
+        "spec": {
+            "type": "local",
+            "enabled": True,
+            "local": {"preset": preset, "computeTarget": "cpu", "engine": "VLLM"},
+        },
     }
 
 
@@ -169,7 +190,12 @@ def kustomization(name: str, namespace: str = "flux-system") -> dict[str, Any]:
         "apiVersion": "kustomize.toolkit.fluxcd.io/v1",
         "kind": "Kustomization",
         "metadata": {"name": name, "namespace": namespace},
-        "spec": {"interval": "10m", "path": "./modules/example", "prune": True, "sourceRef": {"kind": "GitRepository", "name": "magicstick"}},
+        "spec": {
+            "interval": "10m",
+            "path": "./modules/example",
+            "prune": True,
+            "sourceRef": {"kind": "GitRepository", "name": "magicstick"},
+        },
     }
 
 
@@ -196,7 +222,10 @@ def model_pod(namespace: str, name: str, model: str) -> dict[str, Any]:
         "apiVersion": "v1",
         "kind": "Pod",
         "metadata": {"name": name, "namespace": namespace, "labels": {"model": model}},
-        "spec": {"automountServiceAccountToken": False, "containers": [{"name": "server", "image": "registry.example.com/model:CHANGEME"}]},
+        "spec": {
+            "automountServiceAccountToken": False,
+            "containers": [{"name": "server", "image": "registry.example.com/model:CHANGEME"}],
+        },
     }
 
 
@@ -214,7 +243,14 @@ def crash_looping(restarts: int) -> dict[str, Any]:
     return {
         "phase": "Running",
         "podIP": "10.96.0.10",
-        "conditions": [{"type": "Ready", "status": "False", "reason": "ContainersNotReady", "lastTransitionTime": "2026-01-01T00:00:00Z"}],
+        "conditions": [
+            {
+                "type": "Ready",
+                "status": "False",
+                "reason": "ContainersNotReady",
+                "lastTransitionTime": "2026-01-01T00:00:00Z",
+            }
+        ],
         "containerStatuses": [
             {
                 "name": "server",
@@ -223,8 +259,20 @@ def crash_looping(restarts: int) -> dict[str, Any]:
                 "ready": False,
                 "started": False,
                 "restartCount": restarts,
-                "state": {"waiting": {"reason": "CrashLoopBackOff", "message": "back-off 10s restarting failed container=server"}},
-                "lastState": {"terminated": {"exitCode": 1, "reason": "Error", "startedAt": "2026-01-01T00:00:00Z", "finishedAt": "2026-01-01T00:00:01Z"}},
+                "state": {
+                    "waiting": {
+                        "reason": "CrashLoopBackOff",
+                        "message": "back-off 10s restarting failed container=server",
+                    }
+                },
+                "lastState": {
+                    "terminated": {
+                        "exitCode": 1,
+                        "reason": "Error",
+                        "startedAt": "2026-01-01T00:00:00Z",
+                        "finishedAt": "2026-01-01T00:00:01Z",
+                    }
+                },
             }
         ],
     }
@@ -261,14 +309,23 @@ def node_heartbeat(at: str) -> dict[str, Any]:
 
 
 def config_map(namespace: str, name: str, data: Mapping[str, str]) -> dict[str, Any]:
-    return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name, "namespace": namespace}, "data": dict(data)}
+    return {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {"name": name, "namespace": namespace},
+        "data": dict(data),
+    }
 
 
-def handled(trigger: ReconcileTrigger, kind: ResourceKind, namespace: str | None, version: str, selector: str | None = None) -> None:
+def handled(
+    trigger: ReconcileTrigger, kind: ResourceKind, namespace: str | None, version: str, selector: str | None = None
+) -> None:
     """Wait until the watch of `kind` in `namespace` has handled `version` (an etcd revision:
     comparable as a number on this server)."""
     (watcher,) = [
-        w for w in trigger.watchers if w.target.kind == kind and w.target.namespace == namespace and w.target.label_selector == selector
+        w
+        for w in trigger.watchers
+        if w.target.kind == kind and w.target.namespace == namespace and w.target.label_selector == selector
     ]
     eventually(
         trigger,
@@ -277,7 +334,9 @@ def handled(trigger: ReconcileTrigger, kind: ResourceKind, namespace: str | None
     )
 
 
-def settled(trigger: ReconcileTrigger, kind: ResourceKind, namespace: str | None, version: str, selector: str | None = None) -> None:
+def settled(
+    trigger: ReconcileTrigger, kind: ResourceKind, namespace: str | None, version: str, selector: str | None = None
+) -> None:
     """`handled`, and then the trigger has nothing left to request."""
     handled(trigger, kind, namespace, version, selector)
     eventually(trigger, trigger.idle, what="the trigger has nothing left to request")
