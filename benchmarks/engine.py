@@ -49,7 +49,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from itertools import pairwise
 from pathlib import Path
-from typing import Final
+from typing import Any, Final
 
 from benchmarks.scale import World, _in_worker, cluster_objects
 from tests.e2e.engine import COMMAND_TIMEOUT, REPO_ROOT, PulumiProject
@@ -261,7 +261,7 @@ UP: Final = ("up", "--yes", "--skip-preview")
 COMMANDS: Final = ("preview", "first up", "converged up", "converged up --refresh")
 
 
-def _registered(exported: dict) -> int:
+def _registered(exported: dict[str, Any]) -> int:
     resources = exported["deployment"].get("resources") or ()
     return sum(
         1 for r in resources if r["type"] != "pulumi:pulumi:Stack" and not r["type"].startswith("pulumi:providers:")

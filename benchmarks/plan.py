@@ -12,6 +12,7 @@ import argparse
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 import yaml
 
@@ -26,7 +27,7 @@ from tests.planning.models.world import platform
 SIZES = (10, 100, 1000)
 
 
-def _activation(index: int) -> dict:
+def _activation(index: int) -> dict[str, Any]:
     if index % 3 == 2:
         external = {
             "model": "openai/gpt-4o-mini",

@@ -18,6 +18,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 import yaml
 
@@ -40,7 +41,7 @@ PROGRAM = "benchmarks.reader"
 EXIT_NO_CLUSTER = 2
 
 
-def _in(namespace: str, obj: dict) -> dict:
+def _in(namespace: str, obj: dict[str, Any]) -> dict[str, Any]:
     return dict(obj, metadata={**obj["metadata"], "namespace": namespace})
 
 

@@ -286,7 +286,8 @@ def _in_worker(name: str, *arguments: Any) -> dict[str, Any]:
     )
     if done.returncode != 0:
         raise RuntimeError(f"worker {name} failed:\n{done.stderr}")
-    return json.loads(done.stdout.strip().splitlines()[-1])
+    answer: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])  # _work prints a WORKERS result
+    return answer
 
 
 def _work(payload: str) -> None:

@@ -27,7 +27,7 @@ needs boto3 (pip install 'magicstick[s3]'). Exit status: 0 all checks passed; 1 
 2 a bad URL, an unreachable store, or missing or refused credentials."""
 
 
-def add_backend(commands: argparse._SubParsersAction) -> None:
+def add_backend(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     command = commands.add_parser(
         "backend", help="check a Pulumi state backend (file:// or s3://) before keeping state there"
     )

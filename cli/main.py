@@ -118,7 +118,7 @@ def _access_help(entry: AccessKey) -> str:
     return f"magicstick:{entry.key}: {entry.summary}" + (f" (default: {shown})" if shown else "")
 
 
-def _add_render(commands: argparse._SubParsersAction, flags: argparse.ArgumentParser) -> None:
+def _add_render(commands: argparse._SubParsersAction[argparse.ArgumentParser], flags: argparse.ArgumentParser) -> None:
     command = commands.add_parser(
         "render",
         parents=[flags],
@@ -143,7 +143,7 @@ def _add_render(commands: argparse._SubParsersAction, flags: argparse.ArgumentPa
     )
 
 
-def _add_diff(commands: argparse._SubParsersAction, flags: argparse.ArgumentParser) -> None:
+def _add_diff(commands: argparse._SubParsersAction[argparse.ArgumentParser], flags: argparse.ArgumentParser) -> None:
     command = commands.add_parser(
         "diff",
         parents=[flags],
@@ -156,7 +156,7 @@ def _add_diff(commands: argparse._SubParsersAction, flags: argparse.ArgumentPars
     command.add_argument("--show-added", action="store_true", help="print the content of each added object and status")
 
 
-def _add_snapshot(commands: argparse._SubParsersAction) -> None:
+def _add_snapshot(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     command = commands.add_parser(
         "snapshot",
         help="capture what the program reads from the live cluster into a snapshot file (no Secret is read)",

@@ -16,6 +16,7 @@ from typing import Any, TypeVar
 
 import pulumi
 from pulumi.runtime import mocks as pulumi_mocks
+from pulumi.runtime.proto import resource_pb2
 from pulumi.runtime.stack import run_pulumi_func
 from pulumi.runtime.sync_await import _sync_await
 
@@ -79,10 +80,10 @@ class Registration:
 class _EchoMocks(pulumi.runtime.Mocks):
     """Every resource's outputs are its inputs; no function calls are expected."""
 
-    def new_resource(self, args: pulumi.runtime.MockResourceArgs) -> tuple[str, dict]:
+    def new_resource(self, args: pulumi.runtime.MockResourceArgs) -> tuple[str, dict[str, Any]]:
         return f"{args.name}-id", dict(args.inputs)
 
-    def call(self, args: pulumi.runtime.MockCallArgs) -> tuple[dict, list | None]:
+    def call(self, args: pulumi.runtime.MockCallArgs) -> tuple[dict[str, Any], list[tuple[str, str]] | None]:
         raise NotImplementedError(f"the program calls no Pulumi function, but called {args.token}")
 
 
@@ -106,8 +107,11 @@ class RecordingMonitor(pulumi_mocks.MockMonitor):
         self.duplicate: DuplicateUrnError | None = None
         self._by_urn: dict[str, Registration] = {}
 
-    def RegisterResource(self, request):  # noqa: N802 - the gRPC method name
-        response = super().RegisterResource(request)
+    def RegisterResource(  # noqa: N802 - the gRPC method name
+        self, request: resource_pb2.RegisterResourceRequest
+    ) -> resource_pb2.RegisterResourceResponse:
+        # Pulumi's MockMonitor leaves its gRPC methods unannotated.
+        response: resource_pb2.RegisterResourceResponse = super().RegisterResource(request)  # type: ignore[no-untyped-call]
         if request.type != "pulumi:pulumi:Stack":
             registration = _registration(request, response.urn)
             first = self._by_urn.setdefault(response.urn, registration)
@@ -120,7 +124,7 @@ class RecordingMonitor(pulumi_mocks.MockMonitor):
         return response
 
 
-def _registration(request: Any, urn: str) -> Registration:
+def _registration(request: resource_pb2.RegisterResourceRequest, urn: str) -> Registration:
     return Registration(
         urn=urn,
         type=request.type,

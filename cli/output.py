@@ -85,7 +85,7 @@ def _foreign_entries(out: Path) -> list[str] | None:
     return foreign
 
 
-def _entries(directory: Path) -> dict[str, os.DirEntry]:
+def _entries(directory: Path) -> dict[str, os.DirEntry[str]]:
     try:
         with os.scandir(directory) as scan:
             return {entry.name: entry for entry in scan}

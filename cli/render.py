@@ -320,7 +320,7 @@ def _as_object(registration: Registration) -> dict[str, Any]:
         for key in ("data", "stringData"):
             if isinstance(obj.get(key), dict):
                 obj[key] = {name: MASK for name in obj[key]}
-    return _mask(obj)
+    return {key: _mask(value) for key, value in obj.items()}
 
 
 def _dynamic_resources(run: OfflineRun) -> list[Registration]:

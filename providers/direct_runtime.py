@@ -58,6 +58,7 @@ from typing import Any, Final
 
 from pulumi.dynamic import CheckFailure, CheckResult, CreateResult, DiffResult, ReadResult, UpdateResult
 
+from api.vocabulary import ProblemReason
 from planning.frozen import thaw
 from planning.models.direct import (
     FIELD_MANAGER_INPUT,
@@ -71,7 +72,7 @@ from planning.objects import OWNED_FORCE_ANNOTATION
 from providers.cluster_access import ClusterResourceProvider, without_legacy_access
 from providers.kinds import CONFIG_MAP, DEPLOYMENT, SERVICE
 from providers.kube import KubeClient, KubeConnectionError, KubeError, NotFound, ResourceKind, open_client
-from providers.outcomes import PERMANENT_CODES, Persistence, Problem, ProblemReason, retry_requested, with_problem
+from providers.outcomes import PERMANENT_CODES, Persistence, Problem, retry_requested, with_problem
 from providers.pulumi_values import is_unknown, restore_integers
 
 """Not in providers/kinds.py yet: the program reads no Service, only direct runtimes write them."""

@@ -42,7 +42,7 @@ from typing import Any, Final
 
 from pulumi.dynamic import CheckFailure, CheckResult, CreateResult, DiffResult, ReadResult, UpdateResult
 
-from api.vocabulary import VerdictReason
+from api.vocabulary import ProblemReason, VerdictReason
 from planning.hardware.compatibility import ValidationRunPlan
 from planning.hardware.validation import (
     FINAL_STAGES,
@@ -58,11 +58,12 @@ from planning.hardware.validation import (
     verdict,
 )
 from planning.labels import FIELD_MANAGER_ANNOTATION
+from planning.provider_wire import PROBLEM_OUTPUT
 from providers.cluster_access import ClusterResourceProvider, without_legacy_access
 from providers.gpu_stores import MalformedStore, StoreContended, bootstrap_history, put_run, put_runtime_image, read_run
 from providers.kinds import CONFIG_MAP, JOB, POD
 from providers.kube import Conflict, KubeClient, KubeError, NotFound, open_client
-from providers.outcomes import PROBLEM_OUTPUT, Problem, ProblemReason, kube_problem, retry_requested, with_problem
+from providers.outcomes import Problem, kube_problem, retry_requested, with_problem
 from providers.pulumi_values import is_unknown, restore_integers
 
 FIELD_MANAGER: Final = "magicstick-gpu-validation"

@@ -23,10 +23,10 @@ from planning.models.offloading import (
     OFFLOADING_KEY,
     OFFLOADING_NAMESPACE,
 )
+from planning.models.profile_entry import ProfileStoreRef
 from providers.profile_store import (
     STORE_ANNOTATIONS,
     STORE_LABELS,
-    ProfileStoreRef,
     RuntimeProfileProvider,
     StoreSettings,
 )

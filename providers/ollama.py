@@ -44,8 +44,10 @@ from urllib.parse import quote
 
 from pulumi.dynamic import CheckFailure, CheckResult, CreateResult, DiffResult, ReadResult, UpdateResult
 
+from api.vocabulary import ProblemReason
 from planning.conditions import rfc3339
 from planning.models.plan import AliasRequest
+from planning.provider_wire import PROBLEM_OUTPUT
 from planning.snapshot import OllamaObservation, OllamaProbe
 from providers.cluster_access import ClusterResourceProvider, without_legacy_access
 from providers.kube import (
@@ -58,7 +60,7 @@ from providers.kube import (
     ServerError,
     open_client,
 )
-from providers.outcomes import PROBLEM_OUTPUT, Problem, ProblemReason, retry_requested, with_problem
+from providers.outcomes import Problem, retry_requested, with_problem
 
 OLLAMA_PORT: Final = 11434
 """Ollama's own default port. KubeAI's Ollama Pods set OLLAMA_HOST to their declared port

@@ -26,14 +26,14 @@ from typing import Any, Final
 
 from pulumi.dynamic import CheckFailure, CheckResult, CreateResult, DiffResult, ReadResult, UpdateResult
 
+from api.vocabulary import ProblemReason
 from planning.models.recovery import RecoveryAttempt, TerminalPod
+from planning.provider_wire import PROBLEM_OUTPUT
 from providers.cluster_access import ClusterResourceProvider, without_legacy_access
 from providers.kube import Conflict, KubeClient, KubeError, NotFound, ResourceKind, open_client
 from providers.outcomes import (
-    PROBLEM_OUTPUT,
     Persistence,
     Problem,
-    ProblemReason,
     kube_problem,
     retry_requested,
     with_problem,

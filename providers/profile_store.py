@@ -49,6 +49,7 @@ from typing import Any, ClassVar, Final, Self
 
 from pulumi.dynamic import CheckFailure, CheckResult, CreateResult, DiffResult, ReadResult, UpdateResult
 
+from api.vocabulary import ProblemReason
 from planning.frozen import thaw
 from planning.models.kubeai import (
     MAX_CPU_PROFILES,
@@ -57,11 +58,12 @@ from planning.models.kubeai import (
     PROFILE_STORE_NAMESPACE,
 )
 from planning.models.profile_entry import ProfileEntry, ProfileStoreRef
+from planning.provider_wire import PROBLEM_OUTPUT
 from providers.cluster_access import ClusterResourceProvider, without_legacy_access
 from providers.kinds import CONFIG_MAP
 from providers.kube import Conflict, KubeClient, KubeError, NotFound, open_client
 from providers.kube.client import MERGE_PATCH
-from providers.outcomes import PROBLEM_OUTPUT, Problem, ProblemReason, kube_problem, retry_requested, with_problem
+from providers.outcomes import Problem, kube_problem, retry_requested, with_problem
 from providers.pulumi_values import is_unknown, restore_integers
 
 DEFAULT_NAMESPACE: Final = PROFILE_STORE_NAMESPACE
@@ -373,7 +375,7 @@ class RuntimeProfileEntry(ProfileEntry):
     @property
     def body(self) -> dict[str, Any]:
         """The profile as the store holds it."""
-        return thaw(self.profile)
+        return {key: thaw(value) for key, value in self.profile.items()}
 
     @property
     def id(self) -> str:

@@ -189,7 +189,7 @@ def _line_of(text: str, *, api_version: str, kind: str, field: str) -> int:
 def _field_line(node: yaml.Node | None, *, api_version: str, kind: str, field: str) -> int | None:
     if not isinstance(node, yaml.MappingNode):
         return None
-    fields = {key.value: value for key, value in node.value if isinstance(key, yaml.ScalarNode)}
+    fields: dict[str, yaml.Node] = {key.value: value for key, value in node.value if isinstance(key, yaml.ScalarNode)}
     items = fields.get("items")
     if isinstance(items, yaml.SequenceNode) and str(getattr(fields.get("kind"), "value", "")).endswith("List"):
         for item in items.value:

@@ -24,11 +24,13 @@ from typing import Any, Final
 
 from pulumi.dynamic import CheckFailure, CheckResult, CreateResult, DiffResult, ReadResult, UpdateResult
 
+from api.vocabulary import ProblemReason
 from planning import stale as planned_stale
+from planning.provider_wire import PROBLEM_OUTPUT
 from providers.cluster_access import ClusterResourceProvider, without_legacy_access
 from providers.kinds import KUSTOMIZATION
 from providers.kube import Conflict, KubeClient, KubeError, NotFound, ResourceKind, open_client
-from providers.outcomes import PROBLEM_OUTPUT, Problem, ProblemReason, kube_problem, retry_requested, with_problem
+from providers.outcomes import Problem, kube_problem, retry_requested, with_problem
 
 REMOVABLE_KINDS: Final = {(f"{KUSTOMIZATION.group}/{KUSTOMIZATION.version}", KUSTOMIZATION.kind): KUSTOMIZATION}
 """The kinds whose generated objects the program removes when it finds them stale."""

@@ -32,7 +32,7 @@ from typing import Any, Final
 
 from pulumi.dynamic import CheckFailure, CheckResult, CreateResult, DiffResult, ReadResult, UpdateResult
 
-from api.vocabulary import ConditionType, Phase, StatusReason, reason_of, stalls
+from api.vocabulary import ConditionType, Phase, ProblemReason, StatusReason, reason_of, stalls
 from planning.conditions import READY, condition
 from planning.frozen import thaw
 from planning.objects import StatusUpdate, decode_status
@@ -44,7 +44,6 @@ from providers.outcomes import (
     STARTING_REASONS,
     Persistence,
     Problem,
-    ProblemReason,
     kube_problem,
     problem_from,
     retry_requested,

@@ -1,39 +1,33 @@
 #!/usr/bin/env bash
-# The whole test suite from the repository root's virtual environment (venv/), in two runs:
-#   1. the pure suite (`-m "not cluster and not e2e and not peers and not browser"`), with every tool of the test
-#      toolchain pointed at a path that does not exist: it must need none of them, and a test
-#      that reaches for one without its marker fails here instead of passing by luck. Meanwhile
-#      scripts/toolchain/build.sh builds what the toolchain lacks (about an hour on a new machine
-#      with 2 cores, a second or two when cached); its progress is printed once it ends. It gets
-#      MAGICSTICK_GO_SOURCES as this script got it (.ci/run sets it): the folder of the source
-#      archives it builds from where the Go module proxy refuses a module;
-#   2. everything that uses the toolchain or a browser (`-m "cluster or e2e or peers or browser"`), once
-#      scripts/browser/setup.sh has made sure of Debian's chromium and of axe-core (a second
-#      when they are there), and scripts/images/build.sh has built the images the real node of
-#      the `cluster_real` tests runs (as root: about eight minutes on a new machine, seconds when
-#      cached).
-# Arguments go to both pytest runs (for example `-x`, `-k name` or a test path); a run that
-# selects no test is not a failure unless neither selects one (pytest's status 5).
-# Exit status: the build's when it fails (the second run is then skipped), else the first
-# failing run's, else 0.
+# Every suite, through the Makefile's targets (`make test` runs this after its checks), in two
+# runs:
+#   1. `make test-pure`: the pure suite (`pytest -m pure`) with every tool of the test toolchain
+#      hidden (tests/pure_environment.py): it must need none of them, and a test that reaches
+#      for one without its marker fails here instead of passing by luck. Meanwhile
+#      `make toolchain` builds what the toolchain lacks (about 36 minutes on a new machine with
+#      2 cores, a second or two when cached); its log is printed once it ends. It gets
+#      MAGICSTICK_GO_SOURCES as this script got it: the folder of the source archives it builds
+#      from where the Go module proxy refuses a module;
+#   2. `make test-toolchain`: everything else (`pytest -m "not pure"`), once `make images` has
+#      built the images the real node of the `cluster_real` tests runs (as root: about four
+#      minutes on a new machine, seconds when cached) and `make browser` has made sure of
+#      chromium and axe-core.
+# The system packages of the second run come from `make system` (scripts/system-packages.sh),
+# which `make test` runs first.
+# Arguments go to both pytest runs, joined by spaces (for example `-x` or `-k name`); a run
+# that selects no test is not a failure.
+# Exit status: the build's when it fails (the second run is then skipped), else make's (2) when
+# a run failed, else 0.
 set -uo pipefail
-cd "$(dirname "${BASH_SOURCE[0]}")/.."
+cd "$(dirname "${BASH_SOURCE[0]}")/.." || exit 1
 
 build_log=$(mktemp)
 build=""
 trap '[[ -z $build ]] || kill "$build" 2>/dev/null; rm -f "$build_log"' EXIT
-MAGICSTICK_GO_SOURCES=${MAGICSTICK_GO_SOURCES:-} scripts/toolchain/build.sh >"$build_log" 2>&1 &
+MAGICSTICK_GO_SOURCES=${MAGICSTICK_GO_SOURCES:-} make --no-print-directory toolchain >"$build_log" 2>&1 &
 build=$!
 
-nowhere=/nonexistent/magicstick-toolchain
-MAGICSTICK_KUBE_APISERVER=$nowhere/kube-apiserver MAGICSTICK_KUBE_CONTROLLER_MANAGER=$nowhere/kube-controller-manager \
-    MAGICSTICK_ETCD=$nowhere/etcd MAGICSTICK_PULUMI=$nowhere/pulumi MAGICSTICK_PULUMI_RESOURCE_KUBERNETES=$nowhere/pulumi-resource-kubernetes \
-    MAGICSTICK_EGCTL=$nowhere/egctl MAGICSTICK_HELM=$nowhere/helm MAGICSTICK_FLUX=$nowhere/flux \
-    MAGICSTICK_SOURCE_CONTROLLER=$nowhere/source-controller MAGICSTICK_KUSTOMIZE_CONTROLLER=$nowhere/kustomize-controller \
-    MAGICSTICK_HELM_CONTROLLER=$nowhere/helm-controller MAGICSTICK_KUBE_SCHEDULER=$nowhere/kube-scheduler \
-    MAGICSTICK_KUBE_PROXY=$nowhere/kube-proxy MAGICSTICK_KUBELET=$nowhere/kubelet MAGICSTICK_COREDNS=$nowhere/coredns \
-    MAGICSTICK_PKO_MANAGER=$nowhere/manager MAGICSTICK_PKO_AGENT=$nowhere/agent MAGICSTICK_KUBEAI=$nowhere/kubeai \
-    venv/bin/pytest -m "not cluster and not e2e and not peers and not browser" "$@"
+make --no-print-directory test-pure PYTEST_ARGS="$*"
 pure=$?
 
 wait "$build"
@@ -45,22 +39,12 @@ if ((built != 0)); then
     exit "$built"
 fi
 
-if ! scripts/images/build.sh >/dev/null; then
-    printf 'run-tests: scripts/images/build.sh failed (above); the tests that need it did not run\n' >&2
+make --no-print-directory images browser || {
+    printf 'run-tests: the images or the browser could not be set up (above); the tests that need them did not run\n' >&2
     exit 1
-fi
-if ! scripts/browser/setup.sh >/dev/null; then
-    printf 'run-tests: scripts/browser/setup.sh failed (above); the tests that need it did not run\n' >&2
-    exit 1
-fi
-venv/bin/pytest -m "cluster or e2e or peers or browser" "$@"
+}
+make --no-print-directory test-toolchain PYTEST_ARGS="$*"
 rest=$?
 
-readonly NO_TESTS_COLLECTED=5
-if ((pure == NO_TESTS_COLLECTED && rest == NO_TESTS_COLLECTED)); then
-    exit "$NO_TESTS_COLLECTED"
-fi
-for status in "$pure" "$rest"; do
-    ((status == 0 || status == NO_TESTS_COLLECTED)) || exit "$status"
-done
-exit 0
+((pure == 0)) || exit "$pure"
+exit "$rest"

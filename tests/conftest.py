@@ -1,15 +1,18 @@
-"""Shared pytest configuration: the real kube-apiserver fixtures and the `cluster` marker.
+"""Shared pytest configuration: the real kube-apiserver fixtures and the suite's markers.
 
-A test needs the test kube-apiserver exactly when it requests the `cluster` fixture, directly
-or through another fixture. Such tests are marked `cluster` at collection; the tests of the
-real Pulumi engine (`engine_cluster`, tests/e2e, or `own_engine` for a test whose subject
-starts its own API server and engine, such as a benchmark) are marked `e2e`; the tests in tests/peers,
-where the real peers (egctl, helm, flux) judge what the program renders, are marked `peers`; the
-tests on a real node (`real_node`: a kubelet with containerd, tests/node) and those Flux's own
-controllers judge (`flux`: source-, kustomize- and helm-controller, tests/flux) are marked
-`cluster_real` as well as `cluster`.
-So `pytest -m "not cluster and not e2e and not peers"` runs everything else without the test
-toolchain.
+Every marker is added at collection, never by hand:
+- `cluster`: the test requests the `cluster` fixture (the test kube-apiserver), directly or
+  through another fixture;
+- `e2e`: it requests `engine_cluster` (the real Pulumi engine, tests/e2e) or `own_engine` (a
+  test whose subject starts its own API server and engine, such as a benchmark);
+- `peers`: it lives in tests/peers, where the real peers (egctl, helm, flux) judge;
+- `cluster_real` (and `cluster`): it requests `real_node` (a kubelet with containerd, tests/node)
+  or `flux` (Flux's own controllers, tests/flux);
+- `browser`: it lives in tests/browser (Debian's chromium and axe-core);
+- `machine`: it needs the machine itself: root, network namespaces and Debian's netplan.io
+  (scripts/system-packages.sh), such as the host agent's network actions;
+- `pure`: none of the above. `pytest -m pure` runs it with no toolchain, no browser, no root
+  and no system package; `make test-pure` does so with every tool hidden.
 """
 
 from __future__ import annotations
@@ -23,21 +26,30 @@ pytest_plugins = ["tests.cluster.conftest_plugin"]
 CLUSTER_FIXTURE = "cluster"
 ENGINE_FIXTURES = frozenset({"engine_cluster", "own_engine"})
 PEER_TESTS = Path(__file__).resolve().parent / "peers"
+BROWSER_TESTS = Path(__file__).resolve().parent / "browser"
 REAL_PEER_FIXTURES = frozenset({"real_node", "flux"})
+MACHINE_FIXTURES = frozenset({"namespace_interfaces"})
+NOT_PURE = ("cluster", "e2e", "peers", "browser", "machine")
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
-        fixtures = getattr(item, "fixturenames", ())
+        fixtures = set(getattr(item, "fixturenames", ()))
         if CLUSTER_FIXTURE in fixtures:
             item.add_marker(pytest.mark.cluster)
-        if ENGINE_FIXTURES & set(fixtures):
+        if ENGINE_FIXTURES & fixtures:
             item.add_marker(pytest.mark.e2e)
-        if REAL_PEER_FIXTURES & set(fixtures):
+        if REAL_PEER_FIXTURES & fixtures:
             item.add_marker(pytest.mark.cluster)
             item.add_marker(pytest.mark.cluster_real)
         if item.path.is_relative_to(PEER_TESTS):
             item.add_marker(pytest.mark.peers)
+        if item.path.is_relative_to(BROWSER_TESTS):
+            item.add_marker(pytest.mark.browser)
+        if MACHINE_FIXTURES & fixtures:
+            item.add_marker(pytest.mark.machine)
+        if not any(item.get_closest_marker(name) for name in NOT_PURE):
+            item.add_marker(pytest.mark.pure)
 
 
 @pytest.fixture

@@ -14,7 +14,7 @@ import os
 import tarfile
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Final
+from typing import IO, Final
 
 from tests.toolchain import REPO_ROOT
 
@@ -45,17 +45,17 @@ class LocalImage:
         """`sha256:<hex>` of the image's configuration: the image ID the kubelet reports for a
         Pod's container whose image came from no registry (there is no repository digest)."""
         with tarfile.open(self.archive) as archive:
-            manifest = json.load(_member(archive, f"blobs/sha256/{self.digest}"))
+            manifest = json.load(_member(self.archive, archive, f"blobs/sha256/{self.digest}"))
         return str(manifest["config"]["digest"])
 
 
-def _member(archive: tarfile.TarFile, name: str):
+def _member(path: Path, archive: tarfile.TarFile, name: str) -> IO[bytes]:
     for candidate in (name, f"./{name}"):
         with contextlib.suppress(KeyError):
             stream = archive.extractfile(candidate)
             if stream is not None:
                 return stream
-    raise ImageNotBuilt(f"{archive.name} has no {name}: rebuild it with `{BUILD_SCRIPT.relative_to(REPO_ROOT)}`")
+    raise ImageNotBuilt(f"{path} has no {name}: rebuild it with `{BUILD_SCRIPT.relative_to(REPO_ROOT)}`")
 
 
 def cache_dir() -> Path:
@@ -68,6 +68,6 @@ def local_image(name: str) -> LocalImage:
     archive, reference = directory / "image.tar", directory / "reference"
     if not (archive.is_file() and reference.is_file()):
         raise ImageNotBuilt(
-            f"image {name} is not built in {directory}: run `{BUILD_SCRIPT.relative_to(REPO_ROOT)} {name}` (as root; scripts/run-tests.sh does)"
+            f"image {name} is not built in {directory}: run `{BUILD_SCRIPT.relative_to(REPO_ROOT)} {name}` (as root; `make images` and scripts/run-tests.sh do)"
         )
     return LocalImage(name=name, archive=archive, reference=reference.read_text().strip())

@@ -52,7 +52,8 @@ class InferenceResult:
 
 def hip_probe() -> HipResult:
     """The HIP computation. ImportError (no torch) escapes: an infrastructure error."""
-    import torch
+    # torch is installed in the validation image (Containerfile.vllm-rocm) only, not in the venv.
+    import torch  # type: ignore[import-not-found]
 
     hip_version = getattr(torch.version, "hip", None)
     if not torch.cuda.is_available() or not hip_version:
@@ -78,7 +79,8 @@ def hip_probe() -> HipResult:
 
 def inference_probe(model: str, gpu_memory_utilization: float) -> InferenceResult:
     """The tiny offline inference. ImportError (no vllm) escapes: an infrastructure error."""
-    from vllm import LLM, SamplingParams
+    # vllm is installed in the validation image (Containerfile.vllm-rocm) only, not in the venv.
+    from vllm import LLM, SamplingParams  # type: ignore[import-not-found]
 
     try:
         llm = LLM(

@@ -18,7 +18,7 @@ class RetryPolicy:
             raise ValueError(f"RetryPolicy.attempts must be at least 1, not {self.attempts}")
 
     def delay(self, attempt: int, retry_after: float | None = None) -> float:
-        backoff = min(self.max_delay_seconds, self.first_delay_seconds * (2**attempt))
+        backoff = min(self.max_delay_seconds, self.first_delay_seconds * (2.0**attempt))
         if retry_after is not None:
             return min(self.max_delay_seconds, max(backoff, retry_after))
         return backoff

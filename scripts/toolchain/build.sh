@@ -226,9 +226,9 @@ build_kubernetes() {
         local mod replaces="" staging dir minor
         mod=$(env -C "$WORK" go mod download -json "k8s.io/kubernetes@$KUBE_VERSION" | sed -n 's/^\t"GoMod": "\(.*\)",$/\1/p')
         [[ -f $mod ]] || fail 1 "the module proxy did not serve k8s.io/kubernetes@$KUBE_VERSION"
-        for staging in $(sed -n 's#^\s*\(k8s.io/[a-z0-9-]*\) => ./staging/.*#\1#p' "$mod"); do
+        while read -r staging; do
             replaces+=$'\t'"$staging => $staging $KUBE_STAGING_VERSION"$'\n'
-        done
+        done < <(sed -n 's#^\s*\(k8s.io/[a-z0-9-]*\) => ./staging/.*#\1#p' "$mod")
         [[ -n $replaces ]] || fail 1 "no staging replaces found in $mod"
         dir=$(wrapper_module kubernetes 1.25.0 $'\t'"k8s.io/kubernetes $KUBE_VERSION"$'\n' "$replaces" "${KUBE_COMMANDS[@]/#/k8s.io/kubernetes/cmd/}")
         minor=${KUBE_VERSION#v1.}

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import yaml
 
 EXAMPLES_YAML = """
@@ -184,9 +186,9 @@ status:
   phase: Pending
 """
 
-EXAMPLES: list[dict] = list(yaml.safe_load_all(EXAMPLES_YAML))
+EXAMPLES: list[dict[str, Any]] = list(yaml.safe_load_all(EXAMPLES_YAML))
 
 
-def example(kind: str, name: str) -> dict:
+def example(kind: str, name: str) -> dict[str, Any]:
     """The example object of ``kind`` called ``name``."""
     return next(obj for obj in EXAMPLES if obj["kind"] == kind and obj["metadata"]["name"] == name)

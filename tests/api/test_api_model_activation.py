@@ -302,6 +302,12 @@ def test_validate_cpu_resources_checks_a_limit_against_the_inherited_request() -
 
 
 def test_validate_cpu_resources_prefers_the_explicit_request_over_the_inherited_one() -> None:
+    # The same limit against the same inherited request of 1000: refused without a request of
+    # its own, accepted with an explicit 250, so the explicit request is the one compared.
+    with pytest.raises(SpecError) as caught:
+        validate_cpu_resources(CpuResources(limit_millicores=500), default_request_millicores=1000)
+    assert "below the inherited engine default request of 1000 millicores" in caught.value.rule
+
     validate_cpu_resources(CpuResources(request_millicores=250, limit_millicores=500), default_request_millicores=1000)
 
 

@@ -1,7 +1,7 @@
 """Fixtures of the browser suite, and its marker.
 
-Every test under tests/browser is marked `browser` at collection, never by hand: the suite needs
-Debian's chromium and axe-core (scripts/browser/setup.sh), which the pure suite must not. One
+Every test under tests/browser is marked `browser` at collection (tests/conftest.py): the suite
+needs Debian's chromium and axe-core (scripts/browser/setup.sh), which the pure suite must not. One
 Chromium runs per test module (`browser`), not per session: Playwright's sync API keeps an event
 loop running on the test thread while it is open, and the suites that run after the browser's
 in the same process (the dashboard's stream tests) start event loops of their own. Each test
@@ -12,21 +12,11 @@ into the next.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 from playwright.sync_api import Browser, Page, sync_playwright
 
 from tests.browser import harness
-
-BROWSER_TESTS = Path(__file__).resolve().parent
-
-
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    # A conftest's hook sees the whole session's items: only this directory's are marked.
-    for item in items:
-        if item.path.is_relative_to(BROWSER_TESTS):
-            item.add_marker(pytest.mark.browser)
 
 
 @pytest.fixture(scope="module")

@@ -12,7 +12,8 @@ Document = dict[str, Any]
 
 
 def shipped_document(file_name: str) -> Document:
-    return yaml.safe_load(shipped_directory().joinpath(file_name).read_text(encoding="utf-8"))
+    document: Document = yaml.safe_load(shipped_directory().joinpath(file_name).read_text(encoding="utf-8"))
+    return document
 
 
 def entry_named(document: Document, section: str, name: str) -> Document:

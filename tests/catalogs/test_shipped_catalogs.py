@@ -4,13 +4,25 @@ from __future__ import annotations
 
 import pytest
 
-from catalogs import Catalogs, load_catalogs
+from catalogs import load_catalogs
 
 CATALOGS = load_catalogs()
 
 
-def test_the_shipped_catalogs_load_without_a_user_directory():
-    assert isinstance(CATALOGS, Catalogs)
+def test_the_shipped_catalogs_load_without_a_user_directory_with_what_the_product_promises():
+    assert {"kubeai", "litellm", "dashboard", "gpu", "amd-gpu", "intel-gpu", "model-catalog"} <= {
+        module.name for module in CATALOGS.modules.entries
+    }
+    assert [app.name for app in CATALOGS.applications.entries] == [
+        "hermes",
+        "kubeopencode",
+        "odysseus",
+        "openclaw",
+        "paperclip",
+    ]
+    assert [engine.name for engine in CATALOGS.engines.entries] == ["FreeToken", "OLlama", "VLLM"]
+    assert [target.name for target in CATALOGS.compute_targets.entries] == ["amd-gpu", "cpu", "intel-gpu", "nvidia-gpu"]
+    assert CATALOGS.presets.require("qwen2505bcpu").variant("VLLM", "cpu") is not None
 
 
 def test_loading_twice_gives_equal_catalogs():

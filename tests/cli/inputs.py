@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import yaml
 
@@ -19,11 +20,11 @@ INVALID_MODEL = {
 }
 
 
-def demo_objects() -> list[dict]:
+def demo_objects() -> list[dict[str, Any]]:
     return [document for document in yaml.safe_load_all(DEMO.read_text()) if document]
 
 
-def snapshot_with(tmp_path: Path, *extra: dict, name: str = "snapshot.yaml") -> Path:
+def snapshot_with(tmp_path: Path, *extra: dict[str, Any], name: str = "snapshot.yaml") -> Path:
     """The demo snapshot plus `extra` objects, as a file."""
     path = tmp_path / name
     path.write_text(DEMO.read_text() + "".join("\n---\n" + yaml.safe_dump(obj) for obj in extra))

@@ -16,7 +16,7 @@ from providers.kube import KubeAccess, KubeClient, open_client
 from tests.cluster.apiserver import ADMIN_USER, ClusterInfo, running_cluster
 from tests.e2e.engine import PulumiProject
 from tests.e2e.lifecycle import GARBAGE_COLLECTION
-from tests.e2e.world import demo_documents, prepare_cluster
+from tests.e2e.world import JsonObject, demo_documents, prepare_cluster
 from tests.live.ollama_double import OllamaDouble, proxyable_host_address, running_ollama
 
 
@@ -34,14 +34,16 @@ def kube(engine_cluster: ClusterInfo) -> Iterator[KubeClient]:
 
 
 @pytest.fixture(scope="module")
-def demo(engine_cluster: ClusterInfo, kube: KubeClient) -> list[dict]:
+def demo(engine_cluster: ClusterInfo, kube: KubeClient) -> list[JsonObject]:
     documents = demo_documents()
     prepare_cluster(engine_cluster, kube, documents)
     return documents
 
 
 @pytest.fixture(scope="module")
-def project(engine_cluster: ClusterInfo, demo: list[dict], tmp_path_factory: pytest.TempPathFactory) -> PulumiProject:
+def project(
+    engine_cluster: ClusterInfo, demo: list[JsonObject], tmp_path_factory: pytest.TempPathFactory
+) -> PulumiProject:
     """A stack whose kubeconfig is the admin's, passed as a path the way the README sets it."""
     root: Path = tmp_path_factory.mktemp("pulumi")
     project = PulumiProject.create(root)

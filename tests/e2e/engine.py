@@ -184,4 +184,5 @@ class PulumiProject:
             self.pulumi("config", "set", key, value, *flags)
 
     def export(self) -> JsonObject:
-        return self.pulumi("stack", "export", "--show-secrets=false").json()
+        exported: JsonObject = self.pulumi("stack", "export", "--show-secrets=false").json()  # a JSON object
+        return exported

@@ -21,7 +21,7 @@ from typing import Final
 
 from providers.kube import KubeAccess, open_client
 from tests.cluster.apiserver import ADMIN_USER, running_cluster
-from tests.e2e.engine import REPO_ROOT, PulumiProject
+from tests.e2e.engine import REPO_ROOT, JsonObject, PulumiProject
 from tests.e2e.lifecycle import GARBAGE_COLLECTION, converge, first_up
 from tests.e2e.world import demo_documents, load_demo, prepare_cluster
 from tests.live.ollama_double import proxyable_host_address, running_ollama
@@ -40,7 +40,7 @@ ObjectIdentity = tuple[str, str, str]
 """A Kubernetes object's (kind, namespace, name); the namespace is empty for a cluster-wide one."""
 
 
-def applied_objects(exported: dict) -> list[tuple[str, dict]]:
+def applied_objects(exported: JsonObject) -> list[tuple[str, JsonObject]]:
     """The Kubernetes objects the release's `up` applied, each with the field manager that applied
     it, as its state records them: the resource outputs without the provider's bookkeeping keys
     (`__inputs`, ...) and without what the server sets (uid, resourceVersion, managedFields, ...).
@@ -62,12 +62,12 @@ def applied_objects(exported: dict) -> list[tuple[str, dict]]:
     return applied
 
 
-def identity(body: dict) -> ObjectIdentity:
+def identity(body: JsonObject) -> ObjectIdentity:
     metadata = body["metadata"]
     return body["kind"], str(metadata.get("namespace") or ""), metadata["name"]
 
 
-def without_machine_fields(exported: dict) -> dict:
+def without_machine_fields(exported: JsonObject) -> JsonObject:
     """`exported` without each resource's MACHINE_FIELDS. Pure."""
     deployment = exported["deployment"]
     resources = [
@@ -83,7 +83,7 @@ def release_commit() -> str:
     ).stdout.strip()
 
 
-def export_converged_demo() -> dict:
+def export_converged_demo() -> JsonObject:
     from planning.models.kubeai import MODEL_SERVER_PORT
 
     documents = demo_documents()
@@ -100,7 +100,10 @@ def export_converged_demo() -> dict:
             load_demo(kube, documents)
             converge(project, kube, ollama)
             exported = project.export()
-    return json.loads(json.dumps(exported).replace(json.dumps(str(kubeconfig))[1:-1], KUBECONFIG_PLACEHOLDER))
+    placeheld: JsonObject = json.loads(
+        json.dumps(exported).replace(json.dumps(str(kubeconfig))[1:-1], KUBECONFIG_PLACEHOLDER)
+    )
+    return placeheld
 
 
 def main() -> None:

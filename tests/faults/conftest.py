@@ -68,7 +68,7 @@ def faulty(cluster: ClusterInfo, proxy_certificate: tuple[Path, Path], tmp_path:
     assert proxy.errors == [], "the proxy itself failed"
 
 
-def in_namespace(obj: dict, namespace: str) -> dict:
+def in_namespace(obj: dict[str, Any], namespace: str) -> dict[str, Any]:
     return {**obj, "metadata": {**obj["metadata"], "namespace": namespace}}
 
 

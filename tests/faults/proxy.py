@@ -172,7 +172,7 @@ class FaultProxy:
         """Requests received whose method is `method` and whose path fully matches the regex `path`."""
         return sum(1 for e in self.exchanges if e.method == method and re.fullmatch(path, e.path))
 
-    def written(self, path: str) -> list[dict]:
+    def written(self, path: str) -> list[dict[str, Any]]:
         """Every object a successful write to `path` returned, in order: the versions it stored."""
         return [
             json.loads(e.body)
@@ -223,7 +223,7 @@ class _Server(ThreadingHTTPServer):
         except (ssl.SSLError, OSError):
             return
         with connection:
-            self.RequestHandlerClass(connection, client_address, self)
+            _Handler(connection, client_address, self)
 
     def handle_error(self, request: object, client_address: object) -> None:
         error = sys.exc_info()[1]

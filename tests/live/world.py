@@ -6,6 +6,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from planning.frozen import thaw
+from planning.models.profile_entry import ProfileStoreRef
 from planning.objects import OWNED_FORCE_ANNOTATION, DesiredObject
 from planning.plan import Plan
 from providers.kinds import (
@@ -28,7 +29,7 @@ from providers.kinds import (
     SERVICE,
 )
 from providers.kube import KubeClient, NotFound, ResourceKind
-from providers.profile_store import ProfileStoreRef, put_profile
+from providers.profile_store import put_profile
 from providers.stale_removal import StaleTarget, remove_stale
 from providers.status_writer import StatusTarget, write_status
 from tests.planning.builders import accepted_gateway_status, flux_status

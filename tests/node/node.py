@@ -373,7 +373,7 @@ def running_node(
     missing = missing_host_parts()
     if missing:
         raise NodeSetupError(
-            f"missing on this machine: {', '.join(missing)}; install Debian's containerd runc containernetworking-plugins umoci busybox-static (.ci/run does)"
+            f"missing on this machine: {', '.join(missing)}; run scripts/system-packages.sh (make system) to install them"
         )
     binary = kubelet()
     directory = workdir / "node"

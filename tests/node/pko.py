@@ -21,8 +21,9 @@ from providers.kinds import CRD, DEPLOYMENT, NODE, POD, STACK
 from providers.kube import KubeClient, ResourceKind
 from tests.cluster.apiserver import ClusterInfo, install_crds
 from tests.e2e.lifecycle import OWN_CRDS
-from tests.e2e.world import demo_documents, load, objects_of, prepare_cluster
+from tests.e2e.world import demo_documents, objects_of, prepare_cluster
 from tests.images import LocalImage
+from tests.live.world import load
 from tests.node.manifests import apply_all, documents_of, kustomize
 from tests.node.node import RealNode
 from tests.node.rollout import ROLLOUT_SECONDS, deployment_ready, wait_for

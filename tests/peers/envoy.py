@@ -62,6 +62,7 @@ class Translation:
         return found
 
     def configs(self, gateway: str, dump_type: str) -> Mapping[str, Any]:
+        config: Mapping[str, Any]
         (config,) = [c for c in self.xds[gateway]["configs"] if c["@type"].endswith(dump_type)]
         return config
 

@@ -71,7 +71,8 @@ def chart_copy(directory: Path) -> Path:
 
 
 def helm_release() -> JsonObject:
-    return yaml.safe_load(HELM_RELEASE.read_text())
+    release: JsonObject = yaml.safe_load(HELM_RELEASE.read_text())
+    return release
 
 
 # The stores, as the program fills them.

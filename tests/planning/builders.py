@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from datetime import UTC, datetime
 from typing import Any
 
@@ -17,6 +18,9 @@ from planning.settings import PlanSettings
 from planning.snapshot import Snapshot
 from tests.support.crd_defaults import with_defaults
 
+JsonObject = dict[str, Any]
+"""A raw Kubernetes object (or a part of one) as the API server returns it: free-form JSON."""
+
 NOW = datetime(2026, 1, 1, tzinfo=UTC)
 LATER = datetime(2026, 1, 2, tzinfo=UTC)
 NS = "ai-system"
@@ -27,15 +31,15 @@ def appliance(
     modules: dict[str, bool] | None = None,
     *,
     generation: int = 1,
-    source: dict | None = None,
-    status: dict | None = None,
-) -> dict:
+    source: JsonObject | None = None,
+    status: JsonObject | None = None,
+) -> JsonObject:
     spec: dict[str, Any] = {"profile": "ai-workstation"}
     if source is not None:
         spec["source"] = source
     if modules is not None:
         spec["modules"] = {name: {"enabled": enabled} for name, enabled in modules.items()}
-    obj = {
+    obj: JsonObject = {
         "apiVersion": API_VERSION,
         "kind": "Appliance",
         "metadata": {"name": "local", "namespace": NS, "generation": generation, "uid": "uid-appliance"},
@@ -47,28 +51,34 @@ def appliance(
 
 
 def runtime(
-    kind: str, name: str, spec: dict, *, generation: int = 1, labels: dict | None = None, status: dict | None = None
-) -> dict:
+    kind: str,
+    name: str,
+    spec: JsonObject,
+    *,
+    generation: int = 1,
+    labels: dict[str, str] | None = None,
+    status: JsonObject | None = None,
+) -> JsonObject:
     metadata: dict[str, Any] = {"name": name, "namespace": NS, "generation": generation, "uid": f"uid-{name}"}
     if labels:
         metadata["labels"] = labels
-    obj = {"apiVersion": API_VERSION, "kind": kind, "metadata": metadata, "spec": spec}
+    obj: JsonObject = {"apiVersion": API_VERSION, "kind": kind, "metadata": metadata, "spec": spec}
     if status is not None:
         obj["status"] = status
     return obj
 
 
-def activation(name: str, module: str | None = None, *, enabled: bool = True, **kwargs: Any) -> dict:
+def activation(name: str, module: str | None = None, *, enabled: bool = True, **kwargs: Any) -> JsonObject:
     return runtime("ModuleActivation", name, {"module": module or name, "enabled": enabled}, **kwargs)
 
 
-def instance(name: str, application: str, *, enabled: bool = True, **kwargs: Any) -> dict:
+def instance(name: str, application: str, *, enabled: bool = True, **kwargs: Any) -> JsonObject:
     return runtime(
         "AppInstance", name, {"application": application, "enabled": enabled, "values": {"name": name}}, **kwargs
     )
 
 
-def cpu_model(name: str, *, engine: str = "VLLM", enabled: bool = True) -> dict:
+def cpu_model(name: str, *, engine: str = "VLLM", enabled: bool = True) -> JsonObject:
     return runtime(
         "ModelActivation",
         name,
@@ -80,7 +90,7 @@ def cpu_model(name: str, *, engine: str = "VLLM", enabled: bool = True) -> dict:
     )
 
 
-def gpu_model(name: str, target: str = "nvidia-gpu") -> dict:
+def gpu_model(name: str, target: str = "nvidia-gpu") -> JsonObject:
     return runtime(
         "ModelActivation",
         name,
@@ -92,7 +102,7 @@ def gpu_model(name: str, target: str = "nvidia-gpu") -> dict:
     )
 
 
-def external_model(name: str) -> dict:
+def external_model(name: str) -> JsonObject:
     return runtime(
         "ModelActivation",
         name,
@@ -113,9 +123,9 @@ CORE_API_VERSIONS = frozenset({"v1", "apps/v1", "policy/v1", "networking.k8s.io/
 """Built-in kinds: no CRD defaults to apply (the server's own defaults are not played here)."""
 
 
-def as_stored(obj: dict | DesiredObject, *, generation: int = 1) -> dict:
+def as_stored(obj: JsonObject | DesiredObject, *, generation: int = 1) -> JsonObject:
     """`obj` as the API server stores it: its CRD's defaults applied, metadata.generation set."""
-    body = thaw(obj.body) if isinstance(obj, DesiredObject) else obj
+    body: JsonObject = thaw(obj.body) if isinstance(obj, DesiredObject) else obj
     stored = body if body["apiVersion"] in CORE_API_VERSIONS else with_defaults(body)
     stored["metadata"]["generation"] = generation
     return stored
@@ -123,7 +133,7 @@ def as_stored(obj: dict | DesiredObject, *, generation: int = 1) -> dict:
 
 def condition(
     condition_type: str, status: str, *, reason: str, message: str = "", observed_generation: int | None
-) -> dict:
+) -> JsonObject:
     """A metav1.Condition as controllers write it; observedGeneration only when given."""
     found: dict[str, Any] = {
         "type": condition_type,
@@ -137,7 +147,7 @@ def condition(
     return found
 
 
-def flux_status(ready: str, *, reason: str, message: str, observed_generation: int, **extra: Any) -> dict:
+def flux_status(ready: str, *, reason: str, message: str, observed_generation: int, **extra: Any) -> JsonObject:
     """A Flux status: status.observedGeneration and the Ready condition's, as Flux sets both."""
     ready_condition = condition("Ready", ready, reason=reason, message=message, observed_generation=observed_generation)
     return {"observedGeneration": observed_generation, **extra, "conditions": [ready_condition]}
@@ -150,14 +160,14 @@ def kustomization_for(
     reason: str = "ReconciliationSucceeded",
     message: str = "Applied revision: main@sha1:0123",
     suspend: bool = False,
-    labels: dict | None = None,
-    spec: dict | None = None,
+    labels: dict[str, str] | None = None,
+    spec: JsonObject | None = None,
     generation: int = 1,
     observed_generation: int | None = None,
-) -> dict:
+) -> JsonObject:
     """A generated Kustomization as the cluster returns it: CRD defaults, generation, and (unless
     `ready` is None) Flux's status for `observed_generation` (default: the current generation)."""
-    entry = CATALOGS.modules.get(module)
+    entry = CATALOGS.modules.require(module)
     obj: dict[str, Any] = {
         "apiVersion": "kustomize.toolkit.fluxcd.io/v1",
         "kind": "Kustomization",
@@ -196,7 +206,7 @@ def observed_release(
     message: str = "Helm install succeeded",
     generation: int = 1,
     observed_generation: int | None = None,
-) -> dict:
+) -> JsonObject:
     """The planned HelmRelease as the cluster returns it, with helm-controller's status for
     `observed_generation` (default: current); `ready` None: no status written yet."""
     stored = as_stored(planned, generation=generation)
@@ -206,7 +216,9 @@ def observed_release(
     return stored
 
 
-def gateway_status(key: str, accepted: str, *, reason: str, message: str, observed_generation: int | None) -> dict:
+def gateway_status(
+    key: str, accepted: str, *, reason: str, message: str, observed_generation: int | None
+) -> JsonObject:
     """Envoy Gateway's status of a policy (`key` ancestors) or route (`key` parents): one Gateway."""
     ref = "ancestorRef" if key == "ancestors" else "parentRef"
     accepted_condition = condition(
@@ -221,7 +233,7 @@ ACCEPTED_MESSAGES = {"ancestors": "Policy has been accepted.", "parents": "Route
 RESOLVED_MESSAGE = "Resolved all the Object references for the Route"
 
 
-def accepted_gateway_status(key: str, generation: int) -> dict:
+def accepted_gateway_status(key: str, generation: int) -> JsonObject:
     """What Envoy Gateway writes on a policy (`key` ancestors) or route (`key` parents) it accepted
     at `generation`: Accepted, and for a route ResolvedRefs too, with its own messages
     (tests/peers/test_envoy_gateway.py compares this with what its translator writes)."""
@@ -244,7 +256,7 @@ def accepted_policy(
     message: str = ACCEPTED_MESSAGES["ancestors"],
     generation: int = 1,
     observed_generation: int | None = None,
-) -> dict:
+) -> JsonObject:
     """The planned SecurityPolicy as the cluster returns it once Envoy Gateway judged
     `observed_generation` (default: current): CRD defaults, generation, the applied annotations."""
     stored = as_stored(planned, generation=generation)
@@ -255,7 +267,7 @@ def accepted_policy(
     return stored
 
 
-def accepted_route(planned: DesiredObject, *, generation: int = 1) -> dict:
+def accepted_route(planned: DesiredObject, *, generation: int = 1) -> JsonObject:
     """The planned HTTPRoute as the cluster returns it once its Gateway accepted this generation
     and resolved its references."""
     stored = as_stored(planned, generation=generation)
@@ -263,16 +275,16 @@ def accepted_route(planned: DesiredObject, *, generation: int = 1) -> dict:
     return stored
 
 
-def crd(name: str) -> dict:
+def crd(name: str) -> JsonObject:
     return {"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition", "metadata": {"name": name}}
 
 
-def ready_modules(*modules: str) -> list[dict]:
+def ready_modules(*modules: str) -> list[JsonObject]:
     """Ready Kustomizations and served CRDs for `modules`."""
-    objects: list[dict] = []
+    objects: list[JsonObject] = []
     for module in modules:
         objects.append(kustomization_for(module))
-        objects += [crd(name) for name in CATALOGS.modules.get(module).required_crds]
+        objects += [crd(name) for name in CATALOGS.modules.require(module).required_crds]
     return objects
 
 
@@ -280,7 +292,7 @@ def access_for(
     application: str = "openclaw", *, instance: str | None = None, exposure: str = "localAndPublic", **overrides: Any
 ) -> InstanceAccess:
     """The access inputs of `<application>-default` in namespace ai, as the plan derives them."""
-    entry = CATALOGS.applications.get(application)
+    entry = CATALOGS.applications.require(application)
     instance = instance or f"{application}-default"
     local, public = hostnames(
         instance_name="default",
@@ -315,12 +327,12 @@ def access_for(
 FLUX_CRD = "kustomizations.kustomize.toolkit.fluxcd.io"
 
 
-def with_flux(objects) -> list[dict]:
+def with_flux(objects: Iterable[JsonObject]) -> list[JsonObject]:
     """`objects` in a cluster where Flux is installed (its Kustomization CRD served), as in every
     appliance; a test of the opposite passes `flux=False` to plan_of."""
-    objects = list(objects)
-    served = any(o.get("kind") == "CustomResourceDefinition" and o["metadata"]["name"] == FLUX_CRD for o in objects)
-    return objects if served else [*objects, crd(FLUX_CRD)]
+    found = list(objects)
+    served = any(o.get("kind") == "CustomResourceDefinition" and o["metadata"]["name"] == FLUX_CRD for o in found)
+    return found if served else [*found, crd(FLUX_CRD)]
 
 
 GUARD_IMAGE = "registry.example.com/magicstick/access-guard:0.1.0"
@@ -329,7 +341,7 @@ SETTINGS = PlanSettings(access=AccessSettings(guard_image=GUARD_IMAGE))
 administrator has built and set (the shipped default is a CHANGEME placeholder)."""
 
 
-def plan_of(*objects: dict, now: datetime = NOW, flux: bool = True, settings: PlanSettings = SETTINGS) -> Plan:
+def plan_of(*objects: JsonObject, now: datetime = NOW, flux: bool = True, settings: PlanSettings = SETTINGS) -> Plan:
     return plan(
         snapshot=Snapshot.from_objects(with_flux(objects) if flux else objects),
         catalogs=CATALOGS,
@@ -338,7 +350,7 @@ def plan_of(*objects: dict, now: datetime = NOW, flux: bool = True, settings: Pl
     )
 
 
-def running_guard(settings: PlanSettings = SETTINGS, *, available: int = 2, generation: int = 1) -> dict:
+def running_guard(settings: PlanSettings = SETTINGS, *, available: int = 2, generation: int = 1) -> JsonObject:
     """The access guard's Deployment as planned under `settings`, rolled out by its controller
     for `generation` with `available` replicas available."""
     planned = next(
@@ -355,10 +367,11 @@ def running_guard(settings: PlanSettings = SETTINGS, *, available: int = 2, gene
     return stored
 
 
-def status_of(result: Plan, kind: str, name: str) -> dict:
+def status_of(result: Plan, kind: str, name: str) -> JsonObject:
     for update in result.statuses:
         if update.kind == kind and update.name == name:
-            return thaw(update.status)
+            status: JsonObject = thaw(update.status)
+            return status
     raise KeyError(f"no status for {kind}/{name}")
 
 
@@ -366,7 +379,7 @@ def kustomization_names(result: Plan) -> set[str]:
     return {k.name for k in result.modules.kustomizations}
 
 
-def kustomization_of(result: Plan, module: str) -> Any:
-    name = CATALOGS.modules.get(module).kustomization
+def kustomization_of(result: Plan, module: str) -> DesiredObject | None:
+    name = CATALOGS.modules.require(module).kustomization
     matches = [k for k in result.modules.kustomizations if k.name == name]
     return matches[0] if matches else None

@@ -2,16 +2,14 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from catalogs import Catalogs
 from planning.catalog_overrides import catalogs_in_force
 from planning.plan import Plan, plan
 from planning.snapshot import Snapshot
-from tests.planning.builders import CATALOGS, NOW, NS, SETTINGS, status_of, with_flux
+from tests.planning.builders import CATALOGS, NOW, NS, SETTINGS, JsonObject, status_of, with_flux
 
 
-def planned(*objects: dict[str, Any], base: Catalogs = CATALOGS) -> Plan:
+def planned(*objects: JsonObject, base: Catalogs = CATALOGS) -> Plan:
     """What a run plans: the base catalogs, overridden by the snapshot's catalog ConfigMaps."""
     snapshot = Snapshot.from_objects(with_flux(objects))
     in_force = catalogs_in_force(snapshot, base, system_namespace=NS)
@@ -20,5 +18,6 @@ def planned(*objects: dict[str, Any], base: Catalogs = CATALOGS) -> Plan:
     )
 
 
-def ready_condition(result: Plan) -> dict[str, Any]:
-    return status_of(result, "Appliance", "local")["conditions"][0]
+def ready_condition(result: Plan) -> JsonObject:
+    condition: JsonObject = status_of(result, "Appliance", "local")["conditions"][0]
+    return condition

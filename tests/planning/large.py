@@ -7,7 +7,7 @@ benchmark (benchmarks/status_size.py).
 from __future__ import annotations
 
 from planning.instances.plan import GATEWAY_CRDS, HELM_RELEASE_CRD
-from tests.planning.builders import CATALOGS, activation, crd, runtime, with_flux
+from tests.planning.builders import CATALOGS, JsonObject, activation, crd, runtime, with_flux
 from tests.planning.models.world import platform
 
 NAME_LIMIT = 253
@@ -20,7 +20,7 @@ def _name(prefix: str, index: int, long_names: bool) -> str:
     return (name + "-" + "x" * NAME_LIMIT)[:NAME_LIMIT] if long_names else name
 
 
-def model_activation(index: int, *, long_names: bool = False) -> dict:
+def model_activation(index: int, *, long_names: bool = False) -> JsonObject:
     """Every fourth an external model, then CPU vLLM, CPU Ollama and an NVIDIA model in turn."""
     name = _name("model", index, long_names)
     kind = index % 4
@@ -37,14 +37,14 @@ def model_activation(index: int, *, long_names: bool = False) -> dict:
     return runtime("ModelActivation", name, {"type": "local", "local": local})
 
 
-def app_instance(index: int, *, long_names: bool = False) -> dict:
+def app_instance(index: int, *, long_names: bool = False) -> JsonObject:
     application = APPLICATIONS[index % len(APPLICATIONS)]
     name = _name(f"{application}", index, long_names)
     values = {"name": name[:63] if not long_names else f"i{index:05d}-" + "y" * 56}
     return runtime("AppInstance", name, {"application": application, "values": values})
 
 
-def large_cluster(models: int, instances: int, *, long_names: bool = False) -> list[dict]:
+def large_cluster(models: int, instances: int, *, long_names: bool = False) -> list[JsonObject]:
     """A Ready platform with `models` ModelActivations and `instances` AppInstances, and the gpu
     module disabled by its ModuleActivation, so that a quarter of the models wait on it."""
     modules = {m for entry in CATALOGS.applications.entries for m in entry.required_modules}

@@ -7,7 +7,15 @@ from collections.abc import Iterable
 
 from planning.frozen import thaw
 from planning.plan import Plan
-from tests.planning.builders import CATALOGS, LATER, accepted_gateway_status, crd, flux_status, plan_of
+from tests.planning.builders import (
+    CATALOGS,
+    LATER,
+    JsonObject,
+    accepted_gateway_status,
+    crd,
+    flux_status,
+    plan_of,
+)
 from tests.support.crd_defaults import with_defaults
 from tests.support.crd_schema import UnknownKindError, upstream_registry
 
@@ -15,7 +23,7 @@ PROFILE_STORE = ("ConfigMap", "flux-system", "magicstick-runtime-profiles")
 """Where the RuntimeProfile dynamic resources write the CPU profiles of a plan."""
 
 
-def world_after(result: Plan, previous: Iterable[dict]) -> tuple[dict, ...]:
+def world_after(result: Plan, previous: Iterable[JsonObject]) -> tuple[JsonObject, ...]:
     """The cluster after applying `result`, as the API server and the controllers leave it.
 
     Declared objects are stored with their CRD's defaults, their generation moves when their
@@ -24,7 +32,7 @@ def world_after(result: Plan, previous: Iterable[dict]) -> tuple[dict, ...]:
     Deployment (the access guard) rolls out; the CPU
     profiles land in the runtime-profile store; statuses are written.
     """
-    objects: dict[tuple[str, str, str], dict] = {}
+    objects: dict[tuple[str, str, str], JsonObject] = {}
     for raw in previous:
         meta = raw["metadata"]
         objects[(raw["kind"], meta.get("namespace", ""), meta["name"])] = thaw(raw)
@@ -34,7 +42,7 @@ def world_after(result: Plan, previous: Iterable[dict]) -> tuple[dict, ...]:
             continue
         objects[key] = _stored(thaw(desired.body), objects.get(key))
         if desired.kind == "Kustomization":
-            module = CATALOGS.modules.get(desired.body["metadata"]["labels"]["appliance.magicstick.dev/module"])
+            module = CATALOGS.modules.require(desired.body["metadata"]["labels"]["appliance.magicstick.dev/module"])
             for name in module.required_crds:
                 objects[("CustomResourceDefinition", "", name)] = crd(name)
     if result.models.cpu_profiles:
@@ -54,7 +62,7 @@ def world_after(result: Plan, previous: Iterable[dict]) -> tuple[dict, ...]:
     return tuple(objects[key] for key in sorted(objects))
 
 
-def _stored(body: dict, before: dict | None) -> dict:
+def _stored(body: JsonObject, before: JsonObject | None) -> JsonObject:
     """`body` as the API server stores it over `before`, with its controller's current status."""
     upstream = _is_upstream(body)
     stored = with_defaults(body) if upstream else body
@@ -82,7 +90,7 @@ def _stored(body: dict, before: dict | None) -> dict:
     return stored
 
 
-def _is_upstream(body: dict) -> bool:
+def _is_upstream(body: JsonObject) -> bool:
     try:
         upstream_registry().definition_for(body["apiVersion"], body["kind"])
     except UnknownKindError:
@@ -90,14 +98,14 @@ def _is_upstream(body: dict) -> bool:
     return True
 
 
-def converge(world: Iterable[dict], rounds: int = 10) -> tuple[Plan, tuple[dict, ...]]:
+def converge(world: Iterable[JsonObject], rounds: int = 10) -> tuple[Plan, tuple[JsonObject, ...]]:
     """Plan and apply until the plan stops changing; the last plan and the world it leaves."""
-    world = tuple(world)
-    result = plan_of(*world)
+    current = tuple(world)
+    result = plan_of(*current)
     for _ in range(rounds):
-        world = world_after(result, world)
-        following = plan_of(*world, now=LATER)
+        current = world_after(result, current)
+        following = plan_of(*current, now=LATER)
         if following.objects == result.objects and following.statuses == result.statuses:
-            return following, world
+            return following, current
         result = following
     raise AssertionError("the plan did not converge")

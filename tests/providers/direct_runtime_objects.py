@@ -21,6 +21,11 @@ PORT: Final = 8091
 """The port of every double; its ports name their protocol, as the plan's do (planning/models/direct.py)."""
 
 
+def _as_declared(body: dict[str, Any]) -> dict[str, Any]:
+    """`body` as the plan declares it (DesiredObject.of), thawed."""
+    return {key: thaw(value) for key, value in DesiredObject.of(body).body.items()}
+
+
 def config_map(namespace: str, name: str, kind: DirectRuntimeKind = DirectRuntimeKind.REALTIME) -> dict[str, Any]:
     """The realtime runtime's stage ConfigMap."""
     body = {
@@ -29,7 +34,7 @@ def config_map(namespace: str, name: str, kind: DirectRuntimeKind = DirectRuntim
         "metadata": {"name": f"{name}-stages", "namespace": namespace, "labels": runtime_labels(kind, name)},
         "data": {"stages.yaml": "stages:\n  - thinker\n  - talker\n"},
     }
-    return thaw(DesiredObject.of(body).body)
+    return _as_declared(body)
 
 
 def service(namespace: str, name: str, kind: DirectRuntimeKind = DirectRuntimeKind.REALTIME) -> dict[str, Any]:
@@ -42,7 +47,7 @@ def service(namespace: str, name: str, kind: DirectRuntimeKind = DirectRuntimeKi
             "ports": [{"name": "http", "port": PORT, "targetPort": PORT, "protocol": "TCP"}],
         },
     }
-    return thaw(DesiredObject.of(body).body)
+    return _as_declared(body)
 
 
 def deployment(
@@ -69,7 +74,7 @@ def deployment(
             },
         },
     }
-    return thaw(DesiredObject.of(body).body)
+    return _as_declared(body)
 
 
 def runtime_objects(

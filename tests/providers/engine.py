@@ -13,7 +13,8 @@ from __future__ import annotations
 from collections.abc import Collection, Mapping
 from typing import TypeVar
 
-from google.protobuf import struct_pb2
+# protobuf ships no type information and its stubs (types-protobuf) are not installed.
+from google.protobuf import struct_pb2  # type: ignore[import-untyped]
 from pulumi.dynamic import Config, ConfigureRequest, ResourceProvider
 from pulumi.runtime import rpc
 

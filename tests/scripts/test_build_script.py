@@ -26,7 +26,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.toolchain import BUILD_SCRIPT, VERSIONS_FILE, parse_versions, versions
+from tests.toolchain import BUILD_SCRIPT, REPO_ROOT, VERSIONS_FILE, parse_versions, versions
 
 BASH = shutil.which("bash") or "/bin/bash"
 PREFLIGHT_COMMANDS = {
@@ -439,10 +439,15 @@ class TestGoSourcesTheProxyRefuses:
         assert not (without_language_host / "sources").exists()
 
 
-def test_no_script_of_the_repository_installs_system_packages_or_asks_for_root():
-    scripts = sorted((BUILD_SCRIPT.parents[1]).rglob("*.sh"))
-    assert scripts, "scripts/ holds the toolchain build"
+def test_only_the_system_packages_script_installs_system_packages_or_asks_for_root():
+    system_packages = BUILD_SCRIPT.parents[1] / "system-packages.sh"
+    scripts = sorted({*BUILD_SCRIPT.parents[1].rglob("*.sh"), REPO_ROOT / ".ci" / "run", REPO_ROOT / "Makefile"})
+    assert system_packages in scripts and BUILD_SCRIPT in scripts
     for script in scripts:
         # Words, not parts of a path: a rootfs's /var/cache/apt is not the command apt.
         words = set(re.findall(r"(?<![/\w-])[A-Za-z][\w-]*(?![\w/-])", script.read_text()))
-        assert not words & {"apt-get", "apt", "dpkg", "sudo", "su"}, script
+        package_tools = words & {"apt-get", "apt", "dpkg", "sudo", "su"}
+        if script == system_packages:
+            assert package_tools == {"apt-get", "sudo"}
+        else:
+            assert not package_tools, script

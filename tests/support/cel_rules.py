@@ -55,8 +55,9 @@ from typing import Any
 import celpy
 import lark
 from celpy import celtypes
+from celpy.adapter import json_to_cel
 from celpy.celparser import CELParseError
-from celpy.evaluation import CELEvalError, CELUnsupportedError
+from celpy.evaluation import CELEvalError, CELUnsupportedError, base_functions
 
 from tests.support.crd_defaults import defaulted
 
@@ -68,7 +69,7 @@ ROOT_PATH = "<root>"
 KUBERNETES_FUNCTIONS: dict[str, Callable[..., Any]] = {}
 """Kubernetes CEL library functions (beyond standard CEL) implemented here, by name. None yet."""
 
-_STANDARD_FUNCTIONS = frozenset(name for name in celpy.base_functions if name.isidentifier())
+_STANDARD_FUNCTIONS = frozenset(name for name in base_functions if name.isidentifier())
 _MACROS = frozenset({"all", "exists", "exists_one", "map", "filter"})
 _FUNCTION_MACROS = frozenset({"has", "dyn"})
 _VARIABLES = frozenset({"self", "oldSelf"})
@@ -210,25 +211,36 @@ def compile_errors(crds: Iterable[JsonObject]) -> list[str]:
     return errors
 
 
-def _ident_name(node: lark.Tree) -> str | None:
+def _ident_name(node: lark.Tree[lark.Token]) -> str | None:
     if node.data == "ident" and node.children:
         return str(node.children[0])
     return None
 
 
-def _first_ident(node: lark.Tree) -> str | None:
-    return next((name for sub in node.iter_subtrees_topdown() if (name := _ident_name(sub))), None)
+def _first_ident(node: lark.Tree[lark.Token]) -> str | None:
+    return next((name for sub in _top_down(node) if (name := _ident_name(sub))), None)
 
 
-def _check(tree: lark.Tree, schema: JsonObject) -> list[str]:
+def _top_down(node: lark.Tree[lark.Token]) -> Iterator[lark.Tree[lark.Token]]:
+    """`node` and its subtrees, parents first, children left to right: the order of lark's
+    Tree.iter_subtrees_topdown, which lark leaves unannotated."""
+    yield node
+    for child in node.children:
+        if isinstance(child, lark.Tree):
+            yield from _top_down(child)
+
+
+def _check(tree: lark.Tree[lark.Token], schema: JsonObject) -> list[str]:
     """What the API server's type-check refuses and celpy would only find at run time."""
     problems: dict[str, None] = {}
     bound = set()
     for node in tree.iter_subtrees():
         if node.data == "member_dot_arg" and str(node.children[1]) in _MACROS and len(node.children) > 2:
-            variable = _first_ident(node.children[2].children[0])
-            if variable:
-                bound.add(variable)
+            arguments = node.children[2]
+            if isinstance(arguments, lark.Tree) and isinstance(first := arguments.children[0], lark.Tree):
+                variable = _first_ident(first)
+                if variable:
+                    bound.add(variable)
     functions = _STANDARD_FUNCTIONS | KUBERNETES_FUNCTIONS.keys()
     for node in tree.iter_subtrees():
         name = _ident_name(node)
@@ -251,7 +263,7 @@ def _check(tree: lark.Tree, schema: JsonObject) -> list[str]:
     return list(problems)
 
 
-def _self_chain(node: lark.Tree) -> list[str] | None:
+def _self_chain(node: lark.Tree[lark.Token]) -> list[str] | None:
     """`self.a.b` -> ['a', 'b']; None when the selection does not start at self or oldSelf."""
     names: list[str] = []
     current: Any = node
@@ -307,8 +319,10 @@ def to_cel(value: Any, schema: JsonObject) -> Any:
         items = schema.get("items") or {}
         return celtypes.ListType([to_cel(item, items) for item in value])
     if isinstance(value, Mapping) and kind == "object":
-        properties = schema.get("properties") or {}
-        values = schema.get("additionalProperties") if isinstance(schema.get("additionalProperties"), Mapping) else {}
+        properties: JsonObject = schema.get("properties") or {}
+        values: JsonObject = (
+            schema["additionalProperties"] if isinstance(schema.get("additionalProperties"), Mapping) else {}
+        )
         return celtypes.MapType(
             {
                 celtypes.StringType(key): to_cel(item, properties.get(key, values))
@@ -316,7 +330,7 @@ def to_cel(value: Any, schema: JsonObject) -> Any:
                 if item is not None
             }
         )
-    return celpy.json_to_cel(value)
+    return json_to_cel(value)
 
 
 def _formatted_string(value: str, fmt: str | None) -> Any:

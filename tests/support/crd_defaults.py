@@ -39,7 +39,9 @@ def schema_of(obj: Mapping[str, Any], *, registry: CrdSchemaRegistry | None = No
 
 def with_defaults(obj: Mapping[str, Any], *, registry: CrdSchemaRegistry | None = None) -> dict[str, Any]:
     """`obj` as the API server stores it once its CRD's defaults are applied. Pure."""
-    return defaulted(obj, schema_of(obj, registry=registry))
+    result = copy.deepcopy(dict(obj))
+    _default_in_place(result, schema_of(obj, registry=registry))
+    return result
 
 
 def defaulted(value: Any, schema: JsonObject | None) -> Any:

@@ -53,9 +53,11 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from jsonschema import Draft4Validator, FormatChecker, ValidationError
-from jsonschema.protocols import Validator
-from jsonschema.validators import extend
+
+# jsonschema ships no type information and its stubs (types-jsonschema) are not installed.
+from jsonschema import Draft4Validator, FormatChecker, ValidationError  # type: ignore[import-untyped]
+from jsonschema.protocols import Validator  # type: ignore[import-untyped]
+from jsonschema.validators import extend  # type: ignore[import-untyped]
 
 from tests.support.vendored import VENDORED_CRDS
 

@@ -51,9 +51,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
 
-from jsonschema import ValidationError
-from jsonschema.protocols import Validator
-from jsonschema.validators import extend
+# jsonschema ships no type information and its stubs (types-jsonschema) are not installed.
+from jsonschema import ValidationError  # type: ignore[import-untyped]
+from jsonschema.protocols import Validator  # type: ignore[import-untyped]
+from jsonschema.validators import extend  # type: ignore[import-untyped]
 from referencing import Registry, Resource
 from referencing.jsonschema import DRAFT4
 

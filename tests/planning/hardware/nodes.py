@@ -14,9 +14,9 @@ def node(
     allocatable: dict[str, str] | None = None,
     arch: str = "amd64",
     os: str = "linux",
-    extra_labels: dict | None = None,
+    extra_labels: dict[str, str] | None = None,
     nfd: bool = True,
-) -> dict:
+) -> dict[str, Any]:
     labels: dict[str, str] = {"kubernetes.io/hostname": name, "kubernetes.io/os": os, "kubernetes.io/arch": arch}
     if nfd:
         labels["feature.node.kubernetes.io/cpu-model.vendor_id"] = "AMD"
@@ -37,7 +37,7 @@ def node(
     }
 
 
-def node_feature(node_name: str, *devices: tuple[str, str, str]) -> dict:
+def node_feature(node_name: str, *devices: tuple[str, str, str]) -> dict[str, Any]:
     """devices: (class, vendor, device)."""
     elements: list[dict[str, Any]] = [
         {"attributes": {"class": cls, "vendor": vendor, "device": device}} for cls, vendor, device in devices

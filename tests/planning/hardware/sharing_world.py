@@ -18,7 +18,7 @@ from planning.frozen import thaw
 from planning.hardware.nvidia_sharing import DEVICE_PLUGIN_CONFIG_LABEL, PROFILE_PREFIX
 from planning.plan import Plan, plan
 from planning.snapshot import Snapshot
-from tests.planning.builders import NOW, runtime, with_flux
+from tests.planning.builders import NOW, JsonObject, runtime, with_flux
 from tests.planning.hardware.nodes import node, node_feature
 from tests.planning.models.direct_world import WITH_FREETOKEN_IMAGE
 from tests.planning.worlds import world_after
@@ -27,7 +27,7 @@ NVIDIA_DEVICE = ("0300", "10de", "2684")
 AMD_DEVICE = ("0300", "1002", "1586")
 
 
-def gpu_activation(module: str, sharing: dict[str, Any] | None) -> dict:
+def gpu_activation(module: str, sharing: dict[str, Any] | None) -> JsonObject:
     parameters = {"gpuSharing": json.dumps(sharing)} if sharing is not None else {}
     return runtime("ModuleActivation", module, {"module": module, "enabled": True, "parameters": parameters})
 
@@ -39,27 +39,27 @@ def sharing(mode: str, slots: int | None = None, node_name: str = "gpu-1") -> di
     return found
 
 
-def nvidia_host(gpus: int = 1) -> list[dict]:
+def nvidia_host(gpus: int = 1) -> list[JsonObject]:
     return [
         node("gpu-1", "nvidia", allocatable={"nvidia.com/gpu": str(gpus)}),
         node_feature("gpu-1", *[NVIDIA_DEVICE] * gpus),
     ]
 
 
-def amd_host() -> list[dict]:
+def amd_host() -> list[JsonObject]:
     return [node("gpu-1", "amd", allocatable={"amd.com/gpu": "1"}), node_feature("gpu-1", AMD_DEVICE)]
 
 
-def plan_world(world: Iterable[dict], *, now: datetime = NOW, served_apis: tuple[str, ...] = ()) -> Plan:
+def plan_world(world: Iterable[JsonObject], *, now: datetime = NOW, served_apis: tuple[str, ...] = ()) -> Plan:
     snapshot = Snapshot.from_objects(with_flux(list(world)), served_apis=served_apis)
     return plan(snapshot=snapshot, catalogs=WITH_FREETOKEN_IMAGE, now=now)
 
 
-def _key(obj: dict) -> tuple[str, str, str]:
+def _key(obj: JsonObject) -> tuple[str, str, str]:
     return (obj["kind"], obj["metadata"].get("namespace", ""), obj["metadata"]["name"])
 
 
-def settle(result: Plan, world: Iterable[dict]) -> list[dict]:
+def settle(result: Plan, world: Iterable[JsonObject]) -> list[JsonObject]:
     """The cluster after applying `result` and letting every controller act once."""
     before = {_key(o): o for o in world}
     after = {_key(o): o for o in world_after(result, before.values())}
@@ -75,14 +75,14 @@ def settle(result: Plan, world: Iterable[dict]) -> list[dict]:
             del labels[DEVICE_PLUGIN_CONFIG_LABEL]
         after[key] = restored
     for outcome in result.models.outcomes:
-        for obj in outcome.runtime.objects if outcome.runtime is not None else ():
-            body = thaw(obj.body)
+        for declared in outcome.runtime.objects if outcome.runtime is not None else ():
+            body: JsonObject = thaw(declared.body)
             previous = before.get(_key(body))
             generation = (previous or {}).get("metadata", {}).get("generation", 0) + (
                 previous is None or previous.get("spec") != body.get("spec")
             )
-            body["metadata"] |= {"generation": generation, "uid": f"uid-{obj.kind.lower()}-{obj.name}"}
-            if obj.kind == "Deployment":
+            body["metadata"] |= {"generation": generation, "uid": f"uid-{declared.kind.lower()}-{declared.name}"}
+            if declared.kind == "Deployment":
                 replicas = body["spec"].get("replicas", 1)
                 body["status"] = {
                     "observedGeneration": generation,
@@ -95,7 +95,7 @@ def settle(result: Plan, world: Iterable[dict]) -> list[dict]:
     return _device_plugins(_workloads(objects))
 
 
-def _pods_of(objects: list[dict], owner_uid: str) -> list[dict]:
+def _pods_of(objects: list[JsonObject], owner_uid: str) -> list[JsonObject]:
     return [
         o
         for o in objects
@@ -103,7 +103,7 @@ def _pods_of(objects: list[dict], owner_uid: str) -> list[dict]:
     ]
 
 
-def _pod(name: str, labels: dict[str, str], owner: dict) -> dict:
+def _pod(name: str, labels: dict[str, str], owner: JsonObject) -> JsonObject:
     return {
         "apiVersion": "v1",
         "kind": "Pod",
@@ -126,7 +126,7 @@ def _pod(name: str, labels: dict[str, str], owner: dict) -> dict:
     }
 
 
-def _workloads(objects: list[dict]) -> list[dict]:
+def _workloads(objects: list[JsonObject]) -> list[JsonObject]:
     """KubeAI and the Deployment controller: one Running Pod per Model or Deployment not scaled to zero."""
     result = [o for o in objects if o["kind"] != "Pod"]
     for owner in result:
@@ -144,7 +144,7 @@ def _workloads(objects: list[dict]) -> list[dict]:
     return result
 
 
-def _device_plugins(objects: list[dict]) -> list[dict]:
+def _device_plugins(objects: list[JsonObject]) -> list[JsonObject]:
     """The NVIDIA device plugin advertises slots per physical GPU for the node's profile label."""
     features = {o["metadata"]["name"]: o for o in objects if o["kind"] == "NodeFeature"}
     for obj in objects:
@@ -158,5 +158,5 @@ def _device_plugins(objects: list[dict]) -> list[dict]:
     return objects
 
 
-def pods_running(world: Iterable[dict]) -> list[str]:
+def pods_running(world: Iterable[JsonObject]) -> list[str]:
     return sorted(o["metadata"]["name"] for o in world if o["kind"] == "Pod")

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import json
 from datetime import datetime, timedelta
-from typing import Any
 
 from api.host_evidence import HOST_EVIDENCE_ANNOTATION, evidence_document
 from planning.hardware.validation import HISTORY_CONFIG_MAP, HISTORY_KEY, History, RunRecord
-from tests.planning.builders import NOW, NS, activation, crd, kustomization_for
+from planning.plan import Plan
+from tests.planning.builders import NOW, NS, JsonObject, activation, crd, kustomization_for
 from tests.planning.hardware.nodes import node, node_feature
 
 STRIX_HALO = ("0300", "1002", "1586")
@@ -47,7 +47,7 @@ def halo_node(
     annotation: str | None = "default",
     registered: bool = True,
     vendors: tuple[str, ...] = ("amd",),
-) -> dict:
+) -> JsonObject:
     obj = node(name, *vendors, allocatable={"amd.com/gpu": "1"} if registered else None)
     obj["status"]["nodeInfo"]["kernelVersion"] = KERNEL
     if annotation == "default":
@@ -57,11 +57,19 @@ def halo_node(
     return obj
 
 
-def halo_feature(name: str = "halo", *devices: tuple[str, str, str]) -> dict:
+def halo_feature(name: str = "halo", *devices: tuple[str, str, str]) -> JsonObject:
     return node_feature(name, *(devices or (STRIX_HALO,)))
 
 
-def amd_activation(*, annotations: dict[str, str] | None = None, **parameters: str) -> dict:
+def amd_activation(*, annotations: dict[str, str] | None = None, **parameters: str) -> JsonObject:
+    return _amd_activation(parameters, annotations)
+
+
+def consented(**extra: str) -> JsonObject:
+    return _amd_activation(dict(compatibilityProfile="strix-halo", allowExperimental="true", **extra), None)
+
+
+def _amd_activation(parameters: dict[str, str], annotations: dict[str, str] | None) -> JsonObject:
     obj = activation("amd-gpu")
     obj["spec"]["parameters"] = dict(parameters)
     if annotations:
@@ -69,15 +77,11 @@ def amd_activation(*, annotations: dict[str, str] | None = None, **parameters: s
     return obj
 
 
-def consented(**extra: str) -> dict:
-    return amd_activation(compatibilityProfile="strix-halo", allowExperimental="true", **extra)
-
-
-def amd_installed() -> list[dict]:
+def amd_installed() -> list[JsonObject]:
     return [kustomization_for("amd-gpu"), crd("deviceconfigs.amd.com")]
 
 
-def history_map(*records: RunRecord, text: str | None = None) -> dict:
+def history_map(*records: RunRecord, text: str | None = None) -> JsonObject:
     body = text if text is not None else json.dumps(History(runs={r.run_id: r for r in records}).to_document())
     return {
         "apiVersion": "v1",
@@ -87,5 +91,5 @@ def history_map(*records: RunRecord, text: str | None = None) -> dict:
     }
 
 
-def node_patches(result: Any) -> dict[str, dict]:
+def node_patches(result: Plan) -> dict[str, dict[str, str]]:
     return {o.name: dict(o.body["metadata"]["labels"]) for o in result.objects if o.kind == "Node"}

@@ -5,9 +5,11 @@ from __future__ import annotations
 from typing import Any
 
 from planning.instances.plan import GATEWAY_CRDS, HELM_RELEASE_CRD
+from planning.objects import DesiredObject
 from planning.plan import Plan
 from tests.planning.builders import (
     CATALOGS,
+    JsonObject,
     accepted_policy,
     accepted_route,
     appliance,
@@ -35,10 +37,10 @@ PAPERCLIP_VALUES = {
 
 
 def instance(
-    name: str, application: str, values: dict | None = None, *, created: str | None = None, **spec: Any
-) -> dict:
+    name: str, application: str, values: JsonObject | None = None, *, created: str | None = None, **spec: Any
+) -> JsonObject:
     """An AppInstance; `created` is its metadata.creationTimestamp (RFC 3339), when given."""
-    body = {
+    body: JsonObject = {
         "application": application,
         "values": values if values is not None else {"name": "default", "model": "CHANGEME_MODEL"},
     }
@@ -49,13 +51,13 @@ def instance(
     return obj
 
 
-def platform(*applications: str, crds: bool = True) -> list[dict]:
+def platform(*applications: str, crds: bool = True) -> list[JsonObject]:
     """An appliance whose modules for `applications` are Ready and (unless `crds` is False)
     whose application, Gateway and Flux Helm CRDs are served."""
-    entries = [CATALOGS.applications.get(a) for a in applications]
+    entries = [CATALOGS.applications.require(a) for a in applications]
     modules = {m for e in entries for m in e.required_modules} | set(CATALOGS.applications.common_modules)
     for name in list(modules):
-        modules |= set(CATALOGS.modules.get(name).depends_on)
+        modules |= set(CATALOGS.modules.require(name).depends_on)
     objects = [
         appliance(source={"kind": "GitRepository", "name": "magicstick-public", "namespace": "flux-system"}),
         *ready_modules(*sorted(modules)),
@@ -67,8 +69,8 @@ def platform(*applications: str, crds: bool = True) -> list[dict]:
     return objects
 
 
-def objects_of(result: Plan, name: str) -> dict[str, list]:
-    found: dict[str, list] = {}
+def objects_of(result: Plan, name: str) -> dict[str, list[DesiredObject]]:
+    found: dict[str, list[DesiredObject]] = {}
     for outcome in result.instances.outcomes:
         if outcome.instance == name:
             for obj in outcome.objects:
@@ -76,7 +78,7 @@ def objects_of(result: Plan, name: str) -> dict[str, list]:
     return found
 
 
-def helm_release_of(result: Plan, name: str):
+def helm_release_of(result: Plan, name: str) -> DesiredObject:
     return objects_of(result, name)["HelmRelease"][0]
 
 
@@ -91,7 +93,7 @@ def backend_services(result: Plan, name: str) -> set[tuple[str, str]]:
     }
 
 
-def converged(*objects: dict, rounds: int = 3) -> list[dict]:
+def converged(*objects: JsonObject, rounds: int = 3) -> list[JsonObject]:
     """`objects` plus what the controllers report once the program's objects were applied:
     every planned HelmRelease Ready, SecurityPolicy and HTTPRoute accepted for its generation, the
     access guard rolled out,
@@ -103,12 +105,12 @@ def converged(*objects: dict, rounds: int = 3) -> list[dict]:
     return list(world.values())
 
 
-def _identity(obj: dict) -> tuple[str, str, str, str]:
+def _identity(obj: JsonObject) -> tuple[str, str, str, str]:
     metadata = obj["metadata"]
     return (obj["apiVersion"], obj["kind"], metadata.get("namespace") or "", metadata["name"])
 
 
-def _as_reported(planned) -> dict:
+def _as_reported(planned: DesiredObject) -> JsonObject:
     if planned.kind == "HelmRelease":
         return observed_release(planned)
     if planned.kind == "SecurityPolicy":
@@ -120,5 +122,5 @@ def _as_reported(planned) -> dict:
     return as_stored(planned)
 
 
-def instance_status(result: Plan, name: str) -> dict:
+def instance_status(result: Plan, name: str) -> JsonObject:
     return status_of(result, "AppInstance", name)

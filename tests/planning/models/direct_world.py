@@ -11,7 +11,7 @@ from planning.frozen import thaw
 from planning.models.direct import DirectRuntime
 from planning.plan import Plan, plan
 from planning.snapshot import HealthObservation, Snapshot
-from tests.planning.builders import CATALOGS, NOW, with_flux
+from tests.planning.builders import CATALOGS, NOW, JsonObject, with_flux
 from tests.planning.models.world import local_model
 
 FREETOKEN_IMAGE = "registry.example.com/magicstick/freetoken:1.0.0"
@@ -33,7 +33,7 @@ POD_SERVER_DEFAULTS: dict[str, Any] = {
 }
 
 
-def freetoken_model(name: str = "ft", **local: Any) -> dict:
+def freetoken_model(name: str = "ft", **local: Any) -> JsonObject:
     spec: dict[str, Any] = {"url": "hf://example/moe-35b", "computeTarget": "nvidia-gpu", "engine": "FreeToken"}
     spec.update(local)
     return _activation(name, _without_none(spec))
@@ -41,7 +41,7 @@ def freetoken_model(name: str = "ft", **local: Any) -> dict:
 
 def realtime_model(
     name: str = "omni", *, profile: str = "omni-cuda", node: str = "gpu-1", target: str = "nvidia-gpu", **settings: Any
-) -> dict:
+) -> JsonObject:
     realtime = {"profile": profile, "gpuNode": node, **settings.pop("realtime", {})}
     spec: dict[str, Any] = {
         "url": "hf://Qwen/Qwen2.5-Omni-7B",
@@ -53,7 +53,7 @@ def realtime_model(
     return _activation(name, spec)
 
 
-def _activation(name: str, spec: dict[str, Any]) -> dict:
+def _activation(name: str, spec: dict[str, Any]) -> JsonObject:
     activation = local_model(name, **spec)
     activation["spec"]["local"].pop("preset", None)
     return activation
@@ -64,7 +64,7 @@ def _without_none(spec: dict[str, Any]) -> dict[str, Any]:
 
 
 def plan_with(
-    *objects: dict,
+    *objects: JsonObject,
     catalogs: Catalogs = WITH_FREETOKEN_IMAGE,
     now: datetime = NOW,
     health: tuple[HealthObservation, ...] = (),
@@ -76,18 +76,19 @@ def runtime_of(result: Plan, activation: str) -> DirectRuntime | None:
     return next((o.runtime for o in result.models.outcomes if o.activation == activation), None)
 
 
-def object_of(runtime: DirectRuntime, kind: str) -> dict:
-    return thaw(next(o for o in runtime.objects if o.kind == kind).body)
+def object_of(runtime: DirectRuntime, kind: str) -> JsonObject:
+    body: JsonObject = thaw(next(o for o in runtime.objects if o.kind == kind).body)
+    return body
 
 
 def stored(
     runtime: DirectRuntime, *, generation: int = 1, observed_generation: int | None = 1, available: int = 1
-) -> list[dict]:
+) -> list[JsonObject]:
     """The runtime's objects as the API server and the Deployment controller show them: server
     defaults, generation, a revision annotation and rollout counts."""
-    found = []
+    found: list[JsonObject] = []
     for obj in runtime.objects:
-        body = copy.deepcopy(thaw(obj.body))
+        body: JsonObject = copy.deepcopy(thaw(obj.body))
         body["metadata"]["uid"] = f"uid-{obj.kind.lower()}-{obj.name}"
         if obj.kind == "Deployment":
             body["metadata"]["generation"] = generation
@@ -108,7 +109,7 @@ def stored(
 
 def runtime_pod(
     runtime: DirectRuntime, *, name: str = "runtime-pod", ready: bool = True, reason: str = "", message: str = ""
-) -> dict:
+) -> JsonObject:
     labels = object_of(runtime, "Deployment")["spec"]["template"]["metadata"]["labels"]
     status: dict[str, Any] = {
         "phase": "Running" if ready else "Pending",

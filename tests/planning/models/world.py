@@ -7,23 +7,23 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from planning.models.kubeai import ACTIVATION_LABEL
-from tests.planning.builders import CATALOGS, NOW, appliance, as_stored, ready_modules, runtime
+from tests.planning.builders import CATALOGS, NOW, JsonObject, appliance, as_stored, ready_modules, runtime
 from tests.planning.hardware.nodes import node
 
 MODEL_MODULES = ("basis", "litellm", "model-catalog", "kubeai")
 
 
-def local_model(name: str, **local: Any) -> dict:
+def local_model(name: str, **local: Any) -> JsonObject:
     spec: dict[str, Any] = {"preset": "qwen2505bcpu", "computeTarget": "cpu", "engine": "VLLM"}
     spec.update(local)
     return runtime("ModelActivation", name, {"type": "local", "targetNamespace": "ai", "local": spec})
 
 
-def platform(*extra_modules: str) -> list[dict]:
+def platform(*extra_modules: str) -> list[JsonObject]:
     """Appliance/local and every module a KubeAI model needs, Ready."""
     modules = set(MODEL_MODULES) | set(extra_modules)
     for name in list(modules):
-        modules |= set(CATALOGS.modules.get(name).depends_on)
+        modules |= set(CATALOGS.modules.require(name).depends_on)
     return [appliance(), *ready_modules(*sorted(modules))]
 
 
@@ -35,10 +35,10 @@ def observed_model(
     generation: int = 1,
     engine: str = "VLLM",
     uid: str | None = None,
-    spec: dict | None = None,
-) -> dict:
+    spec: JsonObject | None = None,
+) -> JsonObject:
     """A KubeAI Model as the cluster returns it: CRD defaults, generation, KubeAI's replica counts."""
-    model = {
+    model: JsonObject = {
         "apiVersion": "kubeai.org/v1",
         "kind": "Model",
         "metadata": {
@@ -70,7 +70,7 @@ def pod(
     uid: str | None = None,
     reason: str = "",
     model_uid: str | None = None,
-) -> dict:
+) -> JsonObject:
     status: dict[str, Any] = {"phase": phase, "conditions": [{"type": "Ready", "status": "True" if ready else "False"}]}
     if reason:
         status["reason"] = reason
@@ -97,7 +97,7 @@ def pod(
     }
 
 
-def catalog_publishing(*model_ids: str) -> dict:
+def catalog_publishing(*model_ids: str) -> JsonObject:
     return {
         "apiVersion": "v1",
         "kind": "ConfigMap",
@@ -106,7 +106,7 @@ def catalog_publishing(*model_ids: str) -> dict:
     }
 
 
-def host_operation(name: str, action: str = "clear-model-cache", phase: str | None = None) -> dict:
+def host_operation(name: str, action: str = "clear-model-cache", phase: str | None = None) -> JsonObject:
     obj = runtime("HostOperation", name, {"action": action, "planId": "plan-1"})
     if phase is not None:
         obj["status"] = {"phase": phase}
@@ -117,7 +117,7 @@ def later(minutes: float) -> datetime:
     return NOW + timedelta(minutes=minutes)
 
 
-def gpu_node(resource: str, count: str = "1") -> dict:
+def gpu_node(resource: str, count: str = "1") -> JsonObject:
     vendor = {
         "nvidia.com/gpu": "nvidia",
         "amd.com/gpu": "amd",

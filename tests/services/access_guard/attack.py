@@ -176,13 +176,13 @@ def burst(address: tuple[str, int], requests: Sequence[bytes], *, deadline_secon
         end = started + deadline_seconds
         while buffers and time.perf_counter() < end:
             for key, _ in selector.select(timeout=max(0.0, end - time.perf_counter())):
-                connection = key.fileobj
-                assert isinstance(connection, socket.socket)
-                finished = _read_some(connection, buffers, result)
+                ready = key.fileobj
+                assert isinstance(ready, socket.socket)
+                finished = _read_some(ready, buffers, result)
                 if finished:
                     result.slowest_answer = time.perf_counter() - started
-                    selector.unregister(connection)
-                    del buffers[connection]
+                    selector.unregister(ready)
+                    del buffers[ready]
         result.unfinished = len(buffers)
         result.seconds = time.perf_counter() - started
     finally:

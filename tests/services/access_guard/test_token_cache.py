@@ -55,6 +55,26 @@ class CountingVerifier(TokenVerifier):
         return verified
 
 
+class HeldPoolVerifier(CountingVerifier):
+    """Holds each verification on the pool until `attempts` inline attempts were made: no key set
+    fetch can finish while requests are still arriving, however the threads are scheduled."""
+
+    def __init__(self, *, attempts: int, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self._attempts = attempts
+        self._inline = 0
+        self._all_in = threading.Event()
+
+    def verify(self, token: str, *, may_wait: bool = True) -> VerifiedToken:
+        if may_wait:
+            assert self._all_in.wait(timeout=30), f"only {self._inline} of {self._attempts} requests arrived"
+        else:
+            self._inline += 1
+            if self._inline >= self._attempts:
+                self._all_in.set()
+        return super().verify(token, may_wait=may_wait)
+
+
 @pytest.fixture
 def own_jwks(keys: IssuerKeys) -> Iterator[JwksServer]:
     yield from serving(keys)
@@ -257,9 +277,10 @@ def test_new_tokens_under_a_fresh_key_set_are_verified_at_once_and_never_refused
 
 
 def test_tokens_that_may_wait_for_a_fetch_beyond_the_queue_are_refused_as_overloaded_at_once(
-    verifier: CountingVerifier, cache_clock: Clock, keys: IssuerKeys
+    key_set: KeySet, cache_clock: Clock, keys: IssuerKeys
 ) -> None:
     tokens = [keys.token(sub=f"user-{serial}") for serial in range(5)]
+    verifier = HeldPoolVerifier(keys=key_set, issuer=ISSUER, audience=AUDIENCE, attempts=len(tokens))
 
     async def five_at_once(caching: CachingVerifier) -> list[str]:
         outcomes = await asyncio.gather(*(caching.claims(token) for token in tokens), return_exceptions=True)

@@ -172,7 +172,7 @@ def namespace_interfaces() -> Iterator[list[tuple[str, bool, str]]]:
     """The interfaces of a fresh network namespace, as the agent's reader sees them inside it."""
     if os.geteuid() != 0 or shutil.which("ip") is None or not Path(REAL_NETPLAN).exists():
         pytest.fail(
-            "these tests need root, iproute2's `ip netns` and Debian's netplan.io (`apt-get install netplan.io`; .ci/run installs it)"
+            "these tests need root, iproute2's `ip netns` and Debian's netplan.io (scripts/system-packages.sh, `make system`, installs them)"
         )
     name = f"mstest-{secrets.token_hex(4)}"
     subprocess.run(["ip", "netns", "add", name], check=True)

@@ -62,8 +62,8 @@ def stack_request_after(
     """The Stack's reconciliation request once it is set and differs from `previous`, watched
     on the API server (the trigger may run in another process); AssertionError after `timeout` s."""
     current = client.get(STACK, stack.name, stack.namespace)
-    found = (current["metadata"].get("annotations") or {}).get(RECONCILIATION_REQUEST)
-    if found not in (None, previous):
+    found: str | None = (current["metadata"].get("annotations") or {}).get(RECONCILIATION_REQUEST)
+    if found is not None and found != previous:
         return found
     with client.watch(
         STACK,
@@ -73,9 +73,9 @@ def stack_request_after(
     ) as stream:
         for event in stream:
             metadata = event.object.get("metadata") or {}
-            found = (metadata.get("annotations") or {}).get(RECONCILIATION_REQUEST)
-            if metadata.get("name") == stack.name and found not in (None, previous):
-                return found
+            request: str | None = (metadata.get("annotations") or {}).get(RECONCILIATION_REQUEST)
+            if metadata.get("name") == stack.name and request is not None and request != previous:
+                return request
     raise AssertionError(f"not within {timeout} s: a reconciliation request of Stack {stack} other than {previous}")
 
 
