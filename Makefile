@@ -21,7 +21,7 @@ NO_TESTS := 5
 # The shell scripts shellcheck judges (its settings: .shellcheckrc).
 SHELL_SCRIPTS := .ci/run $(wildcard scripts/*.sh scripts/*/*.sh) magic-cluster/host/install.sh validation/entrypoint-ollama.sh
 
-.PHONY: help setup system lint type check test-pure toolchain images browser test-toolchain test bench
+.PHONY: help setup system lint type check test-pure toolchain images browser test-toolchain test-cluster test-node test bench
 
 help:  ## this list
 	@sed -n 's/^\([a-z-]*\):.*## \(.*\)/  make \1\t\2/p' $(MAKEFILE_LIST) | expand -t 24
@@ -59,8 +59,13 @@ images:  ## the real node's images (scripts/images/build.sh, as root)
 browser: setup  ## chromium and axe-core for the browser suite
 	scripts/browser/setup.sh >/dev/null
 
-test-toolchain: setup  ## every suite but the pure one (needs toolchain, images, browser, system)
-	$(VENV)/bin/pytest -m "not pure" $(PYTEST_ARGS) || (($$? == $(NO_TESTS)))
+test-toolchain: test-cluster test-node  ## every suite but the pure one, one after the other
+
+test-cluster: setup  ## every suite but the pure one and the real node's (needs toolchain, browser, system)
+	$(VENV)/bin/pytest -m "not pure" --ignore=tests/node $(PYTEST_ARGS) || (($$? == $(NO_TESTS)))
+
+test-node: setup  ## the real node's suite, tests/node (as root; needs toolchain, images, system)
+	$(VENV)/bin/pytest -m "not pure" tests/node $(PYTEST_ARGS) || (($$? == $(NO_TESTS)))
 
 test: system setup lint type  ## everything CI tests: the checks, then every suite
 	scripts/run-tests.sh $(PYTEST_ARGS)
