@@ -419,7 +419,7 @@ class EngineEntry(NamedEntry):
     name: EngineName
     display_name: str = Field(min_length=1)
     uses_kubeai: bool
-    url_schemes: tuple[Literal["hf", "ollama"], ...] = Field(min_length=1)
+    url_schemes: tuple[Literal["hf", "ollama", "pvc"], ...] = Field(min_length=1)
     compute_targets: tuple[KebabName, ...] = Field(min_length=1)
     default_memory_mi: PositiveMi
     runtime_memory_mi: PositiveMi = 1024

@@ -5,7 +5,8 @@ Every marker is added at collection, never by hand:
   through another fixture;
 - `e2e`: it requests `engine_cluster` (the real Pulumi engine, tests/e2e) or `own_engine` (a
   test whose subject starts its own API server and engine, such as a benchmark);
-- `peers`: it lives in tests/peers, where the real peers (egctl, helm, flux) judge;
+- `peers`: it lives in tests/peers, where the real peers (egctl, helm, flux) judge, or it
+  requests `ollama_engine` (the real Ollama, tests/support/ollama_server.py);
 - `cluster_real` (and `cluster`): it requests `real_node` (a kubelet with containerd, tests/node)
   or `flux` (Flux's own controllers, tests/flux);
 - `browser`: it lives in tests/browser (Debian's chromium and axe-core);
@@ -26,6 +27,7 @@ pytest_plugins = ["tests.cluster.conftest_plugin"]
 CLUSTER_FIXTURE = "cluster"
 ENGINE_FIXTURES = frozenset({"engine_cluster", "own_engine"})
 PEER_TESTS = Path(__file__).resolve().parent / "peers"
+PEER_FIXTURES = frozenset({"ollama_engine"})
 BROWSER_TESTS = Path(__file__).resolve().parent / "browser"
 REAL_PEER_FIXTURES = frozenset({"real_node", "flux"})
 MACHINE_FIXTURES = frozenset({"namespace_interfaces"})
@@ -42,7 +44,7 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
         if REAL_PEER_FIXTURES & fixtures:
             item.add_marker(pytest.mark.cluster)
             item.add_marker(pytest.mark.cluster_real)
-        if item.path.is_relative_to(PEER_TESTS):
+        if item.path.is_relative_to(PEER_TESTS) or PEER_FIXTURES & fixtures:
             item.add_marker(pytest.mark.peers)
         if item.path.is_relative_to(BROWSER_TESTS):
             item.add_marker(pytest.mark.browser)

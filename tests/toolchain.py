@@ -42,6 +42,7 @@ class Versions:
     coredns: str
     pko: str
     kubeai: str
+    ollama: str
 
 
 def parse_versions(text: str) -> dict[str, str]:
@@ -75,6 +76,7 @@ def versions() -> Versions:
         coredns=values["COREDNS_VERSION"],
         pko=values["PKO_VERSION"],
         kubeai=values["KUBEAI_VERSION"],
+        ollama=values["OLLAMA_VERSION"],
     )
 
 
@@ -186,3 +188,8 @@ def pko_agent() -> Path:
 def kubeai() -> Path:
     """KubeAI's controller."""
     return tool("kubeai", f"kubeai-{versions().kubeai}", env="MAGICSTICK_KUBEAI")
+
+
+def ollama() -> Path:
+    """Ollama's server and CLI with its CPU engine, the engine of the Ollama model Pods."""
+    return tool("ollama", f"ollama-{versions().ollama}", env="MAGICSTICK_OLLAMA")

@@ -3,7 +3,9 @@
 Runs inside the Ollama ROCm validation image (Containerfile.ollama-rocm), after
 entrypoint-ollama.sh started `ollama serve`. Standard library only. It:
 
-1. pulls the model named by MAGICSTICK_VALIDATION_MODEL (default qwen2.5:0.5b);
+1. pulls the model named by MAGICSTICK_VALIDATION_MODEL (default qwen2.5:0.5b), unless /api/tags
+   already lists it (an offline appliance's model, created or copied into Ollama's models
+   folder, is checked without any registry);
 2. asks /api/generate "What is 17 + 25? Answer with the number only." at temperature 0; the
    answer is right when it holds the number 42;
 3. reads /api/ps: the loaded model's size_vram gives gpuBuffersMi (MiB, rounded down), and
@@ -87,7 +89,9 @@ def run(model: str, base_url: str, timeouts: Timeouts = Timeouts()) -> tuple[dic
     """The report and the exit code. Never raises for Ollama's failures."""
     report: dict[str, Any] = {"gpuBuffersMi": 0, "arithmetic": False, "cpuFallback": True}
     try:
-        _request(base_url, "/api/pull", {"model": model, "stream": False}, timeouts.pull)
+        present = _request(base_url, "/api/tags", None, timeouts.status).get("models") or []
+        if not any(isinstance(m, dict) and _same_model(m, model) for m in present):
+            _request(base_url, "/api/pull", {"model": model, "stream": False}, timeouts.pull)
         answer = _request(
             base_url,
             "/api/generate",

@@ -54,6 +54,7 @@ from planning.models.kubeai import (
 )
 from planning.models.lifecycle import Lifecycle, model_lifecycle
 from planning.models.memory import MemoryRejected
+from planning.models.model_url import ollama_model
 from planning.models.offloading import (
     MAX_OFFLOADING_PROFILES,
     OFFLOADING_PROFILE_PREFIX,
@@ -862,7 +863,7 @@ def _alias(
 ) -> tuple[AliasRequest, tuple[str, ...]]:
     if resolved.engine != "OLlama":
         return AliasRequest(namespace, (), "", ""), ()
-    source = _ollama_tag(resolved.url.removeprefix("ollama://"))
+    source = ollama_model(resolved.url)
     alias = _ollama_tag(name)
     missing = []
     for pod in ready_pods:

@@ -18,6 +18,7 @@ from api.validation import SpecError
 from catalogs import ArtifactEntry, Catalogs, EngineEntry
 from planning.hardware.memory import DISCRETE, HostMemory
 from planning.models.memory import MemoryBudget, MemoryEstimate, MemoryInputs, admit_memory, estimate_memory
+from planning.models.model_url import ModelUrlError, ollama_model, parse_model_url
 from planning.requirements import check_cpu_resources
 
 MEMORY_UNIT_MI = 16
@@ -238,6 +239,12 @@ def _source(local: LocalModelSpec, engine: EngineEntry, catalogs: Catalogs) -> t
         if not any(local.url.startswith(f"{scheme}://") for scheme in engine.url_schemes):
             schemes = " or ".join(f"{scheme}://" for scheme in engine.url_schemes)
             raise SpecError("spec.local.url", f"engine {engine.name} loads {schemes} references, not '{local.url}'")
+        try:
+            parse_model_url(local.url)
+            if engine.name == "OLlama":
+                ollama_model(local.url)
+        except ModelUrlError as error:
+            raise SpecError("spec.local.url", str(error)) from error
         return local.url, _FEATURES["chat"], None
     if local.url is not None:
         raise SpecError("spec.local.url", "set either preset or url, not both: a preset's artifact decides the url")

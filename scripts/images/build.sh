@@ -4,7 +4,7 @@
 # dashboard), the workspace image of deploy/workspace/Containerfile (workspace), and the image of
 # the Pulumi Kubernetes Operator (operator) the real node runs the workspace with.
 #
-#   scripts/images/build.sh [IMAGE...]     # default: all five; prints "IMAGE ARCHIVE REFERENCE" lines
+#   scripts/images/build.sh [IMAGE...]     # default: all seven; prints "IMAGE ARCHIVE REFERENCE" lines
 #
 # Each image is three layers, each made by umoci from a directory tree:
 #   1. a Debian rootfs (debootstrap --variant=minbase, Python and ca-certificates from Debian's
@@ -18,6 +18,10 @@
 # The operator image is one layer instead: the manager and the agent from the toolchain, tini as PID 1
 # (Debian's tini-static) and busybox (Debian's busybox-static) for the `sh`, `cp` and `ln` of the
 # workspace pod's init containers: what upstream's Dockerfile puts in its distroless debug image.
+# Two images run what KubeAI runs on the real node, both from the toolchain: kubeai, KubeAI's
+# controller alone in one layer (a static Go binary, as upstream's distroless image holds it), and
+# ollama, the Debian rootfs plus Ollama's server and CLI at /bin/ollama (its CPU engine links
+# glibc and libstdc++, and KubeAI's startup probe runs `bash -c "/bin/ollama cp ..."`).
 # The image is tagged with the digest of its manifest (localhost/magicstick/IMAGE:<sha256 hex>)
 # and written as an OCI archive that `ctr -n k8s.io images import` takes.
 #
@@ -252,10 +256,61 @@ operator_key() {
     sha256sum "$pko/manager" "$pko/agent" "$TINI" "$BUSYBOX" "$SCRIPT_DIR/build.sh" | key_of
 }
 
+# KubeAI's controller: /kubeai at the root, /tmp for its writes, the nonroot user of upstream's image.
+build_kubeai_image() {
+    local key=$1 directory=$CACHE/kubeai
+    local work=$directory.work layout=$directory.work/oci bundle=$directory.work/bundle
+    rm -rf "$work"
+    mkdir -p "$work"
+    umoci init --layout "$layout"
+    umoci new --image "$layout:build"
+    umoci unpack --image "$layout:build" "$bundle" >&2
+    mkdir -p "$bundle/rootfs/tmp"
+    chmod 1777 "$bundle/rootfs/tmp"
+    cp "$TOOLCHAIN/kubeai-$KUBEAI_VERSION/kubeai" "$bundle/rootfs/kubeai"
+    umoci repack --refresh-bundle --history.created_by "kubeai $KUBEAI_VERSION controller" --image "$layout:build" "$bundle" >&2
+    umoci config --image "$layout:build" --history.created_by "image configuration" --config.workingdir / --config.user "$OPERATOR_USER" \
+        --config.entrypoint /kubeai >&2
+    finish_image kubeai "$key"
+}
+
+kubeai_key() {
+    local binary=$TOOLCHAIN/kubeai-$KUBEAI_VERSION/kubeai
+    [[ -x $binary ]] || die "the kubeai image needs the toolchain's kubeai $KUBEAI_VERSION: run scripts/toolchain/build.sh"
+    sha256sum "$binary" "$SCRIPT_DIR/build.sh" | key_of
+}
+
+# Ollama: the Debian rootfs, then /bin/ollama; `ollama serve` as upstream's image runs it.
+build_ollama_image() {
+    local key=$1 base=$2 directory=$CACHE/ollama
+    local work=$directory.work layout=$directory.work/oci bundle=$directory.work/bundle
+    rm -rf "$work"
+    mkdir -p "$work"
+    umoci init --layout "$layout"
+    umoci new --image "$layout:build"
+    umoci unpack --image "$layout:build" "$bundle" >&2
+    tar --numeric-owner -C "$bundle/rootfs" -xf "$base"
+    layer "$layout" "$bundle" build "debootstrap --variant=minbase --include=$PACKAGES $SUITE"
+    cp "$TOOLCHAIN/ollama-$OLLAMA_VERSION/ollama" "$bundle/rootfs/bin/ollama"
+    chroot "$bundle/rootfs" /bin/ollama --version >/dev/null 2>&1 || die "ollama --version failed in the image (a library it links is missing?)"
+    layer "$layout" "$bundle" build "ollama $OLLAMA_VERSION at /bin/ollama (CPU engine)"
+    umoci config --image "$layout:build" --history.created_by "image configuration" --config.workingdir / \
+        --config.env PATH=/usr/local/bin:/usr/bin:/bin --config.env OLLAMA_HOST=0.0.0.0:11434 --config.exposedports 11434/tcp \
+        --config.entrypoint /bin/ollama --config.cmd serve >&2
+    finish_image ollama "$key"
+}
+
+ollama_key() {
+    local base=$1 binary=$TOOLCHAIN/ollama-$OLLAMA_VERSION/ollama
+    [[ -x $binary ]] || die "the ollama image needs the toolchain's ollama $OLLAMA_VERSION: run scripts/toolchain/build.sh"
+    { printf '%s\n' "$base"; sha256sum "$binary" "$SCRIPT_DIR/build.sh"; } | key_of
+}
+
+readonly ALL_IMAGES=(access-guard reconcile-trigger dashboard workspace operator kubeai ollama)
 images=("$@")
-((${#images[@]})) || images=(access-guard reconcile-trigger dashboard workspace operator)
+((${#images[@]})) || images=("${ALL_IMAGES[@]}")
 for image in "${images[@]}"; do
-    [[ $image == workspace || $image == operator || -n ${SERVICE_PORT[$image]:-} ]] || die "unknown image $image: one of access-guard reconcile-trigger dashboard workspace operator"
+    [[ " ${ALL_IMAGES[*]} " == *" $image "* ]] || die "unknown image $image: one of ${ALL_IMAGES[*]}"
 done
 
 cached() {
@@ -268,6 +323,13 @@ for image in "${images[@]}"; do
     if [[ $image == operator ]]; then
         key=$(operator_key)
         if cached operator "$key"; then log "operator: cached"; else log "operator: building"; build_operator_image "$key"; log "operator: built in $((SECONDS - started)) s"; fi
+    elif [[ $image == kubeai ]]; then
+        key=$(kubeai_key)
+        if cached kubeai "$key"; then log "kubeai: cached"; else log "kubeai: building"; build_kubeai_image "$key"; log "kubeai: built in $((SECONDS - started)) s"; fi
+    elif [[ $image == ollama ]]; then
+        [[ -n ${rootfs:-} ]] || rootfs=$(base_rootfs)
+        key=$(ollama_key "$rootfs")
+        if cached ollama "$key"; then log "ollama: cached"; else log "ollama: building"; build_ollama_image "$key" "$rootfs"; log "ollama: built in $((SECONDS - started)) s"; fi
     else
         [[ -n ${base:-} ]] || { base=$(base_rootfs); wheels=$(wheelhouse); project=$(project_key); }
         key=$(printf '%s\n' "$base" "$wheels" "$project" "$image" "$PULUMI_VERSION" "$PULUMI_KUBERNETES_VERSION" "$(sha256sum <"$SCRIPT_DIR/build.sh")" | key_of)

@@ -4,8 +4,8 @@
 # Python SDK's plugin scripts and the Python language host, the Pulumi Kubernetes provider, and
 # the peers that judge what the program renders: egctl, helm and flux; and Flux's source-,
 # kustomize- and helm-controller, which the `cluster_real` suite runs against the node's API server;
-# CoreDNS, the real node's cluster DNS; the Pulumi Kubernetes Operator's manager and agent, and
-# KubeAI's controller.
+# CoreDNS, the real node's cluster DNS; the Pulumi Kubernetes Operator's manager and agent,
+# KubeAI's controller, and Ollama's server with its CPU engine (cgo: gcc and g++).
 # The versions are pinned in scripts/toolchain/versions.env; README.md beside this script says
 # why each step is done the way it is.
 #
@@ -26,11 +26,12 @@ SCRIPT_DIR=$(cd "${BASH_SOURCE[0]%/*}" && pwd)
 readonly SCRIPT_DIR
 # shellcheck source=versions.env
 source "$SCRIPT_DIR/versions.env"
-readonly STEP_COUNT=14
+readonly STEP_COUNT=15
 readonly LANGUAGE_HOST_MODULE=github.com/pulumi/pulumi/sdk/python/cmd/pulumi-language-python/v3
 readonly PROVIDER_MODULE=github.com/pulumi/pulumi-kubernetes/provider/v4
 readonly PKO_MODULE=github.com/pulumi/pulumi-kubernetes-operator/v2
 readonly KUBEAI_MODULE=github.com/kubeai-project/kubeai
+readonly OLLAMA_MODULE=github.com/ollama/ollama
 readonly PULUMI_CLIPBOARD_REPLACE="github.com/atotto/clipboard => github.com/tgummerer/clipboard v0.0.0-20241001131231-d02d263e614e"
 declare -rA PACKAGE_OF=([flock]=util-linux [go]=golang [sha256sum]=coreutils [cp]=coreutils [tar]=tar [gzip]=gzip)
 # Go sources the module proxy may refuse, one row each: the module and version the proxy is asked
@@ -55,6 +56,7 @@ LOCK_FD=""
 BUILT=()
 SOURCE_DIR=""
 SOURCE_ORIGIN=""
+UNPACKED=""
 
 # A module that needs a newer Go than the machine's must fail here, not fetch a toolchain.
 export GOTOOLCHAIN=local GOFLAGS=-mod=mod CGO_ENABLED=0
@@ -300,20 +302,27 @@ go_source() {
         return
     fi
     refusal="the module proxy refuses $module@$version ($(proxy_refusal "$answer"))"
-    [[ -n ${MAGICSTICK_GO_SOURCES:-} ]] || fail 1 "$refusal and MAGICSTICK_GO_SOURCES is not set (the folder holding $archive)"
+    unpack_pinned_archive "$archive" "$sha256" "$refusal"
+    SOURCE_DIR=$UNPACKED/$folder
+    [[ -d $SOURCE_DIR ]] || fail 1 "$archive holds no folder $folder"
+    SOURCE_ORIGIN="source=archive $archive sha256=$sha256"
+    log "$refusal; $tool from $MAGICSTICK_GO_SOURCES/$archive (sha256 as pinned), unpacked into $UNPACKED"
+}
+
+# Unpacks `archive` of $MAGICSTICK_GO_SOURCES, its sha256 checked against `sha256`, afresh into the
+# cache's sources/<archive>/ and sets UNPACKED to that folder; `why` opens the failure messages.
+unpack_pinned_archive() {
+    local archive=$1 sha256=$2 why=$3
+    [[ -n ${MAGICSTICK_GO_SOURCES:-} ]] || fail 1 "$why and MAGICSTICK_GO_SOURCES is not set (the folder holding $archive)"
     local file=$MAGICSTICK_GO_SOURCES/$archive actual
-    [[ -f $file ]] || fail 1 "$refusal and MAGICSTICK_GO_SOURCES=$MAGICSTICK_GO_SOURCES holds no $archive"
+    [[ -f $file ]] || fail 1 "$why and MAGICSTICK_GO_SOURCES=$MAGICSTICK_GO_SOURCES holds no $archive"
     actual=$(sha256sum "$file" | cut -d' ' -f1)
     [[ $actual == "$sha256" ]] || fail 1 "$file has sha256 $actual, versions.env pins $sha256"
-    local unpacked=$CACHE_DIR/sources/${archive%.tar.gz}
-    rm -rf "$unpacked" "$unpacked.partial"
-    mkdir -p "$unpacked.partial"
-    run "could not unpack $file" tar -xzf "$file" -C "$unpacked.partial" --strip-components=1 --no-same-owner
-    mv "$unpacked.partial" "$unpacked"
-    SOURCE_DIR=$unpacked/$folder
-    [[ -d $SOURCE_DIR ]] || fail 1 "$file holds no folder $folder"
-    SOURCE_ORIGIN="source=archive $archive sha256=$actual"
-    log "$refusal; $tool from $file (sha256 as pinned), unpacked into $unpacked"
+    UNPACKED=$CACHE_DIR/sources/${archive%.tar.gz}
+    rm -rf "$UNPACKED" "$UNPACKED.partial"
+    mkdir -p "$UNPACKED.partial"
+    run "could not unpack $file" tar -xzf "$file" -C "$UNPACKED.partial" --strip-components=1 --no-same-owner
+    mv "$UNPACKED.partial" "$UNPACKED"
 }
 
 # The Python language host, beside pulumi, where the CLI looks for it. Its module replaces pkg/v3
@@ -588,6 +597,31 @@ build_kubeai() {
     BUILT+=("$binary")
 }
 
+# Ollama's server and CLI with its CPU engine, the inference engine the model Pods run. Its cgo
+# build compiles llama.cpp's and ggml's C and C++ sources, which include three header-only
+# libraries from llama.cpp's vendor/ folder; a Go module zip never holds a vendor/ folder, so the
+# headers come from their pinned archive in $MAGICSTICK_GO_SOURCES (OLLAMA_VENDOR_ARCHIVE).
+build_ollama() {
+    local binary=$CACHE_DIR/ollama-$OLLAMA_VERSION/ollama
+    step 15 "ollama $OLLAMA_VERSION" "$OLLAMA_MODULE (cgo, CPU engine), llama.cpp's vendored headers from $OLLAMA_VENDOR_ARCHIVE"
+    if stamped "$binary" "$OLLAMA_VERSION"; then
+        log "already built: $binary"
+    else
+        require_commands gcc g++
+        unpack_pinned_archive "$OLLAMA_VENDOR_ARCHIVE" "$OLLAMA_VENDOR_ARCHIVE_SHA256" "a Go module zip holds no vendor/ folder, so Ollama's cgo build needs llama.cpp's headers"
+        local headers=$UNPACKED/llama/llama.cpp/vendor
+        [[ -f $headers/nlohmann/json_fwd.hpp ]] || fail 1 "$OLLAMA_VENDOR_ARCHIVE holds no llama/llama.cpp/vendor/nlohmann/json_fwd.hpp"
+        log "compiling ollama with its CPU engine (about 8 minutes on 2 cores)"
+        run "go install of ollama $OLLAMA_VERSION failed" env GOBIN="$WORK/bin" GOFLAGS= CGO_ENABLED=1 \
+            CGO_CPPFLAGS="-I$headers" go install -trimpath \
+            -ldflags "-X $OLLAMA_MODULE/version.Version=${OLLAMA_VERSION#v}" "$OLLAMA_MODULE@$OLLAMA_VERSION"
+        install_binary "$WORK/bin/ollama" "$binary"
+        write_stamp "$binary" "version=$OLLAMA_VERSION" "module=$OLLAMA_MODULE@$OLLAMA_VERSION" "headers=$OLLAMA_VENDOR_ARCHIVE sha256=$OLLAMA_VENDOR_ARCHIVE_SHA256"
+        answers "$binary" "${OLLAMA_VERSION#v}" --version || fail 1 "the built ollama does not answer --version with ${OLLAMA_VERSION#v}"
+    fi
+    BUILT+=("$binary")
+}
+
 main() {
     require_commands flock go sha256sum cp tar gzip
     lock_cache
@@ -606,6 +640,7 @@ main() {
     build_coredns
     build_pko
     build_kubeai
+    build_ollama
     log "done in $(elapsed_seconds) s"
     printf '%s\n' "${BUILT[@]}"
 }

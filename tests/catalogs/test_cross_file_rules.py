@@ -201,7 +201,7 @@ BROKEN_RULES = [
         ),
         "qwen2505bcpu",
         "variants[4].artifacts[1].url",
-        "engine OLlama loads ollama:// URLs",
+        "engine OLlama loads ollama://, pvc:// URLs",
         id="an artifact URL must use a scheme its engine loads",
     ),
     pytest.param(

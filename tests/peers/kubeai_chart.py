@@ -182,3 +182,51 @@ def release_values(stores: Mapping[tuple[str, str], JsonObject]) -> JsonObject:
 def by_identity(objects: Iterable[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
     """`objects` sorted by kind, namespace and name, to compare two renders."""
     return sorted(objects, key=lambda o: (o["kind"], o["metadata"].get("namespace", ""), o["metadata"]["name"]))
+
+
+# The release as helm-controller installs it.
+
+RELEASE: Final = "kubeai"
+RELEASE_NAMESPACE: Final = "ai"
+"""The HelmRelease's releaseName and targetNamespace (magic-cluster/apps/ai/kubeai)."""
+
+
+@dataclass(frozen=True)
+class ReleaseRender:
+    """The program's renders, the stores they fill, the values and what Helm renders of them."""
+
+    chart: Path
+    renders: Path
+    """Where each render wrote its objects: `<label>-out/` per program_profiles."""
+    written: tuple[Written, ...]
+    values: JsonObject
+    objects: tuple[JsonObject, ...]
+
+    def system(self) -> JsonObject:
+        """system.yaml of the `kubeai-config` ConfigMap, as KubeAI's controller reads it."""
+        (config,) = [
+            o for o in self.objects if (o["kind"], o["metadata"]["name"]) == ("ConfigMap", f"{RELEASE}-config")
+        ]
+        system: JsonObject = yaml.safe_load(config["data"]["system.yaml"])
+        return system
+
+    def models(self) -> dict[str, list[JsonObject]]:
+        """The KubeAI Models each render declares, by render label (`demo` or the example's stem)."""
+        found: dict[str, list[JsonObject]] = {}
+        for out in sorted(self.renders.glob("*-out")):
+            label = out.name.removesuffix("-out")
+            found[label] = [
+                yaml.safe_load(path.read_text()) for path in sorted((out / "resources").glob("model.*.yaml"))
+            ]
+        return found
+
+
+def render_release(directory: Path, *, template: Any) -> ReleaseRender:
+    """Render the demo and every model example, fill the stores, merge the release's values and
+    render the chart with `template` (tests/peers/helm.py `template`)."""
+    renders = directory / "renders"
+    written = program_profiles(renders)
+    values = release_values(filled_stores(written))
+    chart = chart_copy(directory / "chart")
+    objects = template(chart, values, release=RELEASE, namespace=RELEASE_NAMESPACE)
+    return ReleaseRender(chart, renders, tuple(written), values, tuple(objects))

@@ -18,9 +18,6 @@ Chart.yaml has no icon).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from pathlib import Path
-
 import pytest
 import yaml
 
@@ -28,47 +25,18 @@ from planning.frozen import thaw
 from planning.models.kubeai import ENGINE_PROFILES, PROFILE_STORE_CONFIG_MAP
 from planning.models.offloading import OFFLOADING_CONFIG_MAP
 from tests.peers import helm
-from tests.peers.kubeai_chart import (
-    KUBEAI_CHART,
-    Written,
-    chart_copy,
-    filled_stores,
-    program_profiles,
-    release_values,
-)
+from tests.peers.kubeai_chart import KUBEAI_CHART, RELEASE_NAMESPACE, ReleaseRender, render_release
 from tests.support.vendored import VENDORED_CRDS
 
-RELEASE = "kubeai"
-NAMESPACE = "ai"
 STORE_NAMESPACE = "flux-system"
 
 
-@dataclass(frozen=True)
-class Rendered:
-    chart: Path
-    written: tuple[Written, ...]
-    values: dict
-    objects: tuple[dict, ...]
-
-    def system(self) -> dict:
-        (config,) = [
-            o for o in self.objects if (o["kind"], o["metadata"]["name"]) == ("ConfigMap", f"{RELEASE}-config")
-        ]
-        return yaml.safe_load(config["data"]["system.yaml"])
-
-
 @pytest.fixture(scope="module")
-def rendered(tmp_path_factory: pytest.TempPathFactory) -> Rendered:
-    directory = tmp_path_factory.mktemp("kubeai-chart")
-    written = program_profiles(directory / "renders")
-    values = release_values(filled_stores(written))
-    chart = chart_copy(directory / "chart")
-    return Rendered(
-        chart, tuple(written), values, tuple(helm.template(chart, values, release=RELEASE, namespace=NAMESPACE))
-    )
+def rendered(tmp_path_factory: pytest.TempPathFactory) -> ReleaseRender:
+    return render_release(tmp_path_factory.mktemp("kubeai-chart"), template=helm.template)
 
 
-def _written(rendered: Rendered, config_map: str) -> dict[str, dict]:
+def _written(rendered: ReleaseRender, config_map: str) -> dict[str, dict]:
     return {w.name: w.profile for w in rendered.written if (w.namespace, w.config_map) == (STORE_NAMESPACE, config_map)}
 
 
@@ -123,7 +91,9 @@ def test_kubeai_gets_no_profile_but_the_charts_and_the_programs(rendered):
 
 
 def test_everything_the_chart_renders_conforms_to_the_schema_of_its_kind(rendered, schemas):
-    errors = {f"{o['kind']}/{o['metadata']['name']}": schemas.errors(o, namespace=NAMESPACE) for o in rendered.objects}
+    errors = {
+        f"{o['kind']}/{o['metadata']['name']}": schemas.errors(o, namespace=RELEASE_NAMESPACE) for o in rendered.objects
+    }
     assert {name: found for name, found in errors.items() if found} == {}
 
 
@@ -135,6 +105,6 @@ def test_the_chart_renders_the_vendored_upstream_model_crd(rendered):
 
 
 def test_the_chart_passes_helm_strict_lint_with_the_release_values(rendered):
-    answer = helm.lint(rendered.chart, rendered.values, namespace=NAMESPACE)
+    answer = helm.lint(rendered.chart, rendered.values, namespace=RELEASE_NAMESPACE)
     assert answer.returncode == 0, f"{answer.stdout}\n{answer.stderr}"
     assert "[WARNING]" not in answer.stdout and "[ERROR]" not in answer.stdout, answer.stdout

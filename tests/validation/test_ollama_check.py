@@ -32,6 +32,7 @@ class Ollama:
     size_vram: int = 400 * MIB
     loaded: bool = True
     pull_error: str | None = None
+    listed: bool = False
     requests: list[tuple[str, dict[str, Any] | None]] = field(default_factory=list)
 
 
@@ -63,7 +64,9 @@ def _handler(state: Ollama) -> type[BaseHTTPRequestHandler]:
 
         def do_GET(self) -> None:
             state.requests.append((self.path, None))
-            if self.path == "/api/ps":
+            if self.path == "/api/tags":
+                self._send(200, {"models": [{"name": MODEL, "model": MODEL}] if state.listed else []})
+            elif self.path == "/api/ps":
                 models = (
                     [{"name": MODEL, "model": MODEL, "size": state.size, "size_vram": state.size_vram}]
                     if state.loaded
@@ -107,8 +110,8 @@ def test_right_answer_on_the_gpu_passes(ollama: tuple[Ollama, str], tmp_path: Pa
     found = verdict("OLlama", report)
     assert found.passed and found.reason is VerdictReason.PASSED
     paths = [path for path, _ in state.requests]
-    assert paths == ["/api/pull", "/api/generate", "/api/ps"]
-    generate = state.requests[1][1]
+    assert paths == ["/api/tags", "/api/pull", "/api/generate", "/api/ps"]
+    generate = state.requests[2][1]
     assert generate is not None and generate["options"]["temperature"] == 0 and generate["stream"] is False
     assert "17 + 25" in generate["prompt"]
 
@@ -159,8 +162,17 @@ def test_failed_pull_is_an_infrastructure_error(ollama: tuple[Ollama, str], tmp_
     assert code == 1
     written = json.loads(report)
     assert written["arithmetic"] is False and "file does not exist" in written["error"]
-    assert [path for path, _ in state.requests] == ["/api/pull"]
+    assert [path for path, _ in state.requests] == ["/api/tags", "/api/pull"]
     assert not verdict("OLlama", report).passed
+
+
+def test_a_model_ollama_already_lists_is_checked_without_a_pull(ollama: tuple[Ollama, str], tmp_path: Path) -> None:
+    state, url = ollama
+    state.listed = True
+    code, report = _main(url, tmp_path / "termination-log")
+    assert code == 0
+    assert [path for path, _ in state.requests] == ["/api/tags", "/api/generate", "/api/ps"]
+    assert verdict("OLlama", report).passed
 
 
 def _closed_port() -> int:
@@ -190,4 +202,4 @@ def test_unwritable_termination_log_exits_1(ollama: tuple[Ollama, str], tmp_path
 def test_default_model_is_used_when_unset(ollama: tuple[Ollama, str], tmp_path: Path) -> None:
     state, url = ollama
     check.main({"MAGICSTICK_OLLAMA_URL": url, "MAGICSTICK_TERMINATION_LOG": str(tmp_path / "log")}, FAST)
-    assert state.requests[0][1] == {"model": check.DEFAULT_MODEL, "stream": False}
+    assert state.requests[1] == ("/api/pull", {"model": check.DEFAULT_MODEL, "stream": False})

@@ -21,6 +21,7 @@ FILES = sorted(path.name for path in EXAMPLES.glob("*.yaml"))
 
 WORLDS = {
     "vllm-cpu.yaml": lambda: [*platform()],
+    "ollama-offline.yaml": lambda: [*platform()],
     "ollama-nvidia.yaml": lambda: [*platform("gpu"), gpu_node("nvidia.com/gpu")],
     "vllm-cpu-offloading.yaml": lambda: [*platform("gpu"), gpu_node("nvidia.com/gpu")],
     "freetoken.yaml": lambda: [*platform("gpu"), gpu_node("nvidia.com/gpu", "2")],
@@ -31,6 +32,7 @@ WORLDS = {
 
 EXPECTED = {
     "vllm-cpu.yaml": ("WaitingForPod", "model"),
+    "ollama-offline.yaml": ("WaitingForPod", "model"),
     "ollama-nvidia.yaml": ("WaitingForPod", "model"),
     "vllm-cpu-offloading.yaml": ("WaitingForOffloadingProfile", None),
     "freetoken.yaml": ("WaitingForRollout", "runtime"),
@@ -66,3 +68,12 @@ def test_a_first_run_of_the_example_declares_its_runtime(name):
     outcome = next(o for o in result.models.outcomes if o.activation == activation)
     assert (outcome.model is not None) == (declared == "model")
     assert (runtime_of(result, activation) is not None) == (declared == "runtime")
+
+
+def test_the_offline_ollama_example_loads_its_model_from_the_cache_claim_and_aliases_it():
+    obj = load("ollama-offline.yaml")
+    result = plan_with(*WORLDS["ollama-offline.yaml"](), obj)
+    outcome = next(o for o in result.models.outcomes if o.activation == "tiny-offline")
+    assert outcome.model is not None
+    spec = outcome.model.body["spec"]
+    assert (spec["engine"], spec["url"]) == ("OLlama", "pvc://magicstick-model-cache-ollama?model=tiny")

@@ -1,0 +1,291 @@
+"""KubeAI's own controller judges the Models the program renders.
+
+The controller (scripts/toolchain/build.sh, KubeAI v0.22.1) runs as a process against an API
+server of this module's own, in namespace `ai`, as the ServiceAccount and with the system.yaml
+that `helm template` of the vendored chart renders from the program's release values
+(tests/peers/kubeai_controller.py). Every Model the program declares in its renders of the demo
+and of each model example (tests/peers/kubeai_chart.py) is created as the program's engine
+would create it, and the Pod KubeAI builds for it is compared with what the program intends:
+the image its release values give the Model's engine under the image name of its resource
+profile, the Model's own arguments and variables, the profile's requests and limits times the
+profile's count, its node selector, tolerations, affinity and runtimeClass. No kubelet runs
+here: a test writes a Pod's status as the kubelet would, and KubeAI's own status of the Model
+(`status.replicas`) is what the program's reader then reads.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator, Mapping
+from decimal import Decimal
+from typing import Any
+
+import httpx
+import pytest
+
+from planning.readiness import Readiness, kubeai_model_readiness
+from planning.snapshot import KubeAIModel, Snapshot
+from providers.kinds import KUBEAI_MODEL, POD
+from providers.kube import KubeAccess, KubeClient, open_client
+from tests.cluster.apiserver import ADMIN_USER, ClusterInfo, install_crds, running_cluster, upstream_crd_paths
+from tests.e2e.lifecycle import GARBAGE_COLLECTION
+from tests.live.world import ensure_namespace, write_status_as
+from tests.peers import helm
+from tests.peers.kubeai_chart import RELEASE_NAMESPACE, ReleaseRender, render_release
+from tests.peers.kubeai_controller import OPENAI_PORT, KubeAIController, running_kubeai
+
+JsonObject = dict[str, Any]
+ENGINE = "magicstick"
+KUBELET = "kubelet"
+WAIT_SECONDS = 60.0
+SERVER_CONTAINER = "server"
+MODEL_LABEL = "model"
+_SUFFIXES = {
+    "Ki": Decimal(2**10),
+    "Mi": Decimal(2**20),
+    "Gi": Decimal(2**30),
+    "Ti": Decimal(2**40),
+    "k": Decimal(10**3),
+    "M": Decimal(10**6),
+    "G": Decimal(10**9),
+    "T": Decimal(10**12),
+    "m": Decimal("0.001"),
+}
+
+
+def quantity(value: object) -> Decimal:
+    """A Kubernetes quantity as a number (the API server rewrites `2000m` as `2`)."""
+    text = str(value)
+    for suffix, factor in _SUFFIXES.items():
+        if text.endswith(suffix):
+            return Decimal(text.removesuffix(suffix)) * factor
+    return Decimal(text)
+
+
+def _quantities(resources: Mapping[str, Any] | None, times: int = 1) -> dict[str, Decimal]:
+    return {name: quantity(value) * times for name, value in (resources or {}).items()}
+
+
+@pytest.fixture(scope="module")
+def release(tmp_path_factory: pytest.TempPathFactory) -> ReleaseRender:
+    return render_release(tmp_path_factory.mktemp("kubeai-release"), template=helm.template)
+
+
+@pytest.fixture(scope="module")
+def kubeai_cluster() -> Iterator[ClusterInfo]:
+    """An API server of this module's own: KubeAI runs in the fixed namespace `ai`, and its Pods
+    are deleted with their Model by the garbage collector, as in a cluster."""
+    with running_cluster(controllers=GARBAGE_COLLECTION) as info:
+        install_crds(info, upstream_crd_paths())
+        yield info
+
+
+@pytest.fixture(scope="module")
+def kubeai_admin(kubeai_cluster: ClusterInfo) -> Iterator[KubeClient]:
+    with open_client(KubeAccess(kubeconfig=str(kubeai_cluster.kubeconfig_path(ADMIN_USER)))) as client:
+        ensure_namespace(client, RELEASE_NAMESPACE)
+        yield client
+
+
+@pytest.fixture(scope="module")
+def kubeai_controller(
+    kubeai_cluster: ClusterInfo,
+    kubeai_admin: KubeClient,
+    release: ReleaseRender,
+    tmp_path_factory: pytest.TempPathFactory,
+) -> Iterator[KubeAIController]:
+    with running_kubeai(
+        kubeai_cluster,
+        tmp_path_factory.mktemp("kubeai"),
+        namespace=RELEASE_NAMESPACE,
+        chart_objects=release.objects,
+    ) as controller:
+        yield controller
+
+
+@pytest.fixture
+def clean_models(kubeai_admin: KubeClient) -> Iterator[None]:
+    """Every Model and its Pods gone after the test."""
+    yield
+    for model in kubeai_admin.list(KUBEAI_MODEL, namespace=RELEASE_NAMESPACE):
+        kubeai_admin.delete(KUBEAI_MODEL, model["metadata"]["name"], RELEASE_NAMESPACE)
+    _wait_for(lambda: not kubeai_admin.list(POD, namespace=RELEASE_NAMESPACE), "every model Pod deleted")
+
+
+def _wait_for(check: Any, what: str, controller: KubeAIController | None = None) -> Any:
+    deadline = time.monotonic() + WAIT_SECONDS
+    while time.monotonic() < deadline:
+        found = check()
+        if found:
+            return found
+        time.sleep(0.2)
+    tail = f"\n--- kubeai log\n{controller.log_tail()}" if controller is not None else ""
+    raise AssertionError(f"waited {WAIT_SECONDS} s for {what}{tail}")
+
+
+def _as_the_program_reads(client: KubeClient, name: str) -> KubeAIModel:
+    """The live Model through the snapshot parser the program's reader uses."""
+    found = Snapshot.from_objects([client.get(KUBEAI_MODEL, name, RELEASE_NAMESPACE)]).model(RELEASE_NAMESPACE, name)
+    assert found is not None
+    return found
+
+
+def _declare(client: KubeClient, model: Mapping[str, Any]) -> JsonObject:
+    """The Model as the program's engine applies it: server-side apply, its field manager."""
+    body = {key: model[key] for key in ("apiVersion", "kind", "metadata", "spec")}
+    return client.apply(KUBEAI_MODEL, body, field_manager=ENGINE)
+
+
+def _pods_of(client: KubeClient, name: str) -> list[JsonObject]:
+    return [
+        pod
+        for pod in client.list(POD, namespace=RELEASE_NAMESPACE)
+        if pod["metadata"].get("labels", {}).get(MODEL_LABEL) == name
+    ]
+
+
+def _server(pod: Mapping[str, Any]) -> JsonObject:
+    (container,) = [c for c in pod["spec"]["containers"] if c["name"] == SERVER_CONTAINER]
+    return dict(container)
+
+
+def _intent_mismatches(model: Mapping[str, Any], pod: Mapping[str, Any], values: Mapping[str, Any]) -> list[str]:
+    """How the Pod KubeAI built differs from what the program's Model and release values intend."""
+    spec = model["spec"]
+    profile_name, count = spec["resourceProfile"].split(":")
+    profile = values["resourceProfiles"][profile_name]
+    images = values["modelServers"][spec["engine"]]["images"]
+    intended_image = spec.get("image") or images.get(profile.get("imageName", "default"))
+    server = _server(pod)
+    found: list[str] = []
+
+    def compare(what: str, intended: object, built: object) -> None:
+        if intended != built:
+            found.append(f"{what}: the program intends {intended!r}, KubeAI built {built!r}")
+
+    compare("image", intended_image, server["image"])
+    missing_args = [arg for arg in spec.get("args", []) if arg not in server.get("args", [])]
+    compare("arguments missing", [], missing_args)
+    environment = {e["name"]: e.get("value") for e in server.get("env", [])}
+    compare("variables", dict(spec.get("env", {})), {k: environment.get(k) for k in spec.get("env", {})})
+    resources = server.get("resources", {})
+    compare("requests", _quantities(profile.get("requests"), int(count)), _quantities(resources.get("requests")))
+    compare("limits", _quantities(profile.get("limits"), int(count)), _quantities(resources.get("limits")))
+    pod_spec = pod["spec"]
+    compare("node selector", profile.get("nodeSelector"), pod_spec.get("nodeSelector"))
+    compare("tolerations", profile.get("tolerations"), pod_spec.get("tolerations"))
+    compare("affinity", profile.get("affinity"), pod_spec.get("affinity"))
+    compare("runtimeClassName", profile.get("runtimeClassName"), pod_spec.get("runtimeClassName"))
+    compare(
+        "owner",
+        [("Model", model["metadata"]["name"], True)],
+        [(o["kind"], o["name"], o.get("controller", False)) for o in pod["metadata"].get("ownerReferences", [])],
+    )
+    return found
+
+
+def test_kubeai_builds_every_models_pod_as_the_program_intends(
+    release: ReleaseRender, kubeai_admin: KubeClient, kubeai_controller: KubeAIController, clean_models: None
+):
+    models = release.models()
+    assert {"demo", "ollama-nvidia", "ollama-offline", "vllm-cpu", "vllm-cpu-offloading"} <= set(models)
+    mismatches: dict[str, list[str]] = {}
+    judged = 0
+    for label, declared in models.items():
+        for model in declared:
+            _declare(kubeai_admin, model)
+        for model in declared:
+            name = model["metadata"]["name"]
+            wanted = max(1, int(model["spec"].get("minReplicas", 0)))
+            pods = _wait_for(
+                lambda name=name, wanted=wanted: (
+                    (found := _pods_of(kubeai_admin, name)) and len(found) >= wanted and found
+                ),
+                f"KubeAI's Pod of Model {name} ({label})",
+                kubeai_controller,
+            )
+            for pod in pods:
+                judged += 1
+                if found := _intent_mismatches(model, pod, release.values):
+                    mismatches[f"{label}: {pod['metadata']['name']}"] = found
+        for model in declared:
+            kubeai_admin.delete(KUBEAI_MODEL, model["metadata"]["name"], RELEASE_NAMESPACE)
+        _wait_for(lambda: not kubeai_admin.list(POD, namespace=RELEASE_NAMESPACE), f"the Pods of {label} deleted")
+    assert judged >= 5
+    assert mismatches == {}
+
+
+def test_kubeai_reports_a_ready_replica_only_once_the_kubelet_does_and_the_program_reads_it(
+    release: ReleaseRender, kubeai_admin: KubeClient, kubeai_controller: KubeAIController, clean_models: None
+):
+    (model,) = [m for m in release.models()["demo"] if m["spec"]["engine"] == "VLLM"]
+    name = model["metadata"]["name"]
+    _declare(kubeai_admin, model)
+    (pod,) = _wait_for(lambda: _pods_of(kubeai_admin, name), f"KubeAI's Pod of {name}", kubeai_controller)
+
+    def replicas() -> Mapping[str, Any]:
+        return dict(kubeai_admin.get(KUBEAI_MODEL, name, RELEASE_NAMESPACE).get("status", {}).get("replicas", {}))
+
+    _wait_for(lambda: replicas().get("all") == 1, "KubeAI counting the Pod", kubeai_controller)
+    pending = _as_the_program_reads(kubeai_admin, name)
+    assert replicas().get("ready", 0) == 0
+    assert kubeai_model_readiness(pending).readiness is Readiness.IN_PROGRESS
+
+    write_status_as(
+        kubeai_admin,
+        pod,
+        {
+            "phase": "Running",
+            "podIP": "10.244.0.17",
+            "conditions": [{"type": "Ready", "status": "True", "lastTransitionTime": "2026-12-04T00:00:00Z"}],
+        },
+        field_manager=KUBELET,
+    )
+
+    _wait_for(lambda: replicas().get("ready") == 1, "KubeAI counting the ready replica", kubeai_controller)
+    ready = _as_the_program_reads(kubeai_admin, name)
+    assert (ready.replicas_all, ready.replicas_ready) == (1, 1)
+    assert kubeai_model_readiness(ready).readiness is Readiness.READY
+
+
+def test_a_model_at_zero_replicas_gets_its_first_pod_when_a_request_reaches_kubeais_endpoint(
+    release: ReleaseRender, kubeai_admin: KubeClient, kubeai_controller: KubeAIController, clean_models: None
+):
+    (model,) = [m for m in release.models()["demo"] if m["spec"]["engine"] == "OLlama"]
+    name = model["metadata"]["name"]
+    at_zero = {**model, "spec": {**model["spec"], "minReplicas": 0}}
+    _declare(kubeai_admin, at_zero)
+    time.sleep(1.0)
+    assert _pods_of(kubeai_admin, name) == []
+
+    with httpx.Client(base_url=f"http://127.0.0.1:{OPENAI_PORT}", timeout=3.0) as client:
+        with pytest.raises(httpx.ReadTimeout):
+            client.post(
+                "/openai/v1/chat/completions",
+                json={"model": name, "messages": [{"role": "user", "content": "hello"}]},
+            )
+
+    (pod,) = _wait_for(lambda: _pods_of(kubeai_admin, name), f"the Pod KubeAI scales {name} up to", kubeai_controller)
+    assert kubeai_admin.get(KUBEAI_MODEL, name, RELEASE_NAMESPACE)["spec"]["replicas"] == 1
+    assert pod["metadata"]["labels"][MODEL_LABEL] == name
+
+
+def test_kubeai_refuses_a_model_whose_resource_profile_its_configuration_lacks_and_says_why(
+    release: ReleaseRender, kubeai_admin: KubeClient, kubeai_controller: KubeAIController, clean_models: None
+):
+    (model,) = [m for m in release.models()["demo"] if m["spec"]["engine"] == "VLLM"]
+    refused = {
+        **model,
+        "metadata": {**model["metadata"], "name": "unknownprofile"},
+        "spec": {**model["spec"], "resourceProfile": "magicstick-absent:1"},
+    }
+    _declare(kubeai_admin, refused)
+
+    _wait_for(
+        lambda: 'resource profile not found: \\"magicstick-absent\\"' in kubeai_controller.log_tail(200),
+        "KubeAI's refusal in its log",
+        kubeai_controller,
+    )
+    assert _pods_of(kubeai_admin, "unknownprofile") == []
+    status = kubeai_admin.get(KUBEAI_MODEL, "unknownprofile", RELEASE_NAMESPACE).get("status", {})
+    assert status.get("replicas", {}).get("all", 0) == 0
