@@ -23,6 +23,8 @@ CACHE_ENV: Final = "MAGICSTICK_IMAGE_CACHE"
 SERVICE_IMAGES: Final = ("access-guard", "reconcile-trigger", "dashboard")
 WORKSPACE_IMAGE: Final = "workspace"
 OPERATOR_IMAGE: Final = "operator"
+KUBEAI_IMAGE: Final = "kubeai"
+OLLAMA_IMAGE: Final = "ollama"
 
 
 class ImageNotBuilt(Exception):

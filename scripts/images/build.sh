@@ -19,7 +19,8 @@
 # (Debian's tini-static) and busybox (Debian's busybox-static) for the `sh`, `cp` and `ln` of the
 # workspace pod's init containers: what upstream's Dockerfile puts in its distroless debug image.
 # Two images run what KubeAI runs on the real node, both from the toolchain: kubeai, KubeAI's
-# controller alone in one layer (a static Go binary, as upstream's distroless image holds it), and
+# controller alone in one layer (a static Go binary at /app/manager, as upstream's distroless image
+# holds it), and
 # ollama, the Debian rootfs plus Ollama's server and CLI at /bin/ollama (its CPU engine links
 # glibc and libstdc++, and KubeAI's startup probe runs `bash -c "/bin/ollama cp ..."`).
 # The image is tagged with the digest of its manifest (localhost/magicstick/IMAGE:<sha256 hex>)
@@ -256,7 +257,8 @@ operator_key() {
     sha256sum "$pko/manager" "$pko/agent" "$TINI" "$BUSYBOX" "$SCRIPT_DIR/build.sh" | key_of
 }
 
-# KubeAI's controller: /kubeai at the root, /tmp for its writes, the nonroot user of upstream's image.
+# KubeAI's controller at /app/manager, where upstream's image has it (the chart's `command`), /tmp
+# for its writes, the nonroot user of upstream's image.
 build_kubeai_image() {
     local key=$1 directory=$CACHE/kubeai
     local work=$directory.work layout=$directory.work/oci bundle=$directory.work/bundle
@@ -265,12 +267,12 @@ build_kubeai_image() {
     umoci init --layout "$layout"
     umoci new --image "$layout:build"
     umoci unpack --image "$layout:build" "$bundle" >&2
-    mkdir -p "$bundle/rootfs/tmp"
+    mkdir -p "$bundle/rootfs/tmp" "$bundle/rootfs/app"
     chmod 1777 "$bundle/rootfs/tmp"
-    cp "$TOOLCHAIN/kubeai-$KUBEAI_VERSION/kubeai" "$bundle/rootfs/kubeai"
+    cp "$TOOLCHAIN/kubeai-$KUBEAI_VERSION/kubeai" "$bundle/rootfs/app/manager"
     umoci repack --refresh-bundle --history.created_by "kubeai $KUBEAI_VERSION controller" --image "$layout:build" "$bundle" >&2
-    umoci config --image "$layout:build" --history.created_by "image configuration" --config.workingdir / --config.user "$OPERATOR_USER" \
-        --config.entrypoint /kubeai >&2
+    umoci config --image "$layout:build" --history.created_by "image configuration" --config.workingdir /app --config.user "$OPERATOR_USER" \
+        --config.entrypoint /app/manager >&2
     finish_image kubeai "$key"
 }
 

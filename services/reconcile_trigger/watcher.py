@@ -251,7 +251,8 @@ class KindWatcher:
         self.unserved = False
         before = set(self._known)
         self._known = {
-            _key(item): (fingerprint(target.sensitivity, item), spec_fingerprint(item)) for item in collection.items
+            _key(item): (fingerprint(target.sensitivity, item), spec_fingerprint(item, target.sensitivity))
+            for item in collection.items
         }
         if self._observe is not None:
             for item in collection.items:
@@ -344,7 +345,7 @@ class KindWatcher:
         if event is EventType.BOOKMARK:
             return
         key = _key(obj)
-        current = (fingerprint(self.target.sensitivity, obj), spec_fingerprint(obj))
+        current = (fingerprint(self.target.sensitivity, obj), spec_fingerprint(obj, self.target.sensitivity))
         previous = self._known.pop(key, None) if event is EventType.DELETED else self._known.get(key)
         if event is not EventType.DELETED:
             self._known[key] = current

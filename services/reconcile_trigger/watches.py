@@ -6,8 +6,8 @@ One watch per kind and namespace, mirroring the LISTs of providers/live_reader.p
 | Kind                                    | Namespace                  | Selector                            | Counts                |
 |-----------------------------------------|----------------------------|-------------------------------------|-----------------------|
 | Appliance, ModuleActivation,            | system                     |                                     | spec and metadata     |
-| ModelActivation, AppInstance,           |                            |                                     |                       |
-| HostOperation                           |                            |                                     |                       |
+| ModelActivation, AppInstance            |                            |                                     |                       |
+| HostOperation                           | system                     |                                     | spec, metadata, phase |
 | ApplianceSetup                          | identity-system            |                                     | spec and metadata     |
 | Node                                    | (cluster)                  |                                     | node inventory        |
 | Kustomization (Flux)                    | flux-system                |                                     | every change          |
@@ -26,6 +26,11 @@ What counts as a change, by sensitivity:
   annotations and deletion. A MODIFIED event that changes none of them is a status write: the
   program writes these statuses itself (through /status, field manager `magicstick-status`),
   and its own report cannot alter its plan.
+- spec, metadata and phase (HostOperation): as spec and metadata, and `status.phase`, which the
+  host agent writes. A clear-model-cache that ends releases the model runtimes the plan defers
+  while it runs: the next run must come then, not at the Stack's resync. The phase counts as
+  spec (`classify`), so it is requested at once, never held back as churn; the host agent's
+  other status writes (progress, evidence) do not count.
 - node inventory: labels (the NFD `feature.node.kubernetes.io/*` ones and every other),
   `appliance.magicstick.dev/*` annotations (host evidence), and what the plan reads of the
   status: `allocatable` (extended resources), `capacity` (memory) and `nodeInfo` (operating
@@ -70,6 +75,7 @@ from providers.kinds import (
     CONFIG_MAP,
     DEPLOYMENT,
     HELM_RELEASE,
+    HOST_OPERATION,
     HTTP_ROUTE,
     KUBEAI_MODEL,
     KUSTOMIZATION,
@@ -113,7 +119,12 @@ class ChangeClass(StrEnum):
 class Sensitivity(StrEnum):
     EVERY_CHANGE = "every change"
     SPEC_AND_METADATA = "spec and metadata"
+    SPEC_METADATA_AND_PHASE = "spec, metadata and phase"
     NODE_INVENTORY = "node inventory"
+
+
+DECISIVE_STATUS: Final[Mapping[Sensitivity, tuple[str, ...]]] = {Sensitivity.SPEC_METADATA_AND_PHASE: ("phase",)}
+"""Status fields another party writes that decide what the plan does: they count, as spec."""
 
 
 @dataclass(frozen=True)
@@ -135,9 +146,11 @@ def watch_targets(
     *, system_namespace: str, target_namespaces: Iterable[str], gateway_namespace: str
 ) -> tuple[WatchTarget, ...]:
     """Every watch, in a fixed order, each once. Pure."""
-    spec = Sensitivity.SPEC_AND_METADATA
     targets = [
-        *(WatchTarget(kind, namespace, sensitivity=spec) for kind, namespace in appliance_kinds_at(system_namespace)),
+        *(
+            WatchTarget(kind, namespace, sensitivity=_appliance_sensitivity(kind))
+            for kind, namespace in appliance_kinds_at(system_namespace)
+        ),
         WatchTarget(NODE, sensitivity=Sensitivity.NODE_INVENTORY),
         WatchTarget(KUSTOMIZATION, FLUX_NAMESPACE),
         WatchTarget(CONFIG_MAP, FLUX_NAMESPACE),
@@ -160,6 +173,17 @@ def watch_targets(
     return tuple(dict.fromkeys(targets))
 
 
+def _appliance_sensitivity(kind: ResourceKind) -> Sensitivity:
+    if kind == HOST_OPERATION:
+        return Sensitivity.SPEC_METADATA_AND_PHASE
+    return Sensitivity.SPEC_AND_METADATA
+
+
+def _decisive_status(sensitivity: Sensitivity, obj: Mapping[str, Any]) -> list[object]:
+    status = obj.get("status") or {}
+    return [status.get(field) for field in DECISIVE_STATUS.get(sensitivity, ())]
+
+
 def fingerprint(sensitivity: Sensitivity, obj: Mapping[str, Any]) -> str:
     """What of `obj` can alter the plan, as one comparable string. Pure.
 
@@ -169,9 +193,15 @@ def fingerprint(sensitivity: Sensitivity, obj: Mapping[str, Any]) -> str:
     if sensitivity is Sensitivity.EVERY_CHANGE:
         return str(metadata.get("resourceVersion") or "")
     deleting = metadata.get("deletionTimestamp")
-    if sensitivity is Sensitivity.SPEC_AND_METADATA:
+    if sensitivity in (Sensitivity.SPEC_AND_METADATA, Sensitivity.SPEC_METADATA_AND_PHASE):
         return _canonical(
-            [metadata.get("generation"), metadata.get("labels") or {}, metadata.get("annotations") or {}, deleting]
+            [
+                metadata.get("generation"),
+                metadata.get("labels") or {},
+                metadata.get("annotations") or {},
+                deleting,
+                *_decisive_status(sensitivity, obj),
+            ]
         )
     annotations = {k: v for k, v in (metadata.get("annotations") or {}).items() if k.startswith(NODE_ANNOTATION_PREFIX)}
     status = obj.get("status") or {}
@@ -197,12 +227,13 @@ def counts(event: EventType, previous: str | None, current: str) -> bool:
     return previous is None or previous != current
 
 
-def spec_fingerprint(obj: Mapping[str, Any]) -> str:
-    """A digest of `obj` without its `status` and the metadata the server moves on every write:
-    it moves with a spec, metadata or data change, never with a status write alone. Pure."""
+def spec_fingerprint(obj: Mapping[str, Any], sensitivity: Sensitivity = Sensitivity.EVERY_CHANGE) -> str:
+    """A digest of `obj` without its `status` (but the status fields `sensitivity` holds decisive)
+    and the metadata the server moves on every write: it moves with a spec, metadata or data
+    change, never with a status write alone. Pure."""
     metadata = {k: v for k, v in (obj.get("metadata") or {}).items() if k not in SERVER_WRITTEN_METADATA}
     rest = {k: v for k, v in obj.items() if k not in ("metadata", "status")}
-    return hashlib.sha256(_canonical([metadata, rest]).encode()).hexdigest()
+    return hashlib.sha256(_canonical([metadata, rest, *_decisive_status(sensitivity, obj)]).encode()).hexdigest()
 
 
 def classify(event: EventType, previous: str | None, current: str) -> ChangeClass:

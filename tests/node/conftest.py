@@ -17,7 +17,15 @@ import pytest
 
 from tests.cluster.apiserver import ClusterInfo, create_namespace, running_cluster
 from tests.cluster.conftest_plugin import namespace_name
-from tests.images import OPERATOR_IMAGE, SERVICE_IMAGES, WORKSPACE_IMAGE, LocalImage, local_image
+from tests.images import (
+    KUBEAI_IMAGE,
+    OLLAMA_IMAGE,
+    OPERATOR_IMAGE,
+    SERVICE_IMAGES,
+    WORKSPACE_IMAGE,
+    LocalImage,
+    local_image,
+)
 from tests.node.node import NODE_CONTROLLERS, RealNode, node_ip, running_node
 
 
@@ -46,14 +54,28 @@ def operator_image() -> LocalImage:
 
 
 @pytest.fixture(scope="session")
+def kubeai_image() -> LocalImage:
+    """KubeAI's controller, from the toolchain's build (scripts/images/build.sh)."""
+    return local_image(KUBEAI_IMAGE)
+
+
+@pytest.fixture(scope="session")
+def ollama_image() -> LocalImage:
+    """Ollama's server with its CPU engine, from the toolchain's build (scripts/images/build.sh)."""
+    return local_image(OLLAMA_IMAGE)
+
+
+@pytest.fixture(scope="session")
 def real_node(
     node_cluster: ClusterInfo,
     service_images: dict[str, LocalImage],
     workspace_image: LocalImage,
     operator_image: LocalImage,
+    kubeai_image: LocalImage,
+    ollama_image: LocalImage,
     tmp_path_factory: pytest.TempPathFactory,
 ) -> Iterator[RealNode]:
-    images = (*service_images.values(), workspace_image, operator_image)
+    images = (*service_images.values(), workspace_image, operator_image, kubeai_image, ollama_image)
     with running_node(node_cluster, tmp_path_factory.mktemp("real-node"), images=images) as node:
         yield node
 

@@ -41,7 +41,7 @@ from providers.profile_store import (
     with_profile,
 )
 from tests.peers.scene import DEMO, NOW, identity, stored
-from tests.planning.builders import activation, ready_modules
+from tests.planning.builders import activation, gpu_model, ready_modules
 from tests.planning.hardware.nodes import node
 from tests.support.vendored import REPOSITORY_ROOT, VENDORED_CHARTS
 
@@ -82,14 +82,41 @@ def _gpu_node() -> JsonObject:
     return node("gpu-1", "nvidia", allocatable={"nvidia.com/gpu": "1"})
 
 
-def _cluster_for(example: JsonObject | None) -> list[JsonObject]:
-    """The demo snapshot, the nodes and NVIDIA module the examples need, and `example`."""
+OWN_GROUP: Final = "appliance.magicstick.dev/"
+
+
+def _cluster_for(*examples: JsonObject) -> list[JsonObject]:
+    """The demo snapshot, the nodes and NVIDIA module the examples need, and `examples`."""
     extra = [_gpu_node(), node("cpu-1"), activation("gpu"), *ready_modules("gpu")]
-    if example is not None:
-        extra.append(stored(example, defaults=True))
+    extra += [stored(example, defaults=example["apiVersion"].startswith(OWN_GROUP)) for example in examples]
     replaced = {identity(obj) for obj in extra}
     demo = [d for d in yaml.safe_load_all(DEMO.read_text()) if d and identity(d) not in replaced]
     return [*demo, *extra]
+
+
+def _accelerator_models(vendor: str, target: str, resource: str, module: str, *engines: str) -> list[JsonObject]:
+    """A node of `vendor` publishing `resource`, its module Ready, and the demo's preset on
+    `target` with each of `engines`."""
+    models = []
+    for engine in engines:
+        model = gpu_model(f"qwen-{vendor}-{engine.lower()}", target)
+        model["metadata"]["namespace"] = "ai-system"
+        model["spec"]["targetNamespace"] = "ai"
+        model["spec"]["local"]["engine"] = engine
+        models.append(model)
+    return [
+        node(f"{vendor}-1", vendor, allocatable={resource: "1"}),
+        activation(module),
+        *ready_modules(module),
+        *models,
+    ]
+
+
+TARGET_SCENARIOS: Final[Mapping[str, list[JsonObject]]] = {
+    "amd-gpu": _accelerator_models("amd", "amd-gpu", "amd.com/gpu", "amd-gpu", "VLLM", "OLlama"),
+    "intel-gpu": _accelerator_models("intel", "intel-gpu", "gpu.intel.com/xe", "intel-gpu", "VLLM"),
+}
+"""Renders of the compute targets no example names: AMD (vLLM and Ollama) and Intel (vLLM only)."""
 
 
 @dataclass(frozen=True)
@@ -107,13 +134,14 @@ class Written:
 
 def program_profiles(directory: Path) -> list[Written]:
     """Every store entry the program writes in the renders of the demo and of each model example."""
-    examples: dict[str, JsonObject | None] = {"demo": None}
-    examples |= {path.stem: yaml.safe_load(path.read_text()) for path in sorted(MODEL_EXAMPLES.glob("*.yaml"))}
+    examples: dict[str, list[JsonObject]] = {"demo": []}
+    examples |= {path.stem: [yaml.safe_load(path.read_text())] for path in sorted(MODEL_EXAMPLES.glob("*.yaml"))}
+    examples |= TARGET_SCENARIOS
     directory.mkdir(parents=True, exist_ok=True)
     written = []
-    for label, example in examples.items():
+    for label, extra in examples.items():
         snapshot = directory / f"{label}.yaml"
-        snapshot.write_text(yaml.safe_dump_all(_cluster_for(example), sort_keys=False))
+        snapshot.write_text(yaml.safe_dump_all(_cluster_for(*extra), sort_keys=False))
         out = directory / f"{label}-out"
         render(snapshot=snapshot, out=out, now=NOW)
         for kind in STORE_KINDS:

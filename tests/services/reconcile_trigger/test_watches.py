@@ -79,11 +79,42 @@ def test_only_runtime_resources_and_nodes_are_filtered_every_other_kind_counts_e
         "AppInstance",
         "Appliance",
         "ApplianceSetup",
-        "HostOperation",
         "ModelActivation",
         "ModuleActivation",
     ]
+    assert by_sensitivity[Sensitivity.SPEC_METADATA_AND_PHASE] == ["HostOperation"]
     assert by_sensitivity[Sensitivity.NODE_INVENTORY] == ["Node"]
+
+
+def host_operation(phase: str, **status: object) -> dict:
+    return {
+        "apiVersion": "appliance.magicstick.dev/v1alpha1",
+        "kind": "HostOperation",
+        "metadata": {"name": "clear-1", "namespace": SYSTEM, "generation": 1, "resourceVersion": "7"},
+        "spec": {"action": "clear-model-cache"},
+        "status": {"phase": phase, **status},
+    }
+
+
+def test_a_host_operation_reaching_its_end_counts_as_spec_so_deferred_models_run_at_once():
+    sensitivity = Sensitivity.SPEC_METADATA_AND_PHASE
+    running, done = host_operation("Running"), host_operation("Succeeded")
+    done["metadata"]["resourceVersion"] = "8"
+
+    assert counts(EventType.MODIFIED, fingerprint(sensitivity, running), fingerprint(sensitivity, done))
+    assert (
+        classify(EventType.MODIFIED, spec_fingerprint(running, sensitivity), spec_fingerprint(done, sensitivity))
+        is ChangeClass.SPEC
+    )
+
+
+def test_a_host_operations_progress_written_alone_does_not_count():
+    sensitivity = Sensitivity.SPEC_METADATA_AND_PHASE
+    before = host_operation("Running", message="freed 10 MiB")
+    after = host_operation("Running", message="freed 20 MiB")
+    after["metadata"]["resourceVersion"] = "8"
+
+    assert not counts(EventType.MODIFIED, fingerprint(sensitivity, before), fingerprint(sensitivity, after))
 
 
 def runtime_object(**metadata: object) -> dict:
