@@ -238,6 +238,11 @@ class ReleaseRender:
         system: JsonObject = yaml.safe_load(config["data"]["system.yaml"])
         return system
 
+    def effective_values(self) -> JsonObject:
+        """What Helm renders with: the chart's own values.yaml with the release's merged over it."""
+        own: JsonObject = yaml.safe_load((self.chart / "values.yaml").read_text())
+        return merged(own, self.values)
+
     def models(self) -> dict[str, list[JsonObject]]:
         """The KubeAI Models each render declares, by render label (`demo` or the example's stem)."""
         found: dict[str, list[JsonObject]] = {}

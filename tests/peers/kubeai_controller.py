@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import socket
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -95,8 +96,10 @@ def chart_system(objects: Sequence[Mapping[str, Any]]) -> JsonObject:
 
 
 def service_account_name(objects: Sequence[Mapping[str, Any]]) -> str:
-    (account,) = [o for o in objects if o["kind"] == "ServiceAccount"]
-    return str(account["metadata"]["name"])
+    """The ServiceAccount the chart's Deployment runs the controller as (the chart also renders
+    the one of the model Pods)."""
+    (deployment,) = [o for o in objects if o["kind"] == "Deployment"]
+    return str(deployment["spec"]["template"]["spec"]["serviceAccountName"])
 
 
 def _request_token(client: KubeClient, namespace: str, account: str) -> str:
@@ -133,12 +136,25 @@ def _service_account_kubeconfig(cluster: ClusterInfo, workdir: Path, user: str, 
     return path
 
 
+def _refuse_a_taken_api_port() -> None:
+    """KubeAI exits at once when port 8000 is taken on any address; say so before starting it."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        try:
+            probe.bind(("0.0.0.0", OPENAI_PORT))
+        except OSError as error:
+            raise RuntimeError(
+                f"KubeAI's controller listens on port {OPENAI_PORT} of every address (fixed in its code), "
+                f"and that port is taken here ({error}): stop what listens there (`ss -ltnp | grep :{OPENAI_PORT}`)"
+            ) from error
+
+
 @contextlib.contextmanager
 def running_kubeai(
     cluster: ClusterInfo, workdir: Path, *, namespace: str, chart_objects: Sequence[Mapping[str, Any]]
 ) -> Iterator[KubeAIController]:
     """Apply the chart's objects the controller needs into `namespace` (which must exist), start
     the controller as the chart's ServiceAccount, yield once it answers /readyz, stop it on exit."""
+    _refuse_a_taken_api_port()
     health, metrics = free_ports(2)
     system = chart_system(chart_objects) | {
         "healthAddress": f"127.0.0.1:{health}",
