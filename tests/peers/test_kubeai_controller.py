@@ -40,6 +40,7 @@ KUBELET = "kubelet"
 WAIT_SECONDS = 60.0
 SERVER_CONTAINER = "server"
 MODEL_LABEL = "model"
+ADMISSION_TOLERATIONS = frozenset({"node.kubernetes.io/not-ready", "node.kubernetes.io/unreachable"})
 CPU_VLLM_MODEL = "qwen2505bcpu"
 CPU_OLLAMA_MODEL = "qwen2505bollama"
 """The demo's CPU models (examples/demo/snapshot.yaml)."""
@@ -157,6 +158,13 @@ def _server(pod: Mapping[str, Any]) -> JsonObject:
     return dict(container)
 
 
+def _scheduling_tolerations(tolerations: list[JsonObject] | None) -> list[JsonObject] | None:
+    """The Pod's tolerations without the two the API server's DefaultTolerationSeconds admission
+    adds to every Pod (not-ready and unreachable, NoExecute, 300 s): they are not KubeAI's."""
+    kept = [t for t in tolerations or [] if t.get("key") not in ADMISSION_TOLERATIONS]
+    return kept or None
+
+
 def _intent_mismatches(model: Mapping[str, Any], pod: Mapping[str, Any], values: Mapping[str, Any]) -> list[str]:
     """How the Pod KubeAI built differs from what the program's Model and release values intend."""
     spec = model["spec"]
@@ -184,7 +192,7 @@ def _intent_mismatches(model: Mapping[str, Any], pod: Mapping[str, Any], values:
     compare("limits", _quantities(profile.get("limits"), int(count)), _quantities(resources.get("limits")))
     pod_spec = pod["spec"]
     compare("node selector", profile.get("nodeSelector"), pod_spec.get("nodeSelector"))
-    compare("tolerations", profile.get("tolerations"), pod_spec.get("tolerations"))
+    compare("tolerations", profile.get("tolerations"), _scheduling_tolerations(pod_spec.get("tolerations")))
     compare("affinity", profile.get("affinity"), pod_spec.get("affinity"))
     compare("runtimeClassName", profile.get("runtimeClassName"), pod_spec.get("runtimeClassName"))
     compare(
