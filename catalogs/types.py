@@ -420,6 +420,8 @@ class EngineEntry(NamedEntry):
     display_name: str = Field(min_length=1)
     uses_kubeai: bool
     url_schemes: tuple[Literal["hf", "ollama", "pvc"], ...] = Field(min_length=1)
+    cached_url_schemes: tuple[Literal["hf"], ...] = ()
+    """URL schemes whose weights KubeAI loads once into the model cache (a Model's cacheProfile)."""
     compute_targets: tuple[KebabName, ...] = Field(min_length=1)
     default_memory_mi: PositiveMi
     runtime_memory_mi: PositiveMi = 1024
@@ -428,10 +430,19 @@ class EngineEntry(NamedEntry):
     kv_cache_types: dict[KebabName, tuple[str, ...]] = {}
     default_kv_cache_type: str | None = Field(default=None, validate_default=True)
 
-    @field_validator("compute_targets", "url_schemes")
+    @field_validator("compute_targets", "url_schemes", "cached_url_schemes")
     @classmethod
     def _unique_lists(cls, values: tuple[str, ...]) -> tuple[str, ...]:
         return _unique(values)
+
+    @field_validator("cached_url_schemes")
+    @classmethod
+    def _cached_schemes_loaded(cls, schemes: tuple[str, ...], info: ValidationInfo) -> tuple[str, ...]:
+        loaded = info.data.get("url_schemes", ())
+        unknown = [s for s in schemes if s not in loaded]
+        if unknown:
+            raise ValueError(f"cachedUrlSchemes {unknown} are not among the engine's urlSchemes {list(loaded)}")
+        return schemes
 
     @field_validator("kv_cache_types")
     @classmethod

@@ -90,6 +90,8 @@ class Appliance(pulumi.ComponentResource):
         }
         self.operations.extend(removals.values())
         problems[("Appliance", "")] = {name: removal.problem for name, removal in removals.items()}
+        for cache_object in plan.models.cache:
+            declare(cache_object, opts=child)
         if plan.models.external_models is not None:
             declare(plan.models.external_models, opts=child)
         if plan.model_catalog is not None and plan.model_catalog.config_map is not None:

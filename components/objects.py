@@ -24,10 +24,15 @@ def declare(
     the fields back; a kind of the core group (apiVersion `v1`) uses its typed class, because
     the provider knows those as `kubernetes:core/v1:<Kind>` and refuses the `kubernetes:v1:<Kind>`
     a generic CustomResource would register; every other kind goes through CustomResource.
+
+    A change of a field in `obj.replace_on_changes` replaces the object, deleting the old one
+    first: the new one has the same name.
     """
     extra = pulumi.ResourceOptions(
         ignore_changes=["spec"] if obj.ignore_spec_changes else None,
         retain_on_delete=True if obj.retain_on_delete else None,
+        replace_on_changes=list(obj.replace_on_changes) or None,
+        delete_before_replace=True if obj.replace_on_changes else None,
         aliases=aliases(
             parent=opts.parent,
             type_=resource_type(obj),
@@ -47,6 +52,14 @@ def declare(
         return k8s.core.v1.ConfigMap(obj.logical_name, metadata=body["metadata"], data=body.get("data"), opts=options)
     if obj.api_version == "v1" and obj.kind == "Service":
         return k8s.core.v1.Service(obj.logical_name, metadata=body["metadata"], spec=body.get("spec"), opts=options)
+    if obj.api_version == "v1" and obj.kind == "PersistentVolume":
+        return k8s.core.v1.PersistentVolume(
+            obj.logical_name, metadata=body["metadata"], spec=body["spec"], opts=options
+        )
+    if obj.api_version == "v1" and obj.kind == "PersistentVolumeClaim":
+        return k8s.core.v1.PersistentVolumeClaim(
+            obj.logical_name, metadata=body["metadata"], spec=body["spec"], opts=options
+        )
     if obj.api_version == "v1":
         raise ValueError(f"{obj.identity}: core kind {obj.kind} has no typed declaration (components/objects.py)")
     if obj.kind == "CustomResourceDefinition":

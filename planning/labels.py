@@ -19,3 +19,7 @@ def is_generated(labels: Mapping[str, str]) -> bool:
 
 
 SEEDED = "appliance.magicstick.dev/seeded"
+
+SKIP_AWAIT_ANNOTATION = "pulumi.com/skipAwait"
+"""pulumi-kubernetes does not wait for the object to become ready inside `pulumi up`: the
+program reads its state itself at the next run."""

@@ -50,6 +50,8 @@ class DesiredObject:
     patch: bool = False
     """Declare only the fields in `body` on an object others own (server-side apply patch)."""
     previous_logical_names: tuple[str, ...] = ()
+    replace_on_changes: tuple[str, ...] = ()
+    """Fields (`spec.url`) the API server refuses to change: a new value replaces the object."""
 
     @property
     def owned(self) -> bool:
@@ -61,7 +63,16 @@ class DesiredObject:
         return not self.patch and not self.ignore_spec_changes
 
     @classmethod
-    def of(cls, body: Mapping[str, Any], *, logical_name: str | None = None, **flags: bool) -> DesiredObject:
+    def of(
+        cls,
+        body: Mapping[str, Any],
+        *,
+        logical_name: str | None = None,
+        ignore_spec_changes: bool = False,
+        retain_on_delete: bool = False,
+        patch: bool = False,
+        replace_on_changes: tuple[str, ...] = (),
+    ) -> DesiredObject:
         """The object whose whole body is `body`; identity fields are read from the body.
 
         The logical name defaults to `logical_name_of` the object's identity. An owned object
@@ -79,7 +90,10 @@ class DesiredObject:
             namespace=namespace,
             body=freeze(body),
             previous_logical_names=previous,
-            **flags,
+            ignore_spec_changes=ignore_spec_changes,
+            retain_on_delete=retain_on_delete,
+            patch=patch,
+            replace_on_changes=replace_on_changes,
         )
         if not obj.owned:
             return obj

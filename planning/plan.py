@@ -108,6 +108,7 @@ class Plan:
             + self.modules.kustomizations
             + provider_objects
             + self.models.models
+            + self.models.cache
             + external
             + self.instances.objects
         )

@@ -115,12 +115,14 @@ class NodeFeature:
 
 @dataclass(frozen=True)
 class KubeAIModel:
-    """A KubeAI Model (kubeai.org/v1) and the replica counts its controller reports."""
+    """A KubeAI Model (kubeai.org/v1) and what its controller reports: replica counts, and
+    whether its loader has put the weights into the Model's cache profile (status.cache.loaded)."""
 
     meta: ObjectMeta
     spec: FrozenMap = field(default_factory=lambda: EMPTY)
     replicas_all: int = 0
     replicas_ready: int = 0
+    cache_loaded: bool = False
 
 
 @dataclass(frozen=True)
@@ -617,12 +619,15 @@ def _kustomization(raw: Mapping[str, Any], meta: ObjectMeta, identity: str) -> F
 
 
 def _kubeai_model(raw: Mapping[str, Any], meta: ObjectMeta, identity: str) -> KubeAIModel:
-    replicas = _mapping(raw, "status", identity).get("replicas") or {}
+    status = _mapping(raw, "status", identity)
+    replicas = status.get("replicas") or {}
+    cache = status.get("cache") or {}
     return KubeAIModel(
         meta=meta,
         spec=_mapping(raw, "spec", identity),
         replicas_all=int(replicas.get("all") or 0),
         replicas_ready=int(replicas.get("ready") or 0),
+        cache_loaded=isinstance(cache, Mapping) and cache.get("loaded") is True,
     )
 
 

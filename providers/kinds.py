@@ -39,6 +39,12 @@ NODE_FEATURE = served(peer_kinds.NODE_FEATURE)
 
 KUBEAI_MODEL = served(peer_kinds.KUBEAI_MODEL)
 POD = ResourceKind(group="", version="v1", kind="Pod", plural="pods", namespaced=True)
+PERSISTENT_VOLUME = ResourceKind(
+    group="", version="v1", kind="PersistentVolume", plural="persistentvolumes", namespaced=False
+)
+PERSISTENT_VOLUME_CLAIM = ResourceKind(
+    group="", version="v1", kind="PersistentVolumeClaim", plural="persistentvolumeclaims", namespaced=True
+)
 DEPLOYMENT = ResourceKind(group="apps", version="v1", kind="Deployment", plural="deployments", namespaced=True)
 JOB = ResourceKind(group="batch", version="v1", kind="Job", plural="jobs", namespaced=True)
 """GPU validation Jobs (providers/gpu_validation.py): created, read and deleted by name."""

@@ -35,7 +35,7 @@ from typing import Any
 
 from api import peer_kinds
 from planning.access_settings import AccessSettings
-from planning.labels import FIELD_MANAGER_ANNOTATION, MANAGED_BY, MANAGED_BY_VALUE
+from planning.labels import FIELD_MANAGER_ANNOTATION, MANAGED_BY, MANAGED_BY_VALUE, SKIP_AWAIT_ANNOTATION
 from planning.objects import OWNED_FORCE_ANNOTATION, DesiredObject
 from planning.readiness import SPEC_HASH_ANNOTATION, Readiness, Verdict, deployment_rollout, spec_hash
 from planning.snapshot import Snapshot, Workload
@@ -95,9 +95,9 @@ def kept_grants(snapshot: Snapshot, settings: AccessSettings, keys: frozenset[st
     return {key: str(value) for key, value in observed.data.items() if key in keys}
 
 
-SKIP_AWAIT_ANNOTATION = "pulumi.com/skipAwait"
-"""pulumi-kubernetes would otherwise wait for the rollout inside `pulumi up` (and fail the run
-after its timeout); the program reads the rollout itself at the next run (`guard_readiness`)."""
+# SKIP_AWAIT_ANNOTATION: pulumi-kubernetes would otherwise wait for the rollout inside `pulumi up`
+# (and fail the run after its timeout); the program reads the rollout itself at the next run
+# (`guard_readiness`).
 
 
 def _metadata(name: str, settings: AccessSettings, field_manager: str, **annotations: str) -> dict[str, Any]:

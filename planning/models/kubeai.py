@@ -50,6 +50,8 @@ CPU_PROFILE_PREFIX = "magicstick-cpu-"
 OWNED_PROFILE_PREFIX = "magicstick-"
 MODEL_SERVER_PORT = 8000
 """KubeAI's model server containers (vLLM and Ollama alike) listen on port 8000."""
+CACHED_MODEL_IMMUTABLE = ("spec.url", "spec.cacheProfile")
+"""What KubeAI's Model schema refuses to change once a Model has a cache profile."""
 SCALE_DOWN_DELAY_SECONDS = 30
 TARGET_REQUESTS = 100
 
@@ -248,8 +250,11 @@ def kubeai_model(
     observed: KubeAIModel | None,
     field_manager: str,
     extra_args: tuple[str, ...] = (),
+    cache_profile: str | None = None,
 ) -> DesiredObject:
-    """`extra_args` are appended to the engine's (the offloading arguments). Pure."""
+    """`extra_args` are appended to the engine's (the offloading arguments). With a
+    `cache_profile` (planning/models/model_cache.py) KubeAI refuses a new URL, so a new URL
+    replaces the Model. Pure."""
     name = model_name(activation)
     args, env = engine_settings(resolved, catalogs, observed)
     args = [*args, *extra_args]
@@ -266,6 +271,8 @@ def kubeai_model(
         "scaleDownDelaySeconds": SCALE_DOWN_DELAY_SECONDS,
         "targetRequests": TARGET_REQUESTS,
     }
+    if cache_profile is not None:
+        spec["cacheProfile"] = cache_profile
     if args:
         spec["args"] = args
     if env:
@@ -281,7 +288,7 @@ def kubeai_model(
         },
         "spec": spec,
     }
-    return DesiredObject.of(body)
+    return DesiredObject.of(body, replace_on_changes=CACHED_MODEL_IMMUTABLE if cache_profile is not None else ())
 
 
 def kept_model(observed: KubeAIModel) -> DesiredObject:
@@ -292,4 +299,6 @@ def kept_model(observed: KubeAIModel) -> DesiredObject:
     if observed.meta.annotations:
         metadata["annotations"] = thaw(observed.meta.annotations)
     body = {"apiVersion": MODEL_API_VERSION, "kind": "Model", "metadata": metadata, "spec": thaw(observed.spec)}
-    return DesiredObject.of(body)
+    return DesiredObject.of(
+        body, replace_on_changes=CACHED_MODEL_IMMUTABLE if observed.spec.get("cacheProfile") else ()
+    )

@@ -67,3 +67,13 @@ def ollama_model(url: str) -> str:
         raise ModelUrlError(f"Ollama loads ollama:// or pvc:// models, not '{url}'")
     last = name.rsplit("/", 1)[-1]
     return name if ":" in last else f"{name}:latest"
+
+
+def ollama_claim(url: str) -> str | None:
+    """The PersistentVolumeClaim a `pvc://` URL mounts; None for any other URL or a URL KubeAI
+    would refuse. Pure."""
+    try:
+        parsed = parse_model_url(url)
+    except ModelUrlError:
+        return None
+    return parsed.name if parsed.scheme == CLAIM_SCHEME else None

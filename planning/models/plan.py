@@ -54,6 +54,7 @@ from planning.models.kubeai import (
 )
 from planning.models.lifecycle import Lifecycle, model_lifecycle
 from planning.models.memory import MemoryRejected
+from planning.models.model_cache import cache_node, cache_objects, cache_use
 from planning.models.model_url import ollama_model
 from planning.models.offloading import (
     MAX_OFFLOADING_PROFILES,
@@ -149,6 +150,8 @@ class ModelPlan:
     outcomes: tuple[ModelOutcome, ...]
     statuses: tuple[StatusUpdate, ...]
     external_models: DesiredObject | None
+    cache: tuple[DesiredObject, ...] = ()
+    """The model cache's volumes and claim (planning/models/model_cache.py), while KubeAI is enabled."""
 
     @property
     def cpu_profiles(self) -> tuple[CpuProfile, ...]:
@@ -330,10 +333,16 @@ def plan_models(
             external_entries += outcome.catalog_entries
         outcomes.append(outcome)
         profiles.update(p.name for p in (outcome.cpu_profile, outcome.offloading_profile) if p is not None)
+    kubeai = modules.outcome("kubeai")
     return ModelPlan(
         outcomes=tuple(outcomes),
         statuses=tuple(statuses),
         external_models=_external_models(external_entries, settings) if external_entries else None,
+        cache=(
+            cache_objects(cache_node(snapshot.nodes), settings.field_manager)
+            if kubeai is not None and kubeai.kustomization is not None
+            else ()
+        ),
     )
 
 
@@ -808,6 +817,14 @@ def _runtime(
     phase, reason and message; `fields` gains the lifecycle's status fields."""
     namespace = parsed.valid_spec.target_namespace
     name = model_name(parsed.name)
+    cache = cache_use(
+        engine=resolved.engine,
+        url=resolved.url,
+        cached_schemes=catalogs.engines.require(resolved.engine).cached_url_schemes,
+        node=cache_node(snapshot.nodes),
+        observed=observed,
+    )
+    fields["modelCache"] = cache.to_status()
     desired = kubeai_model(
         activation=parsed.name,
         system_namespace=settings.system_namespace,
@@ -818,6 +835,7 @@ def _runtime(
         observed=observed,
         field_manager=settings.field_manager,
         extra_args=offloading.args,
+        cache_profile=cache.profile,
     )
     if observed is None:
         created = ModelOutcome(

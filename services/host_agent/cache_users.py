@@ -30,9 +30,9 @@ from pathlib import Path
 from typing import Final
 
 from api.hostoperations import HostOperationReason, HostPhase
+from api.model_cache import MODEL_CACHE_LOCATIONS
 from services.host_agent.actions.base import ActionContext
 from services.host_agent.journal import Outcome
-from services.host_agent.plans import MODEL_CACHE_LOCATIONS
 
 Inode = tuple[int, int]
 """(st_dev, st_ino)"""

@@ -23,15 +23,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
+from api.model_cache import MODEL_CACHE_LOCATIONS
 from services.host_agent.facts import HostFacts
 
-MODEL_CACHE_LOCATIONS: Final = {
-    "huggingface": "var/lib/magicstick/model-cache/huggingface",
-    "ollama": "var/lib/magicstick/model-cache/ollama",
-    "freetoken": "var/lib/magicstick/model-cache/freetoken",
-    "vllm-omni": "var/lib/magicstick/model-cache/vllm-omni",
-}
-"""The only places clear-model-cache empties (below the root), by runtime."""
 OS_RAM_ALLOWANCE_MI: Final = 8192
 """RAM the dynamic GPU limit never takes from the OS."""
 DYNAMIC_LIMIT_STEP_MI: Final = 1024

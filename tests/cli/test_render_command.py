@@ -64,11 +64,11 @@ def test_the_installed_command_streams_pure_yaml_and_keeps_the_summary_on_stderr
     )
     assert done.returncode == EXIT_OK, done.stderr
     assert list(yaml.safe_load_all(done.stdout)) == _documents_of(demo_render)
-    assert "wrote 37 resources" not in done.stdout
+    assert "wrote 40 resources" not in done.stdout
     assert (
         done.stderr.strip()
         .splitlines()[-1]
-        .startswith("wrote 37 resources, 13 statuses and 4 dynamic resources to standard output")
+        .startswith("wrote 40 resources, 13 statuses and 4 dynamic resources to standard output")
     )
 
 
@@ -93,7 +93,7 @@ def test_the_summary_counts_the_rendered_statuses_by_phase(tmp_path, capsys):
     assert main(["render", "-f", str(DEMO), "-o", str(tmp_path / "out"), "--now", NOW]) == EXIT_OK
     line = capsys.readouterr().out.strip()
     assert line == (
-        f"wrote 37 resources, 13 statuses and 4 dynamic resources under {tmp_path / 'out'}; "
+        f"wrote 40 resources, 13 statuses and 4 dynamic resources under {tmp_path / 'out'}; "
         "phases: Ready 7, Reconciling 3, Starting 1, WaitingForGPU 1, WaitingForModules 1"
     )
 
@@ -130,7 +130,7 @@ def test_verbose_render_says_each_stage_on_stderr_in_one_line(tmp_path, capsys):
     assert stages[0] == f"reading the snapshot: {len(demo_objects())} objects"
     assert stages[1] == "planning"
     assert stages[2].startswith("declaring: ") and stages[2].endswith(" resources")
-    assert stages[3] == "writing: 54 files"
+    assert stages[3] == "writing: 57 files"
     assert len(stages) == 4
 
 

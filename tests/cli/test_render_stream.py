@@ -48,7 +48,7 @@ def test_the_summary_of_a_resources_only_stream_still_counts_everything_rendered
     assert main(["render", "-f", str(DEMO), "-o", "-", "--now", NOW]) == EXIT_OK
     captured = capsys.readouterr()
     assert captured.err.startswith(
-        "wrote 37 resources to standard output (13 statuses and 4 dynamic resources not streamed, see --all);"
+        "wrote 40 resources to standard output (13 statuses and 4 dynamic resources not streamed, see --all);"
     )
 
 

@@ -23,6 +23,8 @@ from providers.kinds import (
     KUSTOMIZATION,
     NETWORK_POLICY,
     NODE,
+    PERSISTENT_VOLUME,
+    PERSISTENT_VOLUME_CLAIM,
     POD_DISRUPTION_BUDGET,
     REFERENCE_GRANT,
     SECURITY_POLICY,
@@ -87,6 +89,8 @@ DECLARABLE = {
         POD_DISRUPTION_BUDGET,
         NETWORK_POLICY,
         ENVOY_PROXY,
+        PERSISTENT_VOLUME,
+        PERSISTENT_VOLUME_CLAIM,
         *APPLIANCE_KINDS.values(),
     )
 }
@@ -96,6 +100,7 @@ UNNAMED_CLUSTER_WIDE_WRITES = {
     Permission("create", "amd.com", "deviceconfigs"),
     Permission("create", "admissionregistration.k8s.io", "mutatingadmissionpolicies"),
     Permission("create", "admissionregistration.k8s.io", "mutatingadmissionpolicybindings"),
+    Permission("create", "", "persistentvolumes"),
 }
 """Cluster-wide writes Kubernetes cannot narrow by name: a create, or a node the installation names."""
 

@@ -17,11 +17,14 @@ from providers.kinds import (
     ENVOY_PROXY,
     HELM_RELEASE,
     HTTP_ROUTE,
+    JOB,
     KUBEAI_MODEL,
     KUSTOMIZATION,
     NETWORK_POLICY,
     NODE,
     NODE_FEATURE,
+    PERSISTENT_VOLUME,
+    PERSISTENT_VOLUME_CLAIM,
     POD,
     POD_DISRUPTION_BUDGET,
     REFERENCE_GRANT,
@@ -62,6 +65,9 @@ _KINDS: dict[tuple[str, str], ResourceKind] = {
         POD_DISRUPTION_BUDGET,
         NETWORK_POLICY,
         ENVOY_PROXY,
+        PERSISTENT_VOLUME,
+        PERSISTENT_VOLUME_CLAIM,
+        JOB,
     )
 }
 

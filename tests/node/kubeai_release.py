@@ -19,7 +19,8 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any, Final
 
-from providers.kube import KubeClient, ResourceKind
+from providers.kinds import PERSISTENT_VOLUME, PERSISTENT_VOLUME_CLAIM
+from providers.kube import KubeClient
 from tests.images import LocalImage
 from tests.node.manifests import apply_all
 from tests.peers import helm
@@ -28,12 +29,6 @@ from tests.peers.kubeai_chart import RELEASE, RELEASE_NAMESPACE, ReleaseRender
 JsonObject = dict[str, Any]
 FIELD_MANAGER: Final = "helm-controller"
 CACHE_CLAIM: Final = "magicstick-model-cache-ollama"
-PERSISTENT_VOLUME = ResourceKind(
-    group="", version="v1", kind="PersistentVolume", plural="persistentvolumes", namespaced=False
-)
-PERSISTENT_VOLUME_CLAIM = ResourceKind(
-    group="", version="v1", kind="PersistentVolumeClaim", plural="persistentvolumeclaims", namespaced=True
-)
 CACHE_SIZE: Final = "1Gi"
 
 

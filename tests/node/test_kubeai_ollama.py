@@ -22,15 +22,13 @@ import pytest
 
 from planning.readiness import Readiness, kubeai_model_readiness
 from planning.snapshot import Snapshot
-from providers.kinds import DEPLOYMENT, KUBEAI_MODEL, POD
+from providers.kinds import DEPLOYMENT, KUBEAI_MODEL, PERSISTENT_VOLUME, PERSISTENT_VOLUME_CLAIM, POD
 from providers.ollama import ensure_alias, memory_sample
 from tests.cluster.apiserver import ClusterInfo, install_crds
 from tests.images import LocalImage
 from tests.live.world import ensure_namespace
 from tests.node.kubeai_release import (
     CACHE_CLAIM,
-    PERSISTENT_VOLUME,
-    PERSISTENT_VOLUME_CLAIM,
     cache_volume,
     chart_objects,
     install,

@@ -54,7 +54,7 @@ KUBE_COMMANDS = ("kube-apiserver", "kube-controller-manager", "kube-scheduler", 
 """What build.sh builds from k8s.io/kubernetes, in its order."""
 PKO_COMMANDS = ("manager", "agent")
 """What build.sh builds from the Pulumi Kubernetes Operator's module, in its order."""
-STEP_COUNT = 14
+STEP_COUNT = 15
 
 
 def flux_controller_versions() -> dict[str, str]:
@@ -108,6 +108,11 @@ def cache(tmp_path: Path) -> Path:
         Path(f"{binary}.stamp").write_text(f"version={pinned.pko}\n")
     kubeai = _double(directory / f"kubeai-{pinned.kubeai}" / "kubeai", "exit 0\n")
     Path(f"{kubeai}.stamp").write_text(f"version={pinned.kubeai}\n")
+    ollama = _double(
+        directory / f"ollama-{pinned.ollama}" / "ollama",
+        f'[ "$1" = --version ] && echo "ollama version is {pinned.ollama[1:]}"\n',
+    )
+    Path(f"{ollama}.stamp").write_text(f"version={pinned.ollama}\n")
     return directory
 
 
@@ -129,6 +134,7 @@ def cached_paths(cache: Path) -> list[str]:
         str(cache / f"coredns-{pinned.coredns}" / "coredns"),
         *(str(cache / f"pulumi-kubernetes-operator-{pinned.pko}" / command) for command in PKO_COMMANDS),
         str(cache / f"kubeai-{pinned.kubeai}" / "kubeai"),
+        str(cache / f"ollama-{pinned.ollama}" / "ollama"),
     ]
 
 
@@ -213,16 +219,17 @@ class TestTheCachedToolchain:
             path for path in cached_paths(cache) if "pulumi-resource-pulumi-python" not in path and "exec" not in path
         ]
         kube, controllers, operator = len(KUBE_COMMANDS), len(flux_controller_versions()), len(PKO_COMMANDS)
-        flux_end = len(paths) - 2 - operator
-        coredns, kubeai = paths[flux_end], paths[-1]
+        flux_end = len(paths) - 3 - operator
+        coredns, kubeai, ollama = paths[flux_end], paths[-2], paths[-1]
         assert already == [
             paths[0],
             " ".join(paths[1 : 1 + kube]),
             *paths[1 + kube : flux_end - controllers],
             " ".join(paths[flux_end - controllers : flux_end]),
             coredns,
-            " ".join(paths[flux_end + 1 : -1]),
+            " ".join(paths[flux_end + 1 : -2]),
             kubeai,
+            ollama,
         ]
 
     def test_running_it_again_changes_nothing_in_the_cache_but_its_log(self, cache: Path):

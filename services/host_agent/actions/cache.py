@@ -22,10 +22,10 @@ from pathlib import Path
 from typing import Any
 
 from api.hostoperations import HostOperationReason, HostPhase
+from api.model_cache import MODEL_CACHE_LOCATIONS
 from services.host_agent.actions.base import Action, ActionContext, Step, uncertain
 from services.host_agent.cache_users import waiting_while_the_cache_is_used
 from services.host_agent.journal import Entry, Outcome
-from services.host_agent.plans import MODEL_CACHE_LOCATIONS
 from services.host_agent.requests import HostOperation, failed
 
 
