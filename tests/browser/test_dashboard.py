@@ -115,6 +115,20 @@ def test_an_operator_adds_a_cpu_model_and_sees_it_go_pending_starting_ready(oper
     assert stored["spec"]["local"]["kvCacheMemoryBytes"] > 0
 
 
+def test_the_model_list_says_whether_a_model_is_in_the_model_cache(operator: Page, world: World) -> None:
+    name = unique("cached")
+    add_cpu_model(operator, name)
+    operator.get_by_role("button", name="Add model").click()
+    expect(operator).to_have_url(f"{world.dashboard.url}/objects/modelactivations/{name}")
+    loaded = {"state": "Loaded", "message": "KubeAI has loaded the weights into cache profile magicstick-model-cache."}
+    write_status(world, MODEL_ACTIVATION, name, "Ready", ready=True, extra={"modelCache": loaded})
+    operator.goto("/models")
+    row = operator.get_by_role("row").filter(has=operator.get_by_role("rowheader", name=name))
+    expect(operator.get_by_role("columnheader", name="Model cache")).to_be_visible()
+    expect(row.get_by_role("cell").nth(2)).to_contain_text("Loaded")
+    expect(row.get_by_role("cell").nth(2)).to_contain_text(loaded["message"])
+
+
 def test_an_oversized_model_is_added_only_through_the_warning_button(operator: Page, world: World) -> None:
     name = unique("tight")
     add_cpu_model(operator, name, memory_mi=512)
