@@ -20,6 +20,7 @@ from typing import Any, Final
 import httpx
 import pytest
 
+from planning.models.kubeai import model_name
 from planning.readiness import Readiness, kubeai_model_readiness
 from planning.snapshot import Snapshot
 from providers.kinds import DEPLOYMENT, KUBEAI_MODEL, PERSISTENT_VOLUME, PERSISTENT_VOLUME_CLAIM, POD
@@ -43,6 +44,8 @@ from tests.support.vendored import VENDORED_CRDS
 
 JsonObject = dict[str, Any]
 EXAMPLE: Final = "ollama-offline"
+EXAMPLE_ACTIVATION: Final = "tiny-offline"
+"""The ModelActivation of examples/models/ollama-offline.yaml."""
 CACHED_MODEL: Final = "tiny"
 KUBEAI_PORT: Final = 8000
 MODEL_PORT: Final = 8000
@@ -94,7 +97,7 @@ def kubeai_on_node(
 
 
 def _program_model(release: ReleaseRender) -> JsonObject:
-    (model,) = release.models()[EXAMPLE]
+    (model,) = [m for m in release.models()[EXAMPLE] if m["metadata"]["name"] == model_name(EXAMPLE_ACTIVATION)]
     return {key: model[key] for key in ("apiVersion", "kind", "metadata", "spec")}
 
 
@@ -138,6 +141,19 @@ def _model_pods(node: RealNode, name: str) -> list[JsonObject]:
     ]
 
 
+def wait_for_new_ready_pod(node: RealNode, model: str, *, replaced: str) -> str:
+    """The name of the model's Ready Pod that is not `replaced`, once KubeAI has made it."""
+    deadline = time.monotonic() + READY_SECONDS
+    while time.monotonic() < deadline:
+        for pod in _model_pods(node, model):
+            conditions = (pod.get("status") or {}).get("conditions") or []
+            ready = any(c["type"] == "Ready" and c["status"] == "True" for c in conditions)
+            if pod["metadata"]["name"] != replaced and ready and not pod["metadata"].get("deletionTimestamp"):
+                return str(pod["metadata"]["name"])
+        time.sleep(0.5)
+    raise AssertionError(f"no new Ready Pod of {model} after {READY_SECONDS} s\n{pod_states(node, RELEASE_NAMESPACE)}")
+
+
 def _answered(answer: Mapping[str, Any], model: str) -> None:
     assert answer["object"] == "chat.completion"
     assert answer["model"] == model
@@ -170,6 +186,14 @@ def test_kubeai_serves_the_programs_ollama_model_from_the_node_cache_and_answers
     assert (alias.aliased, alias.copied, alias.failed) == ((pod["metadata"]["name"],), (), ())
     sample = memory_sample(real_node.admin, RELEASE_NAMESPACE, pod["metadata"]["name"], port=MODEL_PORT)
     assert sample is not None and sample.ram_mi > 0 and sample.vram_mi == 0
+
+    # A new Pod of the model (a reschedule, a drain, a reboot) reads the same cache: no pull.
+    real_node.admin.delete(POD, pod["metadata"]["name"], RELEASE_NAMESPACE)
+    second = wait_for_new_ready_pod(real_node, name, replaced=pod["metadata"]["name"])
+    answer, seconds = _chat(real_node, name)
+    _answered(answer, name)
+    print(f"chat completion through KubeAI from a new Pod of the model: {seconds:.2f} s")
+    assert "pulling" not in real_node.log_tail(RELEASE_NAMESPACE, second, lines=400)
 
 
 def test_a_model_at_zero_replicas_starts_on_the_first_request_and_loads_from_the_cache(

@@ -75,6 +75,7 @@ def serving_ollama(workdir: Path, *, host: str = "127.0.0.1", models: Path | Non
     its models folder; yield once `/` answers, stop it on exit. The API server's pod proxy
     refuses loopback addresses: a test that reaches it that way serves on another address of
     this host (tests/live/ollama_double.py `proxyable_host_address`)."""
+    workdir.mkdir(parents=True, exist_ok=True)
     models = models or workdir / "models"
     models.mkdir(parents=True, exist_ok=True)
     (port,) = free_ports(1)
