@@ -236,12 +236,6 @@ def cache_use(
         )
     if node.name is None:
         return ModelCacheUse(profile=None, state=CacheState.NOT_CACHED, message=node.reason)
-    if observed is not None:
-        return ModelCacheUse(
-            profile=CACHE_PROFILE,
-            state=CacheState.LOADING,
-            message=f"The Model is given cache profile {CACHE_PROFILE} on node {node.name}.",
-        )
     return ModelCacheUse(
         profile=CACHE_PROFILE,
         state=CacheState.LOADING,

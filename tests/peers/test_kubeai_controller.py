@@ -26,13 +26,10 @@ import pytest
 from planning.readiness import Readiness, kubeai_model_readiness
 from planning.snapshot import KubeAIModel, Snapshot
 from providers.kinds import KUBEAI_MODEL, POD
-from providers.kube import KubeAccess, KubeClient, open_client
-from tests.cluster.apiserver import ADMIN_USER, ClusterInfo, install_crds, running_cluster, upstream_crd_paths
-from tests.e2e.lifecycle import GARBAGE_COLLECTION
-from tests.live.world import ensure_namespace, write_status_as
-from tests.peers import helm
-from tests.peers.kubeai_chart import RELEASE_NAMESPACE, ReleaseRender, render_release
-from tests.peers.kubeai_controller import OPENAI_PORT, KubeAIController, running_kubeai
+from providers.kube import KubeClient
+from tests.live.world import write_status_as
+from tests.peers.kubeai_chart import RELEASE_NAMESPACE, ReleaseRender
+from tests.peers.kubeai_controller import OPENAI_PORT, KubeAIController
 
 JsonObject = dict[str, Any]
 ENGINE = "magicstick"
@@ -73,43 +70,6 @@ def quantity(value: object) -> Decimal:
 
 def _quantities(resources: Mapping[str, Any] | None, times: int = 1) -> dict[str, Decimal]:
     return {name: quantity(value) * times for name, value in (resources or {}).items()}
-
-
-@pytest.fixture(scope="module")
-def release(tmp_path_factory: pytest.TempPathFactory) -> ReleaseRender:
-    return render_release(tmp_path_factory.mktemp("kubeai-release"), template=helm.template)
-
-
-@pytest.fixture(scope="module")
-def kubeai_cluster() -> Iterator[ClusterInfo]:
-    """An API server of this module's own: KubeAI runs in the fixed namespace `ai`, and its Pods
-    are deleted with their Model by the garbage collector, as in a cluster."""
-    with running_cluster(controllers=GARBAGE_COLLECTION) as info:
-        install_crds(info, upstream_crd_paths())
-        yield info
-
-
-@pytest.fixture(scope="module")
-def kubeai_admin(kubeai_cluster: ClusterInfo) -> Iterator[KubeClient]:
-    with open_client(KubeAccess(kubeconfig=str(kubeai_cluster.kubeconfig_path(ADMIN_USER)))) as client:
-        ensure_namespace(client, RELEASE_NAMESPACE)
-        yield client
-
-
-@pytest.fixture(scope="module")
-def kubeai_controller(
-    kubeai_cluster: ClusterInfo,
-    kubeai_admin: KubeClient,
-    release: ReleaseRender,
-    tmp_path_factory: pytest.TempPathFactory,
-) -> Iterator[KubeAIController]:
-    with running_kubeai(
-        kubeai_cluster,
-        tmp_path_factory.mktemp("kubeai"),
-        namespace=RELEASE_NAMESPACE,
-        chart_objects=release.objects,
-    ) as controller:
-        yield controller
 
 
 @pytest.fixture

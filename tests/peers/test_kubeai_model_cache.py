@@ -29,13 +29,11 @@ from cli.render import render
 from planning.models.model_cache import CACHE_PROFILE, HUGGINGFACE_VOLUME
 from planning.snapshot import Snapshot
 from providers.kinds import JOB, KUBEAI_MODEL, PERSISTENT_VOLUME, PERSISTENT_VOLUME_CLAIM, POD
-from providers.kube import KubeAccess, KubeClient, open_client
-from tests.cluster.apiserver import ADMIN_USER, ClusterInfo, install_crds, running_cluster, upstream_crd_paths
+from providers.kube import KubeClient
 from tests.e2e.lifecycle import GARBAGE_COLLECTION
-from tests.live.world import ensure_namespace, write_status_as
-from tests.peers import helm
-from tests.peers.kubeai_chart import RELEASE_NAMESPACE, ReleaseRender, render_release
-from tests.peers.kubeai_controller import KubeAIController, running_kubeai
+from tests.live.world import write_status_as
+from tests.peers.kubeai_chart import RELEASE_NAMESPACE
+from tests.peers.kubeai_controller import KubeAIController
 from tests.peers.scene import DEMO, NOW
 
 JsonObject = dict[str, Any]
@@ -47,12 +45,8 @@ CACHED_MODEL: Final = "qwen2505bcpu"
 CACHE_CLAIM: Final = f"shared-model-cache-{CACHE_PROFILE}"
 """The claim KubeAI creates for a shared-filesystem cache profile."""
 JOB_NAME_LABEL: Final = "batch.kubernetes.io/job-name"
-CONTROLLERS: Final = (*GARBAGE_COLLECTION, "persistentvolume-binder", "job")
-
-
-@pytest.fixture(scope="module")
-def release(tmp_path_factory: pytest.TempPathFactory) -> ReleaseRender:
-    return render_release(tmp_path_factory.mktemp("kubeai-release"), template=helm.template)
+KUBEAI_CLUSTER_CONTROLLERS: Final = (*GARBAGE_COLLECTION, "persistentvolume-binder", "job")
+"""Beside the garbage collector, the real binder of claims to volumes and the real Job controller."""
 
 
 @pytest.fixture(scope="module")
@@ -61,30 +55,6 @@ def demo_render(tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("demo") / "out"
     render(snapshot=DEMO, out=out, now=NOW)
     return out / "resources"
-
-
-@pytest.fixture(scope="module")
-def cluster() -> Iterator[ClusterInfo]:
-    with running_cluster(controllers=CONTROLLERS) as info:
-        install_crds(info, upstream_crd_paths())
-        yield info
-
-
-@pytest.fixture(scope="module")
-def admin(cluster: ClusterInfo) -> Iterator[KubeClient]:
-    with open_client(KubeAccess(kubeconfig=str(cluster.kubeconfig_path(ADMIN_USER)))) as client:
-        ensure_namespace(client, RELEASE_NAMESPACE)
-        yield client
-
-
-@pytest.fixture(scope="module")
-def controller(
-    cluster: ClusterInfo, admin: KubeClient, release: ReleaseRender, tmp_path_factory: pytest.TempPathFactory
-) -> Iterator[KubeAIController]:
-    with running_kubeai(
-        cluster, tmp_path_factory.mktemp("kubeai"), namespace=RELEASE_NAMESPACE, chart_objects=release.objects
-    ) as running:
-        yield running
 
 
 @contextlib.contextmanager
@@ -173,8 +143,9 @@ def _cache_mount(pod: Mapping[str, Any]) -> tuple[str, JsonObject]:
 
 
 def test_a_cached_model_is_loaded_once_and_every_replica_reads_the_cache(
-    demo_render: Path, admin: KubeClient, controller: KubeAIController
+    demo_render: Path, kubeai_admin: KubeClient, kubeai_controller: KubeAIController
 ):
+    admin, controller = kubeai_admin, kubeai_controller
     assert {v["metadata"]["name"] for v in _rendered(demo_render, "persistentvolume.*.yaml")} >= {HUGGINGFACE_VOLUME}
     for volume in _rendered(demo_render, "persistentvolume.*.yaml"):
         _declare(admin, PERSISTENT_VOLUME, volume)
