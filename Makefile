@@ -76,3 +76,4 @@ bench: setup  ## the benchmark figures, small configurations (figures, not asser
 	$(PYTHON) -m benchmarks.scale --small
 	$(PYTHON) -m benchmarks.engine --small
 	$(PYTHON) -m benchmarks.dashboard --small
+	$(PYTHON) -m benchmarks.first_answer

@@ -130,7 +130,7 @@ def progress(line: str) -> None:
 # --- what one edit costs ---------------------------------------------------------------------
 
 
-def _durations(start: float, points: Sequence[float | None], end: float) -> list[float]:
+def durations(start: float, points: Sequence[float | None], end: float) -> list[float]:
     """The time from each point to the next, from `start` through `points` to `end`; each point
     is held between the one before it and `end` (a missing one takes the one before), so the
     durations are never negative and add up to `end - start`. Pure."""
@@ -177,7 +177,7 @@ class Edit:
 
     def splits(self) -> dict[str, float]:
         """SPLITS (adding up to the total), and the two PARTS of the program and of the engine."""
-        trigger, reaction, start, plan, register, apply = _durations(
+        trigger, reaction, start, plan, register, apply = durations(
             self.edited_at,
             (self.requested_at, self.launched_at, self.program_started_at, self.declared_at, self.registered_at),
             self.applied_at,
@@ -440,7 +440,7 @@ def watch_models(access: KubeAccess, namespace: str, into: ModelWatch, stop: thr
 
 
 @contextmanager
-def _following(target: Callable[..., None], *arguments: Any) -> Iterator[None]:
+def following(target: Callable[..., None], *arguments: Any) -> Iterator[None]:
     """`target(*arguments, stop)` in a daemon thread, told to stop on exit."""
     stop = threading.Event()
     threading.Thread(target=target, args=(*arguments, stop), daemon=True).start()
@@ -567,8 +567,8 @@ def measure(edits: int = EDITS, *, world: World = WORLD, refresh: bool = False) 
             project.config_set({"magicstick:kubeconfig": str(kubeconfig)})
             operator = Operator(project=project, cluster=cluster, requests=requests, scratch=root, refresh=refresh)
             with (
-                _following(watch_stack, access, stack, requests),
-                _following(watch_models, access, MODEL_NAMESPACE, models),
+                following(watch_stack, access, stack, requests),
+                following(watch_models, access, MODEL_NAMESPACE, models),
                 trigger_process(
                     kubeconfig, SYSTEM_NAMESPACE, target_namespaces=(MODEL_NAMESPACE,), quiet_ms=DEFAULT_QUIET_MS,
                     max_delay_ms=DEFAULT_MAX_DELAY_MS, resync_seconds=RESYNC_SECONDS, log=root / "trigger.log",

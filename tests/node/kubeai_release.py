@@ -6,30 +6,36 @@ images point at the locally built `kubeai` and `ollama` images (scripts/images/b
 the node imported. Everything the chart renders is applied, the Deployment included, so KubeAI
 runs as a Pod of the node with its own ServiceAccount, Role and configuration.
 
-The node's model cache is a folder of the test's work directory, exposed as a hostPath
-PersistentVolume bound to the claim `magicstick-model-cache-ollama` in `ai`: Ollama's models
-folder, filled once on the host by the real Ollama (`ollama create`), as an administrator fills
-an offline appliance.
+The node's model cache is the program's own: the volumes and the claim
+`magicstick-model-cache-ollama` that planning/models/model_cache.py declares for the real node as
+the cache node, over the appliance's host folder, which the real Ollama fills once (`ollama
+create`), as an administrator fills an offline appliance.
 """
 
 from __future__ import annotations
 
 import copy
+import time
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any, Final
 
-from providers.kinds import PERSISTENT_VOLUME, PERSISTENT_VOLUME_CLAIM
+from api.model_cache import host_path
+from planning.frozen import thaw
+from planning.models.model_cache import CacheNode, cache_objects
+from planning.objects import DesiredObject
 from providers.kube import KubeClient
 from tests.images import LocalImage
+from tests.live.world import kind_of
 from tests.node.manifests import apply_all
 from tests.peers import helm
 from tests.peers.kubeai_chart import RELEASE, RELEASE_NAMESPACE, ReleaseRender
+from tests.support.ollama_server import serving_ollama
+from tests.support.tiny_model import write_tiny_model
 
 JsonObject = dict[str, Any]
 FIELD_MANAGER: Final = "helm-controller"
-CACHE_CLAIM: Final = "magicstick-model-cache-ollama"
-CACHE_SIZE: Final = "1Gi"
+FIELD_MANAGER_PROGRAM: Final = "magicstick"
 
 
 def _repository_and_tag(image: LocalImage) -> tuple[str, str]:
@@ -60,48 +66,33 @@ def install(client: KubeClient, objects: Iterable[JsonObject]) -> None:
     apply_all(client, placed, field_manager=FIELD_MANAGER)
 
 
-def cache_volume(client: KubeClient, folder: Path, *, node: str) -> None:
-    """A hostPath PersistentVolume of `folder` on `node`, reserved for the cache claim, and the claim."""
-    client.apply(
-        PERSISTENT_VOLUME,
-        {
-            "apiVersion": "v1",
-            "kind": "PersistentVolume",
-            "metadata": {"name": f"{CACHE_CLAIM}-{node}"},
-            "spec": {
-                "capacity": {"storage": CACHE_SIZE},
-                "accessModes": ["ReadWriteMany"],
-                "persistentVolumeReclaimPolicy": "Retain",
-                "storageClassName": "",
-                "hostPath": {"path": str(folder), "type": "Directory"},
-                "claimRef": {"namespace": RELEASE_NAMESPACE, "name": CACHE_CLAIM},
-                "nodeAffinity": {
-                    "required": {
-                        "nodeSelectorTerms": [
-                            {
-                                "matchExpressions": [
-                                    {"key": "kubernetes.io/hostname", "operator": "In", "values": [node]}
-                                ]
-                            }
-                        ]
-                    }
-                },
-            },
-        },
-        field_manager="tests",
-    )
-    client.apply(
-        PERSISTENT_VOLUME_CLAIM,
-        {
-            "apiVersion": "v1",
-            "kind": "PersistentVolumeClaim",
-            "metadata": {"name": CACHE_CLAIM, "namespace": RELEASE_NAMESPACE},
-            "spec": {
-                "accessModes": ["ReadWriteMany"],
-                "storageClassName": "",
-                "volumeName": f"{CACHE_CLAIM}-{node}",
-                "resources": {"requests": {"storage": CACHE_SIZE}},
-            },
-        },
-        field_manager="tests",
-    )
+def seed_model_cache(workdir: Path, model: str) -> Path:
+    """The appliance's Ollama cache folder on this host with `model` in it, made by the real
+    Ollama as an administrator fills an offline appliance (README): the folder is the host's own
+    (/var/lib/magicstick/model-cache/ollama), kept after the tests, as an appliance keeps it."""
+    folder = Path(host_path("ollama"))
+    with serving_ollama(workdir / "seeding", models=folder) as server:
+        server.create(model, write_tiny_model(workdir / "source"))
+    return folder
+
+
+def declare_model_cache(client: KubeClient, *, node: str) -> tuple[DesiredObject, ...]:
+    """The program's own model-cache objects for `node` as the cache node (its volumes and the
+    Ollama claim), applied as the program's engine applies them."""
+    declared = cache_objects(CacheNode(name=node), FIELD_MANAGER_PROGRAM)
+    for obj in declared:
+        client.apply(kind_of(thaw(obj.body)), thaw(obj.body), field_manager=FIELD_MANAGER_PROGRAM)
+    return declared
+
+
+def remove_model_cache(client: KubeClient, declared: Iterable[DesiredObject], *, seconds: float) -> None:
+    """Delete the declared claim, then the volumes, each once it is gone: the protection
+    controllers hold a claim while a Pod uses it and a volume while a claim is bound to it."""
+    for obj in sorted(declared, key=lambda o: o.kind != "PersistentVolumeClaim"):
+        kind = kind_of(thaw(obj.body))
+        client.delete(kind, obj.name, obj.namespace)
+        deadline = time.monotonic() + seconds
+        while client.get_or_none(kind, obj.name, obj.namespace) is not None:
+            if time.monotonic() > deadline:
+                raise AssertionError(f"{obj.identity} still there {seconds} s after its deletion")
+            time.sleep(0.5)

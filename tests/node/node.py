@@ -73,6 +73,8 @@ NODE_CONTROLLERS: Final = (
     "replicaset-controller",
     "statefulset-controller",
     "persistentvolume-binder-controller",
+    "persistentvolumeclaim-protection-controller",
+    "persistentvolume-protection-controller",
     "serviceaccount-controller",
     "root-ca-certificate-publisher-controller",
     "endpointslice-controller",

@@ -21,25 +21,25 @@ import httpx
 import pytest
 
 from planning.models.kubeai import model_name
+from planning.models.model_cache import OLLAMA_CLAIM
 from planning.readiness import Readiness, kubeai_model_readiness
 from planning.snapshot import Snapshot
-from providers.kinds import DEPLOYMENT, KUBEAI_MODEL, PERSISTENT_VOLUME, PERSISTENT_VOLUME_CLAIM, POD
+from providers.kinds import DEPLOYMENT, KUBEAI_MODEL, POD
 from providers.ollama import ensure_alias, memory_sample
 from tests.cluster.apiserver import ClusterInfo, install_crds
 from tests.images import LocalImage
 from tests.live.world import ensure_namespace
 from tests.node.kubeai_release import (
-    CACHE_CLAIM,
-    cache_volume,
     chart_objects,
+    declare_model_cache,
     install,
+    remove_model_cache,
+    seed_model_cache,
 )
 from tests.node.node import RealNode
 from tests.node.rollout import deployment_ready, pod_states, wait_for
 from tests.peers import helm
 from tests.peers.kubeai_chart import RELEASE, RELEASE_NAMESPACE, ReleaseRender, render_release
-from tests.support.ollama_server import serving_ollama
-from tests.support.tiny_model import write_tiny_model
 from tests.support.vendored import VENDORED_CRDS
 
 JsonObject = dict[str, Any]
@@ -61,12 +61,8 @@ def release(tmp_path_factory: pytest.TempPathFactory) -> ReleaseRender:
 
 @pytest.fixture(scope="module")
 def model_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The node's model cache: Ollama's models folder with the tiny model, made by the real Ollama."""
-    root = tmp_path_factory.mktemp("model-cache")
-    folder = root / "ollama"
-    with serving_ollama(root / "seeding", models=folder) as server:
-        server.create(CACHED_MODEL, write_tiny_model(root / "source"))
-    return folder
+    """The appliance's Ollama cache folder with the tiny model, made by the real Ollama."""
+    return seed_model_cache(tmp_path_factory.mktemp("model-cache"), CACHED_MODEL)
 
 
 @pytest.fixture(scope="module")
@@ -82,7 +78,7 @@ def kubeai_on_node(
     admin = real_node.admin
     install_crds(node_cluster, [VENDORED_CRDS / "kubeai" / "kubeai.org_models.yaml"])
     ensure_namespace(admin, RELEASE_NAMESPACE)
-    cache_volume(admin, model_cache, node=real_node.name)
+    declared = declare_model_cache(admin, node=real_node.name)
     objects = chart_objects(release, kubeai=kubeai_image, ollama=ollama_image)
     install(admin, objects)
     deployment = wait_for(real_node, DEPLOYMENT, RELEASE_NAMESPACE, RELEASE, deployment_ready, READY_SECONDS)
@@ -92,8 +88,7 @@ def kubeai_on_node(
         for model in admin.list(KUBEAI_MODEL, namespace=RELEASE_NAMESPACE):
             admin.delete(KUBEAI_MODEL, model["metadata"]["name"], RELEASE_NAMESPACE)
         admin.delete(DEPLOYMENT, RELEASE, RELEASE_NAMESPACE)
-        admin.delete(PERSISTENT_VOLUME_CLAIM, CACHE_CLAIM, RELEASE_NAMESPACE)
-        admin.delete(PERSISTENT_VOLUME, f"{CACHE_CLAIM}-{real_node.name}", None)
+        remove_model_cache(admin, declared, seconds=READY_SECONDS)
 
 
 def _program_model(release: ReleaseRender) -> JsonObject:
@@ -173,7 +168,7 @@ def test_kubeai_serves_the_programs_ollama_model_from_the_node_cache_and_answers
     assert read is not None and kubeai_model_readiness(read).readiness is Readiness.READY
     (pod,) = _model_pods(real_node, name)
     claims = [v["persistentVolumeClaim"]["claimName"] for v in pod["spec"]["volumes"] if "persistentVolumeClaim" in v]
-    assert claims == [CACHE_CLAIM]
+    assert claims == [OLLAMA_CLAIM]
 
     answer, seconds = _chat(real_node, name)
     _answered(answer, name)
