@@ -80,7 +80,7 @@ from planning.models.kubeai import model_name
 from planning.objects import logical_name_of
 from planning.settings import DEFAULT_SYSTEM_NAMESPACE
 from providers.kinds import KUBEAI_MODEL, MODEL_ACTIVATION
-from providers.kube import EventType, KubeAccess, KubeClient, KubeError, open_client
+from providers.kube import EventType, KubeAccess, KubeClient, KubeError, ResourceKind, open_client
 from services.reconcile_trigger.settings import DEFAULT_MAX_DELAY_MS, DEFAULT_QUIET_MS
 from services.reconcile_trigger.stack import StackRef
 from tests.cluster.apiserver import ADMIN_USER, ClusterInfo, install_crds, running_cluster
@@ -414,29 +414,47 @@ class ModelWatch:
                 self.condition.wait(left)
 
 
-def watch_models(access: KubeAccess, namespace: str, into: ModelWatch, stop: threading.Event) -> None:
-    """Follow the Models of `namespace` until `stop`: a list, then a watch resumed where it
-    stopped (bookmarks included), listed again only when the server no longer has that version."""
+def watch_objects(
+    access: KubeAccess,
+    kind: ResourceKind,
+    namespace: str,
+    record: Callable[[JsonObject], None],
+    stop: threading.Event,
+    *,
+    label_selector: str | None = None,
+) -> None:
+    """Record every version of the `kind` objects of `namespace` (those `label_selector`
+    selects) until `stop`: a list, then a watch resumed where it stopped (bookmarks included),
+    listed again only when the server no longer has that version."""
     with open_client(access) as client:
         version: str | None = None
         while not stop.is_set():
             try:
                 if version is None:
-                    listed = client.list_collection(KUBEAI_MODEL, namespace=namespace)
+                    listed = client.list_collection(kind, namespace=namespace, label_selector=label_selector)
                     for item in listed.items:
-                        into.record(item)
+                        record(item)
                     version = listed.resource_version
                 with client.watch(
-                    KUBEAI_MODEL, namespace=namespace, resource_version=version, timeout_seconds=300
+                    kind,
+                    namespace=namespace,
+                    label_selector=label_selector,
+                    resource_version=version,
+                    timeout_seconds=300,
                 ) as stream:
                     for event in stream:
                         version = event.resource_version or version
                         if event.type in (EventType.ADDED, EventType.MODIFIED):
-                            into.record(event.object)
+                            record(event.object)
                         if stop.is_set():
                             return
             except KubeError:
                 version = None
+
+
+def watch_models(access: KubeAccess, namespace: str, into: ModelWatch, stop: threading.Event) -> None:
+    """Follow the Models of `namespace` until `stop` (watch_objects)."""
+    watch_objects(access, KUBEAI_MODEL, namespace, into.record, stop)
 
 
 @contextmanager

@@ -80,12 +80,13 @@ from benchmarks.edit_latency import (
     following,
     load_world,
     watch_models,
+    watch_objects,
 )
 from benchmarks.reconcile_trigger import RESYNC_SECONDS, SETTLE_SECONDS, StackWatch, trigger_process, watch_stack
 from planning.models.kubeai import model_name
 from planning.models.model_url import parse_model_url
 from providers.kinds import DEPLOYMENT, KUBEAI_MODEL, MODEL_ACTIVATION, NODE, NODE_FEATURE, POD
-from providers.kube import EventType, KubeAccess, KubeClient, KubeError, open_client
+from providers.kube import KubeAccess, KubeClient
 from services.reconcile_trigger.settings import DEFAULT_MAX_DELAY_MS, DEFAULT_QUIET_MS
 from tests.cluster.apiserver import ADMIN_USER, ClusterInfo, install_crds, running_cluster
 from tests.e2e.engine import REPO_ROOT, PulumiFailed, PulumiProject
@@ -192,28 +193,8 @@ class PodWatch:
 
 
 def watch_pods(access: KubeAccess, namespace: str, selector: str, into: PodWatch, stop: threading.Event) -> None:
-    """Follow the Pods of `namespace` that `selector` selects until `stop`, resuming each watch
-    where the last one ended (listed again only when the server no longer has that version)."""
-    with open_client(access) as client:
-        version: str | None = None
-        while not stop.is_set():
-            try:
-                if version is None:
-                    listed = client.list_collection(POD, namespace=namespace, label_selector=selector)
-                    for item in listed.items:
-                        into.record(item)
-                    version = listed.resource_version
-                with client.watch(
-                    POD, namespace=namespace, label_selector=selector, resource_version=version, timeout_seconds=60
-                ) as stream:
-                    for event in stream:
-                        version = event.resource_version or version
-                        if event.type in (EventType.ADDED, EventType.MODIFIED):
-                            into.record(event.object)
-                        if stop.is_set():
-                            return
-            except KubeError:
-                version = None
+    """Follow the Pods of `namespace` that `selector` selects until `stop` (watch_objects)."""
+    watch_objects(access, POD, namespace, into.record, stop, label_selector=selector)
 
 
 def server_running(pod: JsonObject) -> bool:
