@@ -8,6 +8,7 @@ the providers restore them), plus the options that decide a resource's lifecycle
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
@@ -163,6 +164,17 @@ def _config(values: Mapping[str, str]) -> Iterator[None]:
         pulumi.runtime.config.CONFIG.reset(token)
 
 
+def _ensure_event_loop() -> None:
+    """Give this thread an open event loop when it has none: Pulumi's SDK asks asyncio for the
+    current one, and a caller that ran `asyncio.run` (or closed its loop) before leaves none."""
+    try:
+        current = asyncio.get_event_loop_policy().get_event_loop()
+    except RuntimeError:
+        current = None
+    if current is None or current.is_closed():
+        asyncio.set_event_loop(asyncio.new_event_loop())
+
+
 def run_offline(
     program: Callable[[], T],
     config: Mapping[str, str],
@@ -177,6 +189,7 @@ def run_offline(
     engine refuses the second and fails the run.
     """
     monitor = monitor or RecordingMonitor()
+    _ensure_event_loop()
     pulumi.runtime.set_mocks(
         _EchoMocks(), project=PROJECT, stack=STACK, preview=False, monitor=monitor, logger=ENGINE_LOG
     )

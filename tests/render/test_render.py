@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import os
 import shutil
 from pathlib import Path
@@ -114,3 +115,10 @@ def test_secret_data_never_reaches_a_rendered_file():
         inputs={"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "k"}, "stringData": {"api-key": "CHANGEME"}},
     )
     assert _as_object(secret)["stringData"] == {"api-key": MASK}
+
+
+def test_a_render_runs_in_a_thread_an_earlier_asyncio_run_left_without_a_loop(tmp_path):
+    asyncio.run(asyncio.sleep(0))
+    asyncio.set_event_loop(None)
+    result = render(snapshot=DEMO, out=tmp_path, now=NOW)
+    assert result.resources == len(list((tmp_path / "resources").iterdir())) > 0
