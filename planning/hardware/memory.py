@@ -75,7 +75,7 @@ class HostMemory:
 DISCRETE = HostMemory()
 
 
-def _mebibytes(value: object) -> int | None:
+def mebibytes(value: object) -> int | None:
     """A positive whole MiB count from "1234" (MiB) or a quantity ("64Gi", bytes); else None."""
     text = str(value or "").strip()
     for suffix, factor in _BINARY.items():
@@ -92,7 +92,7 @@ def _annotated_mi(node: Node, key: str) -> int | None:
 
 def _capacity_mi(node: Node) -> int | None:
     raw = str(node.capacity.get("memory", ""))
-    return _mebibytes(raw) or (int(raw) // (1024 * 1024) if raw.isdigit() and int(raw) >= 1024 * 1024 else None)
+    return mebibytes(raw) or (int(raw) // (1024 * 1024) if raw.isdigit() and int(raw) >= 1024 * 1024 else None)
 
 
 def is_unified(gpus: tuple[PciGpu, ...], catalogs: Catalogs) -> bool:

@@ -29,9 +29,8 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any, Final
 
-from lightkube.utils.quantity import parse_quantity
-
 from api.model_cache import host_path
+from planning.hardware.memory import mebibytes
 from planning.labels import FIELD_MANAGER_ANNOTATION, MANAGED_BY, MANAGED_BY_VALUE, SKIP_AWAIT_ANNOTATION
 from planning.models.model_url import ollama_claim
 from planning.objects import DesiredObject
@@ -48,8 +47,8 @@ KUBEAI_NAMESPACE: Final = "ai"
 """Where KubeAI runs its Models (its HelmRelease's targetNamespace): the Ollama claim lives here."""
 CLAIM_REQUEST: Final = "10Gi"
 """What KubeAI's shared cache claim requests: a volume must offer at least this much to bind."""
-_MINIMUM_CAPACITY_BYTES: Final = 10 * 1024**3
-_GIB: Final = 1024**3
+_MINIMUM_CAPACITY_MI: Final = 10 * 1024
+_GIB_MI: Final = 1024
 
 
 class CacheState(StrEnum):
@@ -118,11 +117,8 @@ def cache_node(nodes: Sequence[Node]) -> CacheNode:
 def _capacity(node: Node) -> str:
     """The node's ephemeral storage in whole GiB, at least CLAIM_REQUEST: hostPath has no quota,
     so this only says how large the folder can grow. Pure."""
-    try:
-        size = int(parse_quantity(str(node.capacity.get("ephemeral-storage") or "0")) or 0)
-    except ValueError:
-        size = 0
-    return f"{max(size, _MINIMUM_CAPACITY_BYTES) // _GIB}Gi"
+    size_mi = mebibytes(node.capacity.get("ephemeral-storage")) or 0
+    return f"{max(size_mi, _MINIMUM_CAPACITY_MI) // _GIB_MI}Gi"
 
 
 def _volume(name: str, runtime: str, node: CacheNode, field_manager: str) -> DesiredObject:

@@ -15,7 +15,6 @@ create`), as an administrator fills an offline appliance.
 from __future__ import annotations
 
 import copy
-import time
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any, Final
@@ -32,6 +31,7 @@ from tests.peers import helm
 from tests.peers.kubeai_chart import RELEASE, RELEASE_NAMESPACE, ReleaseRender
 from tests.support.ollama_server import serving_ollama
 from tests.support.tiny_model import write_tiny_model
+from tests.support.watching import watch_until_gone
 
 JsonObject = dict[str, Any]
 FIELD_MANAGER: Final = "helm-controller"
@@ -91,8 +91,4 @@ def remove_model_cache(client: KubeClient, declared: Iterable[DesiredObject], *,
     for obj in sorted(declared, key=lambda o: o.kind != "PersistentVolumeClaim"):
         kind = kind_of(thaw(obj.body))
         client.delete(kind, obj.name, obj.namespace)
-        deadline = time.monotonic() + seconds
-        while client.get_or_none(kind, obj.name, obj.namespace) is not None:
-            if time.monotonic() > deadline:
-                raise AssertionError(f"{obj.identity} still there {seconds} s after its deletion")
-            time.sleep(0.5)
+        watch_until_gone(client, kind, obj.namespace, obj.name, seconds)

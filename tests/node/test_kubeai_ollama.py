@@ -41,6 +41,7 @@ from tests.node.rollout import deployment_ready, pod_states, wait_for
 from tests.peers import helm
 from tests.peers.kubeai_chart import RELEASE, RELEASE_NAMESPACE, ReleaseRender, render_release
 from tests.support.vendored import VENDORED_CRDS
+from tests.support.watching import watch_collection_until
 
 JsonObject = dict[str, Any]
 EXAMPLE: Final = "ollama-offline"
@@ -138,15 +139,24 @@ def _model_pods(node: RealNode, name: str) -> list[JsonObject]:
 
 def wait_for_new_ready_pod(node: RealNode, model: str, *, replaced: str) -> str:
     """The name of the model's Ready Pod that is not `replaced`, once KubeAI has made it."""
-    deadline = time.monotonic() + READY_SECONDS
-    while time.monotonic() < deadline:
-        for pod in _model_pods(node, model):
+
+    def new_ready(pods: list[JsonObject]) -> str | None:
+        for pod in pods:
             conditions = (pod.get("status") or {}).get("conditions") or []
             ready = any(c["type"] == "Ready" and c["status"] == "True" for c in conditions)
             if pod["metadata"]["name"] != replaced and ready and not pod["metadata"].get("deletionTimestamp"):
                 return str(pod["metadata"]["name"])
-        time.sleep(0.5)
-    raise AssertionError(f"no new Ready Pod of {model} after {READY_SECONDS} s\n{pod_states(node, RELEASE_NAMESPACE)}")
+        return None
+
+    return watch_collection_until(
+        node.admin,
+        POD,
+        RELEASE_NAMESPACE,
+        new_ready,
+        READY_SECONDS,
+        label_selector=f"model={model}",
+        explain=lambda: pod_states(node, RELEASE_NAMESPACE),
+    )
 
 
 def _answered(answer: Mapping[str, Any], model: str) -> None:
@@ -198,7 +208,9 @@ def test_a_model_at_zero_replicas_starts_on_the_first_request_and_loads_from_the
     name = f"{model['metadata']['name']}-zero"
     at_zero = {**model, "metadata": {**model["metadata"], "name": name}, "spec": {**model["spec"], "minReplicas": 0}}
     real_node.admin.apply(KUBEAI_MODEL, at_zero, field_manager=ENGINE)
-    time.sleep(2)
+    # KubeAI sets spec.replicas to minReplicas when it first reconciles the Model, in the pass that
+    # would create its Pods.
+    wait_for(real_node, KUBEAI_MODEL, RELEASE_NAMESPACE, name, lambda m: m["spec"].get("replicas") == 0, READY_SECONDS)
     assert _model_pods(real_node, name) == []
 
     answer, seconds = _chat(real_node, name)

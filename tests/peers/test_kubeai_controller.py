@@ -30,6 +30,7 @@ from providers.kube import KubeClient
 from tests.live.world import write_status_as
 from tests.peers.kubeai_chart import RELEASE_NAMESPACE, ReleaseRender
 from tests.peers.kubeai_controller import OPENAI_PORT, KubeAIController
+from tests.support.watching import watch_until
 
 JsonObject = dict[str, Any]
 ENGINE = "magicstick"
@@ -258,7 +259,11 @@ def test_a_model_at_zero_replicas_gets_its_first_pod_when_a_request_reaches_kube
     name = model["metadata"]["name"]
     at_zero = {**model, "spec": {**model["spec"], "minReplicas": 0}}
     _declare(kubeai_admin, at_zero)
-    time.sleep(1.0)
+    # KubeAI sets spec.replicas to minReplicas when it first reconciles the Model, in the pass that
+    # would create its Pods.
+    watch_until(
+        kubeai_admin, KUBEAI_MODEL, RELEASE_NAMESPACE, name, lambda m: m["spec"].get("replicas") == 0, WAIT_SECONDS
+    )
     assert _pods_of(kubeai_admin, name) == []
 
     with httpx.Client(base_url=f"http://127.0.0.1:{OPENAI_PORT}", timeout=3.0) as client:

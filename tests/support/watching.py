@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import Any, TypeVar
 
 from providers.kube import EventType, KubeClient, ResourceKind
+
+T = TypeVar("T")
 
 
 def watch_until(
@@ -65,3 +67,46 @@ def watch_until_gone(client: KubeClient, kind: ResourceKind, namespace: str | No
                     if event.type is EventType.DELETED:
                         return
                     current = event.object
+
+
+def watch_collection_until(
+    client: KubeClient,
+    kind: ResourceKind,
+    namespace: str | None,
+    found: Callable[[list[dict[str, Any]]], T | None],
+    seconds: float,
+    *,
+    label_selector: str | None = None,
+    explain: Callable[[], str] = lambda: "",
+) -> T:
+    """What `found` returns, once it returns something, for the objects of `kind` that
+    `label_selector` selects as they stand (a first read, then each watch event); after
+    `seconds` the test fails with what `explain` says."""
+    deadline = time.monotonic() + seconds
+    collection = client.list_collection(kind, namespace=namespace, label_selector=label_selector)
+    version = collection.resource_version
+    objects = {item["metadata"]["name"]: item for item in collection.items}
+    result = found(list(objects.values()))
+    while result is None:
+        remaining = deadline - time.monotonic()
+        assert remaining > 0, f"no {kind.kind} as awaited within {seconds} s\n{explain()}"
+        with client.watch(
+            kind,
+            namespace=namespace,
+            label_selector=label_selector,
+            resource_version=version,
+            timeout_seconds=max(1, int(remaining)),
+        ) as stream:
+            for event in stream:
+                version = event.resource_version or version
+                name = (event.object.get("metadata") or {}).get("name")
+                if event.object.get("kind") != kind.kind or name is None:
+                    continue
+                if event.type is EventType.DELETED:
+                    objects.pop(name, None)
+                else:
+                    objects[name] = event.object
+                result = found(list(objects.values()))
+                if result is not None:
+                    break
+    return result
