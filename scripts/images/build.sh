@@ -165,17 +165,29 @@ layer() {
     umoci repack --refresh-bundle --history.created_by "$comment" --image "$layout:$tag" "$bundle" >&2
 }
 
+# An empty image `build` in the OCI layout $1/oci, unpacked into the bundle $1/bundle.
+new_image() {
+    local work=$1
+    rm -rf "$work"
+    mkdir -p "$work"
+    umoci init --layout "$work/oci"
+    umoci new --image "$work/oci:build"
+    umoci unpack --image "$work/oci:build" "$work/bundle" >&2
+}
+
+# The Debian rootfs $2 (debootstrap's, cached) as the first layer of the image in $1.
+debian_layer() {
+    local work=$1 base=$2
+    tar --numeric-owner -C "$work/bundle/rootfs" -xf "$base"
+    layer "$work/oci" "$work/bundle" build "debootstrap --variant=minbase --include=$PACKAGES $SUITE"
+}
+
 build_image() {
     local image=$1 base=$2 wheels=$3 key=$4
     local directory=$CACHE/$image
     local work=$directory.work layout=$directory.work/oci bundle=$directory.work/bundle
-    rm -rf "$work"
-    mkdir -p "$work"
-    umoci init --layout "$layout"
-    umoci new --image "$layout:build"
-    umoci unpack --image "$layout:build" "$bundle" >&2
-    tar --numeric-owner -C "$bundle/rootfs" -xf "$base"
-    layer "$layout" "$bundle" build "debootstrap --variant=minbase --include=$PACKAGES $SUITE"
+    new_image "$work"
+    debian_layer "$work" "$base"
 
     local venv config=()
     if [[ $image == workspace ]]; then
@@ -233,11 +245,7 @@ finish_image() {
 build_operator_image() {
     local key=$1 directory=$CACHE/operator pko=$TOOLCHAIN/pulumi-kubernetes-operator-$PKO_VERSION
     local work=$directory.work layout=$directory.work/oci bundle=$directory.work/bundle applet
-    rm -rf "$work"
-    mkdir -p "$work"
-    umoci init --layout "$layout"
-    umoci new --image "$layout:build"
-    umoci unpack --image "$layout:build" "$bundle" >&2
+    new_image "$work"
     mkdir -p "$bundle/rootfs/bin" "$bundle/rootfs/tmp"
     chmod 1777 "$bundle/rootfs/tmp"
     cp "$pko/manager" "$pko/agent" "$bundle/rootfs/"
@@ -262,11 +270,7 @@ operator_key() {
 build_kubeai_image() {
     local key=$1 directory=$CACHE/kubeai
     local work=$directory.work layout=$directory.work/oci bundle=$directory.work/bundle
-    rm -rf "$work"
-    mkdir -p "$work"
-    umoci init --layout "$layout"
-    umoci new --image "$layout:build"
-    umoci unpack --image "$layout:build" "$bundle" >&2
+    new_image "$work"
     mkdir -p "$bundle/rootfs/tmp" "$bundle/rootfs/app"
     chmod 1777 "$bundle/rootfs/tmp"
     cp "$TOOLCHAIN/kubeai-$KUBEAI_VERSION/kubeai" "$bundle/rootfs/app/manager"
@@ -286,13 +290,8 @@ kubeai_key() {
 build_ollama_image() {
     local key=$1 base=$2 directory=$CACHE/ollama
     local work=$directory.work layout=$directory.work/oci bundle=$directory.work/bundle
-    rm -rf "$work"
-    mkdir -p "$work"
-    umoci init --layout "$layout"
-    umoci new --image "$layout:build"
-    umoci unpack --image "$layout:build" "$bundle" >&2
-    tar --numeric-owner -C "$bundle/rootfs" -xf "$base"
-    layer "$layout" "$bundle" build "debootstrap --variant=minbase --include=$PACKAGES $SUITE"
+    new_image "$work"
+    debian_layer "$work" "$base"
     cp "$TOOLCHAIN/ollama-$OLLAMA_VERSION/ollama" "$bundle/rootfs/bin/ollama"
     chroot "$bundle/rootfs" /bin/ollama --version >/dev/null 2>&1 || die "ollama --version failed in the image (a library it links is missing?)"
     layer "$layout" "$bundle" build "ollama $OLLAMA_VERSION at /bin/ollama (CPU engine)"

@@ -41,7 +41,7 @@ from tests.node.rollout import deployment_ready, pod_states, wait_for
 from tests.peers import helm
 from tests.peers.kubeai_chart import RELEASE, RELEASE_NAMESPACE, ReleaseRender, render_release
 from tests.support.vendored import VENDORED_CRDS
-from tests.support.watching import watch_collection_until
+from tests.support.watching import watch_collection_until, watch_until_gone
 
 JsonObject = dict[str, Any]
 EXAMPLE: Final = "ollama-offline"
@@ -199,6 +199,9 @@ def test_kubeai_serves_the_programs_ollama_model_from_the_node_cache_and_answers
     _answered(answer, name)
     print(f"chat completion through KubeAI from a new Pod of the model: {seconds:.2f} s")
     assert "pulling" not in real_node.log_tail(RELEASE_NAMESPACE, second, lines=400)
+    # Its CPU request goes with it: the node has two cores for the next model.
+    real_node.admin.delete(KUBEAI_MODEL, name, RELEASE_NAMESPACE)
+    watch_until_gone(real_node.admin, POD, RELEASE_NAMESPACE, second, READY_SECONDS)
 
 
 def test_a_model_at_zero_replicas_starts_on_the_first_request_and_loads_from_the_cache(
