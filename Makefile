@@ -21,7 +21,7 @@ NO_TESTS := 5
 # The shell scripts shellcheck judges (its settings: .shellcheckrc).
 SHELL_SCRIPTS := .ci/run $(wildcard scripts/*.sh scripts/*/*.sh) magic-cluster/host/install.sh validation/entrypoint-ollama.sh
 
-.PHONY: help setup system lint type check test-pure toolchain images browser test-toolchain test-cluster test-node test bench
+.PHONY: help setup system lint type check test-pure toolchain engine-sources images browser test-toolchain test-cluster test-node test bench
 
 help:  ## this list
 	@sed -n 's/^\([a-z-]*\):.*## \(.*\)/  make \1\t\2/p' $(MAKEFILE_LIST) | expand -t 24
@@ -53,6 +53,9 @@ test-pure: setup  ## the pure suite, with every tool of the toolchain hidden
 toolchain:  ## build what the test toolchain lacks (scripts/toolchain/build.sh)
 	scripts/toolchain/build.sh
 
+engine-sources: setup  ## the engines' source at the releases docs/engine-arguments.md cites (scripts/engine-sources/fetch.sh)
+	PYTHON=$(PYTHON) scripts/engine-sources/fetch.sh
+
 images:  ## the real node's images (scripts/images/build.sh, as root)
 	scripts/images/build.sh >/dev/null
 
@@ -61,7 +64,7 @@ browser: setup  ## chromium and axe-core for the browser suite
 
 test-toolchain: test-cluster test-node  ## every suite but the pure one, one after the other
 
-test-cluster: setup  ## every suite but the pure one and the real node's (needs toolchain, browser, system)
+test-cluster: setup  ## every suite but the pure one and the real node's (needs toolchain, engine-sources, browser, system)
 	$(VENV)/bin/pytest -m "not pure" --ignore=tests/node $(PYTEST_ARGS) || (($$? == $(NO_TESTS)))
 
 test-node: setup  ## the real node's suite, tests/node (as root; needs toolchain, images, system)

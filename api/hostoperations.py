@@ -17,7 +17,9 @@ unique request ID and an explicit disruption acknowledgement. Per action:
 
 No field is a filesystem path, device path, image or script. ``requestID`` is an identifier
 (letters, digits, ``.``, ``_``, ``-``): the host agent writes it into the comments of the files
-it owns, so it can carry no line break.
+it owns, so it can carry no line break. It is unique among the namespace's HostOperations; no
+schema or admission rule sees other objects, so the host agent enforces it: a second operation
+carrying one is Failed / DuplicateRequestID and never run (services/host_agent/requests.py).
 
 The status is open (the agent adds action-specific fields); ``networks`` (scan-wifi) is typed.
 """

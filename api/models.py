@@ -253,7 +253,14 @@ class LocalModelSpec(ApiModel):
     memory_required_mi: int | None = Field(
         default=None, ge=MIN_MEMORY_REQUIRED_MI, description="RAM reserved for the model pod, in MiB."
     )
-    kv_cache_memory_bytes: int | None = Field(default=None, ge=1)
+    kv_cache_memory_bytes: int | None = Field(
+        default=None,
+        ge=1,
+        description=(
+            "KV-cache size for vLLM on CPU, in bytes; omitted means 512 MiB. The CPU backend holds whole GiB, so "
+            "this is rounded up to a GiB (status.effectiveKvCacheMemoryBytes)."
+        ),
+    )
     vram: str | None = Field(
         default=None, pattern=QUANTITY_PATTERN, max_length=32, description="GPU memory budget (quantity)."
     )

@@ -228,6 +228,8 @@ class HostOperationReason(StrEnum):
     """A binding or a field the host cannot honour; the message names the field and the rule."""
     PLAN_CHANGED = "PlanChanged"
     """planId is not the plan the host publishes now."""
+    DUPLICATE_REQUEST_ID = "DuplicateRequestID"
+    """spec.requestID is carried by another HostOperation, which came first: refused, never run."""
     WAITING_FOR_IDLE = "WaitingForIdle"
     """clear-model-cache waits until no process on the node uses the model cache."""
     IN_PROGRESS = "InProgress"

@@ -35,8 +35,10 @@ _ENGINE_NAME = re.compile(r"^[A-Za-z][A-Za-z0-9]*$")
 _CRD_NAME = re.compile(r"^[a-z0-9]+(-[a-z0-9]+)*(\.[a-z0-9]+(-[a-z0-9]+)*)+$")
 _API_VERSION = re.compile(r"^([a-z0-9]+(-[a-z0-9]+)*(\.[a-z0-9]+(-[a-z0-9]+)*)*/)?v[0-9]+((alpha|beta)[0-9]+)?$")
 _IMAGE = re.compile(
-    r"^[a-z0-9]+([._-][a-z0-9]+)*(:[0-9]+)?(/[a-z0-9]+([._-][a-z0-9]+)*)+(:[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}|@sha256:[a-f0-9]{64})$"
+    r"^[a-z0-9]+([._-][a-z0-9]+)*(:[0-9]+)?(/[a-z0-9]+([._-][a-z0-9]+)*)+"
+    r"(:[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}(@sha256:[a-f0-9]{64})?|@sha256:[a-f0-9]{64})$"
 )
+"""registry/repository, then a tag, a digest, or both (`:tag@sha256:...`)."""
 _PCI_ID = re.compile(r"^[0-9a-f]{4}$")
 _MODEL_URL = re.compile(r"^(hf|ollama)://\S+$")
 
@@ -67,7 +69,7 @@ def _flux_path(value: str) -> str:
 
 def _image(value: str) -> str:
     if not _IMAGE.match(value):
-        raise ValueError(f"'{value}' must be a registry/repository image with a fixed tag or digest")
+        raise ValueError(f"'{value}' must be a registry/repository image with a fixed tag, digest or both")
     return value
 
 
@@ -179,6 +181,9 @@ class _NamedCatalog(CatalogModel, Generic[EntryT]):
 FLUX_VARIABLE = re.compile(r"^[A-Z_][A-Z0-9_]*$")
 """Module parameter variables: upper case, so they never meet the lower-case shared settings."""
 _PARAMETER_NAME = re.compile(r"^[a-z][A-Za-z0-9]*$")
+COMPONENT_PATH = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(/[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
+"""A module parameter's Kustomize component: a directory below the module's path, as Flux's
+spec.components takes it (relative to spec.path), never above it."""
 _QUANTITY = re.compile(r"^[0-9]+(\.[0-9]+)?([mkMGTPE]|[KMGTPE]i)?$")
 
 ParameterType = Literal["string", "boolean", "integer", "quantity", "object"]
@@ -204,11 +209,20 @@ def _parameter_name(value: str) -> str:
     return value
 
 
+def _component_path(value: str) -> str:
+    if not COMPONENT_PATH.match(value):
+        raise ValueError(f"'{value}' must be a directory below the module's path: {COMPONENT_PATH.pattern}")
+    return value
+
+
 class ModuleParameter(CatalogModel):
     """One parameter a ModuleActivation of the module may set.
 
     With a ``variable``, the generated Kustomization substitutes the value (or the default) for
-    ``${variable}`` in the module's base; without one the program itself reads the parameter.
+    ``${variable}`` in the module's base. With a ``component`` (a boolean, false by default), the
+    generated Kustomization lists that Kustomize component of the module's path in
+    ``spec.components`` while the value is true: an optional part of the module, off unless
+    asked for. With neither, the program itself reads the parameter.
     """
 
     name: Annotated[str, AfterValidator(_parameter_name)]
@@ -216,6 +230,7 @@ class ModuleParameter(CatalogModel):
     description: str = ""
     default: ParameterValue | None = None
     variable: Annotated[str, AfterValidator(_flux_variable)] | None = None
+    component: Annotated[str, AfterValidator(_component_path)] | None = None
 
     @model_validator(mode="after")
     def _default_fits(self) -> ModuleParameter:
@@ -225,6 +240,10 @@ class ModuleParameter(CatalogModel):
             raise ValueError("a parameter with a variable needs a default, the value its base falls back to")
         if self.variable is not None and self.type == "object":
             raise ValueError("an object parameter cannot be substituted; leave its variable out")
+        if self.component is not None and (self.type != "boolean" or self.default is not False):
+            raise ValueError("a parameter with a component must be a boolean whose default is false")
+        if self.component is not None and self.variable is not None:
+            raise ValueError("a parameter with a component has no variable")
         return self
 
     @property
@@ -304,6 +323,7 @@ class ModuleEntry(NamedEntry):
     def _unique_parameters(cls, parameters: tuple[ModuleParameter, ...]) -> tuple[ModuleParameter, ...]:
         _unique(tuple(p.name for p in parameters))
         _unique(tuple(p.variable for p in parameters if p.variable))
+        _unique(tuple(p.component for p in parameters if p.component))
         return parameters
 
     def parameter(self, name: str) -> ModuleParameter | None:
@@ -489,11 +509,25 @@ class EngineCatalog(_NamedCatalog[EngineEntry]):
     entries: tuple[EngineEntry, ...] = Field(alias="engines")
 
 
+EngineVersion = Annotated[str, Field(pattern=r"^[0-9]+\.[0-9]+\.[0-9]+$")]
+"""A release number MAJOR.MINOR.PATCH."""
+
+
+def version_key(version: str) -> tuple[int, ...]:
+    """`0.10.2` -> (0, 10, 2), so versions compare as numbers. Pure."""
+    return tuple(int(part) for part in version.split("."))
+
+
 class VisionAttentionMapping(CatalogModel):
-    """What one visionAttention value sets on a vLLM container: arguments and environment."""
+    """What one visionAttention value sets on a vLLM container: arguments and environment.
+
+    ``minimum_engine_version``: the first vLLM release that accepts ``args``
+    (docs/engine-arguments.md); an older engine on the target refuses the value.
+    """
 
     args: tuple[str, ...] = ()
     env: dict[str, str] = {}
+    minimum_engine_version: EngineVersion | None = None
 
 
 class ComputeTargetEntry(NamedEntry):
@@ -510,6 +544,9 @@ class ComputeTargetEntry(NamedEntry):
     resource_profiles: dict[str, KebabName] = {}
     vision_attention: dict[str, VisionAttentionMapping] | None = None
     default_vision_attention: str | None = Field(default=None, validate_default=True)
+    engine_versions: dict[str, EngineVersion] = {}
+    """The release of each engine's image on this target (KubeAI's release images; a validated
+    image replaces one of the same release), by engine name."""
 
     @field_validator("resource_names")
     @classmethod
@@ -540,6 +577,14 @@ class ComputeTargetEntry(NamedEntry):
         if default is None and values:
             raise ValueError("a target with visionAttention values needs a default")
         return default
+
+    def engine_lacks(self, mapping: VisionAttentionMapping, *, engine: str) -> str | None:
+        """The engine release on this target when it is older than ``mapping`` needs, else None. Pure."""
+        version = self.engine_versions.get(engine)
+        needed = mapping.minimum_engine_version
+        if version is None or needed is None or version_key(version) >= version_key(needed):
+            return None
+        return version
 
     @property
     def accelerated(self) -> bool:
@@ -719,10 +764,6 @@ class GpuCompatibilityCatalog(CatalogModel):
         return next((profile for profile in self.profiles if profile.id == profile_id), None)
 
 
-PLACEHOLDER_TAG = "CHANGEME"
-"""An image tagged so in a shipped catalog is a placeholder the administrator replaces."""
-
-
 class FreeTokenRuntime(CatalogModel):
     """How a FreeToken activation becomes a container: image, command line and bounded choices.
 
@@ -751,10 +792,6 @@ class FreeTokenRuntime(CatalogModel):
             raise ValueError(f"'{default}' is not one of the memoryStrategies {sorted(strategies)}")
         return default
 
-    @property
-    def image_is_placeholder(self) -> bool:
-        return self.image.endswith(":" + PLACEHOLDER_TAG)
-
 
 class RealtimeProfile(NamedEntry):
     """A vLLM-Omni realtime profile: one backend, its default image and GPU plans."""
@@ -764,7 +801,8 @@ class RealtimeProfile(NamedEntry):
     backend: Literal["cuda", "rocm", "xpu", "cpu"]
     compute_target: KebabName
     image: Image | None = None
-    """The catalog-default image; None when an activation must give runtimeImage (CPU, XPU)."""
+    """The catalog-default image; None when an activation must give runtimeImage (catalogs.images
+    counts a missing image as unset)."""
     runtime_class_name: KebabName | None = None
     gpu_counts: tuple[int, ...] = Field(min_length=1)
     """The exclusive-allocation plans offered: GPUs per runtime (0 only on CPU)."""

@@ -1,7 +1,9 @@
-"""The committed CRD files of the api package, checked against the types or written from them.
+"""The committed CRD files, checked against the api types or written from them.
 
-`python -m cli.crds --check` exits 1 naming every file under `api/crds/` that is missing,
-differs from what `api.crdgen` renders, or belongs to no kind; `--write` regenerates them.
+They are committed twice: in the api package (`api/crds/`, which the program declares) and in
+the public Flux base (`magic-cluster/platform/magicstick-operator/crds/`, which Flux creates on a
+fresh install). `python -m cli.crds --check` exits 1 naming every file of either that is missing,
+differs from what `api.crdgen` renders, or belongs to no kind; `--write` regenerates both.
 """
 
 from __future__ import annotations
@@ -14,6 +16,17 @@ from pathlib import Path
 from api.crdgen import CRD_DIRECTORY, build_crds, file_name, render
 
 PROGRAM = "python -m cli.crds"
+PUBLIC_BASE_DIRECTORY = (
+    Path(__file__).resolve().parents[1] / "magic-cluster" / "platform" / "magicstick-operator" / "crds"
+)
+"""The public base's copy, applied with the default Appliance/local. It exists in a checkout of
+the repository only: an installed package carries no GitOps tree."""
+
+
+def committed_directories() -> tuple[Path, ...]:
+    """Where the CRD files are committed: `api/crds/`, and the public base's copy in a checkout."""
+    tree = PUBLIC_BASE_DIRECTORY.parents[2]
+    return (CRD_DIRECTORY, PUBLIC_BASE_DIRECTORY) if tree.is_dir() else (CRD_DIRECTORY,)
 
 
 def write_crds(directory: Path = CRD_DIRECTORY) -> list[Path]:
@@ -45,15 +58,19 @@ def main(argv: Sequence[str] | None = None) -> int:
     mode = parser.add_mutually_exclusive_group(required=True)
     mode.add_argument("--write", action="store_true", help="regenerate the CRD files")
     mode.add_argument("--check", action="store_true", help="fail when the CRD files differ from the types")
-    parser.add_argument("--directory", type=Path, default=CRD_DIRECTORY, help="where the CRD files live")
+    parser.add_argument(
+        "--directory", type=Path, help="where the CRD files live (default: api/crds/ and the public base's copy)"
+    )
     arguments = parser.parse_args(argv)
+    directories = (arguments.directory,) if arguments.directory else committed_directories()
     if arguments.write:
-        for path in write_crds(arguments.directory):
-            print(f"wrote {path}")
+        for directory in directories:
+            for path in write_crds(directory):
+                print(f"wrote {path}")
         return 0
-    stale = stale_files(arguments.directory)
-    for name in stale:
-        print(f"{arguments.directory / name} differs from the api types; run {PROGRAM} --write", file=sys.stderr)
+    stale = [directory / name for directory in directories for name in stale_files(directory)]
+    for path in stale:
+        print(f"{path} differs from the api types; run {PROGRAM} --write", file=sys.stderr)
     return 1 if stale else 0
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from collections.abc import Callable
 from dataclasses import replace
 from functools import partial
 from importlib import metadata
@@ -211,8 +212,6 @@ def _render(arguments: argparse.Namespace) -> int:
     if not to_stdout:
         check_output_directory(Path(arguments.out))
     result = render_files(snapshot=arguments.snapshot, options=_options(arguments), progress=progress)
-    for warning in result.warnings:
-        _warn("magicstick render", warning)
     resources_only = to_stdout and not arguments.all
     files = [file for file in result.files if file.folder == RESOURCES] if resources_only else result.files
     progress.stage(f"writing: {counted(len(files), 'file')}")
@@ -220,6 +219,9 @@ def _render(arguments: argparse.Namespace) -> int:
         write_stream(files, stream=sys.stdout)
     else:
         replace_directory(out=Path(arguments.out), files=files)
+    # After the writing: a render that fails there says so in one line, without the warnings.
+    for warning in result.warnings:
+        _warn("magicstick render", warning)
     print(summary(result, arguments.out, resources_only=resources_only), file=sys.stderr if to_stdout else sys.stdout)
     if arguments.strict and result.status_summary.failed:
         return EXIT_FINDING
@@ -235,7 +237,7 @@ def _diff(arguments: argparse.Namespace) -> int:
         # Both sides are rendered at one moment: statuses that depend on the clock (a stalled
         # pod, a backoff) must not differ only because the second render came later.
         options = replace(options, now=format_now(parse_now(None)))
-    warn = partial(_warn, "magicstick diff")
+    warn = _once(partial(_warn, "magicstick diff"))
     old = load_side(arguments.old, options=options, progress=progress, warn=warn)
     new = load_side(arguments.new, options=options, progress=progress, warn=warn)
     difference = compare(old, new)
@@ -262,6 +264,18 @@ def _snapshot(arguments: argparse.Namespace) -> int:
 
 def _warn(command: str, text: str) -> None:
     print(f"{command}: warning: {text}", file=sys.stderr, flush=True)
+
+
+def _once(warn: Callable[[str], None]) -> Callable[[str], None]:
+    """`warn`, skipping a text already given: both sides of a diff find the same unset images."""
+    given: set[str] = set()
+
+    def warn_once(text: str) -> None:
+        if text not in given:
+            given.add(text)
+            warn(text)
+
+    return warn_once
 
 
 _COMMANDS = {"render": _render, "diff": _diff, "snapshot": _snapshot, "backend": run_backend}

@@ -32,6 +32,7 @@ from cli.summary import counted, describe, listed, not_read, summarize
 from components.status import StatusBatchWrite
 from planning.frozen import thaw
 from planning.objects import decode_status
+from planning.plan import Plan
 from planning.provider_wire import MEMBERS_INPUT
 from planning.summary import RunSummary
 from program import main as program
@@ -148,18 +149,19 @@ def render_files(
         config = _config(path, options, recorded_namespace=loaded.system_namespace)
         progress.stage("planning")
         try:
-            _, run = run_offline(pulumi_program, config)
+            planned, run = run_offline(pulumi_program, config)
         except DuplicateUrnError as error:
             raise RenderInputError(f"{_source_name(snapshot)}: {error}") from error
-    result = _result(run, loaded, warnings=_warnings(_source_name(snapshot), loaded))
+    result = _result(run, loaded, warnings=_warnings(_source_name(snapshot), loaded, planned))
     progress.stage(f"declaring: {result.declared}")
     return result
 
 
-def _warnings(source: str, loaded: SnapshotFile) -> tuple[str, ...]:
-    if loaded.objects == 0:
-        return (f"{source} holds no objects; the render is what an empty cluster gives",)
-    return ()
+def _warnings(source: str, loaded: SnapshotFile, planned: object) -> tuple[str, ...]:
+    """An empty snapshot, then each image slot the run found unset (the warnings its log gives)."""
+    empty = (f"{source} holds no objects; the render is what an empty cluster gives",) if loaded.objects == 0 else ()
+    images = planned.unset_images if isinstance(planned, Plan) else ()
+    return (*empty, *(image.describe() for image in images))
 
 
 def _source_name(snapshot: Path | str) -> str:

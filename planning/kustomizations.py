@@ -41,6 +41,7 @@ def module_kustomization(
     activation: str | None,
     field_manager: str,
     parameters: Mapping[str, str] | None = None,
+    components: tuple[str, ...] = (),
 ) -> DesiredObject:
     """Build the Kustomization for `entry`.
 
@@ -49,6 +50,8 @@ def module_kustomization(
     must serve. Flux ignores healthChecks when wait is on, so only one of the two is written.
     `parameters` (variable -> text, planning.module_parameters) join the shared settings in
     post-build substitution; Flux gives inline values precedence over substituteFrom.
+    `components` (planning.module_parameters.components) are written only when there is one, as
+    Flux leaves the field out when it is empty.
     """
     labels = {MANAGED_BY: MANAGED_BY_VALUE, MODULE: entry.name}
     annotations = {FIELD_MANAGER_ANNOTATION: field_manager}
@@ -69,6 +72,8 @@ def module_kustomization(
             "substituteFrom": [{"kind": "ConfigMap", "name": SETTINGS_CONFIG_MAP, "optional": True}],
         },
     }
+    if components:
+        spec["components"] = list(components)
     if dependencies:
         spec["dependsOn"] = [{"name": dep.kustomization} for dep in sorted(dependencies, key=lambda d: d.kustomization)]
     if entry.required_crds and not entry.hardware_provider:

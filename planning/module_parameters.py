@@ -3,7 +3,9 @@
 A parameter the module does not declare, or a value that does not fit its type, is a problem
 named by field and rule; the activation is then rejected (planning.modules freezes its module).
 Declared parameters with a substitution variable become the generated Kustomization's
-post-build substitutions: the value given, else the catalog default.
+post-build substitutions: the value given, else the catalog default. A declared boolean with a
+component adds that Kustomize component of the module's path to the Kustomization's
+`spec.components` while it is true (its default is false: the part stays off unless asked for).
 """
 
 from __future__ import annotations
@@ -40,3 +42,11 @@ def substitutions(entry: ModuleEntry, parameters: Mapping[str, Any]) -> dict[str
         if value is not None:
             found[parameter.variable] = parameter.substitution(value)
     return dict(sorted(found.items()))
+
+
+def components(entry: ModuleEntry, parameters: Mapping[str, Any]) -> tuple[str, ...]:
+    """The Kustomize components (relative to the module's path) the parameters switch on, sorted;
+    ``parameters`` must have no problem. Pure."""
+    return tuple(
+        sorted(p.component for p in entry.parameters if p.component is not None and parameters.get(p.name) is True)
+    )

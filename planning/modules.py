@@ -60,7 +60,7 @@ from planning.labels import (
     SEEDED_FROM,
     is_generated,
 )
-from planning.module_parameters import parameter_problems, substitutions
+from planning.module_parameters import components, parameter_problems, substitutions
 from planning.objects import DesiredObject
 from planning.readiness import Verdict, Waiting, flux_readiness
 from planning.reasons import Reason, listed
@@ -210,6 +210,7 @@ def plan_modules(
     source = appliance_source(intent, snapshot)
     for name in _dependency_order(wanted, catalogs):
         activation = classified.winners.get(name)
+        given = activation.valid_spec.parameters if activation else {}
         outcomes[name] = _decide(
             entry=catalogs.modules.require(name),
             catalogs=catalogs,
@@ -220,9 +221,8 @@ def plan_modules(
             served_crds=snapshot.served_crds,
             source=source,
             activation=activation.name if activation else (name if name in seeded_modules else None),
-            parameters=substitutions(
-                catalogs.modules.require(name), activation.valid_spec.parameters if activation else {}
-            ),
+            parameters=substitutions(catalogs.modules.require(name), given),
+            components=components(catalogs.modules.require(name), given),
             auto_enabled=name not in enabled,
             requested_by=tuple(sorted(requested_by.get(name, ()))),
             settings=settings,
@@ -492,6 +492,7 @@ def _decide(
     requested_by: tuple[str, ...],
     settings: PlanSettings,
     parameters: Mapping[str, str],
+    components: tuple[str, ...],
 ) -> ModuleOutcome:
     """The outcome of one requested module, dependencies decided first. Pure."""
 
@@ -533,6 +534,7 @@ def _decide(
             activation=activation,
             field_manager=settings.field_manager,
             parameters=parameters,
+            components=components,
         )
 
     unready = sorted(d for d in entry.depends_on if not decided[d].serving)

@@ -52,6 +52,7 @@ from planning.settings import PlanSettings
 from planning.snapshot import Snapshot
 from planning.stale import StaleObject, stale_kustomizations
 from planning.status import appliance_status, bounded, module_activation_statuses, with_required_modules
+from planning.unset_images import UnsetImage, unset_images
 
 
 @dataclass(frozen=True)
@@ -92,6 +93,9 @@ class Plan:
     next_reconcile: Deadline | None = None
     """The earliest moment still to come at which a state changes with time alone
     (planning/deadlines.py); Appliance/local publishes it as status.nextReconcileAt."""
+    unset_images: tuple[UnsetImage, ...] = ()
+    """Image slots still holding a placeholder or nothing (planning/unset_images.py), each once:
+    the run logs a warning for each, `render` prints one."""
 
     @property
     def objects(self) -> tuple[DesiredObject, ...]:
@@ -222,6 +226,7 @@ def plan(
         validation_history=ValidationHistoryPlan(settings.system_namespace) if _amd_requested(modules) else None,
         model_catalog=catalog,
         next_reconcile=next_reconcile,
+        unset_images=unset_images(catalogs, snapshot),
     )
 
 

@@ -1,4 +1,5 @@
-"""One log line per run and one warning per object that needs attention, through Pulumi's log API.
+"""One log line per run, one warning per object that needs attention and one per image still to
+set, through Pulumi's log API.
 
 `pulumi up`, `pulumi preview` and the operator's workspace log show them, so what happened is
 readable without opening a status object.
@@ -18,9 +19,12 @@ def run_line(plan: Plan, summary: RunSummary) -> str:
 
 
 def log_run(plan: Plan) -> RunSummary:
-    """Log the run's summary (info) and every Failed, Degraded or Conflict object with its reason (warning)."""
+    """Log the run's summary (info), every Failed, Degraded or Conflict object with its reason
+    and every unset image slot once, however many activations wait on it (warnings)."""
     summary = summarize(plan.statuses)
     pulumi.log.info(run_line(plan, summary))
     for problem in summary.problems:
         pulumi.log.warn(problem.describe())
+    for image in plan.unset_images:
+        pulumi.log.warn(image.describe())
     return summary

@@ -8,8 +8,10 @@
 #      refuses a module. Beside it, `make test-pure` runs the pure suite (`pytest -m pure`)
 #      with every tool of the toolchain hidden (tests/pure_environment.py): it must need none
 #      of them, and a test that reaches for one without its marker fails there.
-#   2. Once the toolchain is built, `make images browser` (the real node's images, as root:
-#      about four minutes on a new machine, seconds when cached; chromium and axe-core), then
+#   2. Once the toolchain is built, `make images browser engine-sources` (the real node's images,
+#      as root: about four minutes on a new machine, seconds when cached; chromium and axe-core;
+#      the engines' source that docs/engine-arguments.md cites: about two minutes on a new
+#      machine, nothing when cached), then
 #      side by side: `make test-node` (tests/node: the real node, mostly waiting on the
 #      kubelet and the Pulumi Kubernetes Operator) and `make test-cluster` (every other suite
 #      that is not pure), whose output is shown as it runs.
@@ -65,8 +67,8 @@ if ((built != 0)); then
     exit "$built"
 fi
 
-make --no-print-directory images browser || {
-    printf 'run-tests: the images or the browser could not be set up (above); the tests that need them did not run\n' >&2
+make --no-print-directory images browser engine-sources || {
+    printf 'run-tests: the images, the browser or the engine sources could not be set up (above); the tests that need them did not run\n' >&2
     finish "the pure suite" "$pure"
     exit 1
 }

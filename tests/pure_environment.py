@@ -19,7 +19,12 @@ from typing import Final
 NOWHERE: Final = "/nonexistent/magicstick-pure-run"
 PREFIX: Final = "MAGICSTICK_"
 KEPT: Final = frozenset({"MAGICSTICK_GO_SOURCES"})
-CACHES: Final = ("MAGICSTICK_TOOLCHAIN_CACHE", "MAGICSTICK_IMAGE_CACHE", "MAGICSTICK_BROWSER_CACHE")
+CACHES: Final = (
+    "MAGICSTICK_TOOLCHAIN_CACHE",
+    "MAGICSTICK_IMAGE_CACHE",
+    "MAGICSTICK_BROWSER_CACHE",
+    "MAGICSTICK_ENGINE_SOURCES_CACHE",
+)
 
 
 def pure_environment(environ: Mapping[str, str]) -> dict[str, str]:

@@ -20,7 +20,7 @@ Rules:
   come from the node, which the common CNIs admit whatever the policy says;
 - the guard is ready when the Deployment carrying the planned spec hash has rolled out
   (planning.readiness `deployment_rollout`); until then no route gets a backend. A guard image
-  still tagged CHANGEME is never ready, and says so;
+  that is still a placeholder (catalogs.images) is never ready, and says so;
 - Envoy Gateway runs external authorization before OIDC and JWT by default. The EnvoyProxy
   `magicstick-proxy` moves `ext_authz` after `jwt_authn`, so the guard is asked only about
   requests whose ID token Envoy has already obtained and verified; the shared Gateway names it
@@ -34,6 +34,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from api import peer_kinds
+from catalogs.images import is_placeholder_image
 from planning.access_settings import AccessSettings
 from planning.labels import FIELD_MANAGER_ANNOTATION, MANAGED_BY, MANAGED_BY_VALUE, SKIP_AWAIT_ANNOTATION
 from planning.objects import OWNED_FORCE_ANNOTATION, DesiredObject
@@ -54,7 +55,6 @@ ENVOY_GATEWAY_NAMESPACE = "envoy-gateway-system"
 NAMESPACE_NAME_LABEL = "kubernetes.io/metadata.name"
 GUARD_USER = 65532
 GUARD_REPLICAS = 2
-PLACEHOLDER_TAG = ":CHANGEME"
 
 
 def grant_key(system_namespace: str, instance: str) -> str:
@@ -260,7 +260,7 @@ def observed_guard(snapshot: Snapshot, settings: AccessSettings) -> Workload | N
 
 def guard_readiness(snapshot: Snapshot, settings: AccessSettings, planned: tuple[DesiredObject, ...]) -> Verdict:
     """Whether the guard planned now serves: its rollout, and an image that can exist. Pure."""
-    if settings.guard_image.endswith(PLACEHOLDER_TAG):
+    if is_placeholder_image(settings.guard_image):
         return Verdict(
             Readiness.IN_PROGRESS,
             "GuardImageNotSet",

@@ -21,9 +21,11 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from enum import StrEnum
 from typing import Any, Final
 
+from api.model_runtimes import RUNTIME_LABEL as RUNTIME_LABEL
+from api.model_runtimes import DirectRuntimeKind as DirectRuntimeKind
+from api.model_runtimes import activation_label_value
 from api.vocabulary import Phase
 from planning.frozen import FrozenMap, freeze, thaw
 from planning.labels import FIELD_MANAGER_ANNOTATION, MANAGED_BY, MANAGED_BY_VALUE
@@ -34,8 +36,6 @@ from planning.readiness import SPEC_HASH_ANNOTATION, Readiness, Waiting, deploym
 from planning.reasons import Reason
 from planning.snapshot import ConfigMap, Node, Snapshot, Workload
 
-RUNTIME_LABEL = "appliance.magicstick.dev/runtime"
-"""On every object of a direct runtime: which runtime (a DirectRuntimeKind value)."""
 CONFIG_HASH_ANNOTATION = "appliance.magicstick.dev/config-hash"
 """On the Pod template: the hash of the runtime's ConfigMap, so a new bootstrap rolls the Pod."""
 RESTART_NONCE_ANNOTATION = "appliance.magicstick.dev/restart-nonce"
@@ -46,18 +46,6 @@ RUNTIME_INPUT: Final = "runtime"
 NAMESPACE_INPUT: Final = "namespace"
 OBJECTS_INPUT: Final = "objects"
 FIELD_MANAGER_INPUT: Final = "fieldManager"
-
-
-class DirectRuntimeKind(StrEnum):
-    """A runtime the program deploys itself; the value is also the prefix of its reasons."""
-
-    REALTIME = "Realtime"
-    FREETOKEN = "FreeToken"
-
-    @property
-    def label(self) -> str:
-        """The value of RUNTIME_LABEL."""
-        return self.value.lower()
 
 
 @dataclass(frozen=True)
@@ -137,19 +125,19 @@ def runtime_labels(kind: DirectRuntimeKind, activation: str) -> dict[str, str]:
     """The labels of every object of the runtime (and of its Pods). Pure."""
     return {
         MANAGED_BY: MANAGED_BY_VALUE,
-        ACTIVATION_LABEL: fit(activation, LABEL_VALUE_LIMIT),
+        ACTIVATION_LABEL: activation_label_value(activation),
         RUNTIME_LABEL: kind.label,
     }
 
 
 def pod_selector(kind: DirectRuntimeKind, activation: str) -> dict[str, str]:
     """The Deployment's selector (immutable once created, so it never includes anything that changes). Pure."""
-    return {ACTIVATION_LABEL: fit(activation, LABEL_VALUE_LIMIT), RUNTIME_LABEL: kind.label}
+    return {ACTIVATION_LABEL: activation_label_value(activation), RUNTIME_LABEL: kind.label}
 
 
 def _of_runtime(items: tuple[Any, ...], kind: DirectRuntimeKind, namespace: str, activation: str) -> Any | None:
     """The first of `items` (observed objects with `meta`) labelled as `activation`'s runtime. Pure."""
-    wanted = fit(activation, LABEL_VALUE_LIMIT)
+    wanted = activation_label_value(activation)
     return next(
         (
             item

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from api.model_runtimes import RUNTIME_STATUS_FIELD
 from api.validation import SpecError
 from api.vocabulary import Phase
 from catalogs import Catalogs
@@ -170,4 +171,4 @@ def plan_direct(
 
 def _fields(resolved: ResolvedLocalModel, kind: DirectRuntimeKind, namespace: str, activation: str) -> dict[str, Any]:
     fields = resolved.status_fields(model_ref=f"{namespace}/{runtime_name(activation)}", catalog_id=activation)
-    return fields | {"runtime": kind.label, "resolvedResourceProfile": None}
+    return fields | {RUNTIME_STATUS_FIELD: kind.label, "resolvedResourceProfile": None}

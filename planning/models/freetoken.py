@@ -14,8 +14,9 @@ Rules, pure:
 - `restartNonce` is a Pod template annotation: changing it restarts the runtime;
 - the CPU policy (engine defaults and cpuResources) is the container's CPU request and limit;
 - one replica; the NVIDIA RuntimeClass; no service-account token in the Pod;
-- a catalog image still tagged CHANGEME fails the activation (RuntimeImageNotSet) rather than
-  deploying an image that cannot exist.
+- a catalog image that is still a placeholder (catalogs.images) fails the activation
+  (RuntimeImageNotSet) rather than deploying an image that cannot exist; the message is the
+  sentence render and the run log warn with (planning.unset_images).
 """
 
 from __future__ import annotations
@@ -39,6 +40,7 @@ from planning.models.direct import (
 )
 from planning.models.resolve import ResolvedLocalModel
 from planning.reasons import Reason
+from planning.unset_images import freetoken_image
 
 KIND = DirectRuntimeKind.FREETOKEN
 NVIDIA_TARGET = "nvidia-gpu"
@@ -142,11 +144,9 @@ def plan_freetoken(
 
 def _check_runtime(runtime: FreeTokenRuntime, settings: FreeTokenSettings, local: LocalModelSpec) -> None:
     """What the catalog and the runtime refuse, each naming its field. Raises SpecError. Pure."""
-    if runtime.image_is_placeholder:
-        raise FreeTokenImageNotSet(
-            "catalogs/runtimes.yaml freetoken.image",
-            f"'{runtime.image}' is the shipped placeholder; build a FreeToken image and set its tag in your catalog directory",
-        )
+    unset = freetoken_image(runtime)
+    if unset is not None:
+        raise FreeTokenImageNotSet(unset.field, unset.rule)
     if settings.memory_strategy not in runtime.memory_strategies:
         raise SpecError(
             "spec.local.freetoken.memoryStrategy",

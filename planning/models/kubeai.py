@@ -1,8 +1,9 @@
 """The KubeAI Model (kubeai.org/v1) generated for one local activation, and its CPU profile.
 
-Engine settings map as follows:
+Engine settings map as follows (docs/engine-arguments.md: where each engine reads each one):
 - vLLM: `--kv-cache-dtype=<type>` (fp8 adds `--calculate-kv-scales`), on CPU the KV-cache
-  size `--kv-cache-memory-bytes=<n>`, `--max-model-len` and `--max-num-seqs` when set, and
+  size as VLLM_CPU_KVCACHE_SPACE in whole GiB (the CPU backend reads nothing else),
+  `--max-model-len` and `--max-num-seqs` when set, and
   the vision-attention arguments and environment of the compute-target catalog when the
   activation chooses a value (`auto` sets none, so KubeAI's own choice applies; an omitted
   object leaves the arguments the Model already has);
@@ -28,16 +29,17 @@ from dataclasses import dataclass
 from typing import Any
 
 from api import peer_kinds
+from api.model_runtimes import MODEL_ACTIVATION_LABEL, activation_label_value
 from catalogs import Catalogs
 from planning.frozen import freeze, freeze_map, thaw
 from planning.labels import FIELD_MANAGER_ANNOTATION, MANAGED_BY, MANAGED_BY_VALUE
 from planning.models.resolve import ResolvedLocalModel
-from planning.names import KUBEAI_MODEL_NAME_LIMIT, LABEL_VALUE_LIMIT, fit
+from planning.names import KUBEAI_MODEL_NAME_LIMIT, fit
 from planning.objects import DesiredObject
 from planning.snapshot import KubeAIModel, Snapshot
 
 MODEL_API_VERSION = peer_kinds.KUBEAI_MODEL.api_version
-ACTIVATION_LABEL = "appliance.magicstick.dev/model-activation"
+ACTIVATION_LABEL = MODEL_ACTIVATION_LABEL
 ACTIVATION_ANNOTATION = "appliance.magicstick.dev/activation"
 VISION_ANNOTATION = "appliance.magicstick.dev/vision-attention"
 MAX_CPU_PROFILES = 64
@@ -52,6 +54,7 @@ MODEL_SERVER_PORT = 8000
 """KubeAI's model server containers (vLLM and Ollama alike) listen on port 8000."""
 CACHED_MODEL_IMMUTABLE = ("spec.url", "spec.cacheProfile")
 """What KubeAI's Model schema refuses to change once a Model has a cache profile."""
+VLLM_CPU_KV_CACHE_VARIABLE = "VLLM_CPU_KVCACHE_SPACE"
 SCALE_DOWN_DELAY_SECONDS = 30
 TARGET_REQUESTS = 100
 
@@ -216,8 +219,8 @@ def engine_settings(
         args.append(f"--kv-cache-dtype={resolved.kv_cache_type}")
         if resolved.kv_cache_type == "fp8":
             args.append("--calculate-kv-scales")
-        if resolved.kv_cache_memory_bytes is not None:
-            args.append(f"--kv-cache-memory-bytes={resolved.kv_cache_memory_bytes}")
+        if resolved.effective_kv_cache_gib is not None:
+            env[VLLM_CPU_KV_CACHE_VARIABLE] = str(resolved.effective_kv_cache_gib)
         if resolved.context_window is not None:
             args.append(f"--max-model-len={resolved.context_window}")
         if resolved.max_num_seqs is not None:
@@ -283,7 +286,7 @@ def kubeai_model(
         "metadata": {
             "name": name,
             "namespace": namespace,
-            "labels": {MANAGED_BY: MANAGED_BY_VALUE, ACTIVATION_LABEL: fit(activation, LABEL_VALUE_LIMIT)},
+            "labels": {MANAGED_BY: MANAGED_BY_VALUE, ACTIVATION_LABEL: activation_label_value(activation)},
             "annotations": annotations,
         },
         "spec": spec,

@@ -1,7 +1,8 @@
 """Memory estimates of local models, and the admission of their budgets. PURE.
 
 The estimate splits a model's memory into weights (the artifact's `weightsMi`), cache (the
-KV cache: `kvCacheMemoryBytes` on CPU vLLM, else the artifact's `kvCacheMiPer1kTokens` for
+KV cache: on CPU vLLM the size the engine holds for `kvCacheMemoryBytes` (whole GiB, rounded up:
+`vllm_cpu_kv_cache_gib`), else the artifact's `kvCacheMiPer1kTokens` for
 `contextWindow` tokens (4096 when omitted) and `maxNumSeqs` sequences (1 when omitted), scaled
 by the cache precision) and runtime (the engine's `runtimeMemoryMi`, always host RAM). Then:
 
@@ -41,6 +42,7 @@ DEFAULT_SEQUENCES = 1
 HEADROOM_PERCENT = 20
 MEMORY_UNIT_MI = 16
 _MI = 1024 * 1024
+_GI = 1024 * _MI
 CACHE_PRECISION_SCALE = {"auto": 1.0, "f16": 1.0, "fp8": 0.5, "q8_0": 0.5, "q4_0": 0.25}
 """Size of a KV-cache type relative to 16-bit."""
 
@@ -115,10 +117,20 @@ def with_headroom(mi: int) -> int:
     return round_up(ceil(mi * (100 + HEADROOM_PERCENT) / 100))
 
 
+def vllm_cpu_kv_cache_gib(requested_bytes: int) -> int:
+    """The KV cache vLLM's CPU backend holds for `requested_bytes`, in GiB. Pure.
+
+    That backend sizes its cache from VLLM_CPU_KVCACHE_SPACE alone, a whole number of GiB (0 would
+    leave no cache, unset means 4), and ignores --kv-cache-memory-bytes (docs/engine-arguments.md);
+    so the request is rounded up to whole GiB, at least one.
+    """
+    return max(1, ceil(requested_bytes / _GI))
+
+
 def cache_mi(inputs: MemoryInputs) -> int | None:
     """The KV cache in MiB, or None when the artifact gives no cache fact. Pure."""
     if inputs.on_cpu and inputs.kv_cache_memory_bytes is not None:
-        return ceil(inputs.kv_cache_memory_bytes / _MI)
+        return vllm_cpu_kv_cache_gib(inputs.kv_cache_memory_bytes) * 1024
     if inputs.kv_cache_mi_per_1k_tokens is None:
         return None
     tokens = (inputs.context_window or DEFAULT_CONTEXT_TOKENS) * (inputs.max_num_seqs or DEFAULT_SEQUENCES)

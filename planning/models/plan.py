@@ -208,6 +208,7 @@ def _observed_model(snapshot: Snapshot, parsed: Parsed[Any]) -> KubeAIModel | No
 def _resolved_fields(resolved: ResolvedLocalModel, namespace: str, name: str, profile: str | None) -> dict[str, Any]:
     return resolved.status_fields(model_ref=f"{namespace}/{name}", catalog_id=name) | {
         "requestedKvCacheType": resolved.kv_cache_type,
+        "requestedKvCacheMemoryBytes": resolved.kv_cache_memory_bytes,
         "resolvedResourceProfile": profile,
         "memoryRequiredMi": resolved.memory_required_mi,
         "vramRequiredMi": resolved.vram_mi,
@@ -408,6 +409,7 @@ HELD_FIELDS = frozenset(
         "computeTarget",
         "engine",
         "requestedKvCacheType",
+        "requestedKvCacheMemoryBytes",
         "resolvedResourceProfile",
         "memoryRequiredMi",
         "vramRequiredMi",
@@ -917,6 +919,8 @@ def _lifecycle_fields(
     }
     if lifecycle.ready_replicas > 0:
         fields["effectiveKvCacheType"] = resolved.kv_cache_type
+        if resolved.effective_kv_cache_memory_bytes is not None:
+            fields["effectiveKvCacheMemoryBytes"] = resolved.effective_kv_cache_memory_bytes
     if resolved.engine == "OLlama":
         samples = [snapshot.ollama_of(namespace, pod) for pod in ready_pods]
         measured = [s for s in samples if s is not None and s.total_mi is not None]

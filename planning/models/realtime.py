@@ -6,7 +6,8 @@ Rules, pure:
   the activation's; ordinary engine settings (kvCacheType, vllm, cpuOffloading, more than one
   replica) do not apply and are refused naming the field;
 - the image is `runtimeImage`, else the profile's catalog default; a profile without one (CPU,
-  XPU, ROCm here) needs `runtimeImage` (RuntimeImageNotSet);
+  XPU here) needs `runtimeImage`. A chosen image that is a placeholder, or none at all
+  (catalogs.images), fails the activation (RuntimeImageNotSet);
 - placement: `gpuNode`, a Linux node that must exist (GpuNodeNotFound) and have allocatable
   resources: `gpuCount` whole GPUs of the target's resource (one of the profile's plans; 0 on
   CPU, no GPU request then) and RAM for `systemMemoryMi`, the Pod's request and limit. No
@@ -30,6 +31,7 @@ from typing import Any
 from api.models import LocalModelSpec, RealtimeSettings
 from api.validation import SpecError
 from catalogs import Catalogs, RealtimeProfile, RealtimeRuntime
+from catalogs.images import is_placeholder_image
 from planning.hardware.capacity import quantity_count
 from planning.labels import FIELD_MANAGER_ANNOTATION
 from planning.models.direct import (
@@ -54,6 +56,7 @@ from planning.names import LABEL_VALUE_LIMIT, fit
 from planning.objects import OWNED_FORCE_ANNOTATION, DesiredObject
 from planning.reasons import Reason
 from planning.snapshot import Snapshot
+from planning.unset_images import realtime_image
 
 KIND = DirectRuntimeKind.REALTIME
 SOURCE_ANNOTATION = "appliance.magicstick.dev/realtime-source"
@@ -65,8 +68,11 @@ NVIDIA_RUNTIME_CLASS = "nvidia"
 SHARED_MEMORY_LIMIT = "2Gi"
 
 
+RUNTIME_IMAGE_FIELD = "spec.local.realtime.runtimeImage"
+
+
 class RealtimeImageNotSet(SpecError):
-    """The profile has no catalog image and the activation gives no runtimeImage."""
+    """The image the runtime would run is a placeholder, or there is none (catalogs.images)."""
 
 
 class ImmutableField(SpecError):
@@ -103,7 +109,7 @@ def plan_realtime(
     profile = _profile(settings, local, catalog)
     _no_engine_settings(local)
     _unchanged_source(snapshot, namespace, activation, url=resolved.url, profile=profile.name)
-    image = _image(settings, profile)
+    image = _image(settings, profile, catalog)
     gpu_count = _gpu_count(settings, profile)
     memory = settings.system_memory_mi or profile.system_memory_mi
     if claim is not None and gpu_count != 1:
@@ -150,15 +156,23 @@ def plan_realtime(
     )
 
 
-def _image(settings: RealtimeSettings, profile: RealtimeProfile) -> str:
-    """runtimeImage, else the profile's catalog image. Raises RealtimeImageNotSet. Pure."""
-    image = settings.runtime_image or profile.image
-    if not image:
+def _image(settings: RealtimeSettings, profile: RealtimeProfile, catalog: RealtimeRuntime) -> str:
+    """runtimeImage, else the profile's catalog image; an empty runtimeImage is none. Raises
+    RealtimeImageNotSet when the one chosen is a placeholder (catalogs.images). Pure."""
+    if settings.runtime_image:
+        if is_placeholder_image(settings.runtime_image):
+            raise RealtimeImageNotSet(
+                RUNTIME_IMAGE_FIELD,
+                f"'{settings.runtime_image}' is a placeholder; set a vLLM-Omni {catalog.version} image built for "
+                f"{profile.backend}",
+            )
+        return settings.runtime_image
+    unset = realtime_image(profile, catalog)
+    if unset is not None:
         raise RealtimeImageNotSet(
-            "spec.local.realtime.runtimeImage",
-            f"profile {profile.name} ({profile.backend}) has no catalog image: set a vLLM-Omni image built for {profile.backend}",
+            RUNTIME_IMAGE_FIELD, f"is required while {unset.field} is unset ({unset.state}); {unset.remedy}"
         )
-    return image
+    return str(profile.image)
 
 
 def _server_container(

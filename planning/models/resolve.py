@@ -17,7 +17,14 @@ from api.models import LocalModelSpec
 from api.validation import SpecError
 from catalogs import ArtifactEntry, Catalogs, EngineEntry
 from planning.hardware.memory import DISCRETE, HostMemory
-from planning.models.memory import MemoryBudget, MemoryEstimate, MemoryInputs, admit_memory, estimate_memory
+from planning.models.memory import (
+    MemoryBudget,
+    MemoryEstimate,
+    MemoryInputs,
+    admit_memory,
+    estimate_memory,
+    vllm_cpu_kv_cache_gib,
+)
 from planning.models.model_url import ModelUrlError, ollama_model, parse_model_url
 from planning.requirements import check_cpu_resources
 
@@ -65,6 +72,19 @@ class ResolvedLocalModel:
     @property
     def on_cpu(self) -> bool:
         return self.compute_target == "cpu"
+
+    @property
+    def effective_kv_cache_gib(self) -> int | None:
+        """The KV cache CPU vLLM holds for kv_cache_memory_bytes (VLLM_CPU_KVCACHE_SPACE); None elsewhere."""
+        if self.kv_cache_memory_bytes is None:
+            return None
+        return vllm_cpu_kv_cache_gib(self.kv_cache_memory_bytes)
+
+    @property
+    def effective_kv_cache_memory_bytes(self) -> int | None:
+        """effective_kv_cache_gib in bytes: what status.effectiveKvCacheMemoryBytes reports."""
+        gib = self.effective_kv_cache_gib
+        return None if gib is None else gib * 1024**3
 
     def status_fields(self, *, model_ref: str, catalog_id: str) -> dict[str, Any]:
         """The ModelActivation status fields of what the activation resolves to, every runtime
@@ -279,6 +299,17 @@ def _vision_attention(local: LocalModelSpec, catalogs: Catalogs) -> str | None:
         raise SpecError(
             "spec.local.vllm.visionAttention",
             f"'{value}' is not available on computeTarget {local.compute_target} (choices: {where})",
+        )
+    mapping = choices[value]
+    older = target.engine_lacks(mapping, engine=local.engine) if target is not None else None
+    if older is not None:
+        raise SpecError(
+            "spec.local.vllm.visionAttention",
+            f"'{value}' passes {' '.join(mapping.args)}, which vLLM {older} (the {local.compute_target} image of "
+            f"KubeAI's release) does not accept: it needs vLLM {mapping.minimum_engine_version} or newer. Choose "
+            f"auto, or run a newer image (modelServers.VLLM.images.{local.compute_target} in "
+            f"magic-cluster/apps/ai/kubeai/helmrelease.yaml, and its release in engineVersions of "
+            f"catalogs/compute-targets.yaml)",
         )
     return value
 

@@ -15,7 +15,7 @@ import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 from urllib.parse import quote
 
 import httpx
@@ -31,6 +31,9 @@ from providers.kube.errors import (
 )
 from providers.kube.retry import RetryPolicy
 from providers.kube.watch import TcpKeepalive, WatchStream, set_keepalive
+
+PropagationPolicy = Literal["Background", "Foreground", "Orphan"]
+"""DeleteOptions.propagationPolicy: what becomes of an object's dependents when it is deleted."""
 
 APPLY_PATCH = "application/apply-patch+yaml"
 MERGE_PATCH = "application/merge-patch+json"
@@ -364,12 +367,17 @@ class KubeClient:
         *,
         uid: str | None = None,
         resource_version: str | None = None,
+        propagation_policy: PropagationPolicy | None = None,
     ) -> None:
-        """Delete one object, optionally only if it still has this UID and resourceVersion."""
+        """Delete one object, optionally only if it still has this UID and resourceVersion;
+        `propagation_policy` (Background, Foreground, Orphan) decides what becomes of its
+        dependents (the server's default for the kind when None)."""
         preconditions = {k: v for k, v in (("uid", uid), ("resourceVersion", resource_version)) if v}
         body: dict[str, Any] = {"apiVersion": "v1", "kind": "DeleteOptions"}
         if preconditions:
             body["preconditions"] = preconditions
+        if propagation_policy is not None:
+            body["propagationPolicy"] = propagation_policy
         self.request("DELETE", kind.object_path(name, namespace), body=body, content_type="application/json")
 
 

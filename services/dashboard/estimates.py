@@ -24,9 +24,9 @@ same way, so the figures are the ones the program writes to `status.memoryEstima
   `contextWindow` tokens (4096 when omitted) and `maxNumSeqs` sequences (1 when omitted),
   scaled by the cache precision: the program's `cache_mi`, rounded up to whole 16 MiB units
   (`round_up`), in bytes. The estimate then reads it back as the program will, so its cache is
-  that rounded figure. Without a `kvCacheMiPer1kTokens` nothing is derived (None), and the
-  program's 512 MiB compatibility fallback is what runs and what the estimate counts
-  (`KV_CACHE_FALLBACK_BYTES`).
+  what CPU vLLM holds for it: whole GiB (`vllm_cpu_kv_cache_gib`). Without a
+  `kvCacheMiPer1kTokens` nothing is derived (None), and the program's 512 MiB compatibility
+  fallback is what is asked (`KV_CACHE_FALLBACK_BYTES`), one GiB what the estimate counts.
 - `cpuOffloadMi` (cpuOffloading true only; None elsewhere): 0 for Ollama (GPU-first auto-fit);
   for vLLM on NVIDIA, the weights that do not fit the VRAM budget once the cache has its place
   there: weights + cache - VRAM budget, at least 0 and at most the weights. None when the estimate

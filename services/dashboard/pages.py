@@ -181,18 +181,30 @@ def _module_values(fields: FormFields, catalogs: Catalogs, module: str) -> dict[
     }
 
 
+BOOLEAN_TEXTS = {"true": True, "false": False}
+"""How a boolean parameter's field (its select) writes each value."""
+
+
 def _module_parameters(fields: FormFields, catalogs: Catalogs, module: str) -> dict[str, object]:
     """The non-empty `param.<name>` fields; each must name a parameter the catalog declares for
-    the module (an uncatalogued module is refused by its operation)."""
+    the module (an uncatalogued module is refused by its operation). A boolean parameter's text
+    is sent as the boolean the program accepts; other parameters as their text."""
     entry = catalogs.modules.get(module)
-    declared = {parameter.name for parameter in entry.parameters} if entry is not None else None
+    declared = {parameter.name: parameter.type for parameter in entry.parameters} if entry is not None else None
     parameters: dict[str, object] = {}
     for key in fields.names("param."):
         value = fields.text(key)
         parameter = key.removeprefix("param.")
         if declared is not None and parameter not in declared:
             fields.refuse(key, "is not a parameter the catalog declares for this module")
-        elif value is not None:
+        elif value is None:
+            continue
+        elif declared is not None and declared[parameter] == "boolean":
+            if value in BOOLEAN_TEXTS:
+                parameters[parameter] = BOOLEAN_TEXTS[value]
+            else:
+                fields.refuse(key, "must be true or false")
+        else:
             parameters[parameter] = value
     return parameters
 

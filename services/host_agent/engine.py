@@ -8,8 +8,9 @@ For each operation bound to this node's UID, in name order:
    recorded outcome is (re)written. Nothing is ever started twice.
 2. a terminal status and no entry: nothing to do.
 3. otherwise the bindings are checked again (spec.nodeName must be the node whose UID it names,
-   then requests.binding_problem, then the action's own `check`): a refusal is written and the
-   host is not touched;
+   then spec.requestID must be no other operation's that came first (requests.duplicate_problem,
+   decided over every node's operations), then requests.binding_problem, then the action's own
+   `check`): a refusal is written and the host is not touched;
 4. the action may hold (`wait`): its status is written and the next pass looks again;
 5. the status says what is about to happen, the `started` entry is made durable, the action
    runs, the `finished` (or `applied`) entry is made durable, then the status is written.
@@ -48,7 +49,13 @@ from services.host_agent.actions.text import one_line
 from services.host_agent.evidence import rfc3339
 from services.host_agent.failpoints import Failpoint, reach
 from services.host_agent.journal import Entry, Journal, JournalError, Outcome, Stage
-from services.host_agent.requests import HostOperation, binding_problem, failed
+from services.host_agent.requests import (
+    HostOperation,
+    binding_problem,
+    duplicate_problem,
+    failed,
+    request_id_holders,
+)
 
 LOGGER = logging.getLogger("services.host_agent")
 
@@ -88,8 +95,9 @@ class Engine:
     def run_once(self, objects: list[dict[str, Any]]) -> None:
         operations = sorted((HostOperation.from_object(obj) for obj in objects), key=lambda op: op.name)
         mine = [op for op in operations if op.node_uid == self.context.host.node_uid]
+        holders = request_id_holders(operations)
         for operation in mine:
-            cause = self._failure(operation, partial(self.handle, operation))
+            cause = self._failure(operation, partial(self.handle, operation, holders))
             if cause is not None:
                 ended = self._failure(operation, partial(self._end, operation, cause))
                 if ended is not None:
@@ -157,7 +165,8 @@ class Engine:
             except JournalError as error:
                 LOGGER.error("%s; tried again on the next pass", error)
 
-    def handle(self, operation: HostOperation) -> None:
+    def handle(self, operation: HostOperation, holders: Mapping[str, HostOperation]) -> None:
+        """`holders`: the operation that keeps each request ID (requests.request_id_holders)."""
         action = ACTIONS.get(operation.action)
         entry = self.journal.read(operation.uid)
         if entry is not None and action is not None:
@@ -174,6 +183,7 @@ class Engine:
             )
             return
         problem = self._misbound(operation)
+        problem = problem or duplicate_problem(operation, holders)
         problem = problem or binding_problem(
             operation, boot_id=self.context.host.facts.boot_id, plans=self.context.host.plans.by_action()
         )

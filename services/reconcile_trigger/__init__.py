@@ -5,7 +5,9 @@ lists (providers/live_reader.py `reads()`: the runtime resources, Nodes, generat
 KubeAI Models and Pods, direct runtimes, Gateway objects, the shared ConfigMaps) and, when a
 change can alter the plan, sets the Stack's `pulumi.com/reconciliation-request` annotation to a
 new value, which makes PKO reconcile the Stack now. A burst of changes gives one request; status
-churn (a crash-looping Pod) is requested with a growing backoff, a spec change at once.
+churn (a crash-looping Pod) is requested with a growing backoff, a spec change at once. It also
+holds each ModelActivation with a direct runtime (realtime, FreeToken) with a finalizer, and
+deletes that runtime as soon as the activation is deleted.
 
 Modules, from the entry point inwards:
 
@@ -19,5 +21,6 @@ Modules, from the entry point inwards:
 - `debounce`: a burst of changes into one batch (quiet period, bounded by a maximum delay), and
   the backoff of churn;
 - `events`: the Event on the Stack that reports a forbidden kind;
+- `cleanup`: the finalizer cleanup of direct runtimes;
 - `stack`: the request annotation, the Stalled condition and the retry of a Stalled Stack.
 """

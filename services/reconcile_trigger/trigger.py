@@ -11,7 +11,10 @@ Threads, each with its own connection to the API server:
 - the stall monitor: GETs the Stack every `stall_poll_seconds` and, while it is Stalled,
   reports a change when `StallRetry` says so (so the re-request is debounced like any other);
 - the deadline alarm (deadline.py): the Appliance watch hands it Appliance/local as it changes;
-  when the wall clock reaches its status.nextReconcileAt, it reports a change (debounced too).
+  when the wall clock reaches its status.nextReconcileAt, it reports a change (debounced too);
+- the runtime cleanup (cleanup.py): the ModelActivation watch hands it every activation as it
+  changes; it holds those with a direct runtime with its finalizer and, once one is deleted,
+  deletes that runtime's objects and releases it.
 
 `health()` and `readiness()` are what /healthz and /readyz answer (probes.py).
 
@@ -31,8 +34,10 @@ from datetime import UTC, datetime
 from types import TracebackType
 from typing import Any
 
-from providers.kinds import APPLIANCE
+from providers.kinds import APPLIANCE, MODEL_ACTIVATION
 from providers.kube import KubeAccess, KubeClient, KubeConfigError, KubeError, open_client
+from services.reconcile_trigger.cleanup import DEFAULT_BACKOFF as CLEANUP_BACKOFF
+from services.reconcile_trigger.cleanup import RELEASE_AFTER, RuntimeCleanup
 from services.reconcile_trigger.deadline import DeadlineAlarm, Published
 from services.reconcile_trigger.debounce import DEFAULT_CHURN_BACKOFF, Batch, ChurnState, Debouncer
 from services.reconcile_trigger.events import create_event, forbidden_event
@@ -49,7 +54,7 @@ from services.reconcile_trigger.stack import (
     request_value,
 )
 from services.reconcile_trigger.watcher import KindWatcher, Refusal, WatchTiming
-from services.reconcile_trigger.watches import WatchTarget
+from services.reconcile_trigger.watches import WatchTarget, runtime_namespaces
 
 LOGGER = logging.getLogger("magicstick.reconcile_trigger")
 
@@ -75,6 +80,10 @@ class Timing:
     stale_seconds: float = 120.0
     """/healthz fails when a watch heard nothing from the API server this long: longer than a
     hung watch's read deadline, the longest backoff and one more attempt together."""
+    cleanup_backoff: Backoff = CLEANUP_BACKOFF
+    """Between attempts of one activation's finalizer cleanup (cleanup.py)."""
+    cleanup_release_after: int = RELEASE_AFTER
+    """Failed cleanups of one activation after which its finalizer is released anyway."""
 
 
 @dataclass(frozen=True)
@@ -119,6 +128,16 @@ class ReconcileTrigger:
         self.progress = Progress()
         """Notified after each change of what the trigger and its watches report."""
         self._alarm = DeadlineAlarm(report=self._debouncer.add, wall_clock=wall_clock, progress=self.progress)
+        self.cleanup = RuntimeCleanup(
+            access=access,
+            namespaces=runtime_namespaces(targets),
+            stop=self._stop,
+            progress=self.progress,
+            backoff=timing.cleanup_backoff,
+            release_after=timing.cleanup_release_after,
+        )
+        """Holds ModelActivations with a direct runtime and deletes that runtime with them."""
+        observers = {APPLIANCE: self._alarm.observe, MODEL_ACTIVATION: self.cleanup.observe}
         self.watchers = tuple(
             KindWatcher(
                 target,
@@ -129,7 +148,7 @@ class ReconcileTrigger:
                 on_listed=self._on_listed,
                 on_forbidden=self._report_forbidden,
                 progress=self.progress,
-                observe=self._alarm.observe if target.kind == APPLIANCE else None,
+                observe=observers.get(target.kind),
             )
             for target in targets
         )
@@ -154,6 +173,7 @@ class ReconcileTrigger:
             ("requester", self._request_loop),
             ("stall monitor", self._stall_loop),
             ("deadline alarm", self._alarm.run),
+            ("runtime cleanup", self.cleanup.run),
         ]
         for name, body in bodies:
             thread = threading.Thread(target=self._guarded, args=(body,), name=name, daemon=True)
@@ -168,6 +188,7 @@ class ReconcileTrigger:
         self._listed_all.set()
         self._debouncer.close()
         self._alarm.close()
+        self.cleanup.close()
         for watcher in self.watchers:
             watcher.abort()
         deadline = time.monotonic() + self._timing.stop_seconds

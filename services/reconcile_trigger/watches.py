@@ -71,6 +71,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any, Final
 
+from api.model_runtimes import RUNTIME_LABEL
 from providers.kinds import (
     CONFIG_MAP,
     DEPLOYMENT,
@@ -100,8 +101,8 @@ KUBEAI_CONFIG_SELECTOR: Final = "app.kubernetes.io/name=kubeai,app.kubernetes.io
 """KubeAI's own configuration (live_reader.KUBEAI_CONFIG_SELECTOR): its AMD images decide runtimeReady."""
 MANAGED_SELECTOR: Final = "app.kubernetes.io/managed-by=magicstick"
 """Objects the program created itself (live_reader.MANAGED_SELECTOR)."""
-RUNTIME_SELECTOR: Final = "appliance.magicstick.dev/runtime"
-"""The label key of every direct runtime's objects (planning.models.direct.RUNTIME_LABEL)."""
+RUNTIME_SELECTOR: Final = RUNTIME_LABEL
+"""The label key of every direct runtime's objects (api/model_runtimes.py, as the program labels them)."""
 NODE_ANNOTATION_PREFIX: Final = "appliance.magicstick.dev/"
 NODE_STATUS_FIELDS: Final = ("allocatable", "capacity", "nodeInfo")
 """What the plan reads of a Node's status."""
@@ -171,6 +172,20 @@ def watch_targets(
             WatchTarget(POD, namespace, RUNTIME_SELECTOR),
         ]
     return tuple(dict.fromkeys(targets))
+
+
+def runtime_namespaces(targets: Iterable[WatchTarget]) -> tuple[str, ...]:
+    """The namespaces whose direct runtimes `targets` watch (their Deployments): where the
+    runtime cleanup acts (cleanup.py), and where the trigger's RBAC lets it delete. Pure."""
+    return tuple(
+        sorted(
+            {
+                t.namespace
+                for t in targets
+                if t.kind == DEPLOYMENT and t.label_selector == RUNTIME_SELECTOR and t.namespace is not None
+            }
+        )
+    )
 
 
 def _appliance_sensitivity(kind: ResourceKind) -> Sensitivity:

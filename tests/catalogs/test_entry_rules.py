@@ -249,8 +249,14 @@ def test_a_validation_image_must_be_a_fixed_registry_reference(override, load_er
     assert (error.entry, error.field) == ("strix-halo", "engines.VLLM.validationImage")
 
 
-def test_a_validation_image_may_be_pinned_by_digest(override):
-    image = "registry.example.com/magicstick/vllm-rocm-validation@sha256:" + "0" * 64
+@pytest.mark.parametrize(
+    "image",
+    [
+        "registry.example.com/magicstick/vllm-rocm-validation@sha256:" + "0" * 64,
+        "registry.example.com/magicstick/vllm-rocm-validation:rocm7.0.0-vllm0.11.2-1@sha256:" + "0" * 64,
+    ],
+)
+def test_a_validation_image_may_be_pinned_by_digest_with_or_without_its_tag(override, image):
     directory = override(
         "gpu-compatibility.yaml",
         lambda d: entry_named(d, "profiles", "strix-halo")["engines"]["VLLM"].update(validationImage=image),

@@ -17,6 +17,46 @@ def test_the_shipped_litellm_module_declares_its_postgres_storage():
     assert (parameter.type, parameter.default, parameter.variable) == ("quantity", "5Gi", "LITELLM_POSTGRES_STORAGE")
 
 
+def test_the_shipped_litellm_module_switches_its_database_on_by_a_component_parameter():
+    (parameter,) = [p for p in load_catalogs().modules.get("litellm").parameters if p.name == "postgres"]
+    assert (parameter.type, parameter.default, parameter.variable, parameter.component) == (
+        "boolean",
+        False,
+        None,
+        "postgres",
+    )
+
+
+SWITCH = {"name": "postgres", "type": "boolean", "default": False, "component": "postgres"}
+REJECTED_SWITCHES = {
+    # id: (changes to the postgres declaration, field, words of the rule)
+    "not-a-boolean": (
+        {"type": "string", "default": "false"},
+        "parameters[0]",
+        "must be a boolean whose default is false",
+    ),
+    "on-by-default": ({"default": True}, "parameters[0]", "must be a boolean whose default is false"),
+    "with-a-variable": (
+        {"variable": "LITELLM_POSTGRES"},
+        "parameters[0]",
+        "a parameter with a component has no variable",
+    ),
+    "above-the-path": ({"component": "../postgres"}, "parameters[0].component", "a directory below the module's path"),
+    "absolute": ({"component": "/postgres"}, "parameters[0].component", "a directory below the module's path"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(REJECTED_SWITCHES))
+def test_a_malformed_component_parameter_is_rejected_naming_its_field(override, load_error, case):
+    change, field, rule = REJECTED_SWITCHES[case]
+    directory = override(
+        "modules.yaml", lambda d: entry_named(d, "modules", "litellm").update(parameters=[{**SWITCH, **change}])
+    )
+    error = load_error(directory)
+    assert (error.entry, error.field) == ("litellm", field)
+    assert rule in error.message
+
+
 def test_the_shipped_gpu_parameters_are_declared_without_a_substitution_variable():
     modules = load_catalogs().modules
     declared = {m: {p.name: p.variable for p in modules.get(m).parameters} for m in ("amd-gpu", "gpu")}

@@ -1,4 +1,5 @@
-"""`python -m cli.crds`: the committed CRD files under api/crds/ against the api types."""
+"""`python -m cli.crds`: the committed CRD files, under api/crds/ and in the public base's copy,
+against the api types."""
 
 from __future__ import annotations
 
@@ -8,11 +9,42 @@ import pytest
 
 from api.crdgen import CRD_DIRECTORY
 from api.meta import GROUP
-from cli.crds import main, stale_files, write_crds
+from cli import crds
+from cli.crds import PUBLIC_BASE_DIRECTORY, committed_directories, main, stale_files, write_crds
 
 
 def test_committed_crd_files_match_the_types() -> None:
     assert stale_files(CRD_DIRECTORY) == [], "run: python -m cli.crds --write"
+
+
+def test_the_public_bases_copy_of_the_crds_is_byte_for_byte_what_the_types_generate() -> None:
+    assert stale_files(PUBLIC_BASE_DIRECTORY) == [], "run: python -m cli.crds --write"
+
+
+def test_in_a_checkout_the_crds_are_committed_in_the_api_package_and_in_the_public_base() -> None:
+    assert committed_directories() == (CRD_DIRECTORY, PUBLIC_BASE_DIRECTORY)
+
+
+def test_write_without_a_directory_writes_every_committed_copy(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    copies = (tmp_path / "api", tmp_path / "base")
+    monkeypatch.setattr(crds, "committed_directories", lambda: copies)
+    assert main(["--write"]) == 0
+    assert [stale_files(copy) for copy in copies] == [[], []]
+
+
+def test_check_without_a_directory_names_a_stale_file_of_the_public_bases_copy(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    copies = (tmp_path / "api", tmp_path / "base")
+    for copy in copies:
+        write_crds(copy)
+    changed = copies[1] / f"appliances.{GROUP}.yaml"
+    changed.write_text(changed.read_text() + "# edited by hand\n")
+    monkeypatch.setattr(crds, "committed_directories", lambda: copies)
+    assert main(["--check"]) == 1
+    assert capsys.readouterr().err.splitlines() == [
+        f"{changed} differs from the api types; run python -m cli.crds --write"
+    ]
 
 
 def test_check_passes_on_freshly_written_files(tmp_path: Path) -> None:

@@ -9,7 +9,10 @@ from pathlib import Path
 
 import yaml
 
+from catalogs import load_catalogs
 from cli.main import EXIT_BAD_INPUT, EXIT_FINDING, EXIT_OK, main
+from planning.snapshot import Snapshot
+from planning.unset_images import unset_images
 from providers.snapshot_capture import snapshot_document, snapshot_text
 from tests.cli.inputs import DEMO, INVALID_MODEL, NOW, demo_objects, snapshot_with
 
@@ -126,7 +129,8 @@ def test_strict_with_stdout_exits_1_and_still_streams_every_document(tmp_path, c
 
 def test_verbose_render_says_each_stage_on_stderr_in_one_line(tmp_path, capsys):
     assert main(["render", "-f", str(DEMO), "-o", str(tmp_path / "out"), "--now", NOW, "-v"]) == EXIT_OK
-    stages = [line.removeprefix("magicstick render: ") for line in capsys.readouterr().err.splitlines()]
+    err = capsys.readouterr().err.splitlines()
+    stages = [line.removeprefix("magicstick render: ") for line in err if ": warning: " not in line]
     assert stages[0] == f"reading the snapshot: {len(demo_objects())} objects"
     assert stages[1] == "planning"
     assert stages[2].startswith("declaring: ") and stages[2].endswith(" resources")
@@ -134,9 +138,27 @@ def test_verbose_render_says_each_stage_on_stderr_in_one_line(tmp_path, capsys):
     assert len(stages) == 4
 
 
-def test_render_is_quiet_on_stderr_when_stderr_is_not_a_terminal(tmp_path, capsys):
+def test_render_says_no_stage_on_stderr_when_stderr_is_not_a_terminal(tmp_path, capsys):
     assert main(["render", "-f", str(DEMO), "-o", str(tmp_path / "out"), "--now", NOW]) == EXIT_OK
-    assert capsys.readouterr().err == ""
+    assert [line for line in capsys.readouterr().err.splitlines() if ": warning: " not in line] == []
+
+
+def _unset_image_warnings(command: str = "render") -> list[str]:
+    """The warning lines the demo's unset images give, in the order the program lists them."""
+    listed = unset_images(load_catalogs(), Snapshot.from_objects(demo_objects()))
+    assert "runtimes.yaml freetoken.image" in [image.field for image in listed]
+    return [f"magicstick {command}: warning: {image.describe()}" for image in listed]
+
+
+def test_the_demo_render_warns_once_about_each_unset_image_on_stderr(tmp_path, capsys):
+    assert main(["render", "-f", str(DEMO), "-o", str(tmp_path / "out"), "--now", NOW]) == EXIT_OK
+    assert capsys.readouterr().err.splitlines() == _unset_image_warnings()
+
+
+def test_a_diff_of_two_snapshots_warns_once_about_each_unset_image(tmp_path, capsys):
+    other = snapshot_with(tmp_path, INVALID_MODEL)
+    main(["diff", str(DEMO), str(other), "--now", NOW])
+    assert capsys.readouterr().err.splitlines() == _unset_image_warnings("diff")
 
 
 def test_domain_flags_reach_the_program_as_its_config(tmp_path):

@@ -3,9 +3,10 @@
 deploy/reconcile-trigger.yaml (ServiceAccount, Deployment) and deploy/reconcile-trigger-rbac.yaml
 are applied as the admin; the trigger then runs with a token the TokenRequest API issues for
 `ai-system/magicstick-reconcile-trigger`. Its watches must work, it must be able to request a
-run of the Stack `magicstick` and to report a refused kind as an Event on it; any other write,
-and any other Stack, must be Forbidden. The manifests themselves are checked first, without a
-cluster.
+run of the Stack `magicstick`, to report a refused kind as an Event on it, and to hold a
+realtime activation with its finalizer and delete its runtime when it is deleted; any other
+write, and any other Stack, must be Forbidden. The manifests themselves are checked first,
+without a cluster.
 """
 
 from __future__ import annotations
@@ -18,17 +19,21 @@ from typing import Any, Final
 
 import pytest
 
-from providers.kinds import CONFIG_MAP, MODEL_ACTIVATION
+from api.model_runtimes import RUNTIME_CLEANUP_FINALIZER
+from planning.settings import FIELD_MANAGER
+from providers.kinds import CONFIG_MAP, DEPLOYMENT, MODEL_ACTIVATION, SERVICE
 from providers.kube import Forbidden, KubeAccess, KubeClient, NotFound, open_client
+from services.reconcile_trigger.cleanup import RUNTIME_KINDS
 from services.reconcile_trigger.events import EVENT, forbidden_event
 from services.reconcile_trigger.settings import TriggerSettings, parse_settings
 from services.reconcile_trigger.stack import STACK, StackRef, request_run
 from services.reconcile_trigger.trigger import ReconcileTrigger
 from services.reconcile_trigger.watcher import Refusal, Verb
-from services.reconcile_trigger.watches import FLUX_NAMESPACE, WatchTarget, watch_targets
+from services.reconcile_trigger.watches import FLUX_NAMESPACE, WatchTarget, runtime_namespaces, watch_targets
 from tests.cluster.apiserver import ClusterInfo, TestIdentity
 from tests.deploy.manifests import Permission, documents, the_one
 from tests.deploy.program_identity import apply_all, wait_until_granted
+from tests.providers.direct_runtime_objects import runtime_objects
 from tests.services.reconcile_trigger.world import (
     FAST,
     LOADER,
@@ -36,9 +41,11 @@ from tests.services.reconcile_trigger.world import (
     create_stack,
     ensure_stack_crd,
     eventually,
+    realtime_activation,
     serving_watches,
     version_of,
 )
+from tests.support.watching import watch_until, watch_until_gone
 
 MANIFEST: Final = "reconcile-trigger.yaml"
 RBAC: Final = "reconcile-trigger-rbac.yaml"
@@ -83,13 +90,28 @@ def granted(objects: Iterable[Mapping[str, Any]], *, named: bool = False) -> set
     }
 
 
-def watched(settings: TriggerSettings) -> set[tuple[str, str, str | None]]:
-    targets = watch_targets(
+def targets_of(settings: TriggerSettings) -> tuple[WatchTarget, ...]:
+    return watch_targets(
         system_namespace=settings.system_namespace,
         target_namespaces=settings.target_namespaces,
         gateway_namespace=settings.gateway_namespace,
     )
-    return {(t.kind.group, t.kind.plural, t.namespace) for t in targets}
+
+
+def watched(settings: TriggerSettings) -> set[tuple[str, str, str | None]]:
+    return {(t.kind.group, t.kind.plural, t.namespace) for t in targets_of(settings)}
+
+
+def cleanup_permissions(settings: TriggerSettings) -> set[Permission]:
+    """What the runtime cleanup does (services/reconcile_trigger/cleanup.py): list and delete a
+    runtime's objects where the trigger watches direct runtimes, patch ModelActivations' finalizers."""
+    deletes = {
+        Permission(verb, kind.group, kind.plural, namespace)
+        for namespace in runtime_namespaces(targets_of(settings))
+        for kind in RUNTIME_KINDS
+        for verb in ("list", "delete")
+    }
+    return deletes | {Permission("patch", MODEL_ACTIVATION.group, MODEL_ACTIVATION.plural, settings.system_namespace)}
 
 
 class TestTheManifests:
@@ -141,22 +163,22 @@ class TestTheManifests:
         assert container["readinessProbe"]["httpGet"] == {"path": "/readyz", "port": "probes"}
         assert deployed_settings().probe_address.host == "0.0.0.0", "the kubelet probes the Pod's address"
 
-    def test_it_may_get_list_and_watch_exactly_what_it_watches(self):
-        rbac = documents(RBAC)
-        reads = {(p.group, p.resource, p.namespace) for p in granted(rbac) if p != EVENT_CREATION}
+    def test_it_may_get_list_and_watch_exactly_what_it_watches_and_do_exactly_what_its_cleanup_does(self):
+        settings = deployed_settings()
+        reads = {
+            Permission(verb, group, resource, namespace)
+            for group, resource, namespace in watched(settings)
+            for verb in READS
+        }
 
-        assert {p.verb for p in granted(rbac) if p != EVENT_CREATION} == READS
-        assert reads == watched(deployed_settings())
-        for group, resource, namespace in reads:
-            assert {
-                p.verb for p in granted(rbac) if (p.group, p.resource, p.namespace) == (group, resource, namespace)
-            } == READS
+        assert granted(documents(RBAC)) == reads | cleanup_permissions(settings) | {EVENT_CREATION}
 
-    def test_its_one_write_on_no_named_object_is_creating_events_in_the_stacks_namespace(self):
+    def test_its_writes_on_no_named_object_are_events_in_the_stacks_namespace_and_the_runtime_cleanups(self):
         writes = {p for p in granted(documents(RBAC)) if p.verb not in READS}
 
-        assert writes == {EVENT_CREATION}
+        assert writes == {EVENT_CREATION} | {p for p in cleanup_permissions(deployed_settings()) if p.verb not in READS}
         assert EVENT_CREATION.namespace == deployed_settings().stack_namespace
+        assert {p.namespace for p in writes if p.verb == "delete"} == set(deployed_settings().target_namespaces)
 
     def test_its_one_write_is_a_patch_of_the_stack_magicstick_by_name(self):
         named = [(rule, namespace) for rule, namespace in bound_rules(documents(RBAC)) if rule.get("resourceNames")]
@@ -361,7 +383,18 @@ WRITES: Final = [
     ("DELETE", stack_path(STACK_NAME), "deleting the Stack"),
     ("POST", STACK.collection_path(NAMESPACE), "creating a Stack"),
     ("POST", CONFIG_MAP.collection_path(NAMESPACE), "a ConfigMap in ai-system"),
-    ("PATCH", "/apis/appliance.magicstick.dev/v1alpha1/namespaces/ai-system/modelactivations/any", "a ModelActivation"),
+    ("PUT", "/apis/appliance.magicstick.dev/v1alpha1/namespaces/ai-system/modelactivations/any", "a ModelActivation"),
+    ("DELETE", "/apis/appliance.magicstick.dev/v1alpha1/namespaces/ai-system/modelactivations/any", "its deletion"),
+    (
+        "PATCH",
+        "/apis/appliance.magicstick.dev/v1alpha1/namespaces/ai-system/moduleactivations/any",
+        "a ModuleActivation",
+    ),
+    ("DELETE", "/apis/apps/v1/namespaces/ai-system/deployments/any", "a Deployment in ai-system"),
+    ("DELETE", "/api/v1/namespaces/ai-system/services/any", "a Service in ai-system"),
+    ("DELETE", "/api/v1/namespaces/flux-system/configmaps/any", "a ConfigMap in flux-system"),
+    ("PATCH", "/apis/apps/v1/namespaces/ai/deployments/any", "a Deployment in ai"),
+    ("POST", "/api/v1/namespaces/ai/services", "creating a Service in ai"),
     (
         "PATCH",
         "/apis/appliance.magicstick.dev/v1alpha1/namespaces/ai-system/modelactivations/any/status",
@@ -404,3 +437,54 @@ def test_the_request_is_recorded_under_the_triggers_own_field_manager(
         for entry in admin.get(STACK, magicstick.name, magicstick.namespace)["metadata"]["managedFields"]
     }
     assert "magicstick-reconcile-trigger" in managers
+
+
+def test_it_holds_a_realtime_activation_and_deletes_its_runtime_in_ai_as_its_service_account(
+    trigger_access: KubeAccess, admin: KubeClient, stacks: tuple[StackRef, StackRef], request: pytest.FixtureRequest
+):
+    magicstick, _ = stacks
+    settings = deployed_settings()
+    (target,) = settings.target_namespaces
+    name = f"rbac-omni-{hashlib.sha256(request.node.nodeid.encode()).hexdigest()[:10]}"
+    kinds = {"ConfigMap": CONFIG_MAP, "Service": SERVICE, "Deployment": DEPLOYMENT}
+    objects = [(kinds[body["kind"]], body) for body in runtime_objects(target, name)]
+    for kind, body in objects:
+        admin.apply(kind, body, field_manager=FIELD_MANAGER)
+    targets = targets_of(settings)
+    serving_watches(admin, targets)
+    trigger = ReconcileTrigger(access=trigger_access, stack=magicstick, targets=targets, timing=FAST).start()
+    try:
+        admin.apply(
+            MODEL_ACTIVATION,
+            realtime_activation(settings.system_namespace, name, target_namespace=target),
+            field_manager=LOADER,
+        )
+        watch_until(
+            admin,
+            MODEL_ACTIVATION,
+            settings.system_namespace,
+            name,
+            lambda obj: RUNTIME_CLEANUP_FINALIZER in (obj["metadata"].get("finalizers") or ()),
+            20,
+        )
+
+        admin.delete(MODEL_ACTIVATION, name, settings.system_namespace)
+        for kind, body in objects:
+            watch_until_gone(admin, kind, target, body["metadata"]["name"], 20)
+        watch_until_gone(admin, MODEL_ACTIVATION, settings.system_namespace, name, 20)
+        assert not trigger.failed.is_set()
+    finally:
+        trigger.stop()
+        left = admin.get_or_none(MODEL_ACTIVATION, name, settings.system_namespace)
+        if left is not None:
+            admin.request(
+                "PATCH",
+                MODEL_ACTIVATION.object_path(name, settings.system_namespace),
+                body={"metadata": {"finalizers": None}},
+                content_type=MERGE,
+            )
+            with contextlib.suppress(NotFound):
+                admin.delete(MODEL_ACTIVATION, name, settings.system_namespace)
+        for kind, body in objects:
+            with contextlib.suppress(NotFound):
+                admin.delete(kind, body["metadata"]["name"], target)

@@ -50,9 +50,20 @@ from planning.hardware.validation import (
 )
 from planning.models.direct import RUNTIME_LABEL
 from planning.models.offloading import OFFLOADING_CONFIG_MAP, OFFLOADING_KEY, OFFLOADING_NAMESPACE
-from providers.kinds import CONFIG_MAP, DEPLOYMENT, JOB, KUBEAI_MODEL, KUSTOMIZATION, NODE, POD, SERVICE
+from providers.kinds import (
+    CONFIG_MAP,
+    DEPLOYMENT,
+    JOB,
+    KUBEAI_MODEL,
+    KUSTOMIZATION,
+    MODEL_ACTIVATION,
+    NODE,
+    POD,
+    SERVICE,
+)
 from providers.kube import KubeClient, NotFound
 from providers.profile_store import read_profiles
+from services.reconcile_trigger.cleanup import delete_runtime
 from tests.cluster.apiserver import ClusterInfo
 from tests.e2e import lifecycle
 from tests.e2e.engine import PulumiProject, Run
@@ -84,7 +95,7 @@ VALIDATION_REQUEST: Final = "e2e-dynamic-providers-1"
 VALIDATION_ENGINES: Final = ("OLlama", "VLLM")
 OFFLOADED: Final = "qwen-offloaded"
 REALTIME: Final = "omni-cpu"
-REALTIME_IMAGE: Final = "registry.example.com/vllm-omni-cpu:CHANGEME"
+REALTIME_IMAGE: Final = "registry.example.com/vllm-omni-cpu:0.12.0"
 STALE: Final = "operator-hermes"
 RECOVERED_MODEL: Final = "qwen2505bcpu"
 EVICTED_POD: Final = "qwen2505bcpu-6d5f7c9b8-x2k4p"
@@ -448,3 +459,27 @@ def _deleted(runs: list[Run], type_: str) -> bool:
     """Whether a later run deleted a `type_` resource from the stack (its `delete` does nothing
     in the cluster: the removal was an event, and the plan stopped declaring it)."""
     return any(resource_type(urn) == type_ and op == "delete" for run in runs for urn, op in run.operations().items())
+
+
+def test_a_direct_runtime_the_reconcile_trigger_removed_with_its_activation_leaves_the_state_at_a_refresh(
+    converged: list[Run], kube: KubeClient, project: PulumiProject, ollama: OllamaDouble
+):
+    """What the trigger's runtime cleanup leaves behind (services/reconcile_trigger/cleanup.py,
+    its own `delete_runtime`): the runtime's objects deleted, then the activation gone. A
+    refresh reads the runtime as gone, and the next runs converge without an error and without
+    applying it again. Last in the module: it deletes the scenario's realtime activation."""
+    removal = delete_runtime(kube, REALTIME, [MODEL_NAMESPACE])
+    assert sorted(removal.deleted) == [
+        f"ConfigMap {MODEL_NAMESPACE}/{REALTIME}-stages",
+        f"Deployment {MODEL_NAMESPACE}/{REALTIME}",
+        f"Service {MODEL_NAMESPACE}/{REALTIME}",
+    ]
+    kube.delete(MODEL_ACTIVATION, REALTIME, SYSTEM_NAMESPACE)
+
+    project.pulumi("refresh", "--yes", "--skip-preview")
+    assert DYNAMIC_TYPES["direct runtime"] not in state_types(project)
+
+    converge_scenario(project, kube, ollama)
+    assert DYNAMIC_TYPES["direct runtime"] not in state_types(project)
+    for kind, name in ((CONFIG_MAP, f"{REALTIME}-stages"), (SERVICE, REALTIME), (DEPLOYMENT, REALTIME)):
+        assert kube.get_or_none(kind, name, MODEL_NAMESPACE) is None, f"{kind.kind}/{name}"

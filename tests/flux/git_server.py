@@ -8,6 +8,7 @@ its reply back, nothing more.
 The served repository has one commit on `main`: the working tree's `magic-cluster/` and
 `deploy/` (the paths the entrypoint's Kustomizations and the program's generated objects name,
 `./magic-cluster/...` and `./deploy`), so a test judges the files as they are, committed or not.
+A test may replace some of its files (an earlier release's, for an upgrade).
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ import os
 import shutil
 import subprocess
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
@@ -63,13 +64,19 @@ def _git(*arguments: str, cwd: Path) -> str:
     return completed.stdout.strip()
 
 
-def bare_repository(root: Path, trees: Sequence[str] = SERVED_TREES) -> tuple[Path, str]:
+def bare_repository(
+    root: Path, trees: Sequence[str] = SERVED_TREES, replaced: Mapping[str, str] | None = None
+) -> tuple[Path, str]:
     """A bare repository `root/<REPOSITORY>` with one commit of `trees` (copied from the working
-    tree) on `BRANCH`; its path and the commit."""
+    tree, each file of `replaced`, by its path in the repository, with the text given) on
+    `BRANCH`; its path and the commit."""
     work = root / "work"
     work.mkdir(parents=True)
     for tree in trees:
         shutil.copytree(REPO_ROOT / tree, work / tree, ignore=shutil.ignore_patterns("__pycache__"))
+    for path, text in (replaced or {}).items():
+        assert (work / path).is_file(), f"{path} is not a file of the served trees"
+        (work / path).write_text(text, encoding="utf-8")
     _git("init", "--quiet", f"--initial-branch={BRANCH}", cwd=work)
     _git("add", "--all", cwd=work)
     _git("commit", "--quiet", "--message", "The GitOps tree under test", cwd=work)
@@ -149,9 +156,12 @@ def _handler(project_root: Path) -> type[http.server.BaseHTTPRequestHandler]:
 
 
 @contextlib.contextmanager
-def serving_tree(root: Path, *, address: str = "127.0.0.1") -> Iterator[GitSource]:
-    """Serve `SERVED_TREES` of the working tree as `http://<address>:<port>/<REPOSITORY>` until exit."""
-    _, commit = bare_repository(root)
+def serving_tree(
+    root: Path, *, address: str = "127.0.0.1", replaced: Mapping[str, str] | None = None
+) -> Iterator[GitSource]:
+    """Serve `SERVED_TREES` of the working tree (with the files of `replaced`, see
+    `bare_repository`) as `http://<address>:<port>/<REPOSITORY>` until exit."""
+    _, commit = bare_repository(root, replaced=replaced)
     server = http.server.ThreadingHTTPServer((address, 0), _handler(root))
     thread = threading.Thread(target=server.serve_forever, name="git-http-backend", daemon=True)
     thread.start()

@@ -9,9 +9,10 @@ the CRDs their charts install (NFD's and PKO's, the vendored files), and the ent
 them, the operator's `dependsOn` on those two dropped. Then, in order:
 
 1. Flux applies `./deploy` (the program's ServiceAccount, RBAC, state volume, PKO Stack,
-   reconcile trigger);
-2. Appliance/local cannot be applied until the program's first run installs its CRD, and is
-   applied by `flux reconcile kustomization magicstick-appliance`;
+   reconcile trigger), then the program's CRDs and Appliance/local, in one pass each: no
+   Kustomization records a failed reconciliation on the way;
+2. the program's first run adopts the CRDs Flux created (tests/flux/test_crd_upgrade.py shows
+   it upgrading an earlier release's);
 3. the next run, with every module whose chart comes from outside this repository requested,
    generates a Kustomization per module, which Flux reconciles against the same source: a
    module without charts becomes Ready; the others apply HelmReleases that fail on their source
@@ -24,61 +25,59 @@ them, the operator's `dependsOn` on those two dropped. Then, in order:
 from __future__ import annotations
 
 import subprocess
+from dataclasses import dataclass
 from typing import Any, Final
 
 import pytest
 
+from api.crdgen import load_committed_crds
 from catalogs import load_catalogs
-from providers.kinds import APPLIANCE, HELM_RELEASE, KUSTOMIZATION, MODULE_ACTIVATION, STACK
+from planning.settings import PlanSettings
+from providers.kinds import APPLIANCE, CRD, HELM_RELEASE, KUSTOMIZATION, MODULE_ACTIVATION, STACK
 from providers.kube import KubeClient, ResourceKind
 from tests.cluster.apiserver import ADMIN_USER, ClusterInfo, install_crds
 from tests.e2e.engine import PulumiProject
 from tests.flux.controllers import FluxControllers
 from tests.flux.git_server import GitSource
 from tests.flux.graph import (
+    CHART_CRDS,
     FLUX_NAMESPACE,
     Ready,
-    built,
+    Verdict,
+    applied,
     create_source,
     failed_with,
-    flux_command,
+    kustomize_controller_warnings,
+    later_links,
+    schema_managers,
+    verdicts_until,
     wait_until_applied,
     wait_until_ready_is,
 )
 from tests.flux.releases import SOURCE_FAILURE_REASONS, UNREACHABLE_RELEASES, WAITING_RELEASES
 from tests.live.world import NAMESPACE, SERVICE_ACCOUNT
-from tests.support.vendored import VENDORED_CRDS
 
 pytestmark = pytest.mark.e2e
 
 CATALOGS: Final = load_catalogs()
-CHART_CRDS: Final = (
-    VENDORED_CRDS / "node-feature-discovery" / "nfd-api-crds.yaml",
-    *sorted((VENDORED_CRDS / "pulumi-kubernetes-operator").glob("*.yaml")),
-)
-"""What the node-feature-discovery and pulumi-kubernetes-operator releases would have installed first."""
-FIRST_LINKS: Final = frozenset({"node-feature-discovery", "pulumi-kubernetes-operator"})
 TEST_MANAGER: Final = "magicstick-tests"
+PROGRAM_MANAGER: Final = PlanSettings().field_manager
 REQUESTED_MODULES: Final = tuple(sorted({*UNREACHABLE_RELEASES, "odysseus"} - {"basis", "litellm"}))
 """Modules the test requests by ModuleActivation; basis and litellm come from the default Appliance/local."""
 PERSISTENT_VOLUME_CLAIM: Final = ResourceKind(
     group="", version="v1", kind="PersistentVolumeClaim", plural="persistentvolumeclaims", namespaced=True
 )
+OWN_CRDS: Final = tuple(sorted(crd["metadata"]["name"] for crd in load_committed_crds()))
 
 
-def _later_links() -> list[dict[str, Any]]:
-    """The entrypoint's magicstick-operator and magicstick-appliance Kustomizations, the
-    operator's dependencies on the first two links removed."""
-    kustomizations = {
-        d["metadata"]["name"]: d
-        for d in built("magic-cluster/flux/entrypoints/base")
-        if d["kind"] == KUSTOMIZATION.kind
-    }
-    operator, appliance = kustomizations["magicstick-operator"], kustomizations["magicstick-appliance"]
-    assert {d["name"] for d in operator["spec"]["dependsOn"]} == FIRST_LINKS
-    del operator["spec"]["dependsOn"]
-    assert appliance["spec"]["dependsOn"] == [{"name": "magicstick-operator"}]
-    return [operator, appliance]
+@dataclass(frozen=True)
+class FirstInstall:
+    """A fresh cluster once Flux has applied the entrypoint's last two links, before the program ran."""
+
+    verdicts: list[Verdict]
+    """Every Ready condition the Kustomizations showed from the moment the links were applied."""
+    appliance: dict[str, Any] | None
+    crds: dict[str, dict[str, Any] | None]
 
 
 @pytest.fixture(scope="module")
@@ -93,48 +92,36 @@ def _up(project: PulumiProject) -> None:
 
 
 @pytest.fixture(scope="module")
-def operator_applied(
+def first_install(
     flux: FluxControllers, flux_cluster: ClusterInfo, flux_admin: KubeClient, git_source: GitSource
-) -> dict[str, Any]:
-    """The cluster once Flux has applied `./deploy` through the entrypoint's magicstick-operator."""
+) -> FirstInstall:
+    """The cluster once Flux has applied `./deploy` through the entrypoint's magicstick-operator
+    and then magicstick-appliance, with every verdict Flux wrote on the way."""
     install_crds(flux_cluster, CHART_CRDS)
     create_source(flux_cluster.kubeconfig_path(ADMIN_USER), git_source)
-    namespaces = [d for d in built("magic-cluster/flux/entrypoints/base") if d["kind"] == "Namespace"]
-    for document in (*namespaces, *_later_links()):
+    since = flux_admin.list_collection(KUSTOMIZATION, namespace=FLUX_NAMESPACE).resource_version
+    for document in later_links():
         kind = KUSTOMIZATION if document["kind"] == KUSTOMIZATION.kind else NAMESPACE
         flux_admin.apply(kind, document, field_manager=TEST_MANAGER, force=False)
-    return wait_until_applied(flux_admin, flux, "magicstick-operator", git_source.revision)
+    verdicts = verdicts_until(flux_admin, flux, since, applied("magicstick-appliance", git_source.revision))
+    wait_until_applied(flux_admin, flux, "magicstick-operator", git_source.revision)
+    return FirstInstall(
+        verdicts=verdicts,
+        appliance=flux_admin.get_or_none(APPLIANCE, "local", "ai-system"),
+        crds={name: flux_admin.get_or_none(CRD, name) for name in OWN_CRDS},
+    )
 
 
 @pytest.fixture(scope="module")
-def appliance_applied(
-    operator_applied: dict[str, Any],
-    flux: FluxControllers,
-    flux_cluster: ClusterInfo,
-    flux_admin: KubeClient,
-    git_source: GitSource,
-    project: PulumiProject,
-) -> dict[str, Any]:
-    """Appliance/local once the program's first run has installed its CRD and `flux reconcile`
-    (as deploy/README.md tells a user) has applied it."""
-    kubeconfig = flux_cluster.kubeconfig_path(ADMIN_USER)
-    waiting = wait_until_ready_is(
-        flux_admin,
-        flux,
-        KUSTOMIZATION,
-        "magicstick-appliance",
-        lambda ready: ready.status == "False" and ready.reason != "DependencyNotReady",
-    )
+def adopted(first_install: FirstInstall, flux_admin: KubeClient, project: PulumiProject) -> dict[str, dict[str, Any]]:
+    """The program's CRDs after its first run, which finds them created by Flux."""
     _up(project)
-    reconciled = flux_command(kubeconfig, "reconcile", "kustomization", "magicstick-appliance")
-    assert f"applied revision {git_source.revision}" in reconciled, reconciled
-    wait_until_applied(flux_admin, flux, "magicstick-appliance", git_source.revision)
-    return {"waiting": waiting, "appliance": flux_admin.get(APPLIANCE, "local", "ai-system")}
+    return {name: flux_admin.get(CRD, name) for name in OWN_CRDS}
 
 
 @pytest.fixture(scope="module")
 def modules_reconciled(
-    appliance_applied: dict[str, Any],
+    adopted: dict[str, dict[str, Any]],
     flux: FluxControllers,
     flux_admin: KubeClient,
     git_source: GitSource,
@@ -175,19 +162,37 @@ def reported(modules_reconciled: None, flux_admin: KubeClient, project: PulumiPr
     return flux_admin.get(APPLIANCE, "local", "ai-system")["status"]
 
 
-def test_flux_applies_the_programs_install_from_deploy(
-    operator_applied: dict[str, Any], flux_admin: KubeClient
-) -> None:
+def test_flux_applies_the_programs_install_from_deploy(first_install: FirstInstall, flux_admin: KubeClient) -> None:
     assert flux_admin.get_or_none(STACK, "magicstick", "ai-system") is not None
     assert flux_admin.get_or_none(SERVICE_ACCOUNT, "magicstick-program", "ai-system") is not None
     state = flux_admin.get(PERSISTENT_VOLUME_CLAIM, "magicstick-state", "ai-system")
     assert state["metadata"]["annotations"]["kustomize.toolkit.fluxcd.io/prune"] == "disabled"
 
 
-def test_the_appliance_waits_for_the_crd_the_programs_first_run_installs(appliance_applied: dict[str, Any]) -> None:
-    ready = Ready.of(appliance_applied["waiting"])
-    assert ready is not None and "Appliance" in ready.message, ready
-    assert appliance_applied["appliance"]["spec"]["source"]["name"] == "flux-system"
+def test_no_kustomization_of_a_fresh_install_records_a_failed_reconciliation(first_install: FirstInstall) -> None:
+    assert {verdict.name for verdict in first_install.verdicts} == {"magicstick-operator", "magicstick-appliance"}
+    assert [verdict for verdict in first_install.verdicts if verdict.failed] == []
+
+
+def test_kustomize_controller_warns_about_nothing_on_a_fresh_install(
+    first_install: FirstInstall, flux_admin: KubeClient
+) -> None:
+    assert kustomize_controller_warnings(flux_admin) == []
+
+
+def test_flux_applies_appliance_local_with_the_programs_crds_before_the_programs_first_run(
+    first_install: FirstInstall,
+) -> None:
+    assert first_install.appliance is not None
+    assert first_install.appliance["spec"]["source"]["name"] == "flux-system"
+    for name, crd in first_install.crds.items():
+        assert crd is not None, name
+        assert crd["metadata"]["labels"]["kustomize.toolkit.fluxcd.io/name"] == "magicstick-appliance", name
+
+
+def test_the_programs_first_run_adopts_the_crds_flux_created(adopted: dict[str, dict[str, Any]]) -> None:
+    for name, crd in adopted.items():
+        assert PROGRAM_MANAGER in schema_managers(crd), name
 
 
 def test_the_generated_kustomizations_reconcile_against_the_served_source(

@@ -135,6 +135,27 @@ def test_the_default_appliance_reads_the_source_the_graph_provides(default_appli
     }
 
 
+@pytest.fixture(scope="module")
+def shipped_crds() -> dict[str, dict]:
+    """The CustomResourceDefinitions the graph's magicstick-appliance Kustomization applies, by name."""
+    path = kustomizations(ENTRYPOINTS[0])["magicstick-appliance"]["spec"]["path"]
+    return {o["metadata"]["name"]: o for o in of_kind(build(in_repository(path)), "CustomResourceDefinition")}
+
+
+def test_the_base_entrypoint_ships_the_programs_crds_with_the_default_appliance(shipped_crds):
+    committed = {crd["metadata"]["name"]: crd["spec"] for crd in load_committed_crds()}
+    assert {name: crd["spec"] for name, crd in shipped_crds.items()} == committed
+
+
+def test_flux_creates_the_programs_crds_only_where_none_exist_and_never_prunes_them(shipped_crds):
+    assert shipped_crds
+    for name, crd in shipped_crds.items():
+        assert crd["metadata"]["annotations"] == {
+            "kustomize.toolkit.fluxcd.io/ssa": "IfNotPresent",
+            "kustomize.toolkit.fluxcd.io/prune": "disabled",
+        }, name
+
+
 def test_the_default_appliance_validates_against_the_program_own_crd(default_appliance, tmp_path):
     for crd in load_committed_crds():
         (tmp_path / f"{crd['metadata']['name']}.yaml").write_text(yaml.safe_dump(crd))

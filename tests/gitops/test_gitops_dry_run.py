@@ -1,6 +1,7 @@
 """The whole GitOps tree passes a server-side dry run on the test API server, with the upstream
 CRDs (and the program's own) installed: every object of every entrypoint, of the demo overlay,
-of every module base (after post-build substitution) and of every chart the tree installs from
+of every module base (after post-build substitution; once more with each optional component of
+a module switched on) and of every chart the tree installs from
 this repository (the shared Gateway and each instance chart with the values the program renders).
 """
 
@@ -19,6 +20,7 @@ from tests.gitops.tree import (
     ENTRYPOINTS,
     build,
     flux_build,
+    flux_build_kustomization,
     identity,
     in_repository,
     module_entries,
@@ -62,7 +64,18 @@ def _every_object() -> list[tuple[str, dict]]:
     for path in (*ENTRYPOINTS, DEMO_OVERLAY):
         found += [(path, obj) for obj in build(path)]
     for entry in module_entries():
-        found += [(entry.name, obj) for obj in flux_build(in_repository(entry.path))]
+        base = flux_build(in_repository(entry.path))
+        found += [(entry.name, obj) for obj in base]
+        for component in sorted(p.component for p in entry.parameters if p.component is not None):
+            switched_on = {
+                "metadata": {"name": entry.kustomization},
+                "spec": {"path": entry.path, "components": [component]},
+            }
+            found += [
+                (f"{entry.name} with {component}", obj)
+                for obj in flux_build_kustomization(switched_on)
+                if obj not in base
+            ]
     found += [("basis gateway chart", obj) for obj in _gateway_chart()]
     for release in program_releases():
         found += [

@@ -2,7 +2,7 @@
 
 - `build(path)` is `kubectl kustomize` of a directory, as kustomize-controller builds it.
 - `flux_build_kustomization(kustomization, settings)` is the whole of it for one Flux
-  Kustomization: its path with its `spec.patches`, substituted (tests/peers/test_flux_build.py
+  Kustomization: its path with its `spec.components` and `spec.patches`, substituted (tests/peers/test_flux_build.py
   checks it against `flux build kustomization`).
 - `substitute(objects, settings)` is Flux's post-build substitution with the optional
   ConfigMap `ai-appliance-settings`: `${var}`, `${var:=default}` and `${var:-default}` take the
@@ -99,22 +99,27 @@ def flux_build_kustomization(
     kustomization: Mapping[str, Any], settings: Mapping[str, str] | None = None
 ) -> list[JsonObject]:
     """What kustomize-controller applies for a Flux Kustomization: its path built with its
-    `spec.patches` (Flux adds them to the generated kustomization.yaml), then substituted with
-    `settings` and its inline `postBuild.substitute`, which win."""
+    `spec.components` (Kustomize Components, relative to the path) and its `spec.patches` (Flux
+    adds both to the generated kustomization.yaml), then substituted with `settings` and its
+    inline `postBuild.substitute`, which win."""
     spec = kustomization["spec"]
     variables = {**(settings or {}), **((spec.get("postBuild") or {}).get("substitute") or {})}
     path = in_repository(spec["path"])
     patches = spec.get("patches") or []
-    if not patches:
+    components = spec.get("components") or []
+    if not patches and not components:
         return flux_build(path, variables)
     assert KUBECTL is not None, "kubectl (with kustomize) is needed; see README, Tests"
     with tempfile.TemporaryDirectory(prefix="magicstick-flux-build-") as directory:
-        overlay = {
+        overlay: JsonObject = {
             "apiVersion": "kustomize.config.k8s.io/v1beta1",
             "kind": "Kustomization",
             "resources": [os.path.relpath(path, directory)],
-            "patches": patches,
         }
+        if components:
+            overlay["components"] = [os.path.relpath(path / component, directory) for component in components]
+        if patches:
+            overlay["patches"] = patches
         (Path(directory) / "kustomization.yaml").write_text(yaml.safe_dump(overlay, sort_keys=False))
         answer = subprocess.run(
             [KUBECTL, "kustomize", "--load-restrictor", "LoadRestrictionsNone", directory],
@@ -123,7 +128,7 @@ def flux_build_kustomization(
             check=False,
         )
     assert answer.returncode == 0, (
-        f"kubectl kustomize {path} with the patches of {kustomization['metadata']['name']}: {answer.stderr}"
+        f"kubectl kustomize {path} with the components and patches of {kustomization['metadata']['name']}: {answer.stderr}"
     )
     return substitute([doc for doc in yaml.safe_load_all(answer.stdout) if doc], variables)
 

@@ -8,7 +8,8 @@ ConfigMap `ai-appliance-settings` into the test API server first.
 
 Which Kustomizations: every one the tree defines (its entrypoints and the demo overlay) and
 every one the program generates, one per module of the catalog, with every declared parameter
-at its default (`program_kustomizations`).
+at its default, and one more per module with optional components, all of them switched on
+(`program_kustomizations`).
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ import yaml
 from catalogs import load_catalogs
 from planning.frozen import thaw
 from planning.kustomizations import SETTINGS_CONFIG_MAP, SourceRef, module_kustomization
-from planning.module_parameters import substitutions
+from planning.module_parameters import components, substitutions
 from tests import toolchain
 from tests.gitops.tree import DEMO_OVERLAY, ENTRYPOINTS, REPOSITORY, build
 
@@ -98,20 +99,28 @@ def tree_kustomizations() -> list[JsonObject]:
 
 
 def program_kustomizations() -> list[JsonObject]:
-    """The Kustomization the program generates for each module, every parameter at its default."""
+    """The Kustomization the program generates for each module, every parameter at its default;
+    and, for a module with component parameters (an optional part, off by default), one more
+    with every such part switched on, named after its components."""
     catalogs = load_catalogs()
     found = []
     for entry in catalogs.modules.entries:
-        desired = module_kustomization(
-            entry=entry,
-            dependencies=tuple(catalogs.modules.require(d) for d in entry.depends_on),
-            source=SourceRef(),
-            suspend=False,
-            activation=None,
-            field_manager="magicstick",
-            parameters=substitutions(entry, {}),
-        )
-        found.append(thaw(desired.body))
+        switched_on = {p.name: True for p in entry.parameters if p.component is not None}
+        for given in ({}, switched_on) if switched_on else ({},):
+            desired = module_kustomization(
+                entry=entry,
+                dependencies=tuple(catalogs.modules.require(d) for d in entry.depends_on),
+                source=SourceRef(),
+                suspend=False,
+                activation=None,
+                field_manager="magicstick",
+                parameters=substitutions(entry, given),
+                components=components(entry, given),
+            )
+            body = thaw(desired.body)
+            if given:
+                body["metadata"]["name"] = "-".join((entry.kustomization, *body["spec"]["components"]))
+            found.append(body)
     return found
 
 

@@ -7,7 +7,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from api.meta import API_VERSION
-from catalogs import load_catalogs
+from catalogs import Catalogs, load_catalogs
 from planning.access_settings import AccessSettings
 from planning.frozen import thaw
 from planning.instances.access import InstanceAccess, hostnames
@@ -341,10 +341,16 @@ SETTINGS = PlanSettings(access=AccessSettings(guard_image=GUARD_IMAGE))
 administrator has built and set (the shipped default is a CHANGEME placeholder)."""
 
 
-def plan_of(*objects: JsonObject, now: datetime = NOW, flux: bool = True, settings: PlanSettings = SETTINGS) -> Plan:
+def plan_of(
+    *objects: JsonObject,
+    now: datetime = NOW,
+    flux: bool = True,
+    settings: PlanSettings = SETTINGS,
+    catalogs: Catalogs = CATALOGS,
+) -> Plan:
     return plan(
         snapshot=Snapshot.from_objects(with_flux(objects) if flux else objects),
-        catalogs=CATALOGS,
+        catalogs=catalogs,
         now=now,
         settings=settings,
     )

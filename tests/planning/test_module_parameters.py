@@ -61,6 +61,18 @@ def test_a_module_without_declared_variables_substitutes_only_the_shared_setting
     assert substitute_of(result, "basis") == SETTINGS_SUBSTITUTION
 
 
+def test_a_component_parameter_set_true_lists_its_component_in_the_kustomization():
+    spec = kustomization_of(plan_of(appliance(), litellm({"postgres": True})), "litellm").body["spec"]
+    assert list(spec["components"]) == ["postgres"]
+    assert spec["path"] == CATALOGS.modules.require("litellm").path
+
+
+@pytest.mark.parametrize("parameters", [None, {"postgres": False}, {"postgresStorage": "7Gi"}], ids=str)
+def test_a_component_parameter_false_or_unset_lists_no_component(parameters):
+    spec = kustomization_of(plan_of(appliance(), litellm(parameters)), "litellm").body["spec"]
+    assert "components" not in spec
+
+
 def test_gpu_parameters_the_program_reads_are_not_passed_to_flux():
     result = plan_of(
         appliance(),
@@ -75,7 +87,7 @@ REJECTED = {
     # id: (parameters, the message the activation's status carries)
     "undeclared": (
         {"fooBar": "x"},
-        "spec.parameters.fooBar: not a parameter of module litellm (declared: postgresStorage)",
+        "spec.parameters.fooBar: not a parameter of module litellm (declared: postgres, postgresStorage)",
     ),
     "wrong-type-number": (
         {"postgresStorage": 5},
@@ -85,6 +97,7 @@ REJECTED = {
         {"postgresStorage": "lots"},
         "spec.parameters.postgresStorage: must be a Kubernetes quantity such as 5Gi, as a string",
     ),
+    "switch-as-text": ({"postgres": "true"}, "spec.parameters.postgres: must be true or false"),
 }
 
 

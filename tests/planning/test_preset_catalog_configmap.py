@@ -26,7 +26,7 @@ TINY = {
             "computeTarget": "cpu",
             "defaultArtifact": "bf16",
             "artifacts": [
-                {"id": "bf16", "url": "hf://example/tiny-chat", "precision": "bf16", "memoryRequiredMi": 2048}
+                {"id": "bf16", "url": "hf://example/tiny-chat", "precision": "bf16", "memoryRequiredMi": 3072}
             ],
         }
     ],

@@ -11,14 +11,18 @@ from pulumi.runtime import rpc
 
 from cli.offline import OfflineRun, run_offline
 from planning.objects import decode_status
+from planning.snapshot import Snapshot
+from planning.unset_images import unset_images
 from program import main as program
 from providers.status_batch import StatusBatchProvider
 from tests.planning.builders import CATALOGS, activation, appliance, instance, ready_modules, with_flux
+from tests.planning.models.direct_world import freetoken_model
 from tests.program.statuses import STATUS_BATCH, status_writes
 
 KUSTOMIZATION = "kubernetes:kustomize.toolkit.fluxcd.io/v1:Kustomization"
 CRD = "kubernetes:apiextensions.k8s.io/v1:CustomResourceDefinition"
 MODULE_ACTIVATION = "kubernetes:appliance.magicstick.dev/v1alpha1:ModuleActivation"
+UNSET_IMAGE_WARNING = "RuntimeImageNotSet: "
 
 
 @pytest.fixture
@@ -263,10 +267,19 @@ def test_a_run_logs_one_summary_line_and_one_warning_per_failed_object(run_progr
     warnings = [r.getMessage() for r in caplog.records if r.levelname == "WARNING"]
     (summary,) = [line for line in infos if line.startswith("magicstick:")]
     assert summary.endswith("objects planned; status: 1 Degraded, 1 Failed")
-    assert warnings == [
+    assert [w for w in warnings if not w.startswith(UNSET_IMAGE_WARNING)] == [
         "Appliance ai-system/local is Degraded: ModulesDegraded: Module basis is failing.",
         "ModuleActivation ai-system/basis is Failed: InvalidSpec: spec.enabled: must be a boolean",
     ]
+
+
+def test_a_run_warns_once_about_each_unset_image_however_many_activations_use_it(run_program, caplog):
+    caplog.set_level("WARNING")
+    run_program(appliance(), freetoken_model("ft-1"), freetoken_model("ft-2"))
+    warnings = [r.getMessage() for r in caplog.records if r.levelname == "WARNING"]
+    expected = [image.describe() for image in unset_images(CATALOGS, Snapshot.from_objects([]))]
+    assert [w for w in warnings if w.startswith(UNSET_IMAGE_WARNING)] == expected
+    assert sum("runtimes.yaml freetoken.image" in w for w in expected) == 1
 
 
 def test_every_kubernetes_type_is_a_token_the_provider_knows_core_kinds_under_core_v1():

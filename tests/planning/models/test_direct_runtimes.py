@@ -53,9 +53,20 @@ def generated_entries(result):
 
 def test_freetoken_with_the_shipped_placeholder_image_fails_naming_the_catalog_field_and_declares_nothing():
     result = plan_with(*gpu_world(), freetoken_model(), catalogs=CATALOGS)
-    assert status(result, "ft")["reason"] == "RuntimeImageNotSet"
-    assert "freetoken.image" in status(result, "ft")["message"]
+    assert (status(result, "ft")["phase"], status(result, "ft")["reason"]) == ("Failed", "RuntimeImageNotSet")
+    message = status(result, "ft")["message"]
+    assert message.startswith(
+        "runtimes.yaml freetoken.image: 'registry.example.com/magicstick/freetoken:CHANGEME' is a placeholder; "
+        "set freetoken.image to a FreeToken server image"
+    )
+    assert "in runtimes.yaml of the directory magicstick:catalogDir names" in message
     assert runtime_of(result, "ft") is None
+
+
+def test_the_freetoken_status_says_what_render_and_the_run_log_warn():
+    result = plan_with(*gpu_world(), freetoken_model(), catalogs=CATALOGS)
+    warnings = [image.describe() for image in result.unset_images]
+    assert f"RuntimeImageNotSet: {status(result, 'ft')['message']}" in warnings
 
 
 def test_freetoken_is_a_deployment_and_service_with_whole_nvidia_gpus_and_equal_ram_request_and_limit():
@@ -283,6 +294,27 @@ def test_a_cpu_realtime_profile_requests_no_gpu_and_no_runtime_class_and_needs_a
     assert set(pod["containers"][0]["resources"]["limits"]) == {"memory"}
     assert pod["containers"][0]["image"] == image
     assert status(result, "omni")["requiredModules"] == ["litellm", "model-catalog"]
+
+
+def test_a_realtime_runtime_image_that_is_a_placeholder_fails_as_a_missing_one_does():
+    placeholder = "registry.example.com/vllm-omni:CHANGEME"
+    result = plan_with(*gpu_world(), realtime_model(realtime={"runtimeImage": placeholder}))
+    assert (status(result, "omni")["phase"], status(result, "omni")["reason"]) == ("Failed", "RuntimeImageNotSet")
+    assert status(result, "omni")["message"].startswith(
+        f"spec.local.realtime.runtimeImage: '{placeholder}' is a placeholder; "
+    )
+    assert runtime_of(result, "omni") is None
+
+
+def test_a_realtime_profile_without_a_catalog_image_names_both_places_an_image_can_be_set():
+    cpu = [*platform(), node("cpu-1")]
+    without = plan_with(*cpu, realtime_model(profile="omni-cpu", node="cpu-1", target="cpu"))
+    message = status(without, "omni")["message"]
+    assert message.startswith(
+        "spec.local.realtime.runtimeImage: is required while runtimes.yaml realtime.profiles[omni-cpu].image "
+        "is unset (no image is set); "
+    )
+    assert "magicstick:catalogDir" in message
 
 
 @pytest.mark.parametrize(

@@ -6,6 +6,8 @@ import json
 
 import pytest
 
+from catalogs import Catalogs
+from catalogs.types import ComputeTargetCatalog
 from planning.frozen import thaw
 from planning.models.resolve import KV_CACHE_FALLBACK_BYTES
 from tests.planning.builders import CATALOGS, NOW, plan_of, runtime, status_of, with_flux
@@ -133,15 +135,51 @@ def test_identical_cpu_configurations_share_one_profile():
     assert len(result.models.cpu_profiles) == 1
 
 
-def test_vllm_cpu_gets_the_kv_cache_fallback_and_auto_cache_type():
-    args = model_of(plan_of(*platform(), local_model("m")), "m").body["spec"]["args"]
-    assert "--kv-cache-dtype=auto" in args
-    assert f"--kv-cache-memory-bytes={KV_CACHE_FALLBACK_BYTES}" in args
+GIB = 1024**3
 
 
-def test_an_explicit_kv_cache_size_is_used():
-    args = model_of(plan_of(*platform(), local_model("m", kvCacheMemoryBytes=1073741824)), "m").body["spec"]["args"]
-    assert "--kv-cache-memory-bytes=1073741824" in args
+def test_vllm_cpu_gets_the_kv_cache_fallback_in_whole_gib_and_auto_cache_type():
+    spec = model_of(plan_of(*platform(), local_model("m")), "m").body["spec"]
+    assert KV_CACHE_FALLBACK_BYTES < GIB
+    assert "--kv-cache-dtype=auto" in spec["args"]
+    assert spec["env"]["VLLM_CPU_KVCACHE_SPACE"] == "1"
+
+
+@pytest.mark.parametrize(
+    ("requested", "gib"),
+    [(1, 1), (GIB, 1), (GIB + 1, 2), (3 * GIB - 1, 3), (16 * 1024 * 1024 * 100, 2)],
+    ids=["one-byte", "one-gib", "just-over", "just-under-three", "1600-mib"],
+)
+def test_cpu_vllm_is_given_its_kv_cache_size_as_the_variable_it_reads_rounded_up_to_whole_gib(requested, gib):
+    local = local_model("m", kvCacheMemoryBytes=requested, memoryRequiredMi=16384)
+    spec = model_of(plan_of(*platform(), local), "m").body["spec"]
+    assert spec["env"]["VLLM_CPU_KVCACHE_SPACE"] == str(gib)
+    assert not any(arg.startswith("--kv-cache-memory-bytes") for arg in spec["args"]), "CPU vLLM ignores the flag"
+
+
+def test_the_kv_cache_size_is_reported_as_requested_and_once_ready_as_the_engine_holds_it():
+    local = local_model("m", kvCacheMemoryBytes=600 * 1024 * 1024)
+    waiting = status(plan_of(*platform(), local, observed_model("m", ready=0), pod("m-0", "m", ready=False)))
+    assert waiting["requestedKvCacheMemoryBytes"] == 600 * 1024 * 1024
+    assert "effectiveKvCacheMemoryBytes" not in waiting
+    ready = status(
+        plan_of(*platform(), local, observed_model("m", ready=1, all_=1), pod("m-0", "m"), catalog_publishing("m"))
+    )
+    assert (ready["requestedKvCacheMemoryBytes"], ready["effectiveKvCacheMemoryBytes"]) == (600 * 1024 * 1024, GIB)
+
+
+def test_the_memory_estimate_counts_the_kv_cache_the_engine_holds_not_the_one_requested():
+    result = plan_of(*platform(), local_model("m", kvCacheMemoryBytes=1, memoryRequiredMi=8192))
+    assert status(result)["memoryEstimate"]["cacheMi"] == 1024
+
+
+@pytest.mark.parametrize("target", ["nvidia-gpu", "amd-gpu", "intel-gpu"])
+def test_no_accelerator_vllm_model_is_given_the_cpu_kv_cache_variable(target):
+    vendor = {"nvidia-gpu": ("gpu", "nvidia.com/gpu"), "amd-gpu": ("amd-gpu", "amd.com/gpu")}.get(
+        target, ("intel-gpu", "gpu.intel.com/xe")
+    )
+    result = plan_of(*platform(vendor[0]), gpu_node(vendor[1]), local_model("m", computeTarget=target))
+    assert "VLLM_CPU_KVCACHE_SPACE" not in (model_of(result, "m").body["spec"].get("env") or {})
 
 
 def test_fp8_kv_cache_on_nvidia_also_enables_scale_calculation():
@@ -173,8 +211,42 @@ def test_requested_kv_cache_type_is_always_reported_and_effective_only_once_read
 # Vision attention --------------------------------------------------------------------------------
 
 
-def _amd(**local):
-    return plan_of(*platform("amd-gpu"), gpu_node("amd.com/gpu"), local_model("m", computeTarget="amd-gpu", **local))
+def _amd_engine(version: str) -> Catalogs:
+    """The shipped catalogs with the amd-gpu vLLM image at `version`, as an administrator who sets a
+    newer image and its release in catalogs/compute-targets.yaml has them."""
+    targets = tuple(
+        t.model_copy(update={"engine_versions": {**t.engine_versions, "VLLM": version}}) if t.name == "amd-gpu" else t
+        for t in CATALOGS.compute_targets.entries
+    )
+    return CATALOGS.model_copy(update={"compute_targets": ComputeTargetCatalog(entries=targets)})
+
+
+NEWER_AMD_ENGINE = _amd_engine("0.11.1")
+
+
+def _amd(catalogs: Catalogs = NEWER_AMD_ENGINE, **local):
+    return plan_of(
+        *platform("amd-gpu"),
+        gpu_node("amd.com/gpu"),
+        local_model("m", computeTarget="amd-gpu", **local),
+        catalogs=catalogs,
+    )
+
+
+@pytest.mark.parametrize("value", ["aotriton", "triton", "flash-attn-triton"])
+def test_a_vision_attention_the_shipped_amd_engine_lacks_is_refused_naming_the_argument_and_the_release(value):
+    result = _amd(CATALOGS, vllm={"visionAttention": value})
+    message = status(result)["message"]
+    assert status(result)["phase"] == "Failed"
+    assert message.startswith("spec.local.vllm.visionAttention:")
+    assert "--mm-encoder-attn-backend=" in message and "vLLM 0.10.1" in message and "0.11.1 or newer" in message
+    assert "modelServers.VLLM.images.amd-gpu" in message
+    assert model_of(result, "m") is None
+
+
+def test_vision_attention_auto_runs_on_the_shipped_amd_engine():
+    body = model_of(_amd(CATALOGS, vllm={"visionAttention": "auto"}), "m").body
+    assert not any(a.startswith("--mm-encoder-attn-backend") for a in body["spec"].get("args") or ())
 
 
 def test_an_explicit_vision_attention_owns_its_argument_environment_and_annotation():
@@ -205,7 +277,13 @@ def test_an_omitted_vision_attention_leaves_the_arguments_the_model_has():
             "targetRequests": 100,
         },
     )
-    result = plan_of(*platform("amd-gpu"), gpu_node("amd.com/gpu"), local_model("m", computeTarget="amd-gpu"), observed)
+    result = plan_of(
+        *platform("amd-gpu"),
+        gpu_node("amd.com/gpu"),
+        local_model("m", computeTarget="amd-gpu"),
+        observed,
+        catalogs=NEWER_AMD_ENGINE,
+    )
     args = model_of(result, "m").body["spec"]["args"]
     assert managed_arg in args and "--other" not in args
 

@@ -358,6 +358,20 @@ class TestHostOperations:
         assert uuid.UUID(spec["requestID"])
         assert spec["planId"] == "cache-plan-1"
 
+    def test_a_client_cannot_choose_the_request_id(self, world: World, node: dict[str, Any]) -> None:
+        request = {"action": "reboot", "nodeName": node["metadata"]["name"], "acknowledgeDisruption": True}
+        with world.dashboard.client("admin") as client:
+            chosen = client.post("/api/v1/host-operations", json={**request, "requestID": "one-request"})
+        assert chosen.status_code == 422, chosen.text
+
+    def test_each_request_gets_a_request_id_of_its_own(self, world: World, node: dict[str, Any]) -> None:
+        request = {"action": "reboot", "nodeName": node["metadata"]["name"], "acknowledgeDisruption": True}
+        with world.dashboard.client("admin") as client:
+            first = client.post("/api/v1/host-operations", json=request)
+            second = client.post("/api/v1/host-operations", json=request)
+        assert (first.status_code, second.status_code) == (201, 201), (first.text, second.text)
+        assert first.json()["spec"]["requestID"] != second.json()["spec"]["requestID"]
+
     def test_a_request_without_the_acknowledgement_is_answered_422(self, world: World, node: dict[str, Any]) -> None:
         with world.dashboard.client("admin") as client:
             answer = client.post(

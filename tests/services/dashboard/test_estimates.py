@@ -178,27 +178,28 @@ def test_the_dashboards_kv_cache_fallback_is_the_programs() -> None:
 
 
 @pytest.mark.parametrize(
-    ("request_", "mebibytes"),
+    ("request_", "mebibytes", "engine_cache_mi"),
     [
         # 12 MiB per 1k tokens x 4096 tokens x 1 sequence = 49.152 MiB -> 50 -> 64 (16 MiB units)
-        (_request(), 64),
-        # 12 x 32768 x 4 / 1000 = 1572.864 MiB -> 1573 -> 1584 (99 units)
-        (_request(context_window=32768, max_num_seqs=4), 1584),
+        (_request(), 64, 1024),
+        # 12 x 32768 x 4 / 1000 = 1572.864 MiB -> 1573 -> 1584 (99 units); the engine holds 2 GiB
+        (_request(context_window=32768, max_num_seqs=4), 1584, 2048),
         # 96 x 8192 x 1 / 1000 = 786.432 MiB -> 787 -> 800 (50 units)
-        (_request("bgem3", context_window=8192), 800),
+        (_request("bgem3", context_window=8192), 800, 1024),
         # 112 x 2048 x 2 / 1000 = 458.752 MiB -> 459 -> 464 (29 units)
-        (_request("qwen306b", context_window=2048, max_num_seqs=2), 464),
+        (_request("qwen306b", context_window=2048, max_num_seqs=2), 464, 1024),
         # 12 x 1000 x 16 / 1000 = 192 MiB exactly: already whole units
-        (_request(context_window=1000, max_num_seqs=16), 192),
+        (_request(context_window=1000, max_num_seqs=16), 192, 1024),
     ],
     ids=["defaults", "long-context-four-sequences", "bge-m3-8k", "qwen3-two-sequences", "exact-units"],
 )
 def test_a_cpu_vllm_models_kv_cache_memory_bytes_is_derived_from_the_catalog_context_and_sequences(
-    request_: LocalModelRequest, mebibytes: int
+    request_: LocalModelRequest, mebibytes: int, engine_cache_mi: int
 ) -> None:
+    """The estimate counts what CPU vLLM holds: the derived size in whole GiB (VLLM_CPU_KVCACHE_SPACE)."""
     estimate = estimate_local_model(request_, CATALOGS)
     assert estimate.kv_cache_memory_bytes == mebibytes * MI
-    assert estimate.cache_mi == mebibytes
+    assert estimate.cache_mi == engine_cache_mi
 
 
 @pytest.mark.parametrize(
@@ -236,7 +237,7 @@ def test_without_a_cache_fact_nothing_is_derived_and_the_programs_fallback_is_co
     catalogs = _with_artifact("qwen2505bcpu", "VLLM", "cpu", "bf16", kv_cache_mi_per_1k_tokens=None)
     estimate = estimate_local_model(_request(), catalogs)
     assert estimate.kv_cache_memory_bytes is None
-    assert estimate.cache_mi == KV_CACHE_FALLBACK_BYTES // MI
+    assert estimate.cache_mi == 1024, "the 512 MiB fallback runs as one whole GiB"
 
 
 def test_an_unknown_maximum_is_none_and_the_minimum_a_lower_bound() -> None:
@@ -244,7 +245,7 @@ def test_an_unknown_maximum_is_none_and_the_minimum_a_lower_bound() -> None:
     estimate = estimate_local_model(_request(), catalogs)
     assert estimate.ram_maximum_mi is None
     assert estimate.weights_mi is None
-    assert estimate.ram_minimum_mi == 1536 + 64
+    assert estimate.ram_minimum_mi == 1536 + 1024
     assert estimate.to_wire()["ramMaximumMi"] is None
 
 
@@ -283,7 +284,7 @@ def test_offloading_without_any_vram_budget_is_a_risk_of_an_unknown_budget_namin
             _request(memory_required_mi=1024),
             "spec.local.memoryRequiredMi",
             "InsufficientMemory",
-            ("1024 MiB", "2560 MiB"),
+            ("1024 MiB", "3520 MiB"),
         ),
         (
             _request("qwen3635b", target="nvidia-gpu", artifact="bf16", vram_mi=24576),
@@ -392,7 +393,7 @@ def test_the_wire_form_is_camel_case_with_null_for_what_does_not_apply() -> None
     wire = estimate_local_model(_request(), CATALOGS).to_wire()
     assert wire["kvCacheMemoryBytes"] == 64 * MI
     assert (wire["gpuMinimumMi"], wire["fitsVram"], wire["cpuOffloadMi"], wire["risk"]) == (None, None, None, None)
-    assert (wire["weightsMi"], wire["cacheMi"], wire["runtimeMi"]) == (960, 64, 1536)
+    assert (wire["weightsMi"], wire["cacheMi"], wire["runtimeMi"]) == (960, 1024, 1536)
 
 
 def _apu(annotations: dict[str, str], *, name: str = "apu-1") -> list[dict]:

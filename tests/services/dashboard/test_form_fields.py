@@ -283,6 +283,23 @@ class TestTheRefusal:
         assert problem.message == "is not a parameter the catalog declares for this module"
 
 
+class TestModuleParameters:
+    @pytest.mark.parametrize(("text", "value"), [("true", True), ("false", False)])
+    def test_a_boolean_parameter_is_sent_as_a_boolean(self, text: str, value: bool) -> None:
+        fields = form(("param.postgres", text), ("param.postgresStorage", "7Gi"))
+        assert pages._module_parameters(fields, CATALOGS, "litellm") == {"postgres": value, "postgresStorage": "7Gi"}
+        fields.check()
+
+    def test_a_boolean_parameter_left_empty_is_not_set(self) -> None:
+        assert pages._module_parameters(form(("param.postgres", "")), CATALOGS, "litellm") == {}
+
+    def test_a_boolean_parameter_of_any_other_text_is_refused_naming_it(self) -> None:
+        fields = form(("param.postgres", "yes"))
+        pages._module_parameters(fields, CATALOGS, "litellm")
+        (problem,) = fields.problems
+        assert (problem.field, problem.message) == ("param.postgres", "must be true or false")
+
+
 class TestObjectNames:
     @given(st.text())
     def test_any_text_is_a_name_or_a_404(self, text: str) -> None:

@@ -225,12 +225,14 @@ class AgentWorld:
         return f"{self.node_name}-{name}"
 
     def request(self, name: str, action: str, **spec: Any) -> dict[str, Any]:
+        """A HostOperation bound to this world's node and boot; its request ID is unique in the
+        session (a request ID already carried by another operation is refused)."""
         body = {
             "action": action,
             "nodeName": self.node_name,
             "nodeUID": self.node_uid,
             "bootID": self.boot_id,
-            "requestID": f"{name}-request",
+            "requestID": f"{self.object_name(name)}-request",
             "acknowledgeDisruption": True,
             **spec,
         }

@@ -1,5 +1,6 @@
 """The trigger behind the fault proxy (tests/faults/proxy.py): a 410 Gone, a 504
-ResourceVersionTooLarge, broken connections, a watch that hangs, a kind the server refuses.
+ResourceVersionTooLarge, broken connections, a watch that hangs, a kind the server refuses, a
+runtime cleanup the server keeps failing.
 
 The proxy forwards a watch only once the server has ended it, so the watches here last one
 second (`timeoutSeconds`) and their events arrive in batches; what is counted is requests and
@@ -9,6 +10,7 @@ deadline). Each test asks for the proxy before the trigger, so the trigger stops
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
@@ -17,12 +19,14 @@ from urllib.parse import parse_qs
 import httpx
 import pytest
 
-from providers.kinds import MODEL_ACTIVATION
+from api.model_runtimes import RUNTIME_CLEANUP_FINALIZER
+from planning.settings import FIELD_MANAGER
+from providers.kinds import CONFIG_MAP, DEPLOYMENT, MODEL_ACTIVATION, SERVICE
 from providers.kube import KubeAccess, KubeClient, RetryPolicy
 from services.flags import ListenAddress
 from services.reconcile_trigger.events import EVENT
 from services.reconcile_trigger.probes import ProbePath, ProbeServer
-from services.reconcile_trigger.stack import STACK, StackRef
+from services.reconcile_trigger.stack import STACK, Backoff, StackRef
 from services.reconcile_trigger.trigger import ReconcileTrigger
 from services.reconcile_trigger.watcher import KindWatcher
 from tests.cluster.apiserver import ADMIN_USER, ClusterInfo
@@ -38,16 +42,20 @@ from tests.faults.proxy import (
     too_large_resource_version,
     write_kubeconfig,
 )
+from tests.providers.direct_runtime_objects import runtime_objects
 from tests.services.reconcile_trigger.conftest import StartTrigger
 from tests.services.reconcile_trigger.world import (
+    DEADLINE,
     FAST,
     LOADER,
     eventually,
     model_activation,
+    realtime_activation,
     request_annotation,
     settled,
     version_of,
 )
+from tests.support.watching import watch_until, watch_until_gone
 
 THROUGH_THE_PROXY = replace(FAST, watch=replace(FAST.watch, timeout_seconds=1, read_deadline_seconds=3.0))
 """Watches of one second; a silence of three (the proxy holds a watch's answer for its whole
@@ -337,3 +345,33 @@ def test_a_forbidden_kind_that_may_be_listed_again_is_ready_again(
     eventually(trigger, trigger.synced, what="every other watch listed too")
 
     assert trigger.readiness().ok, trigger.readiness().body()
+
+
+def test_a_runtime_cleanup_the_server_keeps_failing_releases_the_finalizer_after_its_attempts(
+    proxy: FaultProxy, proxied_access: KubeAccess, start_trigger: StartTrigger, admin: KubeClient, namespace: str
+):
+    """The program's next run deletes what is left: the deletion never waits on the trigger for ever."""
+    kinds = {"ConfigMap": CONFIG_MAP, "Service": SERVICE, "Deployment": DEPLOYMENT}
+    for body in runtime_objects(namespace, "omni"):
+        admin.apply(kinds[body["kind"]], body, field_manager=FIELD_MANAGER)
+    timing = replace(THROUGH_THE_PROXY, cleanup_backoff=Backoff(0.05, 0.2), cleanup_release_after=3)
+    start_trigger(access=proxied_access, timing=timing)
+    deployment = DEPLOYMENT.object_path("omni", namespace)
+    proxy.plan(Fault("DELETE", re.escape(deployment), Answer(503), on=None))
+    admin.apply(
+        MODEL_ACTIVATION, realtime_activation(namespace, "omni", target_namespace=namespace), field_manager=LOADER
+    )
+    watch_until(
+        admin,
+        MODEL_ACTIVATION,
+        namespace,
+        "omni",
+        lambda obj: RUNTIME_CLEANUP_FINALIZER in (obj["metadata"].get("finalizers") or ()),
+        DEADLINE,
+    )
+
+    admin.delete(MODEL_ACTIVATION, "omni", namespace)
+    watch_until_gone(admin, MODEL_ACTIVATION, namespace, "omni", DEADLINE)
+
+    assert proxy.count("DELETE", re.escape(deployment)) == 3
+    assert admin.get_or_none(DEPLOYMENT, "omni", namespace) is not None

@@ -40,6 +40,7 @@ FAST: Final = Timing(
     stall_backoff=Backoff(0.25, 2.0),
     stall_poll_seconds=0.02,
     stop_seconds=5.0,
+    cleanup_backoff=Backoff(0.05, 0.5),
 )
 """Small numbers of the same shape as the defaults, so tests run in moments."""
 DEADLINE: Final = 20.0
@@ -181,6 +182,39 @@ def model_activation(namespace: str, name: str, *, preset: str = "qwen2505bcpu")
             "type": "local",
             "enabled": True,
             "local": {"preset": preset, "computeTarget": "cpu", "engine": "VLLM"},
+        },
+    }
+
+
+def realtime_activation(namespace: str, name: str, *, target_namespace: str) -> dict[str, Any]:
+    """A ModelActivation the program runs as the realtime vLLM-Omni runtime, in `target_namespace`."""
+    return {
+        "apiVersion": API_VERSION,
+        "kind": "ModelActivation",
+        "metadata": {"name": name, "namespace": namespace},
+        "spec": {
+            "type": "local",
+            "targetNamespace": target_namespace,
+            "local": {
+                "url": "hf://Qwen/Qwen2.5-Omni-7B",
+                "computeTarget": "nvidia-gpu",
+                "engine": "VLLM",
+                "realtime": {"profile": "omni-cuda", "gpuNode": "gpu-1"},
+            },
+        },
+    }
+
+
+def freetoken_activation(namespace: str, name: str, *, target_namespace: str) -> dict[str, Any]:
+    """A ModelActivation the program runs as the FreeToken runtime, in `target_namespace`."""
+    return {
+        "apiVersion": API_VERSION,
+        "kind": "ModelActivation",
+        "metadata": {"name": name, "namespace": namespace},
+        "spec": {
+            "type": "local",
+            "targetNamespace": target_namespace,
+            "local": {"url": "hf://example/moe-35b", "computeTarget": "nvidia-gpu", "engine": "FreeToken"},
         },
     }
 
