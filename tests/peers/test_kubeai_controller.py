@@ -15,7 +15,6 @@ here: a test writes a Pod's status as the kubelet would, and KubeAI's own status
 
 from __future__ import annotations
 
-import time
 from collections.abc import Iterator, Mapping
 from decimal import Decimal
 from typing import Any
@@ -30,7 +29,7 @@ from providers.kube import KubeClient
 from tests.live.world import write_status_as
 from tests.peers.kubeai_chart import RELEASE_NAMESPACE, ReleaseRender
 from tests.peers.kubeai_controller import OPENAI_PORT, KubeAIController
-from tests.support.watching import watch_until
+from tests.support.watching import follow_log_until, watch_collection_until, watch_until
 
 JsonObject = dict[str, Any]
 ENGINE = "magicstick"
@@ -79,18 +78,36 @@ def clean_models(kubeai_admin: KubeClient) -> Iterator[None]:
     yield
     for model in kubeai_admin.list(KUBEAI_MODEL, namespace=RELEASE_NAMESPACE):
         kubeai_admin.delete(KUBEAI_MODEL, model["metadata"]["name"], RELEASE_NAMESPACE)
-    _wait_for(lambda: not kubeai_admin.list(POD, namespace=RELEASE_NAMESPACE), "every model Pod deleted")
+    _wait_for_no_pods(kubeai_admin)
 
 
-def _wait_for(check: Any, what: str, controller: KubeAIController | None = None) -> Any:
-    deadline = time.monotonic() + WAIT_SECONDS
-    while time.monotonic() < deadline:
-        found = check()
-        if found:
-            return found
-        time.sleep(0.2)
-    tail = f"\n--- kubeai log\n{controller.log_tail()}" if controller is not None else ""
-    raise AssertionError(f"waited {WAIT_SECONDS} s for {what}{tail}")
+def _wait_for_no_pods(client: KubeClient) -> None:
+    watch_collection_until(client, POD, RELEASE_NAMESPACE, lambda pods: True if not pods else None, WAIT_SECONDS)
+
+
+def _wait_for_pods(client: KubeClient, name: str, controller: KubeAIController, *, count: int = 1) -> list[JsonObject]:
+    """Once KubeAI has made at least `count` Pods of Model `name`, those Pods."""
+    return watch_collection_until(
+        client,
+        POD,
+        RELEASE_NAMESPACE,
+        lambda pods: pods if len(pods) >= count else None,
+        WAIT_SECONDS,
+        label_selector=f"{MODEL_LABEL}={name}",
+        explain=controller.log_tail,
+    )
+
+
+def _wait_for_replicas(client: KubeClient, name: str, field: str, controller: KubeAIController) -> None:
+    watch_until(
+        client,
+        KUBEAI_MODEL,
+        RELEASE_NAMESPACE,
+        name,
+        lambda model: model.get("status", {}).get("replicas", {}).get(field) == 1,
+        WAIT_SECONDS,
+        explain=controller.log_tail,
+    )
 
 
 def _as_the_program_reads(client: KubeClient, name: str) -> KubeAIModel:
@@ -193,20 +210,14 @@ def test_kubeai_builds_every_models_pod_as_the_program_intends(
             _declare(kubeai_admin, model)
         for name, (label, model) in round_.items():
             wanted = max(1, int(model["spec"].get("minReplicas", 0)))
-            pods = _wait_for(
-                lambda name=name, wanted=wanted: (
-                    (found := _pods_of(kubeai_admin, name)) and len(found) >= wanted and found
-                ),
-                f"KubeAI's Pod of Model {name} ({label})",
-                kubeai_controller,
-            )
+            pods = _wait_for_pods(kubeai_admin, name, kubeai_controller, count=wanted)
             for pod in pods:
                 judged.add(f"{label}/{name}")
                 if found := _intent_mismatches(model, pod, release.effective_values()):
                     mismatches[f"{label}: {pod['metadata']['name']}"] = found
         for name in round_:
             kubeai_admin.delete(KUBEAI_MODEL, name, RELEASE_NAMESPACE)
-        _wait_for(lambda: not kubeai_admin.list(POD, namespace=RELEASE_NAMESPACE), "the round's Pods deleted")
+        _wait_for_no_pods(kubeai_admin)
     profiles = {model["spec"]["resourceProfile"].rsplit("-", 1)[0] for r in _rounds(models) for _, model in r.values()}
     assert {
         "magicstick-cpu-vllm",
@@ -225,12 +236,12 @@ def test_kubeai_reports_a_ready_replica_only_once_the_kubelet_does_and_the_progr
     (model,) = [m for m in release.models()["demo"] if m["metadata"]["name"] == CPU_VLLM_MODEL]
     name = model["metadata"]["name"]
     _declare(kubeai_admin, model)
-    (pod,) = _wait_for(lambda: _pods_of(kubeai_admin, name), f"KubeAI's Pod of {name}", kubeai_controller)
+    (pod,) = _wait_for_pods(kubeai_admin, name, kubeai_controller)
 
     def replicas() -> Mapping[str, Any]:
         return dict(kubeai_admin.get(KUBEAI_MODEL, name, RELEASE_NAMESPACE).get("status", {}).get("replicas", {}))
 
-    _wait_for(lambda: replicas().get("all") == 1, "KubeAI counting the Pod", kubeai_controller)
+    _wait_for_replicas(kubeai_admin, name, "all", kubeai_controller)
     pending = _as_the_program_reads(kubeai_admin, name)
     assert replicas().get("ready", 0) == 0
     assert kubeai_model_readiness(pending).readiness is Readiness.IN_PROGRESS
@@ -246,7 +257,7 @@ def test_kubeai_reports_a_ready_replica_only_once_the_kubelet_does_and_the_progr
         field_manager=KUBELET,
     )
 
-    _wait_for(lambda: replicas().get("ready") == 1, "KubeAI counting the ready replica", kubeai_controller)
+    _wait_for_replicas(kubeai_admin, name, "ready", kubeai_controller)
     ready = _as_the_program_reads(kubeai_admin, name)
     assert (ready.replicas_all, ready.replicas_ready) == (1, 1)
     assert kubeai_model_readiness(ready).readiness is Readiness.READY
@@ -273,7 +284,7 @@ def test_a_model_at_zero_replicas_gets_its_first_pod_when_a_request_reaches_kube
                 json={"model": name, "messages": [{"role": "user", "content": "hello"}]},
             )
 
-    (pod,) = _wait_for(lambda: _pods_of(kubeai_admin, name), f"the Pod KubeAI scales {name} up to", kubeai_controller)
+    (pod,) = _wait_for_pods(kubeai_admin, name, kubeai_controller)
     assert kubeai_admin.get(KUBEAI_MODEL, name, RELEASE_NAMESPACE)["spec"]["replicas"] == 1
     assert pod["metadata"]["labels"][MODEL_LABEL] == name
 
@@ -289,10 +300,11 @@ def test_kubeai_refuses_a_model_whose_resource_profile_its_configuration_lacks_a
     }
     _declare(kubeai_admin, refused)
 
-    _wait_for(
-        lambda: 'resource profile not found: \\"magicstick-absent\\"' in kubeai_controller.log_tail(200),
-        "KubeAI's refusal in its log",
-        kubeai_controller,
+    follow_log_until(
+        kubeai_controller.process.log,
+        'resource profile not found: \\"magicstick-absent\\"',
+        WAIT_SECONDS,
+        explain=kubeai_controller.log_tail,
     )
     assert _pods_of(kubeai_admin, "unknownprofile") == []
     status = kubeai_admin.get(KUBEAI_MODEL, "unknownprofile", RELEASE_NAMESPACE).get("status", {})

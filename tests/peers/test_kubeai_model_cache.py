@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import contextlib
 import threading
-import time
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any, Final
@@ -35,6 +34,7 @@ from tests.live.world import write_status_as
 from tests.peers.kubeai_chart import RELEASE_NAMESPACE
 from tests.peers.kubeai_controller import KubeAIController
 from tests.peers.scene import DEMO, NOW
+from tests.support.watching import watch_collection_until, watch_until, watch_until_gone
 
 JsonObject = dict[str, Any]
 ENGINE: Final = "magicstick"
@@ -106,14 +106,21 @@ def _succeeded(pod: Mapping[str, Any]) -> JsonObject:
     }
 
 
-def _wait_for(check: Any, what: str, controller: KubeAIController) -> Any:
-    deadline = time.monotonic() + WAIT_SECONDS
-    while time.monotonic() < deadline:
-        found = check()
-        if found:
-            return found
-        time.sleep(0.2)
-    raise AssertionError(f"waited {WAIT_SECONDS} s for {what}\n--- kubeai log\n{controller.log_tail()}")
+def _wait_for_model_pods(client: KubeClient, count: int, controller: KubeAIController) -> list[JsonObject]:
+    """Once the cached Model has `count` server Pods (the loader Job's Pods not counted), those."""
+    return watch_collection_until(
+        client,
+        POD,
+        RELEASE_NAMESPACE,
+        lambda pods: (
+            servers
+            if len(servers := [p for p in pods if JOB_NAME_LABEL not in p["metadata"]["labels"]]) == count
+            else None
+        ),
+        WAIT_SECONDS,
+        label_selector=f"model={CACHED_MODEL}",
+        explain=controller.log_tail,
+    )
 
 
 def _rendered(resources: Path, pattern: str) -> list[JsonObject]:
@@ -124,14 +131,6 @@ def _declare(client: KubeClient, kind: Any, obj: Mapping[str, Any]) -> JsonObjec
     """As the program's engine applies it: server-side apply under its field manager."""
     body = {key: obj[key] for key in ("apiVersion", "kind", "metadata", "spec") if key in obj}
     return client.apply(kind, body, field_manager=ENGINE)
-
-
-def _model_pods(client: KubeClient, name: str) -> list[JsonObject]:
-    return [
-        p
-        for p in client.list(POD, namespace=RELEASE_NAMESPACE)
-        if p["metadata"].get("labels", {}).get("model") == name and JOB_NAME_LABEL not in p["metadata"]["labels"]
-    ]
 
 
 def _cache_mount(pod: Mapping[str, Any]) -> tuple[str, JsonObject]:
@@ -157,36 +156,34 @@ def test_a_cached_model_is_loaded_once_and_every_replica_reads_the_cache(
     with finishing_jobs(admin) as finished:
         _declare(admin, KUBEAI_MODEL, model)
 
-        claim = _wait_for(
-            lambda: (
-                (c := admin.get_or_none(PERSISTENT_VOLUME_CLAIM, CACHE_CLAIM, RELEASE_NAMESPACE))
-                and c.get("status", {}).get("phase") == "Bound"
-                and c
-            ),
-            f"KubeAI's claim {CACHE_CLAIM} bound by the persistent-volume binder",
-            controller,
+        claim = watch_until(
+            admin,
+            PERSISTENT_VOLUME_CLAIM,
+            RELEASE_NAMESPACE,
+            CACHE_CLAIM,
+            lambda c: c.get("status", {}).get("phase") == "Bound",
+            WAIT_SECONDS,
+            explain=controller.log_tail,
         )
         assert claim["spec"]["volumeName"] == HUGGINGFACE_VOLUME
 
-        live = _wait_for(
-            lambda: (
-                (m := admin.get(KUBEAI_MODEL, CACHED_MODEL, RELEASE_NAMESPACE))
-                and m.get("status", {}).get("cache", {}).get("loaded")
-                and m
-            ),
-            "KubeAI reporting the cache loaded",
-            controller,
+        live = watch_until(
+            admin,
+            KUBEAI_MODEL,
+            RELEASE_NAMESPACE,
+            CACHED_MODEL,
+            lambda m: bool(m.get("status", {}).get("cache", {}).get("loaded")),
+            WAIT_SECONDS,
+            explain=controller.log_tail,
         )
         assert finished.count(f"load-cache-{CACHED_MODEL}") == 1
         folder = f"/models/{CACHED_MODEL}-{live['metadata']['uid']}"
         assert Snapshot.from_objects([live]).model(RELEASE_NAMESPACE, CACHED_MODEL).cache_loaded  # type: ignore[union-attr]
 
-        (first,) = _wait_for(lambda: _model_pods(admin, CACHED_MODEL), "the Model's first Pod", controller)
+        (first,) = _wait_for_model_pods(admin, 1, controller)
         scaled = {**model, "spec": {**model["spec"], "minReplicas": 2, "maxReplicas": 2}}
         _declare(admin, KUBEAI_MODEL, scaled)
-        pods = _wait_for(
-            lambda: len(found := _model_pods(admin, CACHED_MODEL)) == 2 and found, "the second replica", controller
-        )
+        pods = _wait_for_model_pods(admin, 2, controller)
         for pod in pods:
             claim_name, mount = _cache_mount(pod)
             assert claim_name == CACHE_CLAIM
@@ -197,10 +194,6 @@ def test_a_cached_model_is_loaded_once_and_every_replica_reads_the_cache(
         assert [j["metadata"]["name"] for j in admin.list(JOB, namespace=RELEASE_NAMESPACE)] == []
 
         admin.delete(KUBEAI_MODEL, CACHED_MODEL, RELEASE_NAMESPACE)
-        _wait_for(
-            lambda: admin.get_or_none(KUBEAI_MODEL, CACHED_MODEL, RELEASE_NAMESPACE) is None,
-            "the Model deleted once KubeAI's eviction Job finished",
-            controller,
-        )
+        watch_until_gone(admin, KUBEAI_MODEL, RELEASE_NAMESPACE, CACHED_MODEL, WAIT_SECONDS)
         assert f"evict-cache-{CACHED_MODEL}" in finished
     assert first["metadata"]["name"] in {p["metadata"]["name"] for p in pods}

@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import os
+import select
+import subprocess
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any, TypeVar
 
 from providers.kube import EventType, KubeClient, ResourceKind
@@ -110,3 +114,22 @@ def watch_collection_until(
                 if result is not None:
                     break
     return result
+
+
+def follow_log_until(log: Path, text: str, seconds: float, *, explain: Callable[[], str] = lambda: "") -> None:
+    """Return once `text` is in the log file `log`, read from its start and then followed as it
+    grows (`tail -F`: each write wakes the reader); after `seconds` the test fails."""
+    deadline = time.monotonic() + seconds
+    wanted = text.encode()
+    seen = b""
+    with subprocess.Popen(["tail", "-c", "+1", "-F", str(log)], stdout=subprocess.PIPE) as follower:
+        assert follower.stdout is not None
+        try:
+            while wanted not in seen:
+                remaining = deadline - time.monotonic()
+                assert remaining > 0, f"{text!r} not in {log} within {seconds} s\n{explain()}"
+                readable, _, _ = select.select([follower.stdout], [], [], remaining)
+                if readable:
+                    seen = seen[-len(wanted) :] + os.read(follower.stdout.fileno(), 65536)
+        finally:
+            follower.kill()
