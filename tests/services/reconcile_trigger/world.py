@@ -186,37 +186,31 @@ def model_activation(namespace: str, name: str, *, preset: str = "qwen2505bcpu")
     }
 
 
-def realtime_activation(namespace: str, name: str, *, target_namespace: str) -> dict[str, Any]:
-    """A ModelActivation the program runs as the realtime vLLM-Omni runtime, in `target_namespace`."""
+def local_activation(namespace: str, name: str, local: dict[str, Any], *, target_namespace: str) -> dict[str, Any]:
+    """A local ModelActivation with `local` as its spec.local, run in `target_namespace`."""
     return {
         "apiVersion": API_VERSION,
         "kind": "ModelActivation",
         "metadata": {"name": name, "namespace": namespace},
-        "spec": {
-            "type": "local",
-            "targetNamespace": target_namespace,
-            "local": {
-                "url": "hf://Qwen/Qwen2.5-Omni-7B",
-                "computeTarget": "nvidia-gpu",
-                "engine": "VLLM",
-                "realtime": {"profile": "omni-cuda", "gpuNode": "gpu-1"},
-            },
-        },
+        "spec": {"type": "local", "targetNamespace": target_namespace, "local": local},
     }
+
+
+def realtime_activation(namespace: str, name: str, *, target_namespace: str) -> dict[str, Any]:
+    """A ModelActivation the program runs as the realtime vLLM-Omni runtime, in `target_namespace`."""
+    local = {
+        "url": "hf://Qwen/Qwen2.5-Omni-7B",
+        "computeTarget": "nvidia-gpu",
+        "engine": "VLLM",
+        "realtime": {"profile": "omni-cuda", "gpuNode": "gpu-1"},
+    }
+    return local_activation(namespace, name, local, target_namespace=target_namespace)
 
 
 def freetoken_activation(namespace: str, name: str, *, target_namespace: str) -> dict[str, Any]:
     """A ModelActivation the program runs as the FreeToken runtime, in `target_namespace`."""
-    return {
-        "apiVersion": API_VERSION,
-        "kind": "ModelActivation",
-        "metadata": {"name": name, "namespace": namespace},
-        "spec": {
-            "type": "local",
-            "targetNamespace": target_namespace,
-            "local": {"url": "hf://example/moe-35b", "computeTarget": "nvidia-gpu", "engine": "FreeToken"},
-        },
-    }
+    local = {"url": "hf://example/moe-35b", "computeTarget": "nvidia-gpu", "engine": "FreeToken"}
+    return local_activation(namespace, name, local, target_namespace=target_namespace)
 
 
 def kustomization(name: str, namespace: str = "flux-system") -> dict[str, Any]:
